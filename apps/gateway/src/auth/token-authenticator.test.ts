@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { generateToken, hashToken } from '@envengine/api-tokens';
+import { ApiError } from '@envengine/service-kit';
+import { TokenAuthenticator } from './token-authenticator.ts';
+
+function repositoryWith(known: Map<string, { tokenId: string; tenantId: string }>) {
+  let lookups = 0;
+  return {
+    get lookups() {
+      return lookups;
+    },
+    findActiveByHash: async (hash: string) => {
+      lookups += 1;
+      return known.get(hash);
+    },
+  };
+}
+
+describe('TokenAuthenticator', () => {
+  const token = generateToken();
+  const caller = { tokenId: 'tok_1', tenantId: 'ten_1' };
+
+  it('answers a known token from cache until the TTL passes', async () => {
+    let now = 0;
+    const repo = repositoryWith(new Map([[hashToken(token), caller]]));
+    const auth = new TokenAuthenticator(repo, 1000, 10, () => now);
+    await expect(auth.authenticate(`Bearer ${token}`)).resolves.toEqual(caller);
+    await auth.authenticate(`Bearer ${token}`);
+    expect(repo.lookups).toBe(1);
+    now = 1001;
+    await auth.authenticate(`Bearer ${token}`);
+    expect(repo.lookups).toBe(2);
+  });
+
+  it('refuses missing, malformed and unknown tokens with 401 and WWW-Authenticate', async () => {
+    const auth = new TokenAuthenticator(repositoryWith(new Map()), 1000);
+    for (const header of [undefined, 'Bearer', `Basic ${token}`, `Bearer ${token}`]) {
+      const error = await auth.authenticate(header).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ApiError);
+      expect((error as ApiError).code).toBe('unauthorized');
+      expect((error as ApiError).headers['WWW-Authenticate']).toBe('Bearer');
+    }
+  });
+
+  it('drops a revoked token from the cache at once', async () => {
+    const known = new Map([[hashToken(token), caller]]);
+    const auth = new TokenAuthenticator(repositoryWith(known), 60_000);
+    await auth.authenticate(`Bearer ${token}`);
+    known.delete(hashToken(token));
+    auth.forget(hashToken(token));
+    await expect(auth.authenticate(`Bearer ${token}`)).rejects.toMatchObject({ code: 'unauthorized' });
+  });
+});

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
+
+const GatewayConfigSchema = z.object({
+  HOST: z.string().default('0.0.0.0'),
+  PORT: PortFromEnv(8080),
+  MONGO_URL: z.string({ message: 'is required' }).min(1),
+  MONGO_DB: z.string().default('envengine_gateway'),
+  REDIS_URL: z.string({ message: 'is required' }).min(1),
+  INTERNAL_CREDENTIAL: InternalCredential,
+  PLACEMENT_SERVICE_URL: z.url().default('http://127.0.0.1:8081'),
+  DEPLOYMENT_SERVICE_URL: z.url().default('http://127.0.0.1:8082'),
+  SECRETS_SERVICE_URL: z.url().default('http://127.0.0.1:8083'),
+  /** Largest JSON request body, in bytes. */
+  JSON_BODY_LIMIT_BYTES: PositiveIntFromEnv(1024 * 1024),
+  /** Sustained requests per second allowed for one token. */
+  RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(50),
+  /** Requests one token may send in a burst above the sustained rate. */
+  RATE_LIMIT_BURST: PositiveIntFromEnv(200),
+  /** How long a token lookup is trusted before the database is asked again. */
+  AUTH_CACHE_TTL_MS: PositiveIntFromEnv(30_000),
+  /** Connections kept open to each internal service. */
+  UPSTREAM_CONNECTIONS: PositiveIntFromEnv(64),
+  UPSTREAM_TIMEOUT_MS: PositiveIntFromEnv(30_000),
+  LOG_LEVEL: LogLevel,
+});
+
+export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+
+export function loadGatewayConfig(env: Record<string, string | undefined>): GatewayConfig {
+  return parseConfig(GatewayConfigSchema, env);
+}

@@ -1,0 +1,56 @@
+import { Redis } from 'ioredis';
+import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { connectMongo, createLogger, pingMongo, startHttpServer, stopOnSignals } from '@envengine/service-kit';
+import { TokenAuthenticator } from './auth/token-authenticator.ts';
+import { loadGatewayConfig } from './config.ts';
+import { createGatewayApp } from './gateway-app.ts';
+import { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
+import { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
+
+const config = loadGatewayConfig(process.env);
+const log = createLogger('gateway', config.LOG_LEVEL);
+
+const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+const tokens = new ApiTokenRepository(mongo);
+await tokens.ensureIndexes();
+
+const authenticator = new TokenAuthenticator(tokens, config.AUTH_CACHE_TTL_MS);
+
+// Revocations reach every gateway at once; the cache TTL bounds any that are missed.
+// The subscription is queued until Redis answers and renewed by ioredis on reconnect.
+const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+subscriber.on('error', (error: Error) => log.warn({ err: error.message }, 'redis subscriber error'));
+subscriber.on('message', (_channel: string, tokenHash: string) => authenticator.forget(tokenHash));
+subscriber.subscribe(TOKEN_REVOKED_CHANNEL).catch((error: Error) => log.error({ err: error.message }, 'subscribe failed'));
+
+const forwarder = new UpstreamForwarder(
+  {
+    placement: config.PLACEMENT_SERVICE_URL,
+    deployment: config.DEPLOYMENT_SERVICE_URL,
+    secrets: config.SECRETS_SERVICE_URL,
+  },
+  config.INTERNAL_CREDENTIAL,
+  { connections: config.UPSTREAM_CONNECTIONS, timeoutMs: config.UPSTREAM_TIMEOUT_MS },
+);
+
+const app = createGatewayApp({
+  log,
+  authenticator,
+  limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
+  forwarder,
+  readiness: {
+    mongodb: () => pingMongo(mongo),
+    redis: async () => subscriber.status === 'ready',
+  },
+  jsonBodyLimitBytes: config.JSON_BODY_LIMIT_BYTES,
+});
+
+const server = await startHttpServer(app, config.HOST, config.PORT);
+log.info({ port: server.port }, 'gateway listening');
+
+stopOnSignals(log, async () => {
+  await server.close();
+  await forwarder.close();
+  subscriber.disconnect();
+  await mongo.close();
+});

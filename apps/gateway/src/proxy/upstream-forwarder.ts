@@ -1,0 +1,86 @@
+import { pipeline } from 'node:stream/promises';
+import type { Response } from 'express';
+import { Pool } from 'undici';
+import { INTERNAL_HEADERS } from '@envengine/contracts';
+import { ApiError } from '@envengine/service-kit';
+import type { Upstream } from './upstream-routes.ts';
+
+/** Request headers a client may pass on to a service. */
+const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'idempotency-key'] as const;
+/** Response headers a service may pass back to a client. */
+const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
+
+export interface ForwardRequest {
+  method: string;
+  /** Path and query as the client sent them, e.g. `/api/v1/environments?x=1`. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer | undefined;
+  tenantId: string;
+  requestId: string;
+}
+
+/** Keep-alive connection pools to the internal services, with the internal credential. */
+export class UpstreamForwarder {
+  private readonly pools: Record<Upstream, Pool>;
+
+  constructor(
+    origins: Record<Upstream, string>,
+    private readonly internalCredential: string,
+    options: { connections: number; timeoutMs: number },
+  ) {
+    const make = (origin: string) =>
+      new Pool(origin, {
+        connections: options.connections,
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+    this.pools = {
+      placement: make(origins.placement),
+      deployment: make(origins.deployment),
+      secrets: make(origins.secrets),
+    };
+  }
+
+  async forward(upstream: Upstream, request: ForwardRequest, res: Response): Promise<void> {
+    const headers: Record<string, string> = {
+      [INTERNAL_HEADERS.credential]: this.internalCredential,
+      [INTERNAL_HEADERS.tenantId]: request.tenantId,
+      [INTERNAL_HEADERS.requestId]: request.requestId,
+    };
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    let response;
+    try {
+      response = await this.pools[upstream].request({
+        path: request.url,
+        method: request.method as 'GET',
+        headers,
+        body: request.body && request.body.length > 0 ? request.body : undefined,
+      });
+    } catch (error) {
+      throw new ApiError('unavailable', `The ${upstream} service is unreachable; try again shortly.`, {
+        headers: { 'Retry-After': '2' },
+      });
+    }
+    if (response.statusCode === 401) {
+      // The gateway itself was refused: a credential mismatch between deployables.
+      await response.body.dump();
+      throw new Error(`the ${upstream} service refused the gateway's internal credential`);
+    }
+    res.status(response.statusCode);
+    for (const name of FORWARDED_RESPONSE_HEADERS) {
+      const value = response.headers[name];
+      if (typeof value === 'string') res.setHeader(name, value);
+    }
+    await pipeline(response.body, res);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(Object.values(this.pools).map((pool) => pool.close()));
+  }
+}

@@ -1,0 +1,17 @@
+export type Upstream = 'placement' | 'deployment' | 'secrets';
+
+/**
+ * Which internal service owns a public path (relative to `/api/v1`). First match wins,
+ * so the narrower environment sub-resources come before the environments catch-all.
+ */
+const ROUTES: ReadonlyArray<readonly [RegExp, Upstream]> = [
+  [/^\/environments\/[^/]+\/(?:bindings|secrets)(?:\/|$)/, 'secrets'],
+  [/^\/environments\/[^/]+\/(?:deployments|assets)(?:\/|$)/, 'deployment'],
+  [/^\/(?:deployments|bundles)(?:\/|$)/, 'deployment'],
+  [/^\/(?:environments|placement|runs)(?:\/|$)/, 'placement'],
+];
+
+export function upstreamFor(path: string): Upstream | undefined {
+  for (const [pattern, upstream] of ROUTES) if (pattern.test(path)) return upstream;
+  return undefined;
+}

@@ -1,0 +1,110 @@
+import type { Connection, Model } from 'mongoose';
+import type { CreateEnvironmentRequest, Environment, Executor } from '@envengine/contracts';
+import { newId } from '@envengine/resource-ids';
+import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
+import { environmentSchema, type EnvironmentDocument } from './environment.schema.ts';
+
+function toEnvironment(doc: EnvironmentDocument): Environment {
+  return {
+    id: doc._id,
+    name: doc.name,
+    kind: doc.kind,
+    git_ref: doc.git_ref ?? null,
+    storage_prefix: doc.storage_prefix,
+    strict: doc.strict,
+    schedules_paused: doc.schedules_paused,
+    schedules_paused_reason: doc.schedules_paused_reason ?? null,
+    executor: doc.executor,
+    active_deployment_id: doc.active_deployment_id ?? null,
+    inserted_at: doc.inserted_at.toISOString(),
+  };
+}
+
+/**
+ * Environments of one tenant at a time: every method takes the tenant id first, so no
+ * query can be written without the tenant filter. Returns plain objects only.
+ */
+export class EnvironmentRepository {
+  private readonly model: Model<EnvironmentDocument>;
+
+  constructor(connection: Connection) {
+    this.model = connection.models.Environment ?? connection.model<EnvironmentDocument>('Environment', environmentSchema);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.model.createCollection().catch((error: { code?: number }) => {
+      if (error.code !== 48) throw error;
+    });
+    await this.model.createIndexes();
+  }
+
+  async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {
+    const now = new Date();
+    const doc: EnvironmentDocument = {
+      _id: newId('env', now.getTime()),
+      tenant_id: tenantId,
+      name: input.name,
+      kind: input.kind,
+      storage_prefix: input.storage_prefix,
+      strict: input.strict,
+      executor: input.executor,
+      schedules_paused: false,
+      schedules_paused_reason: null,
+      active_deployment_id: null,
+      git_ref: null,
+      inserted_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.model.collection.insertOne(doc as never);
+    } catch (error) {
+      if (isDuplicateKeyError(error)) {
+        throw new ApiError('environment_exists', `An environment named "${input.name}" already exists.`, {
+          details: [{ path: 'name', message: 'is already taken' }],
+        });
+      }
+      throw error;
+    }
+    return toEnvironment(doc);
+  }
+
+  async list(tenantId: string): Promise<Environment[]> {
+    const docs = await this.model.find({ tenant_id: tenantId }).sort({ _id: 1 }).lean<EnvironmentDocument[]>();
+    return docs.map(toEnvironment);
+  }
+
+  async findByName(tenantId: string, name: string): Promise<Environment | undefined> {
+    const doc = await this.model.findOne({ tenant_id: tenantId, name }).lean<EnvironmentDocument>();
+    return doc ? toEnvironment(doc) : undefined;
+  }
+
+  async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {
+    return this.update(tenantId, name, { executor });
+  }
+
+  /** Sets the executor of every environment the tenant owns; returns them all. */
+  async setExecutorForAll(tenantId: string, executor: Executor): Promise<Environment[]> {
+    await this.model.updateMany({ tenant_id: tenantId }, { $set: { executor, updated_at: new Date() } });
+    return this.list(tenantId);
+  }
+
+  async setSchedulesPaused(
+    tenantId: string,
+    name: string,
+    paused: boolean,
+    reason: string | null,
+  ): Promise<Environment | undefined> {
+    return this.update(tenantId, name, { schedules_paused: paused, schedules_paused_reason: reason });
+  }
+
+  private async update(
+    tenantId: string,
+    name: string,
+    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason'>>,
+  ): Promise<Environment | undefined> {
+    const doc = await this.model
+      .findOneAndUpdate({ tenant_id: tenantId, name }, { $set: { ...fields, updated_at: new Date() } }, { new: true })
+      .lean<EnvironmentDocument>();
+    return doc ? toEnvironment(doc) : undefined;
+  }
+}

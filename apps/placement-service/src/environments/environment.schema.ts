@@ -1,0 +1,41 @@
+import { Schema } from 'mongoose';
+import type { EnvironmentKind, Executor } from '@envengine/contracts';
+
+/** An environment as stored: one document per (tenant, name). */
+export interface EnvironmentDocument {
+  _id: string;
+  tenant_id: string;
+  name: string;
+  kind: EnvironmentKind;
+  storage_prefix: string;
+  strict: boolean;
+  executor: Executor;
+  schedules_paused: boolean;
+  schedules_paused_reason: string | null;
+  active_deployment_id: string | null;
+  git_ref: string | null;
+  inserted_at: Date;
+  updated_at: Date;
+}
+
+export const environmentSchema = new Schema<EnvironmentDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    name: { type: String, required: true },
+    kind: { type: String, required: true, enum: ['persistent', 'preview'] },
+    storage_prefix: { type: String, required: true },
+    strict: { type: Boolean, required: true },
+    executor: { type: String, required: true, enum: ['local', 'remote'] },
+    schedules_paused: { type: Boolean, required: true },
+    schedules_paused_reason: { type: String, default: null },
+    active_deployment_id: { type: String, default: null },
+    git_ref: { type: String, default: null },
+    inserted_at: { type: Date, required: true },
+    updated_at: { type: Date, required: true },
+  },
+  { versionKey: false, collection: 'environments' },
+);
+
+// Names are unique per caller; two tenants may both own `prod`.
+environmentSchema.index({ tenant_id: 1, name: 1 }, { unique: true });

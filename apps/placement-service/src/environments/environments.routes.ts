@@ -1,0 +1,76 @@
+import { Router } from 'express';
+import {
+  CreateEnvironmentRequest,
+  EnvironmentPathParams,
+  ScheduleToggleRequest,
+  SetPlacementRequest,
+  type Environment,
+} from '@envengine/contracts';
+import { defineRoute, notFound } from '@envengine/service-kit';
+import type { EnvironmentRepository } from './environment.repository.ts';
+
+function found(environment: Environment | undefined, name: string): Environment {
+  if (!environment) throw notFound(`Environment "${name}"`);
+  return environment;
+}
+
+/** Environments, placement and schedule pausing (interface: Environments). */
+export function environmentsRouter(environments: EnvironmentRepository): Router {
+  const router = Router();
+
+  router.get(
+    '/environments',
+    defineRoute({}, async ({ tenantId }) => ({ data: await environments.list(tenantId) })),
+  );
+
+  router.post(
+    '/environments',
+    defineRoute({ body: CreateEnvironmentRequest }, async ({ tenantId, body }) => ({
+      status: 201,
+      data: await environments.create(tenantId, body),
+    })),
+  );
+
+  router.get(
+    '/environments/:name',
+    defineRoute({ params: EnvironmentPathParams }, async ({ tenantId, params }) => ({
+      data: found(await environments.findByName(tenantId, params.name), params.name),
+    })),
+  );
+
+  router.post(
+    '/placement',
+    defineRoute({ body: SetPlacementRequest }, async ({ tenantId, body }) => ({
+      data: { executor: body.executor, environments: await environments.setExecutorForAll(tenantId, body.executor) },
+    })),
+  );
+
+  router.post(
+    '/environments/:name/placement',
+    defineRoute({ params: EnvironmentPathParams, body: SetPlacementRequest }, async ({ tenantId, params, body }) => ({
+      data: found(await environments.setExecutor(tenantId, params.name, body.executor), params.name),
+    })),
+  );
+
+  router.post(
+    '/environments/:name/schedules/pause',
+    defineRoute(
+      { params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true },
+      async ({ tenantId, params, body }) => ({
+        data: found(await environments.setSchedulesPaused(tenantId, params.name, true, body.reason ?? null), params.name),
+      }),
+    ),
+  );
+
+  router.post(
+    '/environments/:name/schedules/resume',
+    defineRoute(
+      { params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true },
+      async ({ tenantId, params }) => ({
+        data: found(await environments.setSchedulesPaused(tenantId, params.name, false, null), params.name),
+      }),
+    ),
+  );
+
+  return router;
+}

@@ -1,0 +1,68 @@
+import nx from '@nx/eslint-plugin';
+import tseslint from 'typescript-eslint';
+
+const NODE_BUILTINS = [
+  'assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'fs/promises',
+  'http', 'http2', 'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers',
+  'tls', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
+];
+
+export default tseslint.config(
+  { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.envengine/**'] },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    plugins: { '@nx': nx },
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@nx/enforce-module-boundaries': [
+        'error',
+        {
+          enforceBuildableLibDependency: false,
+          allow: [],
+          // Who may import whom: by type (layer) and by scope (owning service).
+          depConstraints: [
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:workflows', 'type:queues'] },
+            { sourceTag: 'type:workflows', onlyDependOnLibsWithTags: ['type:contracts', 'type:rules'] },
+            { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access'] },
+            { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
+            { sourceTag: 'type:util', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
+            { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:contracts'] },
+            { sourceTag: 'type:dev-infra', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:dev-infra'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
+            { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
+            { sourceTag: 'type:tools', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
+            { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway'] },
+            { sourceTag: 'scope:placement', onlyDependOnLibsWithTags: ['scope:shared', 'scope:placement'] },
+            { sourceTag: 'scope:deployment', onlyDependOnLibsWithTags: ['scope:shared', 'scope:deployment'] },
+            { sourceTag: 'scope:secrets', onlyDependOnLibsWithTags: ['scope:shared', 'scope:secrets'] },
+            { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+          ],
+        },
+      ],
+      // A lib is reached through its public entry only.
+      'no-restricted-imports': ['error', { patterns: [{ group: ['@envengine/*/*', '!@envengine/*/testing'], message: 'Import a lib through its public entry.' }] }],
+    },
+  },
+  {
+    // Workflow code is replayed by Temporal and must stay deterministic: no I/O, no Node.
+    files: ['**/*.workflow.ts', '**/workflows/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/*.activities.ts', '**/activities/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...NODE_BUILTINS.flatMap((name) => [name, `node:${name}`]).map((name) => ({ name, message: 'Workflow code cannot use Node built-ins; do it in an activity.' })),
+            ...['mongoose', 'mongodb', 'ioredis', 'bullmq', 'express', 'undici', 'pino', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'].map((name) => ({ name, message: 'Workflow code cannot do I/O; do it in an activity.' })),
+          ],
+        },
+      ],
+      'no-restricted-globals': ['error', 'fetch', 'setInterval', 'process'],
+    },
+  },
+);

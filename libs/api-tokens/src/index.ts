@@ -1,0 +1,2 @@
+export * from './token-codec.ts';
+export * from './token.repository.ts';

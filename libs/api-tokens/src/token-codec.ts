@@ -1,0 +1,29 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+const TOKEN_PREFIX = 'eek_';
+const TOKEN_PATTERN = /^eek_[A-Za-z0-9_-]{43}$/;
+
+/** A new API token: 256 random bits, shown once to its owner and never stored. */
+export function generateToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function looksLikeToken(value: string): boolean {
+  return TOKEN_PATTERN.test(value);
+}
+
+/**
+ * What the database keeps. A plain SHA-256 is enough: the token is 256 random bits, so
+ * there is nothing to brute-force, and the lookup stays one indexed equality match.
+ */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Reads `Authorization: Bearer <token>`; undefined when absent or malformed. */
+export function bearerTokenFrom(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const token = match?.[1];
+  return token && looksLikeToken(token) ? token : undefined;
+}

@@ -1,0 +1,47 @@
+import { createServer, connect } from 'node:net';
+
+/** A TCP port that is free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * Polls `probe` until it resolves true. Fails early when `alive` says the process died,
+ * so a server that cannot start is reported at once with where its log is.
+ */
+export async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  options: { timeoutMs: number; alive?: () => boolean; logFile?: string },
+): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  const hint = options.logFile ? ` (see ${options.logFile})` : '';
+  while (Date.now() < deadline) {
+    if (options.alive && !options.alive()) throw new Error(`${what} exited during start-up${hint}`);
+    if (await probe().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+  throw new Error(`${what} was not ready within ${options.timeoutMs} ms${hint}`);
+}

@@ -1,0 +1,82 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { binaryCacheRoot, ensureGoBuild, findOnPath, type Reporter } from './binaries.ts';
+import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
+import { ManagedProcess } from './managed-process.ts';
+import { freePort, waitUntil } from './network.ts';
+
+export interface StartTemporalOptions {
+  /** Use this frontend (`host:port`, TEMPORAL_ADDRESS) instead of starting one. */
+  address?: string;
+  dataDir: string;
+  port?: number;
+  /** Port of the web UI; a free one when omitted, none when `headless`. */
+  uiPort?: number;
+  headless?: boolean;
+  namespace?: string;
+  report: Reporter;
+  env?: NodeJS.ProcessEnv;
+}
+
+async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: 1000 });
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+    return true;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Temporal dev server: TEMPORAL_ADDRESS, then `temporal` on PATH, then the CLI built with Go. */
+export async function startTemporal(options: StartTemporalOptions): Promise<BackingServer> {
+  const env = options.env ?? process.env;
+  const namespace = options.namespace ?? 'default';
+  if (options.address) {
+    await waitUntil('Temporal at TEMPORAL_ADDRESS', () => temporalAnswers(options.address!, namespace), { timeoutMs: 30_000 });
+    return { name: 'temporal', url: options.address, source: 'url', links: {}, stop: async () => undefined };
+  }
+  const onPath = findOnPath('temporal', env);
+  const binary = onPath ?? (await ensureGoBuild('temporal', options.report, env));
+  if (!binary) {
+    throw new ServerUnavailableError(
+      'Temporal server',
+      `Set TEMPORAL_ADDRESS to a running Temporal frontend, put the temporal CLI on PATH, or install Go (apt-get install golang-go) so that the CLI v1.5.1 can be built into ${binaryCacheRoot(env)}.`,
+    );
+  }
+  const port = options.port ?? (await freePort());
+  const httpPort = await freePort();
+  const metricsPort = await freePort();
+  const uiPort = options.headless ? undefined : (options.uiPort ?? (await freePort()));
+  const dir = join(options.dataDir, 'temporal');
+  mkdirSync(dir, { recursive: true });
+  const logFile = join(options.dataDir, 'logs', 'temporal.log');
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--http-port', String(httpPort),
+    '--metrics-port', String(metricsPort),
+    '--db-filename', join(dir, 'temporal.db'),
+    '--namespace', namespace,
+    '--log-level', 'warn',
+  ];
+  if (uiPort === undefined) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  const process_ = new ManagedProcess({ name: 'temporal', command: binary, args, logFile });
+  const address = `127.0.0.1:${port}`;
+  await waitUntil('temporal server', () => temporalAnswers(address, namespace), {
+    timeoutMs: 60_000,
+    alive: () => process_.running,
+    logFile,
+  });
+  return {
+    name: 'temporal',
+    url: address,
+    source: onPath ? 'path' : 'go-build',
+    process: process_,
+    links: uiPort === undefined ? {} : { 'Temporal UI': `http://127.0.0.1:${uiPort}` },
+    stop: () => process_.stop(),
+  };
+}

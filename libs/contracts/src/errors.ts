@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+/** Every `error.code` the public API can answer with (DESIGN.md §4). */
+export const ErrorCode = z.enum([
+  'unauthorized',
+  'invalid_json',
+  'invalid_request',
+  'not_found',
+  'environment_exists',
+  'deployment_not_ready',
+  'unknown_secret',
+  'idempotency_key_reused',
+  'no_active_deployment',
+  'run_finished',
+  'payload_too_large',
+  'rate_limited',
+  'unavailable',
+  'internal_error',
+]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+export const ErrorDetail = z.object({ path: z.string(), message: z.string() });
+export type ErrorDetail = z.infer<typeof ErrorDetail>;
+
+export const ErrorBody = z.object({
+  error: z.object({
+    code: ErrorCode,
+    message: z.string(),
+    details: z.array(ErrorDetail),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+function assertUnreachable(value: never): never {
+  throw new Error(`unhandled error code: ${String(value)}`);
+}
+
+/** The one place that maps a domain error code to its HTTP status. */
+export function httpStatusFor(code: ErrorCode): number {
+  switch (code) {
+    case 'unauthorized':
+      return 401;
+    case 'invalid_json':
+      return 400;
+    case 'invalid_request':
+    case 'unknown_secret':
+    case 'idempotency_key_reused':
+      return 422;
+    case 'not_found':
+      return 404;
+    case 'environment_exists':
+    case 'deployment_not_ready':
+    case 'no_active_deployment':
+    case 'run_finished':
+      return 409;
+    case 'payload_too_large':
+      return 413;
+    case 'rate_limited':
+      return 429;
+    case 'unavailable':
+      return 503;
+    case 'internal_error':
+      return 500;
+    default:
+      return assertUnreachable(code);
+  }
+}
+
+/** Turns zod issues into the `details` list of an error body. */
+export function detailsFromZodError(error: z.ZodError): ErrorDetail[] {
+  return error.issues.map((issue) => ({
+    path: issue.path.length > 0 ? issue.path.map(String).join('.') : '(body)',
+    message: issue.message,
+  }));
+}

@@ -1,0 +1,6 @@
+export * from './errors.ts';
+export * from './envelope.ts';
+export * from './names.ts';
+export * from './environment.ts';
+export * from './internal-headers.ts';
+export * from './health.ts';

@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+/** Names used in paths: environments, connections, secrets (DESIGN.md §4). */
+export const RESOURCE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+export const ResourceName = z
+  .string()
+  .regex(RESOURCE_NAME_PATTERN, {
+    message:
+      'must be 1-63 characters of letters, digits, ".", "_" or "-", starting with a letter or digit',
+  })
+  .refine((name) => !name.includes('..'), { message: 'must not contain ".."' });
+export type ResourceName = z.infer<typeof ResourceName>;

@@ -1,0 +1,4 @@
+export * from './services.ts';
+export * from './backing.ts';
+export * from './service-processes.ts';
+export * from './dev-token.ts';

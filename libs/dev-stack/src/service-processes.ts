@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, ManagedProcess, waitUntil } from '@envengine/backing-servers';
+import { SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
+
+export const WORKSPACE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
+
+export interface ServiceProcessOptions {
+  dataDir: string;
+  mongoUrl: string;
+  redisUrl: string;
+  temporalAddress: string;
+  ports: 'default' | 'random';
+  /** Prefix of every service database, so that stacks can share one server. Default none. */
+  databasePrefix?: string;
+  logLevel?: string;
+  /** Extra environment for every service, e.g. a higher rate limit for benchmarks. */
+  env?: Record<string, string>;
+}
+
+export interface RunningServices {
+  gatewayUrl: string;
+  urls: Record<ServiceName, string>;
+  processes: Record<ServiceName, ManagedProcess>;
+  databases: Record<keyof typeof SERVICE_DATABASES, string>;
+  /** Starts one service again (after `processes[name].stop()`), with the same settings. */
+  restart(name: ServiceName): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function builtEntry(name: ServiceName): string {
+  const entry = join(WORKSPACE_ROOT, 'dist', 'apps', name, 'main.js');
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: build the apps first (npx nx run-many -t build).`);
+  return entry;
+}
+
+async function waitForReady(name: string, url: string, process_: ManagedProcess): Promise<void> {
+  await waitUntil(name, async () => (await fetch(`${url}/readyz`)).status === 200, {
+    timeoutMs: 60_000,
+    alive: () => process_.running,
+    logFile: process_.logFile,
+  });
+}
+
+/**
+ * Starts every service from its built bundle, on the same Node as this process, and waits
+ * until each answers `/readyz`. The internal credential is new for every stack.
+ */
+export async function startServiceProcesses(options: ServiceProcessOptions): Promise<RunningServices> {
+  const internalCredential = randomBytes(32).toString('hex');
+  const prefix = options.databasePrefix ?? '';
+  const ports = {} as Record<ServiceName, number>;
+  for (const name of SERVICE_NAMES) {
+    ports[name] = options.ports === 'default' ? SERVICES[name].defaultPort : await freePort();
+  }
+  const urls = Object.fromEntries(SERVICE_NAMES.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<ServiceName, string>;
+  const databases = Object.fromEntries(
+    Object.entries(SERVICE_DATABASES).map(([name, db]) => [name, `${prefix}${db}`]),
+  ) as RunningServices['databases'];
+
+  const envFor = (name: ServiceName): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    HOST: name === 'gateway' ? '0.0.0.0' : '127.0.0.1',
+    PORT: String(ports[name]),
+    LOG_LEVEL: options.logLevel ?? 'info',
+    INTERNAL_CREDENTIAL: internalCredential,
+    MONGO_URL: options.mongoUrl,
+    ...(name in databases ? { MONGO_DB: databases[name as keyof typeof databases] } : {}),
+    REDIS_URL: options.redisUrl,
+    TEMPORAL_ADDRESS: options.temporalAddress,
+    PLACEMENT_SERVICE_URL: urls['placement-service'],
+    DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
+    SECRETS_SERVICE_URL: urls['secrets-service'],
+    ...options.env,
+  });
+
+  const launch = (name: ServiceName) =>
+    new ManagedProcess({
+      name,
+      command: process.execPath,
+      args: ['--enable-source-maps', builtEntry(name)],
+      logFile: join(options.dataDir, 'logs', `${name}.log`),
+      env: envFor(name),
+      cwd: WORKSPACE_ROOT,
+    });
+
+  const processes = {} as Record<ServiceName, ManagedProcess>;
+  const stop = async () => {
+    // The gateway first, so that no request reaches a service that is going away.
+    await processes.gateway?.stop();
+    await Promise.all(Object.values(processes).map((process_) => process_.stop()));
+  };
+  try {
+    for (const name of SERVICE_NAMES) processes[name] = launch(name);
+    await Promise.all(SERVICE_NAMES.map((name) => waitForReady(name, urls[name], processes[name])));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    gatewayUrl: urls.gateway,
+    urls,
+    processes,
+    databases,
+    restart: async (name) => {
+      await processes[name].stop();
+      processes[name] = launch(name);
+      await waitForReady(name, urls[name], processes[name]);
+    },
+    stop,
+  };
+}

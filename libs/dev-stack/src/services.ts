@@ -1,0 +1,19 @@
+/** The deployables the stack runs, with their default ports (DESIGN.md §3). */
+export const SERVICES = {
+  'placement-service': { defaultPort: 8081 },
+  'deployment-service': { defaultPort: 8082 },
+  'secrets-service': { defaultPort: 8083 },
+  'workflow-worker': { defaultPort: 8084 },
+  'attempt-worker': { defaultPort: 8085 },
+  gateway: { defaultPort: 8080 },
+} as const;
+export type ServiceName = keyof typeof SERVICES;
+export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
+
+/** Database of each service that owns collections. */
+export const SERVICE_DATABASES = {
+  gateway: 'envengine_gateway',
+  'placement-service': 'envengine_placement',
+  'deployment-service': 'envengine_deployment',
+  'secrets-service': 'envengine_secrets',
+} as const;

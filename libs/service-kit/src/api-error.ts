@@ -1,0 +1,37 @@
+import { type ErrorCode, type ErrorDetail, httpStatusFor } from '@envengine/contracts';
+
+/** A domain error that the edge turns into `{"error": {code, message, details}}`. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetail[];
+  /** Extra response headers, such as `Retry-After` or `WWW-Authenticate`. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.details = options.details ?? [];
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return httpStatusFor(this.code);
+  }
+
+  toBody() {
+    return { error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError('not_found', `${what} was not found.`);
+}
+
+export function unauthorized(message = 'A valid bearer token is required.'): ApiError {
+  return new ApiError('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer' } });
+}

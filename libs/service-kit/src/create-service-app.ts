@@ -1,0 +1,33 @@
+import express, { type Express, type Router } from 'express';
+import { errorHandler, routeNotFound } from './error-handler.ts';
+import { mountHealthRoutes, type ReadinessCheck } from './health.ts';
+import { requireInternalCaller } from './internal-auth.ts';
+import { jsonBody } from './json-body.ts';
+import type { Logger } from './logger.ts';
+import { requestLogging } from './request-context.ts';
+
+export interface InternalServiceAppOptions {
+  service: string;
+  log: Logger;
+  internalCredential: string;
+  readiness: Record<string, ReadinessCheck>;
+  /** Largest JSON body accepted, in bytes. Default 1 MiB. */
+  jsonLimitBytes?: number;
+  /** Routes under `/api/v1`, reached only through the gateway. */
+  routes: Router;
+}
+
+/** The Express app of an internal service: health, gateway-only API, one error edge. */
+export function createInternalServiceApp(options: InternalServiceAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestLogging(options.log));
+  mountHealthRoutes(app, options.service, options.readiness);
+  app.use(requireInternalCaller(options.internalCredential));
+  app.use(jsonBody(options.jsonLimitBytes ?? 1024 * 1024));
+  app.use('/api/v1', options.routes);
+  app.use(routeNotFound());
+  app.use(errorHandler());
+  return app;
+}

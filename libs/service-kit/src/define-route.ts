@@ -1,0 +1,82 @@
+import type { NextFunction, Request, Response } from 'express';
+import { detailsFromZodError } from '@envengine/contracts';
+import type { z } from 'zod';
+import { ApiError } from './api-error.ts';
+import type { Logger } from './logger.ts';
+import { requestContext } from './request-context.ts';
+
+export interface RouteInput<P, B, Q> {
+  params: P;
+  body: B;
+  query: Q;
+  tenantId: string;
+  requestId: string;
+  log: Logger;
+}
+
+export interface RouteResult {
+  status?: number;
+  data: unknown;
+}
+
+export interface RouteSpec<P extends z.ZodType, B extends z.ZodType, Q extends z.ZodType> {
+  params?: P;
+  body?: B;
+  query?: Q;
+  /** When true an absent body is validated as `{}`. Default false: the body is required. */
+  bodyOptional?: boolean;
+}
+
+type Infer<T> = T extends z.ZodType ? z.infer<T> : undefined;
+
+function validate<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const details = detailsFromZodError(result.error).map((detail) => ({
+      ...detail,
+      path: where === 'body' ? detail.path : `${where}.${detail.path}`,
+    }));
+    throw new ApiError('invalid_request', `The request ${where} is invalid.`, { details });
+  }
+  return result.data;
+}
+
+/**
+ * The one way routes are declared: the caller's tenant, params, query and body are
+ * validated before the handler runs, and its result is sent in the `{data}` envelope.
+ */
+export function defineRoute<
+  P extends z.ZodType = z.ZodUndefined,
+  B extends z.ZodType = z.ZodUndefined,
+  Q extends z.ZodType = z.ZodUndefined,
+>(
+  spec: RouteSpec<P, B, Q>,
+  handler: (input: RouteInput<Infer<P>, Infer<B>, Infer<Q>>) => Promise<RouteResult>,
+) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    try {
+      const context = requestContext(res);
+      if (!context.tenantId) throw new ApiError('unauthorized', 'The caller is not known.');
+      const params = spec.params ? validate(spec.params, req.params, 'path') : undefined;
+      const query = spec.query ? validate(spec.query, req.query, 'query') : undefined;
+      let body: unknown;
+      if (spec.body) {
+        if (req.body === undefined && !spec.bodyOptional) {
+          throw new ApiError('invalid_json', 'A JSON request body is required.');
+        }
+        body = validate(spec.body, req.body ?? {}, 'body');
+      }
+      const result = await handler({
+        params: params as Infer<P>,
+        body: body as Infer<B>,
+        query: query as Infer<Q>,
+        tenantId: context.tenantId,
+        requestId: context.requestId,
+        log: context.log,
+      });
+      res.status(result.status ?? 200).json({ data: result.data });
+    } catch (error) {
+      next(error);
+    }
+  };
+}

@@ -1,0 +1,62 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
+import type { Logger } from './logger.ts';
+
+export interface RunningHttpServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Listens on host:port; `close` stops accepting, lets requests in flight finish, then ends. */
+export async function startHttpServer(app: Express, host: string, port: number): Promise<RunningHttpServer> {
+  const server = createServer(app);
+  // Longer than a load balancer's idle timeout, so that the proxy closes first.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    server,
+    port: address.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT, then exits; a stop that hangs is cut off after
+ * `graceMs` so that an orchestrator's kill is never needed.
+ */
+export function stopOnSignals(log: Logger, stop: () => Promise<void>, graceMs = 10_000): void {
+  let stopping = false;
+  const handle = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    const timer = setTimeout(() => {
+      log.error({ grace_ms: graceMs }, 'stop took too long; exiting');
+      process.exit(1);
+    }, graceMs);
+    timer.unref();
+    stop().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log.error({ err: error instanceof Error ? error.message : String(error) }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handle);
+  process.on('SIGINT', handle);
+}

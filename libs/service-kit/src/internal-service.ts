@@ -1,0 +1,38 @@
+import type { Router } from 'express';
+import type { Connection } from 'mongoose';
+import type { InternalServiceConfig } from './config.ts';
+import { createInternalServiceApp } from './create-service-app.ts';
+import { startHttpServer, stopOnSignals } from './http-server.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { connectMongo, pingMongo } from './mongo.ts';
+
+export interface InternalServiceDefinition {
+  service: string;
+  config: InternalServiceConfig;
+  /** Builds the service's `/api/v1` routes over its own database. */
+  routes: (deps: { mongo: Connection; log: Logger }) => Promise<Router>;
+}
+
+/**
+ * Start-up shared by the internal HTTP services: connect to the service's own database,
+ * serve its routes behind the internal credential, stop cleanly on SIGTERM.
+ */
+export async function runInternalService(definition: InternalServiceDefinition): Promise<void> {
+  const { config, service } = definition;
+  const log = createLogger(service, config.LOG_LEVEL);
+  const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+  const app = createInternalServiceApp({
+    service,
+    log,
+    internalCredential: config.INTERNAL_CREDENTIAL,
+    jsonLimitBytes: config.JSON_BODY_LIMIT_BYTES,
+    readiness: { mongodb: () => pingMongo(mongo) },
+    routes: await definition.routes({ mongo, log }),
+  });
+  const server = await startHttpServer(app, config.HOST, config.PORT);
+  log.info({ port: server.port }, `${service} listening`);
+  stopOnSignals(log, async () => {
+    await server.close();
+    await mongo.close();
+  });
+}

@@ -1,0 +1,87 @@
+import type { IncomingMessage } from 'node:http';
+import type { NextFunction, Request, Response } from 'express';
+import { ApiError } from './api-error.ts';
+
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function isJsonContentType(value: string | undefined): boolean {
+  if (!value) return false;
+  const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
+  return mediaType === 'application/json' || mediaType.endsWith('+json');
+}
+
+function tooLarge(limitBytes: number): ApiError {
+  return new ApiError('payload_too_large', `The request body exceeds ${limitBytes} bytes.`);
+}
+
+/**
+ * Reads a whole request body, failing with 413 as soon as it passes `limitBytes` (by the
+ * declared Content-Length, or by counting when it is chunked).
+ */
+export function readRequestBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limitBytes) {
+    req.resume();
+    return Promise.reject(tooLarge(limitBytes));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let settled = false;
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+    };
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      received += chunk.length;
+      if (received > limitBytes) {
+        fail(tooLarge(limitBytes));
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', fail);
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(Buffer.concat(chunks, received));
+    });
+  });
+}
+
+/**
+ * Reads a JSON body up to `limitBytes`. An empty body leaves `req.body` undefined, so that
+ * each route decides whether a body is required; a non-empty one must be JSON and
+ * declared as such.
+ */
+export function jsonBody(limitBytes: number) {
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    if (!METHODS_WITH_BODY.has(req.method)) {
+      next();
+      return;
+    }
+    try {
+      const raw = await readRequestBody(req, limitBytes);
+      req.body = parseJsonBody(raw, req.headers['content-type']);
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+}
+
+/** The parsed body, or undefined for an empty one; 400 `invalid_json` otherwise. */
+export function parseJsonBody(raw: Buffer, contentType: string | undefined): unknown {
+  if (raw.length === 0) return undefined;
+  if (!isJsonContentType(contentType)) {
+    throw new ApiError('invalid_json', 'The request body must be JSON sent with Content-Type: application/json.');
+  }
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new ApiError('invalid_json', 'The request body is not valid JSON.');
+  }
+}

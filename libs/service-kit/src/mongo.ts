@@ -1,0 +1,50 @@
+import mongoose, { type Connection } from 'mongoose';
+import type { Logger } from './logger.ts';
+
+export interface MongoOptions {
+  url: string;
+  dbName: string;
+  /** How long an operation waits for a server before failing as unavailable. Default 2000 ms. */
+  serverSelectionTimeoutMS?: number;
+}
+
+/**
+ * Opens the service's own database. Commands are not buffered while disconnected: they
+ * fail fast (503 at the edge) and succeed again once the driver has reconnected. The
+ * first connection is retried until it succeeds, since the driver only reconnects after
+ * one has been made.
+ */
+export async function connectMongo(options: MongoOptions, log: Logger): Promise<Connection> {
+  for (let attempt = 1; ; attempt += 1) {
+    const connection = mongoose.createConnection(options.url, {
+      dbName: options.dbName,
+      bufferCommands: false,
+      autoIndex: false,
+      autoCreate: false,
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? 2000,
+      maxPoolSize: 32,
+    });
+    try {
+      await connection.asPromise();
+      connection.on('disconnected', () => log.warn('mongodb disconnected'));
+      connection.on('reconnected', () => log.info('mongodb reconnected'));
+      return connection;
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      const delay = Math.min(5000, 250 * attempt);
+      log.warn({ attempt, retry_in_ms: delay, err: (error as Error).message }, 'mongodb not reachable yet');
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
+export async function pingMongo(connection: Connection): Promise<boolean> {
+  const db = connection.db;
+  if (!db) return false;
+  await db.command({ ping: 1 });
+  return true;
+}
+
+export function isDuplicateKeyError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
+}

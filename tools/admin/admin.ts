@@ -1,0 +1,62 @@
+// `npm run admin -- token create --tenant acme`: manages API tokens in the gateway's store.
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { issueToken, SERVICE_DATABASES, withTokenStore } from '@envengine/dev-stack';
+
+const USAGE = `usage:
+  npm run admin -- token create --tenant <name> [--label <text>]
+  npm run admin -- token revoke <token id>
+  npm run admin -- token list
+
+Connects to MONGO_URL (default mongodb://127.0.0.1:27017/) and, to tell running
+gateways about a revocation at once, REDIS_URL (default redis://127.0.0.1:6379).`;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { tenant: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean' } },
+});
+const [noun, verb, argument] = positionals;
+if (values.help || noun !== 'token' || !verb) {
+  console.log(USAGE);
+  process.exit(values.help ? 0 : 2);
+}
+
+const mongoUrl = process.env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const dbName = process.env.GATEWAY_MONGO_DB ?? SERVICE_DATABASES.gateway;
+
+await withTokenStore(mongoUrl, dbName, async (tokens) => {
+  switch (verb) {
+    case 'create': {
+      if (!values.tenant) throw new Error('--tenant is required');
+      const { tenant, token } = await issueToken(tokens, values.tenant, values.label ?? 'admin');
+      console.log(`token id: ${token.id}\ntenant:   ${tenant.name} (${tenant.id})\ntoken:    ${token.token}\n\nThe token is shown once; only its hash is stored.`);
+      return;
+    }
+    case 'revoke': {
+      if (!argument) throw new Error('give the token id (tok_...) to revoke');
+      const revoked = await tokens.revoke(argument);
+      if (!revoked) throw new Error(`no token with id ${argument}`);
+      const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 3000 });
+      try {
+        const gateways = await redis.publish(TOKEN_REVOKED_CHANNEL, revoked.tokenHash);
+        console.log(`revoked ${argument}; ${gateways} running gateway(s) told`);
+      } catch (error) {
+        console.log(`revoked ${argument}; Redis unreachable (${(error as Error).message}), gateways drop it within their cache TTL`);
+      } finally {
+        redis.disconnect();
+      }
+      return;
+    }
+    case 'list': {
+      for (const token of await tokens.list()) {
+        console.log(`${token.id}  tenant=${token.tenant_name}  label=${token.label}  created=${token.created_at}  ${token.revoked_at ? `revoked=${token.revoked_at}` : 'active'}`);
+      }
+      return;
+    }
+    default:
+      console.log(USAGE);
+      process.exitCode = 2;
+  }
+});

@@ -1,0 +1,89 @@
+// `npm start`: the whole stack on this machine, no Docker needed. Ctrl-C stops it.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  issueToken,
+  startBackingServers,
+  startServiceProcesses,
+  withTokenStore,
+  WORKSPACE_ROOT,
+} from '@envengine/dev-stack';
+
+const { positionals } = parseArgs({ allowPositionals: true });
+if (positionals[0] !== 'up') {
+  console.error('usage: npm start   (tools/run.sh stack up)');
+  process.exit(2);
+}
+
+const started = Date.now();
+const dataDir = resolve(process.env.ENVENGINE_DATA_DIR ?? join(WORKSPACE_ROOT, '.envengine'));
+mkdirSync(dataDir, { recursive: true });
+const report = (line: string) => console.log(`envengine: ${line}`);
+
+report(`data directory: ${dataDir}`);
+const servers = await startBackingServers({
+  dataDir,
+  report,
+  ports: 'default',
+  mongoUrl: process.env.MONGO_URL,
+  redisUrl: process.env.REDIS_URL,
+  temporalAddress: process.env.TEMPORAL_ADDRESS,
+});
+for (const server of [servers.mongo, servers.redis, servers.temporal]) {
+  report(`${server.name} ready at ${server.url} (${server.source})`);
+}
+
+let services;
+try {
+  services = await startServiceProcesses({
+    dataDir,
+    ports: 'default',
+    mongoUrl: servers.mongo.url,
+    redisUrl: servers.redis.url,
+    temporalAddress: servers.temporal.url,
+  });
+} catch (error) {
+  await servers.stop();
+  throw error;
+}
+
+const { tenant, token } = await withTokenStore(servers.mongo.url, services.databases.gateway, (tokens) =>
+  issueToken(tokens, 'dev', 'dev-stack'),
+);
+const tokenFile = join(dataDir, 'dev-token');
+writeFileSync(tokenFile, `${token.token}\n`, { mode: 0o600 });
+
+console.log(`
+envengine is up in ${((Date.now() - started) / 1000).toFixed(1)} s
+  Gateway:      ${services.gatewayUrl}/api/v1
+  Temporal UI:  ${servers.temporal.links['Temporal UI'] ?? '(external Temporal: see its own UI)'}
+  Dev token:    ${token.token}   (tenant "${tenant.name}", also in ${tokenFile})
+  Logs:         ${join(dataDir, 'logs')}
+
+  curl -H "Authorization: Bearer ${token.token}" ${services.gatewayUrl}/api/v1/environments
+
+Press Ctrl-C to stop.`);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  report('stopping services and servers...');
+  await services.stop();
+  await servers.stop();
+  report('stopped');
+  process.exit(0);
+};
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());
+
+// A service that dies takes the stack down with a pointer to its log, rather than
+// leaving a half-working stack behind.
+for (const [name, child] of Object.entries(services.processes)) {
+  void child.waitForExit().then((code) => {
+    if (stopping) return;
+    report(`${name} exited with code ${code}; see ${child.logFile}`);
+    void stop();
+  });
+}
