@@ -127,7 +127,7 @@ export class ApiTokenRepository {
   /** Marks the token revoked; returns its hash so callers can broadcast the revocation. */
   async revoke(tokenId: string): Promise<{ record: ApiTokenRecord; tokenHash: string } | undefined> {
     const doc = await this.tokens
-      .findOneAndUpdate({ _id: tokenId }, { $set: { revoked_at: new Date() } }, { new: true })
+      .findOneAndUpdate({ _id: tokenId }, { $set: { revoked_at: new Date() } }, { returnDocument: 'after' })
       .lean();
     return doc ? { record: toRecord(doc), tokenHash: doc.token_hash } : undefined;
   }

@@ -18,6 +18,7 @@ export interface StartRedisOptions {
 
 async function redisAnswers(url: string): Promise<boolean> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
+  client.on('error', () => undefined); // a refused probe is an answer, not an error
   try {
     await client.connect();
     return (await client.ping()) === 'PONG';

@@ -68,8 +68,11 @@ export function httpStatusFor(code: ErrorCode): number {
 
 /** Turns zod issues into the `details` list of an error body. */
 export function detailsFromZodError(error: z.ZodError): ErrorDetail[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.length > 0 ? issue.path.map(String).join('.') : '(body)',
-    message: issue.message,
-  }));
+  const pathOf = (segments: ReadonlyArray<PropertyKey>) =>
+    segments.length > 0 ? segments.map(String).join('.') : '(body)';
+  return error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: pathOf([...issue.path, key]), message: 'is not a known field' }))
+      : [{ path: pathOf(issue.path), message: issue.message }],
+  );
 }

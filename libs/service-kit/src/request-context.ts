@@ -37,7 +37,7 @@ export function requestLogging(log: Logger) {
       context.log.info(
         {
           method: req.method,
-          path: req.path,
+          path: req.originalUrl.split('?', 1)[0],
           status: res.statusCode,
           duration_ms: Math.round(durationMs * 100) / 100,
           tenant_id: context.tenantId,

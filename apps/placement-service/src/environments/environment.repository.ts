@@ -103,7 +103,7 @@ export class EnvironmentRepository {
     fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason'>>,
   ): Promise<Environment | undefined> {
     const doc = await this.model
-      .findOneAndUpdate({ tenant_id: tenantId, name }, { $set: { ...fields, updated_at: new Date() } }, { new: true })
+      .findOneAndUpdate({ tenant_id: tenantId, name }, { $set: { ...fields, updated_at: new Date() } }, { returnDocument: 'after' })
       .lean<EnvironmentDocument>();
     return doc ? toEnvironment(doc) : undefined;
   }

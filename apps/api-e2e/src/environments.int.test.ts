@@ -1,0 +1,153 @@
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { Environment, EnvironmentListResponse, EnvironmentResponse, ErrorBody, PlacementResponse } from '@envengine/contracts';
+import { createTenant, uniqueName, type TestTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+
+describe('environments through the gateway', () => {
+  let tenant: TestTenant;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'environments');
+  });
+
+  it('creates an environment with every field present and defaults applied', async () => {
+    const name = uniqueName('prod');
+    const created = await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/prod', executor: 'local' });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('content-type')).toMatch(/^application\/json/);
+    const environment = EnvironmentResponse.parse(created.body).data;
+    expect(environment).toEqual({
+      id: expect.stringMatching(/^env_[0-9a-z]{26}$/),
+      name,
+      kind: 'persistent',
+      git_ref: null,
+      storage_prefix: 's3://lake/prod',
+      strict: false,
+      schedules_paused: false,
+      schedules_paused_reason: null,
+      executor: 'local',
+      active_deployment_id: null,
+      inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
+    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'active_deployment_id', 'inserted_at']) {
+      expect(environment).toHaveProperty(field);
+    }
+
+    const read = await tenant.api.get(`/environments/${name}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ data: environment });
+  });
+
+  it('takes kind and strict when given', async () => {
+    const name = uniqueName('preview');
+    const created = await tenant.api.post('/environments', {
+      name,
+      storage_prefix: 'gs://bucket/previews/pr-1',
+      executor: 'remote',
+      kind: 'preview',
+      strict: true,
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ name, kind: 'preview', strict: true, executor: 'remote' });
+  });
+
+  it('lists the caller\'s environments in creation order', async () => {
+    const own = await createTenant(stack, 'listing');
+    const names = [uniqueName('b'), uniqueName('a'), uniqueName('c')];
+    for (const name of names) {
+      expect((await own.api.post('/environments', { name, storage_prefix: `p/${name}`, executor: 'local' })).status).toBe(201);
+    }
+    const list = await own.api.get('/environments');
+    expect(list.status).toBe(200);
+    const environments = EnvironmentListResponse.parse(list.body).data;
+    expect(environments.map((environment) => environment.name)).toEqual(names);
+  });
+
+  it('answers 404 not_found for an unknown name', async () => {
+    const response = await tenant.api.get(`/environments/${uniqueName('missing')}`);
+    expect(response.status).toBe(404);
+    expect(ErrorBody.parse(response.body).error.code).toBe('not_found');
+  });
+
+  it('answers 409 environment_exists for a taken name and keeps the first', async () => {
+    const name = uniqueName('dup');
+    const first = await tenant.api.post('/environments', { name, storage_prefix: 'first', executor: 'local' });
+    const second = await tenant.api.post('/environments', { name, storage_prefix: 'second', executor: 'remote' });
+    expect(second.status).toBe(409);
+    expect(ErrorBody.parse(second.body).error.code).toBe('environment_exists');
+    expect((await tenant.api.get(`/environments/${name}`)).body).toEqual(first.body);
+  });
+
+  it('sets the executor of one environment', async () => {
+    const name = uniqueName('placed');
+    await tenant.api.post('/environments', { name, storage_prefix: 'x', executor: 'local' });
+    const placed = await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' });
+    expect(placed.status).toBe(200);
+    expect(Environment.parse(placed.body.data).executor).toBe('remote');
+    expect((await tenant.api.get(`/environments/${name}`)).body.data.executor).toBe('remote');
+    const back = await tenant.api.post(`/environments/${name}/placement`, { executor: 'local' });
+    expect(back.body.data.executor).toBe('local');
+  });
+
+  it('sets the executor of every environment the caller owns, and of no other', async () => {
+    const owner = await createTenant(stack, 'placement-all');
+    const bystander = await createTenant(stack, 'bystander');
+    const bystanderEnv = (await bystander.api.post('/environments', { name: 'prod', storage_prefix: 'b', executor: 'local' })).body.data;
+    for (const name of ['prod', 'staging']) {
+      await owner.api.post('/environments', { name, storage_prefix: name, executor: 'local' });
+    }
+    const placed = await owner.api.post('/placement', { executor: 'remote' });
+    expect(placed.status).toBe(200);
+    const result = PlacementResponse.parse(placed.body).data;
+    expect(result.executor).toBe('remote');
+    expect(result.environments.map((environment) => [environment.name, environment.executor])).toEqual([
+      ['prod', 'remote'],
+      ['staging', 'remote'],
+    ]);
+    expect((await bystander.api.get('/environments/prod')).body.data).toEqual(bystanderEnv);
+  });
+
+  it('answers placement for a caller with no environments with an empty list', async () => {
+    const empty = await createTenant(stack, 'empty');
+    const placed = await empty.api.post('/placement', { executor: 'local' });
+    expect(placed.status).toBe(200);
+    expect(placed.body).toEqual({ data: { executor: 'local', environments: [] } });
+  });
+
+  it('pauses and resumes schedules idempotently, with or without a body', async () => {
+    const name = uniqueName('sched');
+    await tenant.api.post('/environments', { name, storage_prefix: 'x', executor: 'local' });
+
+    const paused = await tenant.api.post(`/environments/${name}/schedules/pause`, { reason: 'warehouse maintenance' });
+    expect(paused.status).toBe(200);
+    expect(paused.body.data).toMatchObject({ schedules_paused: true, schedules_paused_reason: 'warehouse maintenance' });
+
+    const pausedAgain = await tenant.api.post(`/environments/${name}/schedules/pause`);
+    expect(pausedAgain.status).toBe(200);
+    expect(pausedAgain.body.data.schedules_paused).toBe(true);
+
+    const resumed = await tenant.api.post(`/environments/${name}/schedules/resume`, {});
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.data).toMatchObject({ schedules_paused: false, schedules_paused_reason: null });
+
+    const resumedAgain = await tenant.api.post(`/environments/${name}/schedules/resume`);
+    expect(resumedAgain.status).toBe(200);
+    expect(resumedAgain.body.data.schedules_paused).toBe(false);
+
+    const pausedEmpty = await tenant.api.post(`/environments/${name}/schedules/pause`, {});
+    expect(pausedEmpty.body.data).toMatchObject({ schedules_paused: true, schedules_paused_reason: null });
+    expect((await tenant.api.get(`/environments/${name}`)).body.data.schedules_paused).toBe(true);
+  });
+
+  it('keeps names unique per caller only: two callers may both own the same name', async () => {
+    const first = await createTenant(stack, 'same-a');
+    const second = await createTenant(stack, 'same-b');
+    const a = await first.api.post('/environments', { name: 'prod', storage_prefix: 'a', executor: 'local' });
+    const b = await second.api.post('/environments', { name: 'prod', storage_prefix: 'b', executor: 'remote' });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(a.body.data.id).not.toBe(b.body.data.id);
+    expect((await first.api.get('/environments/prod')).body.data.storage_prefix).toBe('a');
+    expect((await second.api.get('/environments/prod')).body.data.storage_prefix).toBe('b');
+  });
+});

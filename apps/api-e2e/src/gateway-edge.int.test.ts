@@ -1,0 +1,74 @@
+import { describe, expect, inject, it } from 'vitest';
+import { ErrorBody } from '@envengine/contracts';
+import { ApiClient, createTenant, revokeToken } from '@envengine/test-harness';
+
+const stack = inject('stack');
+
+describe('the gateway edge', () => {
+  it('serves /healthz and /readyz without a token', async () => {
+    const health = await fetch(`${stack.gatewayUrl}/healthz`);
+    expect(health.status).toBe(200);
+    const ready = await fetch(`${stack.gatewayUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ data: { status: 'ok', checks: { mongodb: 'ok', redis: 'ok' } } });
+  });
+
+  it('keeps a well-formed X-Request-Id and makes one otherwise', async () => {
+    const tenant = await createTenant(stack, 'request-id');
+    const kept = await tenant.api.get('/environments', { headers: { 'x-request-id': 'ci-run-42.step-7' } });
+    expect(kept.headers.get('x-request-id')).toBe('ci-run-42.step-7');
+    const made = await tenant.api.get('/environments', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(made.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+  });
+
+  it('asks for a token before saying whether a route exists', async () => {
+    const response = await new ApiClient(`${stack.gatewayUrl}/api/v1`, undefined).get('/nothing-here');
+    expect(response.status).toBe(401);
+  });
+
+  it('refuses a token as soon as it is revoked, though it was cached', async () => {
+    const tenant = await createTenant(stack, 'revoke-live');
+    expect((await tenant.api.get('/environments')).status).toBe(200);
+    await revokeToken(stack, tenant.tokenId);
+    // The revocation travels by Redis pub/sub; allow it a moment, far below the cache TTL.
+    const deadline = Date.now() + 2000;
+    let status = 200;
+    while (Date.now() < deadline && status !== 401) {
+      status = (await tenant.api.get('/environments')).status;
+    }
+    expect(status).toBe(401);
+  });
+
+  it('limits each token\'s rate with 429 and Retry-After, without touching other tokens', async () => {
+    const noisy = await createTenant(stack, 'noisy');
+    const quiet = await createTenant(stack, 'quiet');
+    const responses = await Promise.all(Array.from({ length: 400 }, () => noisy.api.get('/environments')));
+    const limited = responses.filter((response) => response.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(responses.filter((response) => response.status === 200).length).toBeGreaterThanOrEqual(200);
+    expect(ErrorBody.parse(limited[0]!.body).error.code).toBe('rate_limited');
+    expect(Number(limited[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await quiet.api.get('/environments')).status).toBe(200);
+  });
+
+  it.each(['placement-service', 'deployment-service', 'secrets-service'] as const)(
+    '%s refuses requests that skip the gateway',
+    async (service) => {
+      const tenant = await createTenant(stack, 'direct');
+      const direct = await fetch(`${stack.urls[service]}/api/v1/environments`, {
+        headers: { authorization: `Bearer ${tenant.token}`, 'x-envengine-tenant-id': tenant.tenantId },
+      });
+      expect(direct.status).toBe(401);
+      expect(ErrorBody.parse(await direct.json()).error.code).toBe('unauthorized');
+      const forged = await fetch(`${stack.urls[service]}/api/v1/environments`, {
+        headers: { 'x-envengine-internal-credential': 'x'.repeat(64), 'x-envengine-tenant-id': tenant.tenantId },
+      });
+      expect(forged.status).toBe(401);
+    },
+  );
+
+  it.each(['workflow-worker', 'attempt-worker'] as const)('%s reports ready', async (service) => {
+    const ready = await fetch(`${stack.urls[service]}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+});

@@ -1,0 +1,19 @@
+import type { TestProject } from 'vitest/node';
+import { startTestStack, type StackInfo, type TestStack } from '@envengine/test-harness';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stack: StackInfo;
+  }
+}
+
+let stack: TestStack | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  stack = await startTestStack();
+  project.provide('stack', stack.info);
+}
+
+export async function teardown(): Promise<void> {
+  await stack?.stop();
+}

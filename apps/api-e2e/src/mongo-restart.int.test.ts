@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startMongo, type BackingServer } from '@envengine/backing-servers';
+import { ErrorBody } from '@envengine/contracts';
+import { createTenant, startTestStack, type TestStack, type TestTenant } from '@envengine/test-harness';
+
+const shared = inject('stack');
+
+async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await probe();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    value = await probe();
+  }
+  return value;
+}
+
+describe('MongoDB restarted under a running stack', () => {
+  // A stack of its own, so that stopping its database cannot disturb other tests.
+  let stack: TestStack;
+  let tenant: TestTenant;
+  let restarted: BackingServer | undefined;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ redisUrl: shared.redisUrl, temporalAddress: shared.temporalAddress });
+    tenant = await createTenant(stack.info, 'restart');
+    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await restarted?.stop();
+  });
+
+  it('answers 503 unavailable while it is down and recovers without restarting services', async () => {
+    const port = Number(new URL(stack.servers.mongo.url).port);
+    await stack.servers.mongo.stop();
+
+    const down = await until(() => tenant.api.get('/environments/prod'), (r) => r.status === 503, 15_000);
+    expect(down.status).toBe(503);
+    expect(ErrorBody.parse(down.body).error.code).toBe('unavailable');
+    const createWhileDown = await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's', executor: 'local' });
+    expect(createWhileDown.status).toBe(503);
+    expect((await fetch(`${stack.info.urls['placement-service']}/readyz`)).status).toBe(503);
+
+    restarted = await startMongo({ dataDir: stack.info.dataDir, port, report: () => undefined });
+
+    const back = await until(() => tenant.api.get('/environments/prod'), (r) => r.status === 200, 30_000);
+    expect(back.status).toBe(200);
+    expect(back.body.data.name).toBe('prod');
+    // Nothing was written while the database was down, and writes work again.
+    expect((await tenant.api.get('/environments/staging')).status).toBe(404);
+    expect((await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's', executor: 'local' })).status).toBe(201);
+    for (const process_ of Object.values(stack.services.processes)) expect(process_.running).toBe(true);
+  });
+});

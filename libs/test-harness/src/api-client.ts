@@ -1,0 +1,68 @@
+export interface ApiResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  /** The body as text, for scans and for bodies that are not JSON. */
+  text: string;
+}
+
+export interface RequestOptions {
+  /** Sent as JSON with Content-Type: application/json. */
+  json?: unknown;
+  /** Sent as is, with the headers given. */
+  raw?: string | Uint8Array;
+  headers?: Record<string, string>;
+}
+
+/** A thin HTTP client for tests: never throws on a status, returns status, headers and body. */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly token: string | undefined,
+  ) {}
+
+  withToken(token: string | undefined): ApiClient {
+    return new ApiClient(this.baseUrl, token);
+  }
+
+  async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (this.token && !('authorization' in headers) && !('Authorization' in headers)) {
+      headers.authorization = `Bearer ${this.token}`;
+    }
+    let body: string | Uint8Array | undefined;
+    if (options.json !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = JSON.stringify(options.json);
+    } else if (options.raw !== undefined) {
+      body = options.raw;
+    }
+    const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = undefined;
+    if (text.length > 0) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  }
+
+  get<T = any>(path: string, options?: RequestOptions) {
+    return this.request<T>('GET', path, options);
+  }
+
+  post<T = any>(path: string, json?: unknown, options: RequestOptions = {}) {
+    return this.request<T>('POST', path, json === undefined ? options : { ...options, json });
+  }
+
+  put<T = any>(path: string, json?: unknown, options: RequestOptions = {}) {
+    return this.request<T>('PUT', path, json === undefined ? options : { ...options, json });
+  }
+
+  delete<T = any>(path: string, options?: RequestOptions) {
+    return this.request<T>('DELETE', path, options);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './api-client.ts';
+export * from './test-stack.ts';
+export * from './tenants.ts';

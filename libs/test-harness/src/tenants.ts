@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { issueToken, withTokenStore } from '@envengine/dev-stack';
+import { ApiClient } from './api-client.ts';
+import type { StackInfo } from './test-stack.ts';
+
+export interface TestTenant {
+  tenantId: string;
+  tenantName: string;
+  tokenId: string;
+  token: string;
+  /** Client for `/api/v1` that sends this tenant's token. */
+  api: ApiClient;
+}
+
+/** A fresh tenant with its own token, so that tests never see each other's resources. */
+export async function createTenant(stack: StackInfo, prefix = 'tenant'): Promise<TestTenant> {
+  const name = `${prefix}-${randomBytes(5).toString('hex')}`;
+  const { tenant, token } = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) =>
+    issueToken(tokens, name, 'test'),
+  );
+  return {
+    tenantId: tenant.id,
+    tenantName: tenant.name,
+    tokenId: token.id,
+    token: token.token,
+    api: new ApiClient(`${stack.gatewayUrl}/api/v1`, token.token),
+  };
+}
+
+/** Revokes a token as the admin command does: in the store, then broadcast to gateways. */
+export async function revokeToken(stack: StackInfo, tokenId: string): Promise<void> {
+  const revoked = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => tokens.revoke(tokenId));
+  if (!revoked) throw new Error(`no token ${tokenId}`);
+  const redis = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    await redis.publish(TOKEN_REVOKED_CHANNEL, revoked.tokenHash);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A unique resource name for one test. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
