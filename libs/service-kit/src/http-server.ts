@@ -49,11 +49,11 @@ export function stopOnSignals(log: Logger, stop: () => Promise<void>, graceMs = 
     stop().then(
       () => {
         log.info('stopped');
-        process.exit(0);
+        log.flush(() => process.exit(0));
       },
       (error: unknown) => {
         log.error({ err: error instanceof Error ? error.message : String(error) }, 'stop failed');
-        process.exit(1);
+        log.flush(() => process.exit(1));
       },
     );
   };

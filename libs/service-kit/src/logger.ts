@@ -7,6 +7,9 @@ export type { Logger };
  * request or response body is ever logged, so secret values cannot reach a log line.
  */
 export function createLogger(service: string, level: string): Logger {
+  // Asynchronous writes keep a log line off the request's critical path; `stopOnSignals`
+  // flushes what is pending before the process exits.
+  const destination = pino.destination({ dest: 1, sync: false });
   return pino({
     level,
     base: { service },
@@ -16,5 +19,5 @@ export function createLogger(service: string, level: string): Logger {
       paths: ['authorization', 'headers.authorization', '*.authorization', '*["x-envengine-internal-credential"]'],
       censor: '[redacted]',
     },
-  });
+  }, destination);
 }

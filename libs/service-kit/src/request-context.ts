@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { INTERNAL_HEADERS } from '@envengine/contracts';
 import type { Logger } from './logger.ts';
@@ -16,7 +16,24 @@ export function requestContext(res: Response): RequestContext {
 }
 
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString('hex')}`;
+  // randomUUID draws from a cached entropy pool: far cheaper per call than randomBytes.
+  return `req_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+}
+
+/** Per-request context; the child logger is made only when a handler asks for it. */
+class LazyRequestContext implements RequestContext {
+  tenantId: string | undefined = undefined;
+  private childLog: Logger | undefined;
+
+  constructor(
+    readonly requestId: string,
+    private readonly baseLog: Logger,
+  ) {}
+
+  get log(): Logger {
+    this.childLog ??= this.baseLog.child({ req_id: this.requestId });
+    return this.childLog;
+  }
 }
 
 /**
@@ -29,13 +46,14 @@ export function requestLogging(log: Logger) {
     const requestId =
       typeof incoming === 'string' && REQUEST_ID_PATTERN.test(incoming) ? incoming : newRequestId();
     const started = process.hrtime.bigint();
-    const context: RequestContext = { requestId, tenantId: undefined, log: log.child({ req_id: requestId }) };
+    const context = new LazyRequestContext(requestId, log);
     res.locals.context = context;
     res.setHeader('X-Request-Id', requestId);
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      context.log.info(
+      log.info(
         {
+          req_id: requestId,
           method: req.method,
           path: req.originalUrl.split('?', 1)[0],
           status: res.statusCode,
