@@ -7,7 +7,7 @@ ARG APP
 WORKDIR /workspace
 COPY . .
 RUN test -n "${APP}" || (echo "--build-arg APP=<app name> is required" && exit 1)
-RUN npm ci --no-audit --no-fund \
+RUN npm install --no-audit --no-fund \
  && NX_DAEMON=false NX_NO_CLOUD=true npx nx run "${APP}:build" --outputStyle=static \
  && npm prune --omit=dev --no-audit --no-fund
 

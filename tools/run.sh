@@ -4,15 +4,18 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-install_needed() {
-  [ ! -x node_modules/.bin/node ] && return 0
-  [ ! -f node_modules/.package-lock.json ] && return 0
-  [ package-lock.json -nt node_modules/.package-lock.json ] && return 0
-  return 1
-}
-if install_needed; then
+# Reinstall when package.json or the lockfile changed since the last install.
+stamp_file=node_modules/.envengine-install-stamp
+stamp=$(cat package.json package-lock.json apps/*/package.json libs/*/package.json | sha256sum | cut -d' ' -f1)
+if [ ! -x node_modules/.bin/node ] || [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
   echo "envengine: installing npm packages (Node 24 included)..." >&2
-  npm ci --no-audit --no-fund
+  # `npm install` rather than `npm ci`: it installs the lockfile's pinned versions too, but
+  # tolerates optional platform builds (other OSes' @swc/core, msgpackr-extract) that a
+  # registry mirror lacks and that npm therefore leaves out of the lockfile, which
+  # `npm ci` rejects as out of sync.
+  npm install --no-audit --no-fund
+  stamp=$(cat package.json package-lock.json apps/*/package.json libs/*/package.json | sha256sum | cut -d' ' -f1)
+  echo "$stamp" > "$stamp_file"
 fi
 export PATH="$PWD/node_modules/.bin:$PATH"
 major=$(node -p 'process.versions.node.split(".")[0]')
