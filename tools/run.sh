@@ -30,7 +30,7 @@ shift || true
 case "$cmd" in
   stack)
     nx run-many -t build --outputStyle=static
-    exec tsx tools/stack/stack.ts "$@"
+    exec node --import tsx tools/stack/stack.ts "$@"
     ;;
   test)
     # Unit tests, types and lint per project (cached by Nx), then the integration suite
@@ -41,10 +41,10 @@ case "$cmd" in
     ;;
   bench)
     nx run-many -t build --outputStyle=static
-    exec tsx tools/bench/bench.ts "$@"
+    exec node --import tsx tools/bench/bench.ts "$@"
     ;;
   admin)
-    exec tsx tools/admin/admin.ts "$@"
+    exec node --import tsx tools/admin/admin.ts "$@"
     ;;
   *)
     echo "usage: tools/run.sh {stack up|test|bench|admin ...}" >&2

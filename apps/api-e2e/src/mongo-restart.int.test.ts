@@ -15,7 +15,7 @@ async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, ti
   return value;
 }
 
-describe('MongoDB restarted under a running stack', () => {
+describe('a stack of its own: dependency restarts and graceful stops', () => {
   // A stack of its own, so that stopping its database cannot disturb other tests.
   let stack: TestStack;
   let tenant: TestTenant;
@@ -52,5 +52,20 @@ describe('MongoDB restarted under a running stack', () => {
     expect((await tenant.api.get('/environments/staging')).status).toBe(404);
     expect((await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's', executor: 'local' })).status).toBe(201);
     for (const process_ of Object.values(stack.services.processes)) expect(process_.running).toBe(true);
+  });
+
+  it('lets requests in flight finish when the gateway gets SIGTERM', async () => {
+    const gateway = stack.services.processes.gateway;
+    const inFlight = Array.from({ length: 40 }, () => tenant.api.get('/environments/prod').catch((error: Error) => error));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await gateway.stop();
+    const results = await Promise.all(inFlight);
+    const answered = results.filter((result) => !(result instanceof Error));
+    // Requests accepted before the stop are answered; later ones are refused at connect.
+    for (const response of answered) expect((response as { status: number }).status).toBe(200);
+    expect(answered.length).toBeGreaterThan(0);
+    expect(await gateway.waitForExit()).toBe(0);
+    await stack.services.restart('gateway');
+    expect((await tenant.api.get('/environments/prod')).status).toBe(200);
   });
 });

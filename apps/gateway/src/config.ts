@@ -22,6 +22,8 @@ const GatewayConfigSchema = z.object({
   /** Connections kept open to each internal service. */
   UPSTREAM_CONNECTIONS: PositiveIntFromEnv(64),
   UPSTREAM_TIMEOUT_MS: PositiveIntFromEnv(30_000),
+  /** How long an Idempotency-Key and its answer are kept (at least 24 hours). */
+  IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(24 * 60 * 60 * 1000).default(24 * 60 * 60 * 1000),
   LOG_LEVEL: LogLevel,
 });
 

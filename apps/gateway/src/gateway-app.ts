@@ -12,14 +12,19 @@ import {
 } from '@envengine/service-kit';
 import type { TokenAuthenticator } from './auth/token-authenticator.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
-import type { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
-import { upstreamFor } from './proxy/upstream-routes.ts';
+import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
+import { requestFingerprint } from './idempotency/request-fingerprint.ts';
+import type { BufferedResponse, ForwardRequest, UpstreamForwarder } from './proxy/upstream-forwarder.ts';
+import { upstreamFor, type Upstream } from './proxy/upstream-routes.ts';
 
 export interface GatewayDependencies {
   log: Logger;
   authenticator: TokenAuthenticator;
   limiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
+  idempotency: IdempotencyStore;
+  /** How long a repeat waits for the first request with its key to finish. */
+  idempotencyWaitMs: number;
   readiness: Record<string, ReadinessCheck>;
   jsonBodyLimitBytes: number;
 }
@@ -54,18 +59,21 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
       if (!upstream) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
 
       const body = METHODS_WITH_BODY.has(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
-      await deps.forwarder.forward(
-        upstream,
-        {
-          method: req.method,
-          url: req.originalUrl,
-          headers: req.headers,
-          body,
-          tenantId: caller.tenantId,
-          requestId: context.requestId,
-        },
-        res,
-      );
+      const forwardRequest: ForwardRequest = {
+        method: req.method,
+        url: req.originalUrl,
+        headers: req.headers,
+        body,
+        tenantId: caller.tenantId,
+        requestId: context.requestId,
+      };
+      const idempotencyKey = req.method === 'POST' ? idempotencyKeyOf(req) : undefined;
+      if (idempotencyKey === undefined) {
+        await deps.forwarder.forward(upstream, forwardRequest, res);
+      } else {
+        const response = await forwardOnce(deps, upstream, forwardRequest, idempotencyKey, res);
+        sendBuffered(res, response);
+      }
     } catch (error) {
       next(error);
     }
@@ -74,4 +82,75 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.use(routeNotFound());
   app.use(errorHandler());
   return app;
+}
+
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+function idempotencyKeyOf(req: Request): string | undefined {
+  const key = req.headers['idempotency-key'];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+    throw new ApiError('invalid_request', 'The Idempotency-Key header is invalid.', {
+      details: [{ path: 'Idempotency-Key', message: 'must be 1-255 visible ASCII characters' }],
+    });
+  }
+  return key;
+}
+
+/**
+ * Runs a POST at most once per (tenant, Idempotency-Key): the first request is forwarded
+ * and its answer kept; a repeat with the same method, path and body gets that answer
+ * again; one with a different request is refused. 5xx answers are not kept, so that a
+ * retry after an outage runs the request again.
+ */
+async function forwardOnce(
+  deps: GatewayDependencies,
+  upstream: Upstream,
+  request: ForwardRequest,
+  key: string,
+  res: Response,
+): Promise<BufferedResponse> {
+  const fingerprint = requestFingerprint(request.method, request.url, request.body);
+  const deadline = Date.now() + deps.idempotencyWaitMs;
+  for (;;) {
+    const claim = await deps.idempotency.claim(request.tenantId, key, fingerprint);
+    switch (claim.outcome) {
+      case 'claimed': {
+        let response: BufferedResponse;
+        try {
+          response = await deps.forwarder.exchange(upstream, request);
+        } catch (error) {
+          await deps.idempotency.release(request.tenantId, key).catch(() => undefined);
+          throw error;
+        }
+        if (response.status >= 500) await deps.idempotency.release(request.tenantId, key);
+        else await deps.idempotency.complete(request.tenantId, key, response);
+        return response;
+      }
+      case 'replay':
+        res.setHeader('Idempotent-Replayed', 'true');
+        return { ...claim.response, retryAfter: undefined };
+      case 'mismatch':
+        throw new ApiError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used with a different request.',
+          { details: [{ path: 'Idempotency-Key', message: 'was used with another method, path or body' }] },
+        );
+      case 'in_progress':
+        if (Date.now() > deadline) {
+          throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', {
+            headers: { 'Retry-After': '1' },
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        break;
+    }
+  }
+}
+
+function sendBuffered(res: Response, response: BufferedResponse): void {
+  res.status(response.status);
+  if (response.contentType) res.setHeader('content-type', response.contentType);
+  if (response.retryAfter) res.setHeader('retry-after', response.retryAfter);
+  res.end(response.body);
 }

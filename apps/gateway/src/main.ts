@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { connectMongo, createLogger, pingMongo, startHttpServer, stopOnSignals } from '@envengine/service-kit';
 import { TokenAuthenticator } from './auth/token-authenticator.ts';
+import { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { loadGatewayConfig } from './config.ts';
 import { createGatewayApp } from './gateway-app.ts';
 import { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
@@ -15,6 +16,9 @@ const tokens = new ApiTokenRepository(mongo);
 await tokens.ensureIndexes();
 
 const authenticator = new TokenAuthenticator(tokens, config.AUTH_CACHE_TTL_MS);
+const idempotency = new IdempotencyStore(mongo, config.IDEMPOTENCY_RETENTION_MS, config.UPSTREAM_TIMEOUT_MS + 5000);
+await idempotency.ensureIndexes();
+idempotency.startExpirySweep(10 * 60_000, (error) => log.warn({ err: error.message }, 'idempotency key sweep failed'));
 
 // Revocations reach every gateway at once; the cache TTL bounds any that are missed.
 // The subscription is queued until Redis answers and renewed by ioredis on reconnect.
@@ -38,6 +42,8 @@ const app = createGatewayApp({
   authenticator,
   limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
   forwarder,
+  idempotency,
+  idempotencyWaitMs: config.UPSTREAM_TIMEOUT_MS,
   readiness: {
     mongodb: () => pingMongo(mongo),
     redis: async () => subscriber.status === 'ready',
@@ -51,6 +57,7 @@ log.info({ port: server.port }, 'gateway listening');
 stopOnSignals(log, async () => {
   await server.close();
   await forwarder.close();
+  idempotency.stopExpirySweep();
   subscriber.disconnect();
   await mongo.close();
 });

@@ -12,6 +12,13 @@ export interface ManagedProcessOptions {
   cwd?: string;
 }
 
+const running = new Set<ChildProcess>();
+// Children live in their own process group, so nothing else ends them if this process
+// exits without stopping them (an uncaught error, process.exit): do it here.
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** A child process whose output goes to a log file, stopped with SIGTERM then SIGKILL. */
 export class ManagedProcess {
   readonly name: string;
@@ -29,14 +36,20 @@ export class ManagedProcess {
       cwd: options.cwd,
       env: options.env ?? process.env,
       stdio: ['ignore', fd, fd],
+      // Its own process group: a Ctrl-C in the terminal reaches only the supervisor,
+      // which then stops every child in order.
+      detached: true,
     });
     closeSync(fd);
+    running.add(this.child);
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
+        running.delete(this.child);
         this.exitCode = code ?? (signal ? 128 : null);
         resolve(this.exitCode);
       });
       this.child.once('error', () => {
+        running.delete(this.child);
         this.exitCode = 127;
         resolve(127);
       });

@@ -63,6 +63,7 @@ describe('httpStatusFor', () => {
       deployment_not_ready: 409,
       unknown_secret: 422,
       idempotency_key_reused: 422,
+      idempotency_key_in_use: 409,
       no_active_deployment: 409,
       run_finished: 409,
       payload_too_large: 413,

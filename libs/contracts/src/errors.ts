@@ -10,6 +10,7 @@ export const ErrorCode = z.enum([
   'deployment_not_ready',
   'unknown_secret',
   'idempotency_key_reused',
+  'idempotency_key_in_use',
   'no_active_deployment',
   'run_finished',
   'payload_too_large',
@@ -49,6 +50,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'not_found':
       return 404;
     case 'environment_exists':
+    case 'idempotency_key_in_use':
     case 'deployment_not_ready':
     case 'no_active_deployment':
     case 'run_finished':

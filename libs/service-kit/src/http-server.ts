@@ -20,12 +20,23 @@ export async function startHttpServer(app: Express, host: string, port: number):
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
+  let closing = false;
+  // Keep-alive connections busy at close time would otherwise stay open until their idle
+  // timeout: once closing, every answer says `Connection: close`, and idle ones are cut.
+  server.on('request', (_req, res) => {
+    if (closing) res.setHeader('Connection', 'close');
+  });
   return {
     server,
     port: address.port,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        closing = true;
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   };

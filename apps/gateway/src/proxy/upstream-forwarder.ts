@@ -6,9 +6,16 @@ import { ApiError } from '@envengine/service-kit';
 import type { Upstream } from './upstream-routes.ts';
 
 /** Request headers a client may pass on to a service. */
-const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'idempotency-key'] as const;
+const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept'] as const;
 /** Response headers a service may pass back to a client. */
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
+
+export interface BufferedResponse {
+  status: number;
+  contentType: string | undefined;
+  retryAfter: string | undefined;
+  body: string;
+}
 
 export interface ForwardRequest {
   method: string;
@@ -44,7 +51,32 @@ export class UpstreamForwarder {
     };
   }
 
+  /** Forwards and streams the answer straight to the client. */
   async forward(upstream: Upstream, request: ForwardRequest, res: Response): Promise<void> {
+    const response = await this.dispatch(upstream, request);
+    res.status(response.statusCode);
+    for (const name of FORWARDED_RESPONSE_HEADERS) {
+      const value = response.headers[name];
+      if (typeof value === 'string') res.setHeader(name, value);
+    }
+    await pipeline(response.body, res);
+  }
+
+  /** Forwards and reads the whole answer, for callers that keep it (idempotent replays). */
+  async exchange(upstream: Upstream, request: ForwardRequest): Promise<BufferedResponse> {
+    const response = await this.dispatch(upstream, request);
+    const body = Buffer.from(await response.body.arrayBuffer()).toString('utf8');
+    const contentType = response.headers['content-type'];
+    const retryAfter = response.headers['retry-after'];
+    return {
+      status: response.statusCode,
+      contentType: typeof contentType === 'string' ? contentType : undefined,
+      retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      body,
+    };
+  }
+
+  private async dispatch(upstream: Upstream, request: ForwardRequest) {
     const headers: Record<string, string> = {
       [INTERNAL_HEADERS.credential]: this.internalCredential,
       [INTERNAL_HEADERS.tenantId]: request.tenantId,
@@ -62,7 +94,7 @@ export class UpstreamForwarder {
         headers,
         body: request.body && request.body.length > 0 ? request.body : undefined,
       });
-    } catch (error) {
+    } catch {
       throw new ApiError('unavailable', `The ${upstream} service is unreachable; try again shortly.`, {
         headers: { 'Retry-After': '2' },
       });
@@ -72,12 +104,7 @@ export class UpstreamForwarder {
       await response.body.dump();
       throw new Error(`the ${upstream} service refused the gateway's internal credential`);
     }
-    res.status(response.statusCode);
-    for (const name of FORWARDED_RESPONSE_HEADERS) {
-      const value = response.headers[name];
-      if (typeof value === 'string') res.setHeader(name, value);
-    }
-    await pipeline(response.body, res);
+    return response;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,35 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { createTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+
+describe('service logs', () => {
+  it('are JSON lines that never carry a token or a request body', async () => {
+    const tenant = await createTenant(stack, 'log-scan');
+    const marker = `body-marker-${Date.now()}`;
+    await tenant.api.post('/environments', { name: 'logged', storage_prefix: marker, executor: 'local' });
+    await tenant.api.post('/environments', { name: 'bad name', storage_prefix: marker, executor: 'local' });
+    await tenant.api.get('/environments/logged');
+    // Logs are written asynchronously; give them a moment to reach the files.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const logDir = join(stack.dataDir, 'logs');
+    const serviceLogs = readdirSync(logDir).filter((file) => /(gateway|service|worker)\.log$/.test(file));
+    expect(serviceLogs.length).toBeGreaterThanOrEqual(6);
+    let requestLines = 0;
+    for (const file of serviceLogs) {
+      const text = readFileSync(join(logDir, file), 'utf8');
+      expect(text, file).not.toContain(tenant.token);
+      expect(text, file).not.toContain(tenant.token.slice(4));
+      expect(text, file).not.toContain(marker);
+      for (const line of text.split('\n').filter(Boolean)) {
+        const entry = JSON.parse(line) as { level: string; service: string; msg: string };
+        expect(entry.service).toBeTruthy();
+        if (entry.msg === 'request') requestLines += 1;
+      }
+    }
+    expect(requestLines).toBeGreaterThan(0);
+  });
+});
