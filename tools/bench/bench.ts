@@ -16,8 +16,10 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '3' },
     connections: { type: 'string', default: '16' },
+    rounds: { type: 'string', default: '3' },
   },
 });
+const rounds = Number(values.rounds);
 const duration = Number(values.duration);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
@@ -49,6 +51,34 @@ async function measure(
   };
   console.error(`  ${name}: ${measurement.rps.toFixed(0)} req/s, p50 ${measurement.p50} ms, p99 ${measurement.p99} ms`);
   return measurement;
+}
+
+const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
+
+/**
+ * A baseline and its gateway counterpart measured in alternation, `rounds` times, with
+ * the median of each metric: the database server's drift over minutes then weighs on
+ * both alike instead of on whichever ran during a slow stretch.
+ */
+async function measurePair(
+  baseline: [name: string, url: string, headers?: Record<string, string>],
+  gateway: [name: string, url: string, headers?: Record<string, string>],
+  withConnections: number,
+): Promise<[Measurement, Measurement]> {
+  const runs: [Measurement[], Measurement[]] = [[], []];
+  for (let round = 1; round <= rounds; round += 1) {
+    runs[0].push(await measure(`${baseline[0]} (round ${round})`, baseline[1], baseline[2], withConnections));
+    runs[1].push(await measure(`${gateway[0]} (round ${round})`, gateway[1], gateway[2], withConnections));
+  }
+  const summarize = (name: string, measurements: Measurement[]): Measurement => ({
+    name,
+    rps: median(measurements.map((m) => m.rps)),
+    p50: median(measurements.map((m) => m.p50)),
+    p99: median(measurements.map((m) => m.p99)),
+    non2xx: measurements.reduce((sum, m) => sum + m.non2xx, 0),
+    errors: measurements.reduce((sum, m) => sum + m.errors, 0),
+  });
+  return [summarize(baseline[0], runs[0]), summarize(gateway[0], runs[1])];
 }
 
 async function startBaseline(file: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
@@ -103,12 +133,12 @@ try {
 
   const nodeHello = await startBaseline('node-http-hello.mjs', {});
   const expressHello = await startBaseline('express-hello.mjs', {});
-  const expressFindOne = await startBaseline('express-findone.mjs', {
+  const findOneServer = await startBaseline('express-findone.mjs', {
     MONGO_URL: servers.mongo.url,
     MONGO_DB: services.databases['placement-service'],
     TENANT_ID: tenant.id,
   });
-  baselines.push(nodeHello.child, expressHello.child, expressFindOne.child);
+  baselines.push(nodeHello.child, expressHello.child, findOneServer.child);
 
   console.error(`measuring: ${connections} connections, ${warmup} s warm-up, ${duration} s each`);
   const results = {
@@ -116,13 +146,19 @@ try {
     expressHello: await measure('bare Express hello', `${expressHello.url}/hello`),
     gatewayTrivial: await measure('gateway GET /healthz', `${services.gatewayUrl}/healthz`),
     gatewayAuthOnly: await measure('gateway authenticated 404 (auth + rate limit, no upstream)', `${services.gatewayUrl}/api/v1/no-such-route`, auth),
-    expressFindOne: await measure('bare Express + native findOne', `${expressFindOne.url}/environments/prod`),
-    gatewayGetEnv: await measure('gateway GET /api/v1/environments/prod', `${services.gatewayUrl}/api/v1/environments/prod`, auth),
-    // One connection: latency without queueing, which at saturation on 2 cores would
-    // measure throughput (Little's law) rather than what the extra hop adds.
-    expressFindOneSerial: await measure('bare Express + native findOne, 1 connection', `${expressFindOne.url}/environments/prod`, {}, 1),
-    gatewayGetEnvSerial: await measure('gateway GET /api/v1/environments/prod, 1 connection', `${services.gatewayUrl}/api/v1/environments/prod`, auth, 1),
   };
+  const [expressFindOne, gatewayGetEnv] = await measurePair(
+    ['bare Express + native findOne', `${findOneServer.url}/environments/prod`],
+    ['gateway GET /api/v1/environments/prod', `${services.gatewayUrl}/api/v1/environments/prod`, auth],
+    connections,
+  );
+  // One connection: latency without queueing, which at saturation on 2 cores would
+  // measure throughput (Little's law) rather than what the extra hop adds.
+  const [expressFindOneSerial, gatewayGetEnvSerial] = await measurePair(
+    ['bare Express + native findOne, 1 connection', `${findOneServer.url}/environments/prod`],
+    ['gateway GET /api/v1/environments/prod, 1 connection', `${services.gatewayUrl}/api/v1/environments/prod`, auth],
+    1,
+  );
   const afterLoad = Object.fromEntries(
     Object.entries(services.processes).map(([name, child]) => [name, rssMegabytes(child.pid)]),
   );
@@ -130,7 +166,7 @@ try {
   const row = (m: Measurement, baseline?: Measurement) =>
     `| ${m.name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${baseline ? `${(m.rps / baseline.rps).toFixed(2)}x ${baseline.name}` : '—'} | ${m.non2xx}/${m.errors} |`;
   const lines = [
-    `Node ${process.version}, ${connections} keep-alive connections, ${duration} s per target after ${warmup} s warm-up, MongoDB-wire server: ${servers.mongo.source === 'go-build' ? 'FerretDB v1.24.2 (SQLite)' : servers.mongo.url}.`,
+    `Node ${process.version}, ${connections} keep-alive connections unless said otherwise, ${duration} s per target after ${warmup} s warm-up, MongoDB-wire server: ${servers.mongo.source === 'go-build' ? 'FerretDB v1.24.2 (SQLite)' : servers.mongo.url}.`,
     '',
     '| target | req/s | p50 ms | p99 ms | ratio | non-2xx/errors |',
     '|---|---:|---:|---:|---|---:|',
@@ -138,12 +174,12 @@ try {
     row(results.expressHello, results.nodeHello),
     row(results.gatewayTrivial, results.expressHello),
     row(results.gatewayAuthOnly, results.expressHello),
-    row(results.expressFindOne),
-    row(results.gatewayGetEnv, results.expressFindOne),
-    row(results.expressFindOneSerial),
-    row(results.gatewayGetEnvSerial, results.expressFindOneSerial),
+    row(expressFindOne),
+    row(gatewayGetEnv, expressFindOne),
+    row(expressFindOneSerial),
+    row(gatewayGetEnvSerial, expressFindOneSerial),
     '',
-    `GET /environments/:name through the gateway adds ${(results.gatewayGetEnvSerial.p99 - results.expressFindOneSerial.p99).toFixed(2)} ms to the bare findOne p99 on one connection (p50: +${(results.gatewayGetEnvSerial.p50 - results.expressFindOneSerial.p50).toFixed(2)} ms), and ${(results.gatewayGetEnv.p99 - results.expressFindOne.p99).toFixed(2)} ms at ${connections} connections, where both are saturated.`,
+    `Rows from the bare findOne down are medians of ${rounds} interleaved rounds. GET /environments/:name through the gateway adds ${(gatewayGetEnvSerial.p99 - expressFindOneSerial.p99).toFixed(0)} ms to the bare findOne p99 on one connection (p50: +${(gatewayGetEnvSerial.p50 - expressFindOneSerial.p50).toFixed(0)} ms), and ${(gatewayGetEnv.p99 - expressFindOne.p99).toFixed(0)} ms at ${connections} connections, where both are saturated.`,
     '(the authenticated 404 answers 404 by design; it measures the gateway\'s own pipeline)',
     '',
     '| service | RSS idle MB | RSS after load MB |',

@@ -47,6 +47,7 @@ describe('ScheduleToggleRequest', () => {
   it('takes an empty body or a reason only', () => {
     expect(ScheduleToggleRequest.parse({})).toEqual({});
     expect(ScheduleToggleRequest.parse({ reason: 'r' })).toEqual({ reason: 'r' });
+    expect(ScheduleToggleRequest.parse({ reason: null })).toEqual({ reason: null });
     expect(ScheduleToggleRequest.safeParse({ reason: 1 }).success).toBe(false);
     expect(ScheduleToggleRequest.safeParse({ paused: true }).success).toBe(false);
   });

@@ -48,7 +48,7 @@ export type SetPlacementRequest = z.infer<typeof SetPlacementRequest>;
 
 /** Body of schedules pause and resume; both are optional (DESIGN.md §5). */
 export const ScheduleToggleRequest = z.strictObject({
-  reason: z.string().max(500, { message: 'must be at most 500 characters' }).optional(),
+  reason: z.string().max(500, { message: 'must be at most 500 characters' }).nullable().optional(),
 });
 export type ScheduleToggleRequest = z.infer<typeof ScheduleToggleRequest>;
 
