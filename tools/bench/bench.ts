@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { freePort } from '@envengine/backing-servers';
-import { issueToken, startBackingServers, startServiceProcesses, withTokenStore } from '@envengine/dev-stack';
+import { issueToken, startStack, withTokenStore } from '@envengine/dev-stack';
+import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 
 const { values } = parseArgs({
   options: {
@@ -17,6 +18,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     connections: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '3' },
+    profile: { type: 'boolean', default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -24,8 +26,25 @@ const duration = Number(values.duration);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
 
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSecondsOf(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** Processes whose CPU use each measurement accounts for. */
+const accounted = new Map<string, number | undefined>();
+
 interface Measurement {
   name: string;
+  /** CPU milliseconds per request, by process, during the measured window. */
+  cpuMsPerRequest?: Record<string, number>;
   rps: number;
   p50: number;
   p99: number;
@@ -40,8 +59,16 @@ async function measure(
   withConnections = connections,
 ): Promise<Measurement> {
   await autocannon({ url, connections: withConnections, duration: warmup, headers });
+  const cpuBefore = new Map([...accounted].map(([process_, pid]) => [process_, cpuSecondsOf(pid)]));
   const result = await autocannon({ url, connections: withConnections, duration, headers });
-  const measurement = {
+  const cpuMsPerRequest = Object.fromEntries(
+    [...accounted].map(([process_, pid]) => [
+      process_,
+      ((cpuSecondsOf(pid) - cpuBefore.get(process_)!) * 1000) / Math.max(1, result.requests.total),
+    ]),
+  );
+  const measurement: Measurement = {
+    cpuMsPerRequest,
     name,
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -72,6 +99,12 @@ async function measurePair(
   }
   const summarize = (name: string, measurements: Measurement[]): Measurement => ({
     name,
+    cpuMsPerRequest: Object.fromEntries(
+      Object.keys(measurements[0]!.cpuMsPerRequest ?? {}).map((process_) => [
+        process_,
+        median(measurements.map((m) => m.cpuMsPerRequest![process_]!)),
+      ]),
+    ),
     rps: median(measurements.map((m) => m.rps)),
     p50: median(measurements.map((m) => m.p50)),
     p99: median(measurements.map((m) => m.p99)),
@@ -103,16 +136,20 @@ function rssMegabytes(pid: number | undefined): number {
 
 const dataDir = mkdtempSync(join(tmpdir(), 'envengine-bench-'));
 const report = (line: string) => console.error(`bench: ${line}`);
-const servers = await startBackingServers({ dataDir, report, ports: 'random', temporalHeadless: true, persistRedis: false });
-const services = await startServiceProcesses({
+const stack = await startStack({
   dataDir,
+  report,
   ports: 'random',
-  mongoUrl: servers.mongo.url,
-  redisUrl: servers.redis.url,
-  temporalAddress: servers.temporal.url,
+  temporalHeadless: true,
+  persistRedis: false,
   // The rate limit would cut the load short; its check still runs on every request.
-  env: { RATE_LIMIT_PER_SECOND: '10000000', RATE_LIMIT_BURST: '10000000' },
+  env: {
+    RATE_LIMIT_PER_SECOND: '10000000',
+    RATE_LIMIT_BURST: '10000000',
+    ...(values.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(dataDir, 'profiles')}` } : {}),
+  },
 });
+const { servers, services } = stack;
 const baselines: ChildProcess[] = [];
 try {
   const { tenant, token } = await withTokenStore(servers.mongo.url, services.databases.gateway, (tokens) =>
@@ -139,6 +176,11 @@ try {
     TENANT_ID: tenant.id,
   });
   baselines.push(nodeHello.child, expressHello.child, findOneServer.child);
+  accounted.set('load generator', process.pid);
+  accounted.set('mongodb server', servers.mongo.process?.pid);
+  accounted.set('bare findOne app', findOneServer.child.pid);
+  accounted.set('gateway', services.processes.gateway.pid);
+  accounted.set('placement-service', services.processes['placement-service'].pid);
 
   console.error(`measuring: ${connections} connections, ${warmup} s warm-up, ${duration} s each`);
   const results = {
@@ -182,6 +224,15 @@ try {
     `Rows from the bare findOne down are medians of ${rounds} interleaved rounds. GET /environments/:name through the gateway adds ${(gatewayGetEnvSerial.p99 - expressFindOneSerial.p99).toFixed(0)} ms to the bare findOne p99 on one connection (p50: +${(gatewayGetEnvSerial.p50 - expressFindOneSerial.p50).toFixed(0)} ms), and ${(gatewayGetEnv.p99 - expressFindOne.p99).toFixed(0)} ms at ${connections} connections, where both are saturated.`,
     '(the authenticated 404 answers 404 by design; it measures the gateway\'s own pipeline)',
     '',
+    `CPU milliseconds per request by process, at ${connections} connections (where the 2 cores go):`,
+    '',
+    `| target | ${[...accounted.keys()].join(' | ')} | total |`,
+    `|---|${[...accounted.keys()].map(() => '---:').join('|')}|---:|`,
+    ...[expressFindOne, gatewayGetEnv].map((m) => {
+      const cells = [...accounted.keys()].map((process_) => m.cpuMsPerRequest![process_]!);
+      return `| ${m.name} | ${cells.map((ms) => ms.toFixed(3)).join(' | ')} | ${cells.reduce((a, b) => a + b, 0).toFixed(3)} |`;
+    }),
+    '',
     '| service | RSS idle MB | RSS after load MB |',
     '|---|---:|---:|',
     ...Object.keys(idle).map((name) => `| ${name} | ${idle[name]!.toFixed(0)} | ${afterLoad[name]!.toFixed(0)} |`),
@@ -189,6 +240,11 @@ try {
   console.log(lines.join('\n'));
 } finally {
   for (const child of baselines) child.kill('SIGTERM');
-  await services.stop();
-  await servers.stop();
+  await stack.stop();
+}
+if (values.profile) {
+  // Profiles are written when the services exit; pids name the files.
+  const pids = Object.fromEntries(Object.entries(services.processes).map(([name, child]) => [String(child.pid), name]));
+  console.log(`\nCPU self time by owner (--profile):\n${summarizeCpuProfiles(join(dataDir, 'profiles'))
+    .replace(/CPU\.\d+\.\d+\.(\d+)\.\d+\.\d+\.cpuprofile/g, (file, pid: string) => `${pids[pid] ?? file}`)}`);
 }

@@ -2,13 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  issueToken,
-  startBackingServers,
-  startServiceProcesses,
-  withTokenStore,
-  WORKSPACE_ROOT,
-} from '@envengine/dev-stack';
+import { issueToken, startStack, withTokenStore, WORKSPACE_ROOT } from '@envengine/dev-stack';
 
 const { positionals } = parseArgs({ allowPositionals: true });
 if (positionals[0] !== 'up') {
@@ -22,7 +16,7 @@ mkdirSync(dataDir, { recursive: true });
 const report = (line: string) => console.log(`envengine: ${line}`);
 
 report(`data directory: ${dataDir}`);
-const servers = await startBackingServers({
+const stack = await startStack({
   dataDir,
   report,
   ports: 'default',
@@ -30,22 +24,9 @@ const servers = await startBackingServers({
   redisUrl: process.env.REDIS_URL,
   temporalAddress: process.env.TEMPORAL_ADDRESS,
 });
+const { servers, services } = stack;
 for (const server of [servers.mongo, servers.redis, servers.temporal]) {
   report(`${server.name} ready at ${server.url} (${server.source})`);
-}
-
-let services;
-try {
-  services = await startServiceProcesses({
-    dataDir,
-    ports: 'default',
-    mongoUrl: servers.mongo.url,
-    redisUrl: servers.redis.url,
-    temporalAddress: servers.temporal.url,
-  });
-} catch (error) {
-  await servers.stop();
-  throw error;
 }
 
 const { tenant, token } = await withTokenStore(servers.mongo.url, services.databases.gateway, (tokens) =>
@@ -70,8 +51,7 @@ const stop = async () => {
   if (stopping) return;
   stopping = true;
   report('stopping services and servers...');
-  await services.stop();
-  await servers.stop();
+  await stack.stop();
   report('stopped');
   process.exit(0);
 };

@@ -61,6 +61,7 @@ export function cachedBinaryPath(name: PinnedBinary, env: NodeJS.ProcessEnv = pr
 export async function ensureGoBuild(name: PinnedBinary, report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   const target = cachedBinaryPath(name, env);
   if (existsSync(target)) return target;
+  if (env.ENVENGINE_NO_GO_BUILD === '1') return undefined;
   const go = findOnPath('go', env) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!go) return undefined;
   const pin = PINNED_GO_BUILDS[name];

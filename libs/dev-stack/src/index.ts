@@ -2,3 +2,4 @@ export * from './services.ts';
 export * from './backing.ts';
 export * from './service-processes.ts';
 export * from './dev-token.ts';
+export * from './stack.ts';

@@ -1,12 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  startBackingServers,
-  startServiceProcesses,
-  type BackingServers,
-  type RunningServices,
-} from '@envengine/dev-stack';
+import { startStack, type BackingServers, type RunningServices } from '@envengine/dev-stack';
 
 /** What a test needs to reach the stack; plain data, so vitest can hand it to test files. */
 export interface StackInfo {
@@ -42,7 +37,7 @@ export interface TestStackOptions {
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'envengine-test-'));
   const report = (line: string) => process.stderr.write(`[test-stack] ${line}\n`);
-  const servers = await startBackingServers({
+  const { servers, services, stop } = await startStack({
     dataDir,
     report,
     ports: 'random',
@@ -51,23 +46,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     temporalAddress: options.temporalAddress ?? process.env.TEMPORAL_ADDRESS,
     temporalHeadless: true,
     persistRedis: false,
+    // Unique databases, so that a stack on a shared server starts empty.
+    databasePrefix: `t${Date.now().toString(36)}_`,
+    env: options.env,
   });
-  let services: RunningServices;
-  try {
-    services = await startServiceProcesses({
-      dataDir,
-      ports: 'random',
-      mongoUrl: servers.mongo.url,
-      redisUrl: servers.redis.url,
-      temporalAddress: servers.temporal.url,
-      // Unique databases, so that a stack on a shared server starts empty.
-      databasePrefix: `t${Date.now().toString(36)}_`,
-      env: options.env,
-    });
-  } catch (error) {
-    await servers.stop();
-    throw error;
-  }
   return {
     info: {
       gatewayUrl: services.gatewayUrl,
@@ -80,9 +62,6 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     servers,
     services,
-    stop: async () => {
-      await services.stop();
-      await servers.stop();
-    },
+    stop,
   };
 }

@@ -1,0 +1,61 @@
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cachedBinaryPath, findOnPath } from './binaries.ts';
+import { ServerUnavailableError } from './backing-server.ts';
+import { startMongo } from './mongo-server.ts';
+import { startRedis } from './redis-server.ts';
+import { startTemporal } from './temporal-server.ts';
+
+function emptyMachine() {
+  const root = mkdtempSync(join(tmpdir(), 'envengine-resolution-'));
+  const bin = join(root, 'bin');
+  mkdirSync(bin);
+  // Nothing on PATH, no cache, no Go build, no apt: every way in DESIGN.md §3 is closed.
+  const env = { PATH: bin, ENVENGINE_CACHE_DIR: join(root, 'cache'), ENVENGINE_NO_GO_BUILD: '1', ENVENGINE_NO_APT: '1' };
+  return { root, bin, env, report: () => undefined };
+}
+
+describe('finding servers', () => {
+  it('finds executables on PATH only', () => {
+    const { bin, env } = emptyMachine();
+    writeFileSync(join(bin, 'redis-server'), '#!/bin/sh\n');
+    writeFileSync(join(bin, 'mongod'), 'not executable');
+    chmodSync(join(bin, 'redis-server'), 0o755);
+    expect(findOnPath('redis-server', env)).toBe(join(bin, 'redis-server'));
+    expect(findOnPath('mongod', env)).toBeUndefined();
+    expect(findOnPath('temporal', env)).toBeUndefined();
+  });
+
+  it('keys the build cache by version, outside the clone', () => {
+    const { env } = emptyMachine();
+    expect(cachedBinaryPath('temporal', env)).toBe(join(env.ENVENGINE_CACHE_DIR, 'bin', 'temporal-v1.5.1', 'temporal'));
+    expect(cachedBinaryPath('ferretdb', env)).toBe(join(env.ENVENGINE_CACHE_DIR, 'bin', 'ferretdb-v1.24.2', 'ferretdb'));
+  });
+
+  it('says what to install when no MongoDB-wire server can be had', async () => {
+    const { root, env, report } = emptyMachine();
+    const error = await startMongo({ dataDir: root, report, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerUnavailableError);
+    expect((error as Error).message).toMatch(/MONGO_URL/);
+    expect((error as Error).message).toMatch(/mongod or ferretdb on PATH/);
+    expect((error as Error).message).toMatch(/install Go/);
+  });
+
+  it('says what to install when no Redis can be had', async () => {
+    const { root, env, report } = emptyMachine();
+    const error = await startRedis({ dataDir: root, report, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerUnavailableError);
+    expect((error as Error).message).toMatch(/REDIS_URL/);
+    expect((error as Error).message).toMatch(/apt-get install redis-server/);
+  });
+
+  it('says what to install when no Temporal can be had', async () => {
+    const { root, env, report } = emptyMachine();
+    const error = await startTemporal({ dataDir: root, report, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServerUnavailableError);
+    expect((error as Error).message).toMatch(/TEMPORAL_ADDRESS/);
+    expect((error as Error).message).toMatch(/temporal CLI on PATH/);
+  });
+});
