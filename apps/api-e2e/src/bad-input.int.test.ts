@@ -83,6 +83,11 @@ describe('bad input gets the documented status and code, and changes nothing', (
     { title: 'pause with a reason that is not a string', method: 'POST', path: '/environments/prod/schedules/pause', options: create({ reason: 7 }), status: 422, code: 'invalid_request', detailPath: 'reason' },
     { title: 'resume with a body that is not JSON', method: 'POST', path: '/environments/prod/schedules/resume', options: { raw: 'resume please', headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
     { title: 'an unknown route', method: 'GET', path: '/nothing-here', status: 404, code: 'not_found' },
+    { title: 'a GET of a name with a malformed %-escape', method: 'GET', path: '/environments/%E0%A4%A', status: 422, code: 'invalid_request' },
+    { title: 'placement of a name that is only %', method: 'POST', path: '/environments/%/placement', options: create({ executor: 'remote' }), status: 422, code: 'invalid_request' },
+    { title: 'pause with a JSON null body', method: 'POST', path: '/environments/prod/schedules/pause', options: { raw: 'null', headers: { 'content-type': 'application/json' } }, status: 422, code: 'invalid_request' },
+    { title: 'an OPTIONS request', method: 'OPTIONS', path: '/environments', status: 404, code: 'not_found' },
+    { title: 'a PATCH the API does not have', method: 'PATCH', path: '/environments/prod', options: create({ executor: 'remote' }), status: 404, code: 'not_found' },
   ];
 
   it.each(cases)('$title → $status $code', async (bad) => {

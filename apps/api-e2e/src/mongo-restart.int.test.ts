@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { generateToken } from '@envengine/api-tokens';
 import { startMongo, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
 import { createTenant, startTestStack, type TestStack, type TestTenant } from '@envengine/test-harness';
@@ -66,6 +67,19 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
     expect(answered.length).toBeGreaterThan(0);
     expect(await gateway.waitForExit()).toBe(0);
     await stack.services.restart('gateway');
+    expect((await tenant.api.get('/environments/prod')).status).toBe(200);
+  });
+
+  it('limits refused tokens per client address, before any lookup, and leaves valid tokens alone', async () => {
+    const refused = await Promise.all(
+      Array.from({ length: 400 }, () => tenant.api.withToken(generateToken()).get('/environments')),
+    );
+    const statuses = refused.map((response) => response.status);
+    expect(statuses.filter((status) => status === 401).length).toBeGreaterThanOrEqual(300);
+    const limited = refused.filter((response) => response.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(ErrorBody.parse(limited[0]!.body).error.code).toBe('rate_limited');
+    expect(Number(limited[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await tenant.api.get('/environments/prod')).status).toBe(200);
   });
 });

@@ -17,6 +17,10 @@ const GatewayConfigSchema = z.object({
   RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(50),
   /** Requests one token may send in a burst above the sustained rate. */
   RATE_LIMIT_BURST: PositiveIntFromEnv(200),
+  /** Sustained refused-token requests per second allowed from one client address. */
+  FAILED_AUTH_PER_SECOND: PositiveIntFromEnv(50),
+  /** Refused-token requests one client address may send in a burst. */
+  FAILED_AUTH_BURST: PositiveIntFromEnv(300),
   /** How long a token lookup is trusted before the database is asked again. */
   AUTH_CACHE_TTL_MS: PositiveIntFromEnv(30_000),
   /** Connections kept open to each internal service. */

@@ -21,6 +21,8 @@ export interface GatewayDependencies {
   log: Logger;
   authenticator: TokenAuthenticator;
   limiter: TokenBucketLimiter;
+  /** Per client address, for requests whose token is refused: each costs a lookup. */
+  failedAuthLimiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
   idempotency: IdempotencyStore;
   /** How long a repeat waits for the first request with its key to finish. */
@@ -30,6 +32,7 @@ export interface GatewayDependencies {
 }
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const METHODS_SERVED = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * The public edge: authenticates the caller, applies its rate limit and the body size
@@ -45,7 +48,20 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.use('/api/v1', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const context = requestContext(res);
-      const caller = await deps.authenticator.authenticate(req.headers.authorization);
+      const clientAddress = req.socket.remoteAddress ?? 'unknown';
+      let caller;
+      try {
+        caller = await deps.authenticator.authenticate(req.headers.authorization, () => {
+          if (!deps.failedAuthLimiter.hasCapacity(clientAddress)) {
+            throw new ApiError('rate_limited', 'Too many requests with refused tokens from this address; slow down.', {
+              headers: { 'Retry-After': '1' },
+            });
+          }
+        });
+      } catch (error) {
+        if (error instanceof ApiError && error.code === 'unauthorized') deps.failedAuthLimiter.take(clientAddress);
+        throw error;
+      }
       context.tenantId = caller.tenantId;
 
       const decision = deps.limiter.take(caller.tokenId);
@@ -55,13 +71,14 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         });
       }
 
-      const upstream = upstreamFor(req.path);
+      const upstream = METHODS_SERVED.has(req.method) ? upstreamFor(req.path) : undefined;
       if (!upstream) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
 
       const body = METHODS_WITH_BODY.has(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
       const forwardRequest: ForwardRequest = {
         method: req.method,
-        url: req.originalUrl,
+        // Rebuilt from the path, never the request target as sent (which may be absolute).
+        url: `/api/v1${req.url}`,
         headers: req.headers,
         body,
         tenantId: caller.tenantId,
@@ -123,8 +140,7 @@ async function forwardOnce(
           await deps.idempotency.release(request.tenantId, key).catch(() => undefined);
           throw error;
         }
-        if (response.status >= 500) await deps.idempotency.release(request.tenantId, key);
-        else await deps.idempotency.complete(request.tenantId, key, response);
+        await keepOutcome(deps, request, key, response);
         return response;
       }
       case 'replay':
@@ -145,6 +161,30 @@ async function forwardOnce(
         await new Promise((resolve) => setTimeout(resolve, 100));
         break;
     }
+  }
+}
+
+/**
+ * Records the answer for replays. The request has run by now, so a failure to record is
+ * retried once and then logged, and the client still gets the answer.
+ */
+async function keepOutcome(
+  deps: GatewayDependencies,
+  request: ForwardRequest,
+  key: string,
+  response: BufferedResponse,
+): Promise<void> {
+  const record = () =>
+    response.status >= 500
+      ? deps.idempotency.release(request.tenantId, key)
+      : deps.idempotency.complete(request.tenantId, key, response);
+  try {
+    await record().catch(record);
+  } catch (error) {
+    deps.log.error(
+      { err: (error as Error).message, req_id: request.requestId },
+      'could not record the answer for an Idempotency-Key; a repeat may wait for the claim to expire',
+    );
   }
 }
 

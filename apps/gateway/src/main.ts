@@ -41,6 +41,7 @@ const app = createGatewayApp({
   log,
   authenticator,
   limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
+  failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
   idempotency,
   idempotencyWaitMs: config.UPSTREAM_TIMEOUT_MS,

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
@@ -68,17 +68,7 @@ export async function ensureGoBuild(name: PinnedBinary, report: Reporter, env: N
   const dir = join(target, '..');
   mkdirSync(join(dir, '..'), { recursive: true });
   const lock = `${dir}.lock`;
-  const lockDeadline = Date.now() + 30 * 60_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      if (existsSync(target)) return target;
-      if (Date.now() > lockDeadline) rmSync(lock, { recursive: true, force: true });
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
-  }
+  await acquireBuildLock(lock, name, report);
   try {
     if (existsSync(target)) return target;
     const staging = `${dir}.building`;
@@ -91,6 +81,48 @@ export async function ensureGoBuild(name: PinnedBinary, report: Reporter, env: N
     return target;
   } finally {
     rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Takes the build lock: a directory holding the builder's pid. A lock whose builder is
+ * gone (a build interrupted by Ctrl-C) is taken over; a live one is waited for, saying so.
+ */
+export async function acquireBuildLock(lock: string, name: string, report: Reporter): Promise<void> {
+  let waitingSaid = false;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    let owner = Number.NaN;
+    try {
+      owner = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+    } catch {
+      // the owner has not written its pid yet
+    }
+    const ownerless = Number.isNaN(owner) && Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 10_000;
+    if ((Number.isInteger(owner) && !processIsAlive(owner)) || ownerless) {
+      rmSync(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (!waitingSaid) {
+      report(`waiting for another process (pid ${Number.isNaN(owner) ? '?' : owner}) to finish building ${name}`);
+      waitingSaid = true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -1,8 +1,8 @@
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cachedBinaryPath, findOnPath } from './binaries.ts';
+import { acquireBuildLock, cachedBinaryPath, findOnPath } from './binaries.ts';
 import { ServerUnavailableError } from './backing-server.ts';
 import { startMongo } from './mongo-server.ts';
 import { startRedis } from './redis-server.ts';
@@ -57,5 +57,24 @@ describe('finding servers', () => {
     expect(error).toBeInstanceOf(ServerUnavailableError);
     expect((error as Error).message).toMatch(/TEMPORAL_ADDRESS/);
     expect((error as Error).message).toMatch(/temporal CLI on PATH/);
+  });
+});
+
+describe('the build lock', () => {
+  it('takes over a lock whose builder is gone, and waits for a live one', async () => {
+    const { root } = emptyMachine();
+    const lock = join(root, 'temporal.lock');
+    mkdirSync(lock);
+    writeFileSync(join(lock, 'pid'), '2147483646'); // no such process
+    await acquireBuildLock(lock, 'temporal', () => undefined);
+    expect(readFileSync(join(lock, 'pid'), 'utf8')).toBe(String(process.pid));
+
+    const said: string[] = [];
+    const second = acquireBuildLock(lock, 'temporal', (line) => said.push(line));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(said[0]).toMatch(/waiting for another process \(pid \d+\) to finish building temporal/);
+    rmSync(lock, { recursive: true });
+    await second;
+    rmSync(lock, { recursive: true });
   });
 });

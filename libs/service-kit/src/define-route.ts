@@ -64,7 +64,8 @@ export function defineRoute<
         if (req.body === undefined && !spec.bodyOptional) {
           throw new ApiError('invalid_json', 'A JSON request body is required.');
         }
-        body = validate(spec.body, req.body ?? {}, 'body');
+        // Only an absent body stands for `{}`; a JSON `null` is validated, and refused.
+        body = validate(spec.body, req.body === undefined ? {} : req.body, 'body');
       }
       const result = await handler({
         params: params as Infer<P>,

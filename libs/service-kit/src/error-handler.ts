@@ -10,15 +10,21 @@ import { isBackingServerUnavailable } from './unavailable.ts';
  * error id that the log line also has, never a stack trace or a driver message.
  */
 export function errorHandler() {
-  return (error: unknown, _req: Request, res: Response, next: NextFunction): void => {
-    if (res.headersSent) {
-      next(error);
+  return (error: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const context = requestContext(res);
+    if (res.headersSent || req.socket.destroyed || isClientGone(error)) {
+      // Nothing more can be answered: the client left, or a streamed answer broke.
+      context?.log.debug({ err: describe(error) }, 'request ended early');
+      res.destroy();
       return;
     }
-    const context = requestContext(res);
     let apiError: ApiError;
     if (error instanceof ApiError) {
       apiError = error;
+    } else if (error instanceof URIError) {
+      apiError = new ApiError('invalid_request', 'The request path is not valid percent-encoding.', {
+        details: [{ path: 'path', message: 'has a malformed %-escape' }],
+      });
     } else if (isBackingServerUnavailable(error)) {
       context?.log.warn({ err: describe(error) }, 'backing server unavailable');
       apiError = new ApiError('unavailable', 'A backing server is unreachable; try again shortly.', {
@@ -34,6 +40,12 @@ export function errorHandler() {
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
     res.status(apiError.status).json(apiError.toBody());
   };
+}
+
+function isClientGone(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const message = (error as { message?: unknown } | undefined)?.message;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || message === 'aborted';
 }
 
 function isBodyParserError(error: unknown): boolean {

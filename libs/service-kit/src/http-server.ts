@@ -11,7 +11,15 @@ export interface RunningHttpServer {
 
 /** Listens on host:port; `close` stops accepting, lets requests in flight finish, then ends. */
 export async function startHttpServer(app: Express, host: string, port: number): Promise<RunningHttpServer> {
-  const server = createServer(app);
+  let closing = false;
+  // Keep-alive connections busy at close time would otherwise stay open until their idle
+  // timeout: once closing, every answer says `Connection: close` (set before the app
+  // runs, since a synchronous answer has sent its headers by the time it returns), and
+  // idle connections are cut.
+  const server = createServer((req, res) => {
+    if (closing) res.setHeader('Connection', 'close');
+    app(req, res);
+  });
   // Longer than a load balancer's idle timeout, so that the proxy closes first.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -20,12 +28,6 @@ export async function startHttpServer(app: Express, host: string, port: number):
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
-  let closing = false;
-  // Keep-alive connections busy at close time would otherwise stay open until their idle
-  // timeout: once closing, every answer says `Connection: close`, and idle ones are cut.
-  server.on('request', (_req, res) => {
-    if (closing) res.setHeader('Connection', 'close');
-  });
   return {
     server,
     port: address.port,

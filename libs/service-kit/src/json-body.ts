@@ -10,8 +10,11 @@ export function isJsonContentType(value: string | undefined): boolean {
   return mediaType === 'application/json' || mediaType.endsWith('+json');
 }
 
+/** 413, and the connection closes after it, so the rest of the upload is not read. */
 function tooLarge(limitBytes: number): ApiError {
-  return new ApiError('payload_too_large', `The request body exceeds ${limitBytes} bytes.`);
+  return new ApiError('payload_too_large', `The request body exceeds ${limitBytes} bytes.`, {
+    headers: { Connection: 'close' },
+  });
 }
 
 /**

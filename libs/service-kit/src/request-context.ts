@@ -49,7 +49,8 @@ export function requestLogging(log: Logger) {
     const context = new LazyRequestContext(requestId, log);
     res.locals.context = context;
     res.setHeader('X-Request-Id', requestId);
-    res.on('finish', () => {
+    // 'close' also fires for a client that leaves before the answer is complete.
+    res.on('close', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       log.info(
         {
@@ -59,6 +60,7 @@ export function requestLogging(log: Logger) {
           status: res.statusCode,
           duration_ms: Math.round(durationMs * 100) / 100,
           tenant_id: context.tenantId,
+          ...(res.writableFinished ? {} : { aborted: true }),
         },
         'request',
       );

@@ -14,7 +14,7 @@ describe('isBackingServerUnavailable', () => {
   });
 
   it('knows a gRPC UNAVAILABLE from Temporal, also as a cause', () => {
-    const grpc = Object.assign(new Error('14 UNAVAILABLE: No connection established'), { code: 14 });
+    const grpc = Object.assign(new Error('14 UNAVAILABLE: No connection established'), { code: 14, metadata: {} });
     expect(isBackingServerUnavailable(grpc)).toBe(true);
     expect(isBackingServerUnavailable(new Error('start failed', { cause: grpc }))).toBe(true);
     expect(isBackingServerUnavailable(new BackingServerUnavailableError('temporal'))).toBe(true);
@@ -22,6 +22,11 @@ describe('isBackingServerUnavailable', () => {
 
   it('knows a refused connection', () => {
     expect(isBackingServerUnavailable(new Error('connect ECONNREFUSED 127.0.0.1:6379'))).toBe(true);
+  });
+
+  it('does not mistake MongoDB error numbers for gRPC ones', () => {
+    const mongo = Object.assign(named('MongoServerError', 'Type mismatch'), { code: 14, codeName: 'TypeMismatch' });
+    expect(isBackingServerUnavailable(mongo)).toBe(false);
   });
 
   it('leaves other errors alone', () => {

@@ -27,9 +27,10 @@ export class BackingServerUnavailableError extends Error {
 export function isBackingServerUnavailable(error: unknown): boolean {
   for (let current = error, depth = 0; current && depth < 5; depth += 1) {
     if (typeof current !== 'object') return false;
-    const candidate = current as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown };
+    const candidate = current as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown; metadata?: unknown };
     if (typeof candidate.name === 'string' && UNAVAILABLE_ERROR_NAMES.has(candidate.name)) return true;
-    if (typeof candidate.code === 'number' && GRPC_UNAVAILABLE_CODES.has(candidate.code) && candidate.name !== 'ApiError') {
+    // Only gRPC errors carry metadata; MongoDB uses the same numbers for other things.
+    if (typeof candidate.code === 'number' && GRPC_UNAVAILABLE_CODES.has(candidate.code) && candidate.metadata !== undefined) {
       return true;
     }
     if (

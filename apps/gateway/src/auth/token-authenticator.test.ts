@@ -42,6 +42,28 @@ describe('TokenAuthenticator', () => {
     }
   });
 
+  it('keeps known tokens cached while unknown ones flood in', async () => {
+    const repo = repositoryWith(new Map([[hashToken(token), caller]]));
+    const auth = new TokenAuthenticator(repo, 60_000, 10);
+    await auth.authenticate(`Bearer ${token}`);
+    for (let i = 0; i < 50; i += 1) await auth.authenticate(`Bearer ${generateToken()}`).catch(() => undefined);
+    const lookups = repo.lookups;
+    await auth.authenticate(`Bearer ${token}`);
+    expect(repo.lookups).toBe(lookups);
+  });
+
+  it('asks before a database lookup only, so cached tokens are never refused', async () => {
+    const repo = repositoryWith(new Map([[hashToken(token), caller]]));
+    const auth = new TokenAuthenticator(repo, 60_000);
+    await auth.authenticate(`Bearer ${token}`);
+    const refuse = () => {
+      throw new Error('over the limit');
+    };
+    await expect(auth.authenticate(`Bearer ${token}`, refuse)).resolves.toEqual(caller);
+    await expect(auth.authenticate(`Bearer ${generateToken()}`, refuse)).rejects.toThrow('over the limit');
+    expect(repo.lookups).toBe(1);
+  });
+
   it('drops a revoked token from the cache at once', async () => {
     const known = new Map([[hashToken(token), caller]]);
     const auth = new TokenAuthenticator(repositoryWith(known), 60_000);

@@ -10,6 +10,13 @@ const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept'] as const;
 /** Response headers a service may pass back to a client. */
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
 
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+function isResetSocket(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
+}
+
 export interface BufferedResponse {
   status: number;
   contentType: string | undefined;
@@ -86,13 +93,20 @@ export class UpstreamForwarder {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
-    let response;
-    try {
-      response = await this.pools[upstream].request({
+    const send = () =>
+      this.pools[upstream].request({
         path: request.url,
         method: request.method as 'GET',
         headers,
         body: request.body && request.body.length > 0 ? request.body : undefined,
+      });
+    let response;
+    try {
+      response = await send().catch((error: unknown) => {
+        // A kept-alive socket the service closed just as it was reused (say, while the
+        // service restarts): safe to send once more for reads only.
+        if (SAFE_METHODS.has(request.method) && isResetSocket(error)) return send();
+        throw error;
       });
     } catch {
       throw new ApiError('unavailable', `The ${upstream} service is unreachable; try again shortly.`, {

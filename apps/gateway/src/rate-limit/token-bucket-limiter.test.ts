@@ -13,6 +13,14 @@ describe('TokenBucketLimiter', () => {
     expect(limiter.take('a').allowed).toBe(false);
   });
 
+  it('tells whether a key has capacity without spending it', () => {
+    const limiter = new TokenBucketLimiter(1, 1, () => 0);
+    expect(limiter.hasCapacity('a')).toBe(true);
+    expect(limiter.hasCapacity('a')).toBe(true);
+    limiter.take('a');
+    expect(limiter.hasCapacity('a')).toBe(false);
+  });
+
   it('keeps callers apart', () => {
     const limiter = new TokenBucketLimiter(1, 1, () => 0);
     expect(limiter.take('a').allowed).toBe(true);

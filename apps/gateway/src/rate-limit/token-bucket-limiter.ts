@@ -23,6 +23,13 @@ export class TokenBucketLimiter {
     private readonly maxKeys = 100_000,
   ) {}
 
+  /** Whether `key` could take a request now, without taking one. */
+  hasCapacity(key: string): boolean {
+    const bucket = this.buckets.get(key);
+    if (!bucket) return true;
+    return bucket.tokens + ((this.now() - bucket.updatedMs) / 1000) * this.perSecond >= 1;
+  }
+
   take(key: string): RateDecision {
     const now = this.now();
     let bucket = this.buckets.get(key);

@@ -88,13 +88,17 @@ export class EnvironmentRepository {
     return this.list(tenantId);
   }
 
-  async setSchedulesPaused(
-    tenantId: string,
-    name: string,
-    paused: boolean,
-    reason: string | null,
-  ): Promise<Environment | undefined> {
-    return this.update(tenantId, name, { schedules_paused: paused, schedules_paused_reason: reason });
+  /** Pausing again without a reason keeps the reason already given, so a repeat changes nothing. */
+  async pauseSchedules(tenantId: string, name: string, reason: string | undefined): Promise<Environment | undefined> {
+    return this.update(
+      tenantId,
+      name,
+      reason === undefined ? { schedules_paused: true } : { schedules_paused: true, schedules_paused_reason: reason },
+    );
+  }
+
+  async resumeSchedules(tenantId: string, name: string): Promise<Environment | undefined> {
+    return this.update(tenantId, name, { schedules_paused: false, schedules_paused_reason: null });
   }
 
   private async update(

@@ -57,7 +57,7 @@ export function environmentsRouter(environments: EnvironmentRepository): Router 
     defineRoute(
       { params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true },
       async ({ tenantId, params, body }) => ({
-        data: found(await environments.setSchedulesPaused(tenantId, params.name, true, body.reason ?? null), params.name),
+        data: found(await environments.pauseSchedules(tenantId, params.name, body.reason ?? undefined), params.name),
       }),
     ),
   );
@@ -67,7 +67,7 @@ export function environmentsRouter(environments: EnvironmentRepository): Router 
     defineRoute(
       { params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true },
       async ({ tenantId, params }) => ({
-        data: found(await environments.setSchedulesPaused(tenantId, params.name, false, null), params.name),
+        data: found(await environments.resumeSchedules(tenantId, params.name), params.name),
       }),
     ),
   );
