@@ -76,11 +76,4 @@ export class ManagedProcess {
     await this.exited;
     clearTimeout(timer);
   }
-
-  /** Ends the process at once, as a crash or an OOM kill would. */
-  async kill(): Promise<void> {
-    if (!this.running) return;
-    this.child.kill('SIGKILL');
-    await this.exited;
-  }
 }
