@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import {
   ApiError,
   errorHandler,
+  methodHasBody,
   mountHealthRoutes,
   readRequestBody,
   requestContext,
@@ -10,7 +11,7 @@ import {
   type Logger,
   type ReadinessCheck,
 } from '@envengine/service-kit';
-import type { TokenAuthenticator } from './auth/token-authenticator.ts';
+import type { Caller, TokenAuthenticator } from './auth/token-authenticator.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { requestFingerprint } from './idempotency/request-fingerprint.ts';
@@ -31,7 +32,6 @@ export interface GatewayDependencies {
   jsonBodyLimitBytes: number;
 }
 
-const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const METHODS_SERVED = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
@@ -48,20 +48,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.use('/api/v1', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const context = requestContext(res);
-      const clientAddress = req.socket.remoteAddress ?? 'unknown';
-      let caller;
-      try {
-        caller = await deps.authenticator.authenticate(req.headers.authorization, () => {
-          if (!deps.failedAuthLimiter.hasCapacity(clientAddress)) {
-            throw new ApiError('rate_limited', 'Too many requests with refused tokens from this address; slow down.', {
-              headers: { 'Retry-After': '1' },
-            });
-          }
-        });
-      } catch (error) {
-        if (error instanceof ApiError && error.code === 'unauthorized') deps.failedAuthLimiter.take(clientAddress);
-        throw error;
-      }
+      const caller = await authenticateCaller(deps, req);
       context.tenantId = caller.tenantId;
 
       const decision = deps.limiter.take(caller.tokenId);
@@ -74,7 +61,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
       const upstream = METHODS_SERVED.has(req.method) ? upstreamFor(req.path) : undefined;
       if (!upstream) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
 
-      const body = METHODS_WITH_BODY.has(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
+      const body = methodHasBody(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
       const forwardRequest: ForwardRequest = {
         method: req.method,
         // Rebuilt from the path, never the request target as sent (which may be absolute).
@@ -99,6 +86,26 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.use(routeNotFound());
   app.use(errorHandler());
   return app;
+}
+
+/**
+ * The caller behind the bearer token. A token that needs a database lookup counts against
+ * its client address when refused, and an address over that limit gets no more lookups.
+ */
+async function authenticateCaller(deps: GatewayDependencies, req: Request): Promise<Caller> {
+  const clientAddress = req.socket.remoteAddress ?? 'unknown';
+  try {
+    return await deps.authenticator.authenticate(req.headers.authorization, () => {
+      if (!deps.failedAuthLimiter.hasCapacity(clientAddress)) {
+        throw new ApiError('rate_limited', 'Too many requests with refused tokens from this address; slow down.', {
+          headers: { 'Retry-After': '1' },
+        });
+      }
+    });
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'unauthorized') deps.failedAuthLimiter.take(clientAddress);
+    throw error;
+  }
 }
 
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
+import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
 import { generateToken, hashToken } from './token-codec.ts';
 
 /** Revocations are broadcast on this Redis channel so gateways drop cached tokens at once. */
@@ -84,10 +85,8 @@ export class ApiTokenRepository {
   }
 
   async ensureIndexes(): Promise<void> {
-    await this.tenants.createCollection().catch(ignoreExists);
-    await this.tokens.createCollection().catch(ignoreExists);
-    await this.tenants.createIndexes();
-    await this.tokens.createIndexes();
+    await ensureCollectionAndIndexes(this.tenants);
+    await ensureCollectionAndIndexes(this.tokens);
   }
 
   /** The tenant with this name, created when it does not exist yet. */
@@ -98,7 +97,7 @@ export class ApiTokenRepository {
       const created = await this.tenants.create({ _id: newId('ten'), name, created_at: new Date() });
       return { id: created._id, name: created.name, created_at: created.created_at.toISOString() };
     } catch (error) {
-      if ((error as { code?: unknown }).code !== 11000) throw error;
+      if (!isDuplicateKeyError(error)) throw error;
       const raced = await this.tenants.findOne({ name }).lean();
       if (!raced) throw error;
       return { id: raced._id, name: raced.name, created_at: raced.created_at.toISOString() };
@@ -139,11 +138,5 @@ export class ApiTokenRepository {
     ]);
     const names = new Map(tenants.map((tenant) => [tenant._id, tenant.name]));
     return tokens.map((doc) => ({ ...toRecord(doc), tenant_name: names.get(doc.tenant_id) ?? '?' }));
-  }
-}
-
-function ignoreExists(error: unknown): void {
-  if ((error as { codeName?: unknown }).codeName !== 'NamespaceExists' && (error as { code?: unknown }).code !== 48) {
-    throw error;
   }
 }

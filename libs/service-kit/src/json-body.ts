@@ -4,6 +4,11 @@ import { ApiError } from './api-error.ts';
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** Whether requests of this method may carry a body the API reads. */
+export function methodHasBody(method: string): boolean {
+  return METHODS_WITH_BODY.has(method);
+}
+
 export function isJsonContentType(value: string | undefined): boolean {
   if (!value) return false;
   const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
@@ -62,7 +67,7 @@ export function readRequestBody(req: IncomingMessage, limitBytes: number): Promi
  */
 export function jsonBody(limitBytes: number) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    if (!METHODS_WITH_BODY.has(req.method)) {
+    if (!methodHasBody(req.method)) {
       next();
       return;
     }

@@ -1,4 +1,4 @@
-import mongoose, { type Connection } from 'mongoose';
+import mongoose, { type Connection, type Model } from 'mongoose';
 import type { Logger } from './logger.ts';
 
 export interface MongoOptions {
@@ -44,6 +44,16 @@ export async function pingMongo(connection: Connection): Promise<boolean> {
   await db.command({ ping: 1 });
   return true;
 }
+
+/** Creates the model's collection (if missing) and its declared indexes. */
+export async function ensureCollectionAndIndexes<T>(model: Model<T>): Promise<void> {
+  await model.createCollection().catch((error: { code?: unknown }) => {
+    if (error.code !== NAMESPACE_EXISTS) throw error;
+  });
+  await model.createIndexes();
+}
+
+const NAMESPACE_EXISTS = 48;
 
 export function isDuplicateKeyError(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;

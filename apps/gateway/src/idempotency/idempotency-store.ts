@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { isDuplicateKeyError } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
 
 /** A response kept for replay: status, content type and the body as sent. */
 export interface StoredResponse {
@@ -61,11 +61,8 @@ export class IdempotencyStore {
   private ttlIndexRefused = false;
 
   async ensureIndexes(): Promise<void> {
-    await this.model.createCollection().catch((error: { code?: number }) => {
-      if (error.code !== 48) throw error;
-    });
     try {
-      await this.model.createIndexes();
+      await ensureCollectionAndIndexes(this.model);
     } catch (error) {
       // FerretDB 1.x has no TTL indexes (NotImplemented); expired keys are then swept.
       if ((error as { code?: unknown }).code !== 238) throw error;

@@ -1,7 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
+import { ApiError, ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
 import { environmentSchema, type EnvironmentDocument } from './environment.schema.ts';
 
 function toEnvironment(doc: EnvironmentDocument): Environment {
@@ -32,10 +32,7 @@ export class EnvironmentRepository {
   }
 
   async ensureIndexes(): Promise<void> {
-    await this.model.createCollection().catch((error: { code?: number }) => {
-      if (error.code !== 48) throw error;
-    });
-    await this.model.createIndexes();
+    await ensureCollectionAndIndexes(this.model);
   }
 
   async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {
