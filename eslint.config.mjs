@@ -26,7 +26,8 @@ export default tseslint.config(
           allow: [],
           // Who may import whom: by type (layer) and by scope (owning service).
           depConstraints: [
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:workflows', 'type:queues'] },
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:workflows', 'type:queues', 'type:rules'] },
+            { sourceTag: 'type:rules', onlyDependOnLibsWithTags: ['type:contracts', 'type:rules'] },
             { sourceTag: 'type:workflows', onlyDependOnLibsWithTags: ['type:contracts', 'type:rules'] },
             { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access'] },
             { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
@@ -35,12 +36,14 @@ export default tseslint.config(
             { sourceTag: 'type:dev-infra', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:dev-infra'] },
             { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
             { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
-            { sourceTag: 'type:tools', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
+            { sourceTag: 'type:tools', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing', 'type:rules'] },
             { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway'] },
             { sourceTag: 'scope:placement', onlyDependOnLibsWithTags: ['scope:shared', 'scope:placement'] },
             { sourceTag: 'scope:deployment', onlyDependOnLibsWithTags: ['scope:shared', 'scope:deployment'] },
             { sourceTag: 'scope:secrets', onlyDependOnLibsWithTags: ['scope:shared', 'scope:secrets'] },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+            // Operator commands (key rotation, tokens) work on every service's storage.
+            { sourceTag: 'scope:operations', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway', 'scope:placement', 'scope:deployment', 'scope:secrets'] },
           ],
         },
       ],

@@ -1,25 +1,44 @@
-// `npm run admin -- token create --tenant acme`: manages API tokens in the gateway's store.
+// `npm run admin -- token create --tenant acme`: manages API tokens in the gateway's store,
+// and the secrets-service's master key (`master-key new`, `master-key rewrap`).
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { issueToken, SERVICE_DATABASES, withTokenStore } from '@envengine/dev-stack';
+import { printNewMasterKey, rewrapDataKeys } from './master-key.ts';
 
 const USAGE = `usage:
   npm run admin -- token create --tenant <name> [--label <text>]
   npm run admin -- token revoke <token id>
   npm run admin -- token list
+  npm run admin -- master-key new
+  npm run admin -- master-key rewrap
 
 Connects to MONGO_URL (default mongodb://127.0.0.1:27017/) and, to tell running
-gateways about a revocation at once, REDIS_URL (default redis://127.0.0.1:6379).`;
+gateways about a revocation at once, REDIS_URL (default redis://127.0.0.1:6379).
+
+master-key rewrap re-wraps every data key of the local secret backend under
+SECRETS_MASTER_KEY, opening them with SECRETS_PREVIOUS_MASTER_KEYS (comma-separated),
+in the database SECRETS_MONGO_DB (default envengine_secrets). See the README for the
+rotation steps.`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { tenant: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean' } },
 });
 const [noun, verb, argument] = positionals;
-if (values.help || noun !== 'token' || !verb) {
+if (values.help || (noun !== 'token' && noun !== 'master-key') || !verb) {
   console.log(USAGE);
   process.exit(values.help ? 0 : 2);
+}
+
+if (noun === 'master-key') {
+  if (verb === 'new') printNewMasterKey();
+  else if (verb === 'rewrap') await rewrapDataKeys(process.env);
+  else {
+    console.log(USAGE);
+    process.exitCode = 2;
+  }
+  process.exit();
 }
 
 const mongoUrl = process.env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/';

@@ -1,12 +1,45 @@
 import { Router } from 'express';
-import { internalServiceConfigSchema, parseConfig, runInternalService } from '@envengine/service-kit';
+import { LocalSecretStore } from '@envengine/local-secret-store';
+import { PlacementClient } from '@envengine/service-clients';
+import { runInternalService } from '@envengine/service-kit';
+import { BindingRepository } from './bindings/binding.repository.ts';
+import { bindingsRouter } from './bindings/bindings.routes.ts';
+import { BindingsService } from './bindings/bindings.service.ts';
+import { loadSecretsConfig } from './config.ts';
+import { EnvironmentDirectory } from './environments/environment-directory.ts';
+import { BindingResolver } from './resolution/binding-resolver.ts';
+import { resolutionRouter } from './resolution/resolution.routes.ts';
+import { SecretAuditRepository } from './resolution/secret-audit.repository.ts';
+import { SecretBackends } from './secrets/secret-backend.ts';
+import { SecretRowRepository } from './secrets/secret-row.repository.ts';
+import { secretsRouter } from './secrets/secrets.routes.ts';
+import { SecretsService } from './secrets/secrets.service.ts';
 
-const config = parseConfig(internalServiceConfigSchema({ port: 8083, mongoDb: 'envengine_secrets' }), process.env);
+const config = loadSecretsConfig(process.env);
+const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 
-// Owns secrets and bindings (filled by the secrets issue). Until then it serves health, readiness against its
-// database, and answers 404 not_found for every API path the gateway sends it.
 await runInternalService({
   service: 'secrets-service',
   config,
-  routes: async () => Router(),
+  routes: async ({ mongo }) => {
+    const localStore = new LocalSecretStore(mongo, config.keyring);
+    const rows = new SecretRowRepository(mongo);
+    const bindingRows = new BindingRepository(mongo);
+    const audit = new SecretAuditRepository(mongo);
+    await Promise.all([localStore.ensureIndexes(), rows.ensureIndexes(), bindingRows.ensureIndexes(), audit.ensureIndexes()]);
+
+    const backends = new SecretBackends([localStore], localStore.name);
+    const environments = new EnvironmentDirectory(placement, { ttlMs: config.ENVIRONMENT_CACHE_TTL_MS, maxEntries: 10_000 });
+    const api = Router();
+    api.use(secretsRouter(environments, new SecretsService(rows, backends, audit)));
+    api.use(bindingsRouter(environments, new BindingsService(bindingRows, rows)));
+    return {
+      api,
+      privateApi: {
+        credential: config.RESOLVER_CREDENTIAL,
+        routes: resolutionRouter(new BindingResolver(bindingRows, rows, backends, audit)),
+      },
+    };
+  },
+  onStop: () => placement.close(),
 });

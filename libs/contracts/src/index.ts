@@ -4,3 +4,5 @@ export * from './names.ts';
 export * from './environment.ts';
 export * from './internal-headers.ts';
 export * from './health.ts';
+export * from './secrets.ts';
+export * from './bindings.ts';

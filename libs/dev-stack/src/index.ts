@@ -3,3 +3,4 @@ export * from './backing.ts';
 export * from './service-processes.ts';
 export * from './dev-token.ts';
 export * from './stack.ts';
+export * from './secrets-master-key.ts';

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, ManagedProcess, waitUntil } from '@envengine/backing-servers';
+import { loadOrCreateMasterKey } from './secrets-master-key.ts';
 import { SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
 
 export const WORKSPACE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
@@ -25,8 +26,10 @@ export interface RunningServices {
   urls: Record<ServiceName, string>;
   processes: Record<ServiceName, ManagedProcess>;
   databases: Record<keyof typeof SERVICE_DATABASES, string>;
+  /** Opens the secrets-service's `/internal/v1` (secret resolution), as the attempt runner holds it. */
+  resolverCredential: string;
   /** Starts one service again (after `processes[name].stop()`), with the same settings. */
-  restart(name: ServiceName): Promise<void>;
+  restart(name: ServiceName, env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -50,6 +53,10 @@ async function waitForReady(name: string, url: string, process_: ManagedProcess)
  */
 export async function startServiceProcesses(options: ServiceProcessOptions): Promise<RunningServices> {
   const internalCredential = randomBytes(32).toString('hex');
+  const resolverCredential = randomBytes(32).toString('hex');
+  // A key given in the environment wins; otherwise the one kept in the data directory.
+  const masterKey = process.env.SECRETS_MASTER_KEY ?? loadOrCreateMasterKey(options.dataDir);
+  const previousMasterKeys = process.env.SECRETS_PREVIOUS_MASTER_KEYS ?? '';
   const prefix = options.databasePrefix ?? '';
   const ports = {} as Record<ServiceName, number>;
   for (const name of SERVICE_NAMES) {
@@ -60,7 +67,16 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     Object.entries(SERVICE_DATABASES).map(([name, db]) => [name, `${prefix}${db}`]),
   ) as RunningServices['databases'];
 
-  const envFor = (name: ServiceName): NodeJS.ProcessEnv => ({
+  // Secret-handling settings go only to the processes that use them.
+  const secretsEnvFor = (name: ServiceName): Record<string, string> => {
+    if (name === 'secrets-service') {
+      return { RESOLVER_CREDENTIAL: resolverCredential, SECRETS_MASTER_KEY: masterKey, SECRETS_PREVIOUS_MASTER_KEYS: previousMasterKeys };
+    }
+    if (name === 'attempt-worker') return { RESOLVER_CREDENTIAL: resolverCredential };
+    return {};
+  };
+
+  const envFor = (name: ServiceName, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: 'production',
@@ -75,16 +91,18 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     PLACEMENT_SERVICE_URL: urls['placement-service'],
     DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
     SECRETS_SERVICE_URL: urls['secrets-service'],
+    ...secretsEnvFor(name),
     ...options.env,
+    ...extra,
   });
 
-  const launch = (name: ServiceName) =>
+  const launch = (name: ServiceName, extra?: Record<string, string>) =>
     new ManagedProcess({
       name,
       command: process.execPath,
       args: ['--enable-source-maps', builtEntry(name)],
       logFile: join(options.dataDir, 'logs', `${name}.log`),
-      env: envFor(name),
+      env: envFor(name, extra),
       cwd: WORKSPACE_ROOT,
     });
 
@@ -106,9 +124,10 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     urls,
     processes,
     databases,
-    restart: async (name) => {
+    resolverCredential,
+    restart: async (name, env) => {
       await processes[name].stop();
-      processes[name] = launch(name);
+      processes[name] = launch(name, env);
       await waitForReady(name, urls[name], processes[name]);
     },
     stop,

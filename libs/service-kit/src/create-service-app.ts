@@ -15,6 +15,13 @@ export interface InternalServiceAppOptions {
   jsonLimitBytes?: number;
   /** Routes under `/api/v1`, reached only through the gateway. */
   routes: Router;
+  /** Routes under `/internal/v1` for callers other than the gateway, behind a credential of their own. */
+  privateApi?: PrivateApi;
+}
+
+export interface PrivateApi {
+  credential: string;
+  routes: Router;
 }
 
 /** The Express app of an internal service: health, gateway-only API, one error edge. */
@@ -24,8 +31,13 @@ export function createInternalServiceApp(options: InternalServiceAppOptions): Ex
   app.set('etag', false);
   app.use(requestLogging(options.log));
   mountHealthRoutes(app, options.service, options.readiness);
+  const readJson = jsonBody(options.jsonLimitBytes ?? 1024 * 1024);
+  if (options.privateApi) {
+    // Mounted first and closed off: the gateway's credential does not open these routes.
+    app.use('/internal/v1', requireInternalCaller(options.privateApi.credential), readJson, options.privateApi.routes, routeNotFound());
+  }
   app.use(requireInternalCaller(options.internalCredential));
-  app.use(jsonBody(options.jsonLimitBytes ?? 1024 * 1024));
+  app.use(readJson);
   app.use('/api/v1', options.routes);
   app.use(routeNotFound());
   app.use(errorHandler());

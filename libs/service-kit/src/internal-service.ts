@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { Connection } from 'mongoose';
 import type { InternalServiceConfig } from './config.ts';
-import { createInternalServiceApp } from './create-service-app.ts';
+import { createInternalServiceApp, type PrivateApi } from './create-service-app.ts';
 import { startHttpServer, stopOnSignals } from './http-server.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { connectMongo, pingMongo } from './mongo.ts';
@@ -9,8 +9,15 @@ import { connectMongo, pingMongo } from './mongo.ts';
 export interface InternalServiceDefinition {
   service: string;
   config: InternalServiceConfig;
-  /** Builds the service's `/api/v1` routes over its own database. */
-  routes: (deps: { mongo: Connection; log: Logger }) => Promise<Router>;
+  /** Builds the service's `/api/v1` routes (and any private `/internal/v1` ones) over its own database. */
+  routes: (deps: { mongo: Connection; log: Logger }) => Promise<Router | ServiceRoutes>;
+  /** Closes what the routes opened (clients of other services), after the server stopped. */
+  onStop?: () => Promise<void>;
+}
+
+export interface ServiceRoutes {
+  api: Router;
+  privateApi?: PrivateApi;
 }
 
 /**
@@ -21,18 +28,22 @@ export async function runInternalService(definition: InternalServiceDefinition):
   const { config, service } = definition;
   const log = createLogger(service, config.LOG_LEVEL);
   const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+  const built = await definition.routes({ mongo, log });
+  const routes: ServiceRoutes = 'api' in built ? built : { api: built };
   const app = createInternalServiceApp({
     service,
     log,
     internalCredential: config.INTERNAL_CREDENTIAL,
     jsonLimitBytes: config.JSON_BODY_LIMIT_BYTES,
     readiness: { mongodb: () => pingMongo(mongo) },
-    routes: await definition.routes({ mongo, log }),
+    routes: routes.api,
+    privateApi: routes.privateApi,
   });
   const server = await startHttpServer(app, config.HOST, config.PORT);
   log.info({ port: server.port }, `${service} listening`);
   stopOnSignals(log, async () => {
     await server.close();
+    await definition.onStop?.();
     await mongo.close();
   });
 }

@@ -8,6 +8,8 @@ export interface StackInfo {
   gatewayUrl: string;
   urls: RunningServices['urls'];
   databases: RunningServices['databases'];
+  /** Opens the secrets-service's `/internal/v1`, as the attempt runner does. */
+  resolverCredential: string;
   mongoUrl: string;
   redisUrl: string;
   temporalAddress: string;
@@ -55,6 +57,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       gatewayUrl: services.gatewayUrl,
       urls: services.urls,
       databases: services.databases,
+      resolverCredential: services.resolverCredential,
       mongoUrl: servers.mongo.url,
       redisUrl: servers.redis.url,
       temporalAddress: servers.temporal.url,

@@ -1,0 +1,72 @@
+import type { ResolvedBinding, ResolvedSecretVersion } from '@envengine/contracts';
+import { ApiError, notFound } from '@envengine/service-kit';
+import type { BindingRepository } from '../bindings/binding.repository.ts';
+import type { SecretBackends } from '../secrets/secret-backend.ts';
+import type { SecretRowRepository } from '../secrets/secret-row.repository.ts';
+import type { SecretAuditRepository } from './secret-audit.repository.ts';
+
+export interface ResolveRequest {
+  tenantId: string;
+  environmentId: string;
+  binding: string;
+  attemptId: string | undefined;
+  caller: string;
+  requestId: string;
+}
+
+/**
+ * Gives a worker a binding's config with each secret reference replaced by its value.
+ * Every call leaves an audit record (who, which binding, which versions, when); values
+ * go only into the response to the caller holding the resolver credential.
+ */
+export class BindingResolver {
+  constructor(
+    private readonly bindings: BindingRepository,
+    private readonly rows: SecretRowRepository,
+    private readonly backends: SecretBackends,
+    private readonly audit: SecretAuditRepository,
+  ) {}
+
+  async resolve(request: ResolveRequest): Promise<ResolvedBinding> {
+    const binding = await this.bindings.find(request.tenantId, request.environmentId, request.binding);
+    if (!binding) throw notFound(`Binding "${request.binding}" of environment ${request.environmentId}`);
+
+    const rows = await this.rows.findLive(request.tenantId, request.environmentId, binding.secret_refs.map((ref) => ref.secret));
+    const config = JSON.parse(binding.config_json) as Record<string, unknown>;
+    const versions: ResolvedSecretVersion[] = [];
+    for (const ref of binding.secret_refs) {
+      const row = rows.get(ref.secret);
+      const latest = row ? await this.backends.get(row.backend).readLatest(row._id) : undefined;
+      if (!latest) {
+        const reason = `Binding "${binding.name}" refers to secret "${ref.secret}" (setting "${ref.setting}"), which the environment no longer has.`;
+        await this.record(request, versions, 'refused', reason);
+        throw new ApiError('unknown_secret', reason, {
+          details: [{ path: `secret_refs.${ref.setting}`, message: `secret "${ref.secret}" is missing` }],
+        });
+      }
+      config[ref.setting] = latest.value;
+      versions.push({ setting: ref.setting, secret: ref.secret, version: latest.version });
+    }
+    await this.record(request, versions, 'resolved');
+    return { name: binding.name, mode: binding.mode, config, secret_versions: versions };
+  }
+
+  private record(
+    request: ResolveRequest,
+    secrets: ResolvedSecretVersion[],
+    outcome: 'resolved' | 'refused',
+    reason?: string,
+  ): Promise<void> {
+    return this.audit.recordResolution({
+      tenantId: request.tenantId,
+      environmentId: request.environmentId,
+      caller: request.caller,
+      attemptId: request.attemptId,
+      binding: request.binding,
+      secrets,
+      outcome,
+      reason,
+      requestId: request.requestId,
+    });
+  }
+}

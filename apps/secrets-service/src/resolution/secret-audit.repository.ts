@@ -1,0 +1,113 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+import { newId } from '@envengine/resource-ids';
+import { ensureCollectionAndIndexes } from '@envengine/service-kit';
+
+export interface AuditedSecretVersion {
+  setting: string;
+  secret: string;
+  version: number;
+}
+
+/** Who read which secret versions, or which secret was retired, and when: never a value. */
+interface SecretAuditDocument {
+  _id: string;
+  kind: 'resolve' | 'retire';
+  at: Date;
+  tenant_id: string;
+  environment_id: string;
+  /** resolve: the process that asked, as it named itself behind the resolver credential. */
+  caller?: string;
+  attempt_id?: string | null;
+  binding?: string;
+  secrets?: AuditedSecretVersion[];
+  outcome?: 'resolved' | 'refused';
+  reason?: string;
+  /** retire: the secret and the last version it had. */
+  secret?: string;
+  secret_id?: string;
+  last_version?: number;
+  request_id?: string;
+}
+
+const auditSchema = new Schema<SecretAuditDocument>(
+  {
+    _id: { type: String, required: true },
+    kind: { type: String, required: true },
+    at: { type: Date, required: true },
+    tenant_id: { type: String, required: true },
+    environment_id: { type: String, required: true },
+  },
+  { versionKey: false, collection: 'secret_audit', strict: false },
+);
+auditSchema.index({ tenant_id: 1, environment_id: 1, at: -1 });
+
+export class SecretAuditRepository {
+  private readonly model: Model<SecretAuditDocument>;
+
+  constructor(connection: Connection) {
+    this.model =
+      (connection.models.SecretAudit as Model<SecretAuditDocument> | undefined) ??
+      connection.model<SecretAuditDocument>('SecretAudit', auditSchema);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await ensureCollectionAndIndexes(this.model);
+  }
+
+  async recordResolution(entry: {
+    tenantId: string;
+    environmentId: string;
+    caller: string;
+    attemptId: string | undefined;
+    binding: string;
+    secrets: AuditedSecretVersion[];
+    outcome: 'resolved' | 'refused';
+    reason?: string;
+    requestId: string;
+  }): Promise<void> {
+    await this.model.collection.insertOne({
+      _id: newId('aud'),
+      kind: 'resolve',
+      at: new Date(),
+      tenant_id: entry.tenantId,
+      environment_id: entry.environmentId,
+      caller: entry.caller,
+      attempt_id: entry.attemptId ?? null,
+      binding: entry.binding,
+      secrets: entry.secrets,
+      outcome: entry.outcome,
+      ...(entry.reason ? { reason: entry.reason } : {}),
+      request_id: entry.requestId,
+    } as never);
+  }
+
+  /**
+   * One record per retired secret: keyed by the secret's id, so a DELETE retried after a
+   * crash leaves the first record as it was.
+   */
+  async recordRetirement(entry: {
+    tenantId: string;
+    environmentId: string;
+    secret: string;
+    secretId: string;
+    lastVersion: number;
+    requestId: string;
+  }): Promise<void> {
+    await this.model.updateOne(
+      { _id: `retire:${entry.secretId}` },
+      {
+        $setOnInsert: {
+          kind: 'retire',
+          at: new Date(),
+          tenant_id: entry.tenantId,
+          environment_id: entry.environmentId,
+          secret: entry.secret,
+          secret_id: entry.secretId,
+          last_version: entry.lastVersion,
+          request_id: entry.requestId,
+        },
+      },
+      { upsert: true },
+    );
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Where secret values live. A backend assigns versions 1..N per secret id, returns the
+ * newest value on request, and destroys every version on retirement. Rows in the
+ * `secrets` collection name the backend that holds their value.
+ */
+export interface SecretBackend {
+  readonly name: string;
+  write(secretId: string, value: string): Promise<{ version: number }>;
+  readLatest(secretId: string): Promise<{ version: number; value: string } | undefined>;
+  /** Idempotent: a second call destroys nothing and succeeds. */
+  retire(secretId: string): Promise<{ destroyed: number }>;
+}
+
+export class SecretBackends {
+  private readonly byName: Map<string, SecretBackend>;
+
+  constructor(
+    backends: readonly SecretBackend[],
+    /** The backend new secrets are written to. */
+    readonly defaultName: string,
+  ) {
+    this.byName = new Map(backends.map((backend) => [backend.name, backend]));
+    if (!this.byName.has(defaultName)) throw new Error(`no secret backend named ${defaultName}`);
+  }
+
+  get(name: string): SecretBackend {
+    const backend = this.byName.get(name);
+    if (!backend) throw new Error(`secret backend ${name} is not configured in this service`);
+    return backend;
+  }
+}

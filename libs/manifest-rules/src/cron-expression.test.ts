@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { cronExpressionProblem } from './cron-expression.ts';
+
+describe('cronExpressionProblem', () => {
+  it.each([
+    '0 2 * * *',
+    '*/15 * * * *',
+    '0 0 1 JAN *',
+    '0 0 1 jan *',
+    '0 9 * * MON-FRI',
+    '0 9 * * mon-fri/2',
+    '0 0 * * 0',
+    '0 0 * * 7',
+    '0 0 * * 5-7',
+    '0 0 * * SUN,SAT',
+    '0,15,30,45 * * * *',
+    '0-30/5 8-18 * * *',
+    '59 23 31 12 6',
+    '0 0 1 1-12/3 *',
+    '  0  2\t* * *  ',
+    '05 02 * * *',
+    '*/60 * * * *',
+    '@yearly',
+    '@annually',
+    '@monthly',
+    '@weekly',
+    '@daily',
+    '@midnight',
+    '@hourly',
+  ])('accepts %j', (expression) => {
+    expect(cronExpressionProblem(expression)).toBeNull();
+  });
+
+  it.each([
+    ['61 * * * *', 'minute "61" is out of range 0-59'],
+    ['* * *', 'it has 3 fields, but needs 5 (minute hour day-of-month month day-of-week)'],
+    ['0 0 0 * * *', 'it has 6 fields, but needs 5 (minute hour day-of-month month day-of-week)'],
+    ['', 'it has 0 fields, but needs 5 (minute hour day-of-month month day-of-week)'],
+    ['0 2 * * 8', 'day of week "8" is out of range 0-7'],
+    ['x * * * *', 'minute "x" is not a number from 0 to 59'],
+    ['1-0/0 * * * *', 'the minute step "0" must be a whole number from 1 to 60'],
+    ['5-1 * * * *', 'the minute range "5-1" runs backwards'],
+    ['0 24 * * *', 'hour "24" is out of range 0-23'],
+    ['0 0 0 * *', 'day of month "0" is out of range 1-31'],
+    ['0 0 32 * *', 'day of month "32" is out of range 1-31'],
+    ['0 0 * 13 *', 'month "13" is out of range 1-12'],
+    ['0 0 * 0 *', 'month "0" is out of range 1-12'],
+    ['0 0 * JANUARY *', 'month "JANUARY" is not a number from 1 to 12 or a name such as JAN'],
+    ['0 0 * * MON-SUNDAY', 'day of week "SUNDAY" is not a number from 0 to 7 or a name such as SUN'],
+    ['0 0 * MON *', 'month "MON" is not a number from 1 to 12 or a name such as JAN'],
+    ['0 0 1 * JAN', 'day of week "JAN" is not a number from 0 to 7 or a name such as SUN'],
+    ['5/10 * * * *', 'the minute item "5/10" needs "*" or a range "a-b" before "/"'],
+    ['*/0 * * * *', 'the minute step "0" must be a whole number from 1 to 60'],
+    ['*/x * * * *', 'the minute step "x" must be a whole number from 1 to 60'],
+    ['*/61 * * * *', 'the minute step "61" must be a whole number from 1 to 60'],
+    ['*/5/2 * * * *', 'the minute item "*/5/2" has more than one "/"'],
+    ['1-2-3 * * * *', 'the minute range "1-2-3" has more than one "-"'],
+    ['1,,2 * * * *', 'the minute field "1,,2" has an empty list item'],
+    ['-1 * * * *', 'the minute item "-1" is missing a value'],
+    ['0 1- * * *', 'the hour item "1-" is missing a value'],
+    ['0 0 ? * *', 'day of month "?" is not a number from 1 to 31'],
+    ['0 0 L * *', 'day of month "L" is not a number from 1 to 31'],
+    ['0 0 * * 1#2', 'day of week "1#2" is not a number from 0 to 7 or a name such as SUN'],
+    ['0 2 * *\n*', 'it has 4 fields, but needs 5 (minute hour day-of-month month day-of-week)'],
+    ['@every 5m', '"@every 5m" is not one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly'],
+    ['@DAILY', '"@DAILY" is not one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly'],
+    [`${'1,'.repeat(200)}1 * * * *`, 'it is longer than 256 characters'],
+  ])('rejects %j: %s', (expression, reason) => {
+    expect(cronExpressionProblem(expression)).toBe(reason);
+  });
+});

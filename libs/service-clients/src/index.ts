@@ -1,0 +1,3 @@
+export * from './internal-http-client.ts';
+export * from './placement-client.ts';
+export * from './secrets-client.ts';

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import {
+  Binding,
+  RESOLVER_CALLER_HEADER,
+  ResolvedBinding,
+  type ResolveBindingRequest,
+} from '@envengine/contracts';
+import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
+
+/** The secrets-service's bindings, as other services read them (names and modes, never values). */
+export class SecretsClient {
+  private readonly http: InternalHttpClient;
+
+  constructor(options: Omit<InternalHttpClientOptions, 'service'>) {
+    this.http = new InternalHttpClient({ ...options, service: 'secrets-service' });
+  }
+
+  listBindings(tenantId: string, environmentName: string, requestId?: string): Promise<Binding[]> {
+    return this.http.call(z.array(Binding), {
+      method: 'GET',
+      path: `/api/v1/environments/${encodeURIComponent(environmentName)}/bindings`,
+      tenantId,
+      requestId,
+    });
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+/**
+ * For the attempt runner and remote workers only: a binding's settings with its secrets
+ * resolved. Holds the resolver credential, which the gateway never has; every call is
+ * audited under `caller`.
+ */
+export class SecretResolverClient {
+  private readonly http: InternalHttpClient;
+
+  constructor(
+    options: Omit<InternalHttpClientOptions, 'service'>,
+    private readonly caller: string,
+  ) {
+    this.http = new InternalHttpClient({ ...options, service: 'secrets-service' });
+  }
+
+  resolve(tenantId: string, request: ResolveBindingRequest): Promise<ResolvedBinding> {
+    return this.http.call(ResolvedBinding, {
+      method: 'POST',
+      path: '/internal/v1/bindings/resolve',
+      tenantId,
+      body: request,
+      headers: { [RESOLVER_CALLER_HEADER]: this.caller },
+    });
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
