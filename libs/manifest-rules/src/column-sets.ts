@@ -32,7 +32,10 @@ const nullability = (column: ColumnSpecInput) => ((column.nullable ?? false) ? '
  * declared columns in order (missing, type, nullability), then through the stored ones
  * (extra columns).
  */
-export function storedColumnsMismatch(declared: readonly ColumnSpecInput[], stored: readonly ColumnSpecInput[]): string | null {
+export function storedColumnsMismatch(
+  declared: readonly ColumnSpecInput[],
+  stored: readonly ColumnSpecInput[],
+): string | null {
   const declaredSet = columnTupleSet(declared);
   const storedSet = columnTupleSet(stored);
   if (sameMembers(declaredSet, storedSet)) return null;

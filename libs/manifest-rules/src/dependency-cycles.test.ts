@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { findDependencyCycles, type DependencyEdge } from './dependency-cycles.ts';
 
 /** Edges from adjacency lists, each dependency at its list index. */
-const graph = (lists: number[][]): DependencyEdge[][] => lists.map((targets) => targets.map((to, depIndex) => ({ to, depIndex })));
+const graph = (lists: number[][]): DependencyEdge[][] =>
+  lists.map((targets) => targets.map((to, depIndex) => ({ to, depIndex })));
 
 describe('findDependencyCycles', () => {
   it('finds nothing in a graph without cycles', () => {

@@ -25,13 +25,15 @@ export function parseManifestShape(input: unknown): ManifestShapeResult {
     const result = ManifestV1.safeParse(input, { reportInput: true });
     if (result.success) return { manifest: result.data, errors: [] };
     return { manifest: null, errors: result.error.issues.flatMap(errorsFromZodIssue) };
-  } catch {
-    // Only a value that is not plain data gets here (a getter or proxy that throws): a
-    // manifest that arrived as JSON never does.
-    return {
-      manifest: null,
-      errors: [{ code: 'manifest_invalid', path: 'manifest', message: 'The manifest could not be read as plain JSON data.' }],
-    };
+  } catch (error) {
+    // zod gathers nested issues with push(...issues), which overflows the stack when one
+    // array holds some 100,000 bad elements; other than that, only a value that is not
+    // plain data (a throwing getter or proxy) gets here.
+    const message =
+      error instanceof RangeError
+        ? 'The manifest has too many invalid fields to list; it cannot be checked.'
+        : 'The manifest could not be read as plain JSON data.';
+    return { manifest: null, errors: [{ code: 'manifest_invalid', path: 'manifest', message }] };
   }
 }
 
@@ -45,12 +47,11 @@ function errorsFromZodIssue(issue: z.core.$ZodIssue): ValidationError[] {
         path: `${path}.${key}`,
         message: `${path}.${key} is not a known field.`,
       }));
-    case 'invalid_type':
-      return [
-        issue.input === undefined
-          ? invalid(`${path} is required.`)
-          : invalid(`${path} must be ${EXPECTED_TYPE_NAMES[issue.expected] ?? issue.expected}, not ${describedValue(issue.input)}.`),
-      ];
+    case 'invalid_type': {
+      if (issue.input === undefined) return [invalid(`${path} is required.`)];
+      const expected = EXPECTED_TYPE_NAMES[issue.expected] ?? issue.expected;
+      return [invalid(`${path} must be ${expected}, not ${describedValue(issue.input)}.`)];
+    }
     case 'invalid_value': {
       const allowed = issue.values.map(describedValue);
       const expected = allowed.length === 1 ? allowed[0] : `one of ${allowed.join(', ')}`;

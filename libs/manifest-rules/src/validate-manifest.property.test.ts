@@ -68,15 +68,23 @@ const wellFormedScenario: fc.Arbitrary<Scenario> = fc
     const bindingNames = bindings.map(([name]) => name);
     const assets = fc.tuple(...keys.map((key, index) => assetArbitrary(key, keys.slice(0, index), bindingNames)));
     const usableJobNames = keys.length === 0 ? [] : jobNames;
-    const jobs = fc.tuple(...usableJobNames.map((name) => fc.record({ name: fc.constant(name), assets: fc.subarray(keys, { minLength: 1 }) })));
+    const jobs = fc.tuple(
+      ...usableJobNames.map((name) => fc.record({ name: fc.constant(name), assets: fc.subarray(keys, { minLength: 1 }) })),
+    );
     const schedules = fc.tuple(
       ...(usableJobNames.length === 0 ? [] : scheduleNames).map((name) =>
         fc
-          .record({ job: fc.constantFrom(...usableJobNames), cron: fc.constantFrom(...VALID_CRONS), timezone: fc.option(fc.constantFrom(...ZONES), { nil: undefined }) })
+          .record({
+            job: fc.constantFrom(...usableJobNames),
+            cron: fc.constantFrom(...VALID_CRONS),
+            timezone: fc.option(fc.constantFrom(...ZONES), { nil: undefined }),
+          })
           .map(({ timezone, ...rest }): Json => (timezone === undefined ? { name, ...rest } : { name, ...rest, timezone })),
       ),
     );
-    return fc.tuple(assets, jobs, schedules, fc.boolean(), fc.boolean()).map(([assetList, jobList, scheduleList, withJobs, withSchedules]) => {
+    const listsPresent = fc.boolean();
+    return fc.tuple(assets, jobs, schedules, listsPresent, listsPresent).map(([assetList, jobList, scheduleList, withJobs, withSchedules]) => {
+      // Empty jobs and schedules lists are sometimes left out, as a client may do.
       const manifest: Scenario['manifest'] = { version: 1, assets: assetList };
       if (withJobs || jobList.length > 0) manifest.jobs = jobList;
       if (withSchedules || scheduleList.length > 0) manifest.schedules = scheduleList;
@@ -90,7 +98,14 @@ const wellFormedScenario: fc.Arbitrary<Scenario> = fc
   });
 
 function contextFor(scenario: Scenario, overrides: Partial<ValidationContext> = {}): ValidationContext {
-  return { bindings: scenario.bindings, bundleEntries: scenario.bundleEntries, activeManifest: null, strict: false, allowContractChanges: [], ...overrides };
+  return {
+    bindings: scenario.bindings,
+    bundleEntries: scenario.bundleEntries,
+    activeManifest: null,
+    strict: false,
+    allowContractChanges: [],
+    ...overrides,
+  };
 }
 
 const ACTIVE_EXAMPLE = ManifestV1.parse({
@@ -136,6 +151,15 @@ const anyValue = fc.anything({
   withUnicodeString: true,
 });
 
+const anyColumn = fc.record(
+  {
+    name: fc.constantFrom('id', 'x', ''),
+    type: fc.oneof(fc.constantFrom(...ColumnType.options), fc.string()),
+    nullable: fc.jsonValue(),
+  },
+  { requiredKeys: ['name', 'type'] },
+);
+
 /** Objects that look like manifests, so that the checks below the top level are reached. */
 const manifestLike = fc.record(
   {
@@ -149,7 +173,7 @@ const manifestLike = fc.record(
             entry: fc.oneof(fc.constantFrom('a.js', 'b.js', '../x', '/x', 'a\\b'), fc.string()),
             deps: fc.oneof(fc.array(fc.constantFrom('a', 'b', 'c', 'd')), fc.jsonValue()),
             schema: fc.oneof(
-              fc.record({ columns: fc.array(fc.record({ name: fc.constantFrom('id', 'x', ''), type: fc.oneof(fc.constantFrom(...ColumnType.options), fc.string()), nullable: fc.jsonValue() }, { requiredKeys: ['name', 'type'] })) }),
+              fc.record({ columns: fc.array(anyColumn) }),
               fc.jsonValue(),
             ),
             [`__proto__`]: fc.jsonValue(),
@@ -160,15 +184,56 @@ const manifestLike = fc.record(
       ),
       fc.jsonValue(),
     ),
-    jobs: fc.array(fc.record({ name: fc.constantFrom('j', 'k'), assets: fc.array(fc.constantFrom('a', 'b', 'z')) }, { requiredKeys: [] }), { maxLength: 3 }),
+    jobs: fc.array(
+      fc.record({ name: fc.constantFrom('j', 'k'), assets: fc.array(fc.constantFrom('a', 'b', 'z')) }, { requiredKeys: [] }),
+      { maxLength: 3 },
+    ),
     schedules: fc.array(
-      fc.record({ name: fc.constantFrom('s', 't'), job: fc.constantFrom('j', 'k', 'z'), cron: fc.oneof(fc.constantFrom(...VALID_CRONS), fc.string()), timezone: fc.oneof(fc.constantFrom(...ZONES), fc.string()) }, { requiredKeys: [] }),
+      fc.record(
+        {
+          name: fc.constantFrom('s', 't'),
+          job: fc.constantFrom('j', 'k', 'z'),
+          cron: fc.oneof(fc.constantFrom(...VALID_CRONS), fc.string()),
+          timezone: fc.oneof(fc.constantFrom(...ZONES), fc.string()),
+        },
+        { requiredKeys: [] },
+      ),
       { maxLength: 3 },
     ),
     extra: fc.jsonValue(),
   },
   { requiredKeys: [] },
 );
+
+/**
+ * A well-formed scenario with its references scrambled: deps that are unknown, repeated,
+ * circular or self-referencing, duplicated asset keys and unknown bindings. The shape
+ * stays valid, so every semantic check runs.
+ */
+const scrambledScenario: fc.Arbitrary<Scenario> = wellFormedScenario.chain((scenario) => {
+  const keys = scenario.manifest.assets.map((asset) => asset.key as string);
+  const keyPool = fc.constantFrom(...keys, 'ghost', 'x');
+  const bindingPool = fc.constantFrom(...scenario.bindings.keys(), 'nope');
+  const assetCount = keys.length;
+  return fc
+    .tuple(
+      fc.array(fc.array(keyPool, { maxLength: 4 }), { minLength: assetCount, maxLength: assetCount }),
+      fc.array(fc.option(keyPool, { nil: undefined }), { minLength: assetCount, maxLength: assetCount }),
+      fc.array(bindingPool, { minLength: assetCount, maxLength: assetCount }),
+    )
+    .map(([deps, renamedKeys, bindings]) => ({
+      ...scenario,
+      manifest: {
+        ...scenario.manifest,
+        assets: scenario.manifest.assets.map((asset, index) => ({
+          ...asset,
+          key: renamedKeys[index] ?? asset.key,
+          deps: deps[index],
+          binding: bindings[index],
+        })),
+      },
+    }));
+});
 
 const errorCodes = new Set<string>(ValidationErrorCode.options);
 const warningCodes = new Set<string>(ValidationWarningCode.options);
@@ -218,6 +283,23 @@ describe('validateManifest never throws', () => {
   });
 });
 
+describe('validateManifest on scrambled references', () => {
+  it('never throws, parses the shape and is deterministic', () => {
+    fc.assert(
+      fc.property(scrambledScenario, anyContext, fc.boolean(), (scenario, context, ownBundle) => {
+        const withBundle = ownBundle
+          ? { ...context, bundleEntries: scenario.bundleEntries, bindings: scenario.bindings }
+          : context;
+        const result = validateManifest(scenario.manifest, withBundle);
+        expectWellFormedResult(result);
+        expect(result.manifest).not.toBeNull();
+        expect(validateManifest(scenario.manifest, withBundle)).toEqual(result);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe('validateManifest is deterministic', () => {
   it('gives the same answer twice for the same input', () => {
     fc.assert(
@@ -231,9 +313,8 @@ describe('validateManifest is deterministic', () => {
   it('gives the same answer for a copy of the input', () => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), manifestLike), anyContext, (manifest, context) => {
-        const copy: unknown = JSON.parse(JSON.stringify(manifest) ?? 'null');
-        const original = JSON.stringify(manifest) === undefined ? null : manifest;
-        expect(validateManifest(copy, context)).toEqual(validateManifest(original, context));
+        const copy: unknown = JSON.parse(JSON.stringify(manifest));
+        expect(validateManifest(copy, context)).toEqual(validateManifest(manifest, context));
       }),
       { numRuns: 200 },
     );
@@ -306,16 +387,19 @@ describe('validateManifest finds a cycle', () => {
 
 describe('cronExpressionProblem on generated expressions', () => {
   /** A valid list item for a field with values min..max. */
-  const item = (min: number, max: number) =>
-    fc.oneof(
+  const item = (min: number, max: number) => {
+    const step = fc.integer({ min: 1, max: max - min + 1 });
+    return fc.oneof(
       fc.constant('*'),
-      fc.integer({ min: 1, max: max - min + 1 }).map((step) => `*/${step}`),
+      step.map((size) => `*/${size}`),
       fc.integer({ min, max }).map(String),
       fc
-        .tuple(fc.integer({ min, max }), fc.integer({ min, max }), fc.option(fc.integer({ min: 1, max: max - min + 1 }), { nil: undefined }))
-        .map(([a, b, step]) => `${Math.min(a, b)}-${Math.max(a, b)}${step === undefined ? '' : `/${step}`}`),
+        .tuple(fc.integer({ min, max }), fc.integer({ min, max }), fc.option(step, { nil: undefined }))
+        .map(([a, b, size]) => `${Math.min(a, b)}-${Math.max(a, b)}${size === undefined ? '' : `/${size}`}`),
     );
-  const field = (min: number, max: number) => fc.array(item(min, max), { minLength: 1, maxLength: 3 }).map((items) => items.join(','));
+  };
+  const field = (min: number, max: number) =>
+    fc.array(item(min, max), { minLength: 1, maxLength: 3 }).map((items) => items.join(','));
 
   it('accepts every well-formed five-field expression', () => {
     fc.assert(

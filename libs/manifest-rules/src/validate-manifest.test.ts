@@ -42,6 +42,8 @@ function context(overrides: Partial<ValidationContext> = {}): ValidationContext 
 }
 
 const parsed = (manifest: unknown) => ManifestV1.parse(manifest);
+// Big inputs check correctness, not speed; the generous limit keeps them steady on a busy machine.
+const HEAVY_TEST_TIMEOUT_MS = 30_000;
 const codesAndPaths = (issues: ReadonlyArray<{ code: string; path: string }>) =>
   issues.map(({ code, path }) => ({ code, path }));
 
@@ -90,7 +92,7 @@ describe('validateManifest on a valid manifest', () => {
     const bundleEntries = new Set(assets.map((asset) => asset.entry));
     const result = validateManifest({ version: 1, assets }, context({ bundleEntries }));
     expect(result.errors).toEqual([]);
-  });
+  }, HEAVY_TEST_TIMEOUT_MS);
 });
 
 describe('validateManifest shape errors (manifest_invalid)', () => {
@@ -219,6 +221,32 @@ describe('validateManifest shape errors (manifest_invalid)', () => {
     expect(result.manifest).toBeNull();
   });
 
+  it('reports 150,000 unknown dependencies without throwing', () => {
+    const manifest = validManifest();
+    manifest.assets[1]!.deps = Array.from({ length: 150_000 }, (_, index) => `missing${index}`);
+    const errors = validateManifest(manifest, context()).errors;
+    expect(errors).toHaveLength(150_000);
+    expect(errors[149_999]!.path).toBe('manifest.assets.1.deps.149999');
+  }, HEAVY_TEST_TIMEOUT_MS);
+
+  it('reports 50,000 shape errors one by one', () => {
+    const errors = validateManifest({ version: 1, assets: Array.from({ length: 50_000 }, () => 0) }, context()).errors;
+    expect(errors).toHaveLength(50_000);
+    expect(errors[0]).toEqual({ code: 'manifest_invalid', path: 'manifest.assets.0', message: 'manifest.assets.0 must be an object, not 0.' });
+  }, HEAVY_TEST_TIMEOUT_MS);
+
+  it('answers with one error when nested shape errors are too many to gather', () => {
+    const manifest = validManifest();
+    (manifest.assets[0]!.schema as { columns: unknown[] }).columns = Array.from({ length: 300_000 }, () => 0);
+    expect(validateManifest(manifest, context()).errors).toEqual([
+      {
+        code: 'manifest_invalid',
+        path: 'manifest',
+        message: 'The manifest has too many invalid fields to list; it cannot be checked.',
+      },
+    ]);
+  }, HEAVY_TEST_TIMEOUT_MS);
+
   it('reports a __proto__ key as an unknown field and pollutes nothing', () => {
     const manifest: unknown = JSON.parse('{"version":1,"assets":[],"__proto__":{"polluted":true}}');
     const result = validateManifest(manifest, context());
@@ -249,7 +277,9 @@ describe('validateManifest shape errors (manifest_invalid)', () => {
         },
       },
     );
-    expect(codesAndPaths(validateManifest(hostile, context()).errors)).toEqual([{ code: 'manifest_invalid', path: 'manifest' }]);
+    expect(validateManifest(hostile, context()).errors).toEqual([
+      { code: 'manifest_invalid', path: 'manifest', message: 'The manifest could not be read as plain JSON data.' },
+    ]);
   });
 
   it('still reports bundle_not_found and allow-list duplicates, and skips the semantic checks', () => {
@@ -346,7 +376,7 @@ describe('validateManifest reference errors', () => {
     expect(errors[0]!.message).toBe(
       'Asset dependencies form a cycle: a0 -> a1999 -> a1998 -> a1997 -> a1996 -> a1995 -> a1994 -> a1993 -> a1992 -> a1991 -> … (1980 more) -> a10 -> a9 -> a8 -> a7 -> a6 -> a5 -> a4 -> a3 -> a2 -> a1 -> a0.',
     );
-  });
+  }, HEAVY_TEST_TIMEOUT_MS);
 
   it('unknown_binding at the asset binding', () => {
     const manifest = validManifest();

@@ -32,41 +32,44 @@ import {
  */
 export function validateManifest(manifest: unknown, context: ValidationContext): ManifestValidation {
   const shape = parseManifestShape(manifest);
-  const errors: ValidationError[] = [...shape.errors];
-  const warnings: ValidationWarning[] = [];
+  // Lists of findings, joined at the end: spreading a huge list into push() would throw.
+  const errorLists: ValidationError[][] = [shape.errors];
+  const warningLists: ValidationWarning[][] = [];
   let changedAssets: string[] = [];
 
   if (context.bundleEntries === null) {
-    errors.push({
-      code: 'bundle_not_found',
-      path: 'bundle_ref',
-      message: 'The bundle named by bundle_ref was not found; upload it before ingesting.',
-    });
+    errorLists.push([
+      {
+        code: 'bundle_not_found',
+        path: 'bundle_ref',
+        message: 'The bundle named by bundle_ref was not found; upload it before ingesting.',
+      },
+    ]);
   }
-  errors.push(...allowListDuplicateErrors(context.allowContractChanges));
+  errorLists.push(allowListDuplicateErrors(context.allowContractChanges));
 
   if (shape.manifest !== null) {
     const parsed = shape.manifest;
     const assetIndex = firstIndexByKey(parsed);
-    errors.push(
-      ...duplicateAssetErrors(parsed, assetIndex),
-      ...dependencyErrors(parsed, assetIndex),
-      ...bindingErrors(parsed, context),
-      ...entryErrors(parsed, context.bundleEntries),
-      ...jobErrors(parsed, assetIndex),
-      ...scheduleErrors(parsed),
+    errorLists.push(
+      duplicateAssetErrors(parsed, assetIndex),
+      dependencyErrors(parsed, assetIndex),
+      bindingErrors(parsed, context),
+      entryErrors(parsed, context.bundleEntries),
+      jobErrors(parsed, assetIndex),
+      scheduleErrors(parsed),
     );
-    warnings.push(...assetRemovedWarnings(parsed, context.activeManifest, assetIndex), ...readOnlyBindingWarnings(parsed, context));
+    warningLists.push(assetRemovedWarnings(parsed, context.activeManifest, assetIndex), readOnlyBindingWarnings(parsed, context));
 
     changedAssets = changedAssetKeys(context.activeManifest, parsed);
     const contract = contractFindings(parsed, changedAssets, context.strict, context.allowContractChanges);
-    errors.push(...contract.errors);
-    warnings.push(...contract.warnings);
+    errorLists.push(contract.errors);
+    warningLists.push(contract.warnings);
   }
 
   return {
-    errors: inCodeOrder(errors, ValidationErrorCode.options),
-    warnings: inCodeOrder(warnings, ValidationWarningCode.options),
+    errors: inCodeOrder(errorLists.flat(), ValidationErrorCode.options),
+    warnings: inCodeOrder(warningLists.flat(), ValidationWarningCode.options),
     changedAssets,
     manifest: shape.manifest,
   };

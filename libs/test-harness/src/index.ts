@@ -1,3 +1,5 @@
 export * from './api-client.ts';
 export * from './test-stack.ts';
 export * from './tenants.ts';
+export * from './leak-scans.ts';
+export * from './secret-resolution.ts';

@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { Redis } from 'ioredis';
+import { Binary, MongoClient } from 'mongodb';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { callResolve, createTenant, scanDatabases, scanLogs, scanRedis, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+
+/**
+ * Writes unique values as secrets, drives every secrets and bindings endpoint and error
+ * path with them, then searches every response, every service log, every document of
+ * every database, every Redis key and every Temporal workflow history: zero hits.
+ */
+describe('secret canary', () => {
+  const canaries = [`canary-${randomBytes(12).toString('hex')}`, `canary-${randomBytes(12).toString('hex')}`];
+  const [first, second] = canaries as [string, string];
+  let owner: TestTenant;
+  let intruder: TestTenant;
+  const responses: Array<{ call: string; response: ApiResponse }> = [];
+
+  const record = async (call: string, request: Promise<ApiResponse>) => {
+    const response = await request;
+    responses.push({ call, response });
+    return response;
+  };
+
+  beforeAll(async () => {
+    owner = await createTenant(stack, 'canary');
+    intruder = await createTenant(stack, 'canary-intruder');
+    await owner.api.post('/environments', { name: 'prod', storage_prefix: 'c/p', executor: 'local' });
+    await intruder.api.post('/environments', { name: 'mine', storage_prefix: 'i/m', executor: 'local' });
+  });
+
+  it('drives every endpoint and error path with the canaries', async () => {
+    const api = owner.api;
+    const json = { 'content-type': 'application/json' };
+    expect((await record('create', api.put('/environments/prod/secrets/canary', { value: first }))).status).toBe(201);
+    expect((await record('rotate', api.put('/environments/prod/secrets/canary', { value: second }))).status).toBe(200);
+    await record('list', api.get('/environments/prod/secrets'));
+    await record('too large', api.put('/environments/prod/secrets/canary', { value: first + 'x'.repeat(64 * 1024) }));
+    await record('over the body limit', api.put('/environments/prod/secrets/canary', { value: first + 'x'.repeat(1024 * 1024) }));
+    await record('not JSON', api.request('PUT', '/environments/prod/secrets/canary', { raw: `{"value": "${first}"`, headers: json }));
+    await record('wrong content type', api.request('PUT', '/environments/prod/secrets/canary', { raw: JSON.stringify({ value: first }), headers: { 'content-type': 'text/plain' } }));
+    await record('unknown field', api.put('/environments/prod/secrets/canary', { value: first, version: 3 }));
+    await record('value in an array', api.put('/environments/prod/secrets/canary', { value: [first] }));
+    await record('value in an object', api.put('/environments/prod/secrets/canary', { value: { v: first } }));
+    await record('bad secret name', api.put('/environments/prod/secrets/bad%20name', { value: first }));
+    await record('bad environment name', api.put('/environments/bad..env/secrets/canary', { value: first }));
+    await record('unknown environment', api.put('/environments/nowhere/secrets/canary', { value: first }));
+    await record('another tenant', intruder.api.put('/environments/prod/secrets/canary', { value: first }));
+    await record('wrong method', api.post('/environments/prod/secrets/canary', { value: first }));
+    await record('no token', api.withToken(undefined).put('/environments/prod/secrets/canary', { value: first }));
+    await record('idempotent POST', api.post('/environments/prod/secrets/canary', { value: first }, { headers: { 'Idempotency-Key': 'k1' } }));
+
+    await record('bind', api.put('/environments/prod/bindings/warehouse', { config: { host: 'db' }, secret_refs: { password: 'canary' } }));
+    await record('bind unknown secret', api.put('/environments/prod/bindings/other', { secret_refs: { password: 'missing' } }));
+    await record('bind bad', api.put('/environments/prod/bindings/other', { secret_refs: { password: 'canary' }, mode: first }));
+    await record('list bindings', api.get('/environments/prod/bindings'));
+    await record('another tenant lists', intruder.api.get('/environments/prod/bindings'));
+
+    const environmentId = (await api.get('/environments/prod')).body.data.id as string;
+    // The one answer that carries the value: to the resolver-credential holder, and kept out of the scan.
+    const resolved = await callResolve(stack, { tenantId: owner.tenantId, body: { environment_id: environmentId, binding: 'warehouse', attempt_id: 'att_canary' } });
+    expect(resolved.body.data.config.password).toBe(second);
+    await record('resolve by another tenant', callResolve(stack, { tenantId: intruder.tenantId, body: { environment_id: environmentId, binding: 'warehouse' } }));
+    await record('resolve with the gateway credential', callResolve(stack, { tenantId: owner.tenantId, body: { environment_id: environmentId, binding: 'warehouse' }, credential: 'g'.repeat(64) }));
+
+    expect((await record('delete', api.delete('/environments/prod/secrets/canary'))).status).toBe(200);
+    await record('delete again', api.delete('/environments/prod/secrets/canary'));
+    await record('dangling listing', api.get('/environments/prod/bindings'));
+    await record('resolve dangling', callResolve(stack, { tenantId: owner.tenantId, body: { environment_id: environmentId, binding: 'warehouse' } }));
+    expect(responses.length).toBeGreaterThan(25);
+  });
+
+  it('finds the canaries in no response', () => {
+    const hits = responses.filter(({ response }) => canaries.some((canary) => response.text.includes(canary))).map(({ call }) => call);
+    expect(hits).toEqual([]);
+  });
+
+  it('finds the canaries in no service log', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const { hits, files } = scanLogs(stack.dataDir, canaries);
+    expect(files).toBeGreaterThanOrEqual(6);
+    expect(hits).toEqual([]);
+  });
+
+  it('finds the canaries in no MongoDB document of any database', async () => {
+    const { hits, documents } = await scanDatabases(stack.mongoUrl, canaries);
+    expect(documents).toBeGreaterThan(0);
+    expect(hits).toEqual([]);
+    // The scan itself finds what is there: a planted marker, as text and as binary.
+    const marker = `marker-${randomBytes(8).toString('hex')}`;
+    const probe = new MongoClient(stack.mongoUrl);
+    try {
+      const scratch = probe.db(`${stack.databases.gateway}_probe`).collection('probe');
+      await scratch.insertOne({ text: `x${marker}x`, bytes: new Binary(Buffer.from(marker)) });
+      const planted = await scanDatabases(stack.mongoUrl, [marker]);
+      expect(planted.hits.length).toBe(2);
+      await probe.db(`${stack.databases.gateway}_probe`).dropDatabase();
+    } finally {
+      await probe.close();
+    }
+  });
+
+  it('finds the canaries in no Redis key', async () => {
+    const { hits } = await scanRedis(stack.redisUrl, canaries);
+    expect(hits).toEqual([]);
+    const marker = `marker-${randomBytes(8).toString('hex')}`;
+    const redis = new Redis(stack.redisUrl);
+    try {
+      await redis.hset(`probe:${marker.slice(-4)}`, 'field', marker);
+      expect((await scanRedis(stack.redisUrl, [marker])).hits.length).toBe(1);
+      await redis.del(`probe:${marker.slice(-4)}`);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('finds the canaries in no Temporal workflow history', async () => {
+    const connection = await Connection.connect({ address: stack.temporalAddress });
+    try {
+      const client = new Client({ connection });
+      for await (const execution of client.workflow.list()) {
+        const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+        const text = JSON.stringify(history);
+        for (const canary of canaries) expect(text, execution.workflowId).not.toContain(canary);
+      }
+    } finally {
+      await connection.close();
+    }
+  });
+});

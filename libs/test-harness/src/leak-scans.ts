@@ -1,0 +1,76 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { BSON, MongoClient } from 'mongodb';
+
+export interface LeakHit {
+  where: string;
+  needle: string;
+}
+
+function hitsIn(where: string, text: string, needles: readonly string[]): LeakHit[] {
+  return needles.filter((needle) => text.includes(needle)).map((needle) => ({ where, needle }));
+}
+
+/** Every document of every collection of every database on the server, searched as extended JSON. */
+export async function scanDatabases(mongoUrl: string, needles: readonly string[]): Promise<{ hits: LeakHit[]; documents: number }> {
+  const client = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5000 });
+  const hits: LeakHit[] = [];
+  let documents = 0;
+  try {
+    await client.connect();
+    const { databases } = await client.db('admin').admin().listDatabases();
+    for (const { name: dbName } of databases) {
+      const db = client.db(dbName);
+      for (const { name: collectionName } of await db.listCollections({}, { nameOnly: true }).toArray()) {
+        for await (const doc of db.collection(collectionName).find({})) {
+          documents += 1;
+          // Binary fields appear as base64 in extended JSON; search them decoded too.
+          const text = BSON.EJSON.stringify(doc, { relaxed: false });
+          hits.push(...hitsIn(`mongodb ${dbName}.${collectionName} ${String(doc._id)}`, text, needles));
+          hits.push(...hitsIn(`mongodb ${dbName}.${collectionName} ${String(doc._id)} (binary)`, decodedBinaries(doc), needles));
+        }
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  return { hits, documents };
+}
+
+function decodedBinaries(value: unknown): string {
+  if (value === null || typeof value !== 'object') return '';
+  const binary = value as { _bsontype?: string; buffer?: Uint8Array };
+  if (binary._bsontype === 'Binary' && binary.buffer) return Buffer.from(binary.buffer).toString('latin1');
+  return Object.values(value).map(decodedBinaries).join('\n');
+}
+
+/** Every key of the Redis server, searched in its serialized value. */
+export async function scanRedis(redisUrl: string, needles: readonly string[]): Promise<{ hits: LeakHit[]; keys: number }> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  const hits: LeakHit[] = [];
+  let keys = 0;
+  try {
+    let cursor = '0';
+    do {
+      const [next, batch] = await redis.scan(cursor, 'COUNT', 500);
+      cursor = next;
+      for (const key of batch) {
+        keys += 1;
+        const dumped = await redis.dumpBuffer(key);
+        hits.push(...hitsIn(`redis ${key}`, `${key}\n${dumped?.toString('latin1') ?? ''}`, needles));
+      }
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return { hits, keys };
+}
+
+/** Every service log file of a stack. */
+export function scanLogs(dataDir: string, needles: readonly string[]): { hits: LeakHit[]; files: number } {
+  const logDir = join(dataDir, 'logs');
+  const files = readdirSync(logDir).filter((file) => file.endsWith('.log'));
+  const hits = files.flatMap((file) => hitsIn(`log ${file}`, readFileSync(join(logDir, file), 'latin1'), needles));
+  return { hits, files: files.length };
+}

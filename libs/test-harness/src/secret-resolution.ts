@@ -1,0 +1,36 @@
+import { INTERNAL_HEADERS, RESOLVER_CALLER_HEADER } from '@envengine/contracts';
+import type { ApiResponse } from './api-client.ts';
+import type { StackInfo } from './test-stack.ts';
+
+export interface ResolveCall {
+  tenantId: string;
+  body: unknown;
+  /** Defaults to the stack's resolver credential. */
+  credential?: string;
+  /** Defaults to `api-e2e/test`; null sends no caller header. */
+  caller?: string | null;
+}
+
+/** Calls the secrets-service's internal resolution as the attempt runner does, answering status and body. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- bodies of any shape, as ApiClient answers them.
+export async function callResolve(stack: StackInfo, call: ResolveCall): Promise<ApiResponse<any>> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    [INTERNAL_HEADERS.credential]: call.credential ?? stack.resolverCredential,
+    [INTERNAL_HEADERS.tenantId]: call.tenantId,
+  };
+  if (call.caller !== null) headers[RESOLVER_CALLER_HEADER] = call.caller ?? 'api-e2e/test';
+  const response = await fetch(`${stack.urls['secrets-service']}/internal/v1/bindings/resolve`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(call.body),
+  });
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: response.status, headers: response.headers, body, text };
+}
