@@ -1,0 +1,163 @@
+// Measurement tools shared by the benchmark suites: autocannon runs with per-process CPU
+// accounting, interleaved baseline/target pairs, bare baseline processes.
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { freePort } from '@envengine/backing-servers';
+
+export interface BenchSettings {
+  rounds: number;
+  duration: number;
+  warmup: number;
+  connections: number;
+}
+
+export interface Target {
+  name: string;
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT';
+  headers?: Record<string, string>;
+  body?: string;
+  /** Varies each request (e.g. its path); autocannon calls it per request. */
+  setupRequest?: autocannon.Request['setupRequest'];
+}
+
+export interface Measurement {
+  name: string;
+  /** CPU milliseconds per request, by process, during the measured window. */
+  cpuMsPerRequest: Record<string, number>;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSecondsOf(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+export const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
+
+export class Bench {
+  /** Processes whose CPU use each measurement accounts for. */
+  readonly accounted = new Map<string, number | undefined>();
+  private readonly children: ChildProcess[] = [];
+
+  constructor(readonly settings: BenchSettings) {}
+
+  private run(target: Target, connections: number, duration: number) {
+    return autocannon({
+      url: target.url,
+      connections,
+      duration,
+      method: target.method ?? 'GET',
+      headers: target.headers,
+      body: target.body,
+      requests: target.setupRequest ? [{ setupRequest: target.setupRequest }] : undefined,
+    });
+  }
+
+  async measure(target: Target, connections = this.settings.connections): Promise<Measurement> {
+    await this.run(target, connections, this.settings.warmup);
+    const cpuBefore = new Map([...this.accounted].map(([process_, pid]) => [process_, cpuSecondsOf(pid)]));
+    const result = await this.run(target, connections, this.settings.duration);
+    const cpuMsPerRequest = Object.fromEntries(
+      [...this.accounted].map(([process_, pid]) => [
+        process_,
+        ((cpuSecondsOf(pid) - cpuBefore.get(process_)!) * 1000) / Math.max(1, result.requests.total),
+      ]),
+    );
+    const measurement: Measurement = {
+      name: target.name,
+      cpuMsPerRequest,
+      rps: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx,
+      errors: result.errors + result.timeouts,
+    };
+    console.error(`  ${target.name}: ${measurement.rps.toFixed(0)} req/s, p50 ${measurement.p50} ms, p99 ${measurement.p99} ms`);
+    return measurement;
+  }
+
+  /**
+   * A baseline and its counterpart measured in alternation, `rounds` times, with the
+   * median of each metric: the database server's drift over minutes then weighs on both
+   * alike instead of on whichever ran during a slow stretch.
+   */
+  async measurePair(baseline: Target, target: Target, connections = this.settings.connections): Promise<[Measurement, Measurement]> {
+    const runs: [Measurement[], Measurement[]] = [[], []];
+    for (let round = 1; round <= this.settings.rounds; round += 1) {
+      runs[0].push(await this.measure({ ...baseline, name: `${baseline.name} (round ${round})` }, connections));
+      runs[1].push(await this.measure({ ...target, name: `${target.name} (round ${round})` }, connections));
+    }
+    const summarize = (name: string, measurements: Measurement[]): Measurement => ({
+      name,
+      cpuMsPerRequest: Object.fromEntries(
+        Object.keys(measurements[0]!.cpuMsPerRequest).map((process_) => [process_, median(measurements.map((m) => m.cpuMsPerRequest[process_]!))]),
+      ),
+      rps: median(measurements.map((m) => m.rps)),
+      p50: median(measurements.map((m) => m.p50)),
+      p99: median(measurements.map((m) => m.p99)),
+      non2xx: measurements.reduce((sum, m) => sum + m.non2xx, 0),
+      errors: measurements.reduce((sum, m) => sum + m.errors, 0),
+    });
+    return [summarize(baseline.name, runs[0]), summarize(target.name, runs[1])];
+  }
+
+  /** Starts `baselines/<file>` as a child process and waits until it listens. */
+  async startBaseline(file: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+    const port = await freePort();
+    const child = fork(fileURLToPath(new URL(`./baselines/${file}`, import.meta.url)), [], {
+      env: { ...process.env, ...env, PORT: String(port) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+    });
+    return { url: `http://127.0.0.1:${port}`, child };
+  }
+
+  stopBaselines(): void {
+    for (const child of this.children) child.kill('SIGTERM');
+  }
+}
+
+export function resultRow(m: Measurement, baseline?: Measurement): string {
+  const ratio = baseline ? `${(m.rps / baseline.rps).toFixed(2)}x ${baseline.name}` : '—';
+  return `| ${m.name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio} | ${m.non2xx}/${m.errors} |`;
+}
+
+export const RESULT_HEADER = ['| target | req/s | p50 ms | p99 ms | ratio | non-2xx/errors |', '|---|---:|---:|---:|---|---:|'];
+
+/** CPU milliseconds per request of each accounted process, one row per measurement. */
+export function cpuTable(accounted: ReadonlyMap<string, unknown>, measurements: Measurement[]): string[] {
+  const names = [...accounted.keys()];
+  return [
+    `| target | ${names.join(' | ')} | total |`,
+    `|---|${names.map(() => '---:').join('|')}|---:|`,
+    ...measurements.map((m) => {
+      const cells = names.map((name) => m.cpuMsPerRequest[name] ?? 0);
+      return `| ${m.name} | ${cells.map((ms) => ms.toFixed(3)).join(' | ')} | ${cells.reduce((a, b) => a + b, 0).toFixed(3)} |`;
+    }),
+  ];
+}
+
+export function rssMegabytes(pid: number | undefined): number {
+  if (!pid) return Number.NaN;
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+  return kb / 1024;
+}
