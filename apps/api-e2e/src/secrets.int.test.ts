@@ -67,14 +67,14 @@ describe('secrets', () => {
     const name = uniqueName('retire');
     for (const value of ['v1', 'v2', 'v3']) await tenant.api.put(`/environments/${env}/secrets/${name}`, { value });
     const row = await secretsDb().collection('secrets').findOne({ name });
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!._id })).toBe(3);
+    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!.secret_id })).toBe(3);
 
     const deleted = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
     expect(deleted.status).toBe(200);
     expect(dataEnvelope(DeletedResource).parse(deleted.body)).toEqual({ data: { name } });
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!._id })).toBe(0);
-    expect(await secretsDb().collection('secrets').countDocuments({ _id: row!._id })).toBe(0);
-    expect(await secretsDb().collection('secret_audit').countDocuments({ kind: 'retire', secret_id: row!._id })).toBe(1);
+    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!.secret_id })).toBe(0);
+    expect(await secretsDb().collection('secrets').countDocuments({ secret_id: row!.secret_id })).toBe(0);
+    expect(await secretsDb().collection('secret_audit').countDocuments({ kind: 'retire', secret_id: row!.secret_id })).toBe(1);
 
     const again = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
     expect(again.status).toBe(404);
@@ -93,14 +93,14 @@ describe('secrets', () => {
     const name = uniqueName('crash-after-destroy');
     await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'doomed' });
     await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'doomed-2' });
-    const rows = secretsDb().collection<{ _id: string }>('secrets');
+    const rows = secretsDb().collection<{ _id: string; secret_id: string }>('secrets');
     const row = (await rows.findOne({ name }))!;
     const retiredAt = new Date();
     await rows.updateOne({ _id: row._id }, { $set: { retiring_at: retiredAt } });
     await secretsDb().collection('secret_audit').insertOne({
-      _id: `retire:${row._id}` as never, kind: 'retire', at: retiredAt, tenant_id: tenant.tenantId, environment_id: 'x', secret: name, secret_id: row._id, last_version: 2,
+      _id: `retire:${row.secret_id}` as never, kind: 'retire', at: retiredAt, tenant_id: tenant.tenantId, environment_id: 'x', secret: name, secret_id: row.secret_id, last_version: 2,
     });
-    await secretsDb().collection('local_secret_versions').deleteMany({ secret_id: row._id });
+    await secretsDb().collection('local_secret_versions').deleteMany({ secret_id: row.secret_id });
 
     // Readers already see it gone.
     const listed = SecretList.parse((await tenant.api.get(`/environments/${env}/secrets`)).body).data;
@@ -110,7 +110,7 @@ describe('secrets', () => {
     expect(retried.status).toBe(200);
     expect(retried.body).toEqual({ data: { name } });
     expect(await rows.countDocuments({ _id: row._id })).toBe(0);
-    const audit = await secretsDb().collection('secret_audit').find({ secret_id: row._id }).toArray();
+    const audit = await secretsDb().collection('secret_audit').find({ secret_id: row.secret_id }).toArray();
     expect(audit).toHaveLength(1);
     expect(audit[0]!.at).toEqual(retiredAt);
     expect((await tenant.api.delete(`/environments/${env}/secrets/${name}`)).status).toBe(404);
@@ -119,28 +119,28 @@ describe('secrets', () => {
   it('a DELETE retried after a crash before the values were destroyed destroys them', async () => {
     const name = uniqueName('crash-before-destroy');
     await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'still-stored' });
-    const rows = secretsDb().collection<{ _id: string }>('secrets');
+    const rows = secretsDb().collection<{ _id: string; secret_id: string }>('secrets');
     const row = (await rows.findOne({ name }))!;
     await rows.updateOne({ _id: row._id }, { $set: { retiring_at: new Date() } });
 
     const retried = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
     expect(retried.status).toBe(200);
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row._id })).toBe(0);
-    expect(await secretsDb().collection('secret_audit').countDocuments({ secret_id: row._id })).toBe(1);
+    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row.secret_id })).toBe(0);
+    expect(await secretsDb().collection('secret_audit').countDocuments({ secret_id: row.secret_id })).toBe(1);
   });
 
   it('a PUT onto a secret whose deletion was interrupted finishes the deletion and starts at version 1', async () => {
     const name = uniqueName('crash-then-put');
     await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'old' });
     await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'old-2' });
-    const rows = secretsDb().collection<{ _id: string }>('secrets');
+    const rows = secretsDb().collection<{ _id: string; secret_id: string }>('secrets');
     const row = (await rows.findOne({ name }))!;
     await rows.updateOne({ _id: row._id }, { $set: { retiring_at: new Date() } });
 
     const written = await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'new' });
     expect(written.status).toBe(201);
     expect(written.body.data.version).toBe(1);
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row._id })).toBe(0);
+    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row.secret_id })).toBe(0);
   });
 
   it('concurrent PUTs of one secret never lose a version: 1..N, no gaps, no duplicates', async () => {
@@ -158,7 +158,7 @@ describe('secrets', () => {
     const listed = SecretList.parse((await tenant.api.get(`/environments/${env}/secrets`)).body).data;
     expect(listed.find((secret) => secret.name === name)?.version).toBe(writers);
     const row = await secretsDb().collection('secrets').findOne({ name });
-    const stored = await secretsDb().collection('local_secret_versions').find({ secret_id: row!._id }).toArray();
+    const stored = await secretsDb().collection('local_secret_versions').find({ secret_id: row!.secret_id }).toArray();
     expect(stored.map((doc) => doc.version).sort((a, b) => a - b)).toEqual(Array.from({ length: writers }, (_, i) => i + 1));
   });
 

@@ -37,7 +37,7 @@ const secretVersionSchema = new Schema<SecretVersionDocument>(
   },
   { versionKey: false, collection: 'local_secret_versions' },
 );
-secretVersionSchema.index({ secret_id: 1, version: -1 });
+secretVersionSchema.index({ secret_id: 1 });
 secretVersionSchema.index({ 'data_key.master_key_id': 1 });
 
 // The driver hands stored binary back as BSON Binary; crypto needs Buffers.
@@ -72,10 +72,18 @@ export interface RewrapReport {
   remaining: number;
 }
 
+/** A stored version, as the listing shows it: number and time, never the value. */
+export interface StoredVersion {
+  version: number;
+  writtenAt: Date;
+}
+
 /**
  * The `local` backend's storage: envelope encryption with AES-256-GCM, a fresh data key
- * per secret version wrapped by the master key. Versions of a secret go 1..N; the unique
- * `_id` per (secret, version) is what keeps concurrent writers from taking one number.
+ * per secret version wrapped by the master key. Each version is one document keyed by
+ * `<secret id>:<version>`. The unique key is what hands out version numbers: an insert is
+ * the one write a MongoDB-wire server makes atomic everywhere (FerretDB's updates are
+ * read-modify-write), so concurrent writers can never take the same number.
  */
 export class LocalSecretStore {
   readonly name = LOCAL_BACKEND_NAME;
@@ -94,13 +102,12 @@ export class LocalSecretStore {
     await ensureCollectionAndIndexes(this.model);
   }
 
-  /** Stores the next version of a secret and returns its number. */
-  async write(secretId: string, value: string): Promise<{ version: number }> {
-    for (;;) {
-      const latest = await this.latestVersion(secretId);
-      const version = latest + 1;
+  /** Stores the value as the first free version from `fromVersion` on, and returns its number. */
+  async store(secretId: string, fromVersion: number, value: string): Promise<{ version: number; writtenAt: Date }> {
+    for (let version = Math.max(1, fromVersion); ; version += 1) {
       const id = recordId(secretId, version);
       const sealed = sealValue(value, id, this.keyring);
+      const writtenAt = new Date();
       try {
         await this.model.collection.insertOne({
           _id: id,
@@ -115,34 +122,50 @@ export class LocalSecretStore {
             tag: sealed.wrappedKey.tag,
             master_key_id: sealed.wrappedKey.masterKeyId,
           },
-          created_at: new Date(),
+          created_at: writtenAt,
         } as never);
-        return { version };
+        return { version, writtenAt };
       } catch (error) {
-        // Another writer took this number first: take the next one.
+        // Another writer took this number: the next one is free or taken too.
         if (!isDuplicateKeyError(error)) throw error;
       }
     }
   }
 
-  /** The newest version and its value, or undefined when the secret has none (retired). */
-  async readLatest(secretId: string): Promise<{ version: number; value: string } | undefined> {
-    const doc = await this.model
-      .findOne({ secret_id: secretId })
-      .sort({ version: -1 })
-      .lean<SecretVersionDocument>();
-    if (!doc) return undefined;
-    return { version: doc.version, value: openValue(sealedOf(doc), doc._id, this.keyring) };
+  /** The newest version and its value; `hint` is a version known to be stored (the row's). */
+  async readLatest(secretId: string, hint: number): Promise<{ version: number; value: string } | undefined> {
+    const doc = await this.findLatest(secretId, hint, {});
+    return doc ? { version: doc.version, value: openValue(sealedOf(doc), doc._id, this.keyring) } : undefined;
+  }
+
+  /** The newest version's number and time, without opening it. */
+  async describeLatest(secretId: string, hint: number): Promise<StoredVersion | undefined> {
+    const doc = await this.findLatest(secretId, hint, { version: 1, created_at: 1 });
+    return doc ? { version: doc.version, writtenAt: doc.created_at } : undefined;
+  }
+
+  /**
+   * Looks at the hinted version and the one after it together (one round trip); newer
+   * versions than the hint exist only while writes race, so the walk is short.
+   */
+  private async findLatest(secretId: string, hint: number, projection: Record<string, 1>): Promise<SecretVersionDocument | undefined> {
+    const get = (version: number) =>
+      version < 1 ? Promise.resolve(null) : this.model.findOne({ _id: recordId(secretId, version) }, projection).lean<SecretVersionDocument>();
+    let version = Math.max(1, hint);
+    let [current, next] = await Promise.all([get(version), get(version + 1)]);
+    while (next) {
+      version += 1;
+      current = next;
+      next = await get(version + 1);
+    }
+    // The hint itself missing means it was retired meanwhile: nothing to read.
+    return current ?? undefined;
   }
 
   /** Destroys every stored version; a second call finds nothing and destroys nothing. */
   async retire(secretId: string): Promise<{ destroyed: number }> {
     const result = await this.model.deleteMany({ secret_id: secretId });
     return { destroyed: result.deletedCount };
-  }
-
-  async versionCount(secretId: string): Promise<number> {
-    return this.model.countDocuments({ secret_id: secretId });
   }
 
   /**
@@ -185,13 +208,5 @@ export class LocalSecretStore {
     }
     const remaining = await this.model.countDocuments({ 'data_key.master_key_id': { $ne: activeId } });
     return { rewrapped, skipped, remaining };
-  }
-
-  private async latestVersion(secretId: string): Promise<number> {
-    const doc = await this.model
-      .findOne({ secret_id: secretId }, { version: 1 })
-      .sort({ version: -1 })
-      .lean<Pick<SecretVersionDocument, 'version'>>();
-    return doc?.version ?? 0;
   }
 }

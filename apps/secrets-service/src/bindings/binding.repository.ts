@@ -1,8 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import type { PutBindingRequest } from '@envengine/contracts';
-import { newId } from '@envengine/resource-ids';
+import { randomBytes } from 'node:crypto';
 import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
-import { bindingSchema, type BindingDocument } from './binding.schema.ts';
+import { bindingKey, bindingSchema, type BindingDocument } from './binding.schema.ts';
 
 /** Bindings of one environment at a time; every query carries tenant and environment. */
 export class BindingRepository {
@@ -23,7 +23,7 @@ export class BindingRepository {
   }
 
   async find(tenantId: string, environmentId: string, name: string): Promise<BindingDocument | undefined> {
-    const doc = await this.model.findOne({ tenant_id: tenantId, environment_id: environmentId, name }).lean<BindingDocument>();
+    const doc = await this.model.findOne({ _id: bindingKey(tenantId, environmentId, name) }).lean<BindingDocument>();
     return doc ?? undefined;
   }
 
@@ -34,20 +34,21 @@ export class BindingRepository {
     name: string,
     binding: PutBindingRequest,
   ): Promise<{ doc: BindingDocument; created: boolean }> {
-    const candidateId = newId('bnd');
+    const revision = randomBytes(9).toString('base64url');
     const now = new Date();
     const upsert = () =>
       this.model
         .findOneAndUpdate(
-          { tenant_id: tenantId, environment_id: environmentId, name },
+          { _id: bindingKey(tenantId, environmentId, name) },
           {
             $set: {
+              revision,
               config_json: JSON.stringify(binding.config),
               secret_refs: Object.entries(binding.secret_refs).map(([setting, secret]) => ({ setting, secret })),
               mode: binding.mode,
               updated_at: now,
             },
-            $setOnInsert: { _id: candidateId, inserted_at: now },
+            $setOnInsert: { tenant_id: tenantId, environment_id: environmentId, name, first_revision: revision, inserted_at: now },
           },
           { upsert: true, returnDocument: 'after' },
         )
@@ -60,11 +61,11 @@ export class BindingRepository {
       if (!isDuplicateKeyError(error)) throw error;
       doc = await upsert();
     }
-    return { doc: doc!, created: doc!._id === candidateId };
+    return { doc: doc!, created: doc!.first_revision === revision };
   }
 
   async remove(tenantId: string, environmentId: string, name: string): Promise<boolean> {
-    const result = await this.model.deleteOne({ tenant_id: tenantId, environment_id: environmentId, name });
+    const result = await this.model.deleteOne({ _id: bindingKey(tenantId, environmentId, name) });
     return result.deletedCount === 1;
   }
 }

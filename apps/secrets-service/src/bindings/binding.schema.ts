@@ -2,7 +2,8 @@ import { Schema } from 'mongoose';
 import type { BindingMode } from '@envengine/contracts';
 
 /**
- * A binding as stored. `config` is kept as JSON text because its keys are the user's
+ * A binding as stored, under its address `<tenant>/<environment>/<name>` so that
+ * resolution reads it by primary key. `config` is kept as JSON text because its keys are the user's
  * (they may hold `.` or start with `$`, which stored field names cannot); `secret_refs`
  * as pairs, so that the bindings naming a secret can be found by index.
  */
@@ -14,6 +15,9 @@ export interface BindingDocument {
   config_json: string;
   secret_refs: Array<{ setting: string; secret: string }>;
   mode: BindingMode;
+  /** Random per write; `first_revision` tells a create from a replace. */
+  revision: string;
+  first_revision: string;
   inserted_at: Date;
   updated_at: Date;
 }
@@ -27,10 +31,16 @@ export const bindingSchema = new Schema<BindingDocument>(
     config_json: { type: String, required: true },
     secret_refs: [{ _id: false, setting: { type: String, required: true }, secret: { type: String, required: true } }],
     mode: { type: String, required: true, enum: ['live', 'read_only'] },
+    revision: { type: String, required: true },
+    first_revision: { type: String, required: true },
     inserted_at: { type: Date, required: true },
     updated_at: { type: Date, required: true },
   },
   { versionKey: false, collection: 'bindings' },
 );
 
-bindingSchema.index({ tenant_id: 1, environment_id: 1, name: 1 }, { unique: true });
+bindingSchema.index({ tenant_id: 1, environment_id: 1, name: 1 });
+
+export function bindingKey(tenantId: string, environmentId: string, name: string): string {
+  return `${tenantId}/${environmentId}/${name}`;
+}

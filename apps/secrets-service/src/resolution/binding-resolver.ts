@@ -32,11 +32,15 @@ export class BindingResolver {
     if (!binding) throw notFound(`Binding "${request.binding}" of environment ${request.environmentId}`);
 
     const rows = await this.rows.findLive(request.tenantId, request.environmentId, binding.secret_refs.map((ref) => ref.secret));
+    const values = new Map(
+      await Promise.all(
+        [...rows.values()].map(async (row) => [row.name, await this.backends.get(row.backend).readLatest(row.secret_id, row.version)] as const),
+      ),
+    );
     const config = JSON.parse(binding.config_json) as Record<string, unknown>;
     const versions: ResolvedSecretVersion[] = [];
     for (const ref of binding.secret_refs) {
-      const row = rows.get(ref.secret);
-      const latest = row ? await this.backends.get(row.backend).readLatest(row._id) : undefined;
+      const latest = values.get(ref.secret);
       if (!latest) {
         const reason = `Binding "${binding.name}" refers to secret "${ref.secret}" (setting "${ref.setting}"), which the environment no longer has.`;
         await this.record(request, versions, 'refused', reason);

@@ -1,13 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
 import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
-import { secretRowSchema, type SecretRowDocument } from './secret-row.schema.ts';
+import { secretKey, secretRowSchema, type SecretRowDocument } from './secret-row.schema.ts';
 
-export type PublishOutcome = 'published' | 'superseded' | 'gone';
-
-const live = { retiring_at: null, version: { $gt: 0 } };
-
-/** Secret rows of one environment at a time; every query carries tenant and environment. */
 export class SecretRowRepository {
   private readonly model: Model<SecretRowDocument>;
 
@@ -21,76 +16,72 @@ export class SecretRowRepository {
     await ensureCollectionAndIndexes(this.model);
   }
 
-  /** The row of that name, created (with version 0) when there is none. */
-  async claim(tenantId: string, environmentId: string, name: string, backend: string): Promise<SecretRowDocument> {
-    const filter = { tenant_id: tenantId, environment_id: environmentId, name };
-    const insert = () =>
-      this.model
-        .findOneAndUpdate(
-          filter,
-          {
-            $setOnInsert: {
-              _id: newId('sec'),
-              backend,
-              version: 0,
-              created_at: new Date(),
-              rotated_at: null,
-              retiring_at: null,
-            },
-          },
-          { upsert: true, returnDocument: 'after' },
-        )
-        .lean<SecretRowDocument>();
-    try {
-      return (await insert())!;
-    } catch (error) {
-      // Two first writes at once: one insert wins, the other finds its row.
-      if (!isDuplicateKeyError(error)) throw error;
-      return (await insert())!;
+  /** The secret's row, created (version 0) when there is none. */
+  async findOrCreate(tenantId: string, environmentId: string, name: string, backend: string): Promise<SecretRowDocument> {
+    const key = secretKey(tenantId, environmentId, name);
+    for (;;) {
+      const existing = await this.model.findOne({ _id: key }).lean<SecretRowDocument>();
+      if (existing) return existing;
+      const row: SecretRowDocument = {
+        _id: key,
+        secret_id: newId('sec'),
+        tenant_id: tenantId,
+        environment_id: environmentId,
+        name,
+        backend,
+        version: 0,
+        created_at: new Date(),
+        retiring_at: null,
+      };
+      try {
+        await this.model.collection.insertOne(row as never);
+        return row;
+      } catch (error) {
+        // A concurrent first write created it: read that one.
+        if (!isDuplicateKeyError(error)) throw error;
+      }
     }
   }
 
   /**
-   * Makes `version` the row's current one, unless a newer version is already published
-   * (writes may finish out of order) or the secret was deleted meanwhile.
+   * Points the row at a stored version, if this incarnation is still live; false when
+   * the secret was deleted meanwhile.
    */
-  async publish(id: string, version: number, at: Date): Promise<PublishOutcome> {
-    const result = await this.model.updateOne(
-      { _id: id, retiring_at: null, version: { $lt: version } },
-      { $set: { version, rotated_at: at } },
-    );
-    if (result.matchedCount === 1) return 'published';
-    const row = await this.model.findOne({ _id: id, retiring_at: null }, { _id: 1 }).lean();
-    return row ? 'superseded' : 'gone';
+  async publish(row: Pick<SecretRowDocument, '_id' | 'secret_id'>, version: number): Promise<boolean> {
+    const result = await this.model.updateOne({ _id: row._id, secret_id: row.secret_id, retiring_at: null }, { $set: { version } });
+    return result.matchedCount === 1;
   }
 
   async list(tenantId: string, environmentId: string): Promise<SecretRowDocument[]> {
     return this.model
-      .find({ tenant_id: tenantId, environment_id: environmentId, ...live })
+      .find({ tenant_id: tenantId, environment_id: environmentId, retiring_at: null })
       .sort({ name: 1 })
       .lean<SecretRowDocument[]>();
   }
 
   /** The row, including one whose deletion was interrupted (so that a retry can finish it). */
   async find(tenantId: string, environmentId: string, name: string): Promise<SecretRowDocument | undefined> {
-    const doc = await this.model.findOne({ tenant_id: tenantId, environment_id: environmentId, name }).lean<SecretRowDocument>();
+    const doc = await this.model.findOne({ _id: secretKey(tenantId, environmentId, name) }).lean<SecretRowDocument>();
     return doc ?? undefined;
   }
 
   /** Rows that exist for readers, by name. */
   async findLive(tenantId: string, environmentId: string, names: readonly string[]): Promise<Map<string, SecretRowDocument>> {
-    if (names.length === 0) return new Map();
-    const docs = await this.model
-      .find({ tenant_id: tenantId, environment_id: environmentId, name: { $in: [...new Set(names)] }, ...live })
-      .lean<SecretRowDocument[]>();
-    return new Map(docs.map((doc) => [doc.name, doc]));
+    const unique = [...new Set(names)];
+    const docs = await Promise.all(
+      unique.map((name) =>
+        this.model.findOne({ _id: secretKey(tenantId, environmentId, name), retiring_at: null }).lean<SecretRowDocument>(),
+      ),
+    );
+    return new Map(docs.filter((doc) => doc !== null).map((doc) => [doc.name, doc]));
   }
 
-  async markRetiring(id: string): Promise<void> {
-    await this.model.updateOne({ _id: id, retiring_at: null }, { $set: { retiring_at: new Date() } });
+  async markRetiring(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<void> {
+    await this.model.updateOne({ _id: row._id, secret_id: row.secret_id, retiring_at: null }, { $set: { retiring_at: new Date() } });
   }
 
-  async remove(id: string): Promise<void> {
-    await this.model.deleteOne({ _id: id });
+  /** Removes this incarnation only: a row written anew under the same name stays. */
+  async remove(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<void> {
+    await this.model.deleteOne({ _id: row._id, secret_id: row.secret_id });
   }
 }

@@ -6,20 +6,13 @@ import type { SecretBackends } from './secret-backend.ts';
 import type { SecretRowDocument } from './secret-row.schema.ts';
 import type { SecretRowRepository } from './secret-row.repository.ts';
 
-function toSecretRow(doc: SecretRowDocument): SecretRow {
-  return {
-    name: doc.name,
-    backend: doc.backend,
-    version: doc.version,
-    rotated_at: (doc.rotated_at ?? doc.created_at).toISOString(),
-  };
-}
 
 /**
  * Writing, listing and retiring secrets. The row and the backend are two stores without
- * a transaction between them, so each flow is ordered to survive a crash between its steps:
- * a write reaches the backend before the row names its version, and a deletion marks the
- * row, records the retirement once, destroys the values, and only then removes the row.
+ * a transaction between them, so each flow is ordered to survive a crash between its
+ * steps: a write stores its version (the backend hands out the number), then points the
+ * row at it, which also tells whether the secret was deleted meanwhile; a deletion marks the row, records the retirement once,
+ * destroys the values, and only then removes the row.
  */
 export class SecretsService {
   constructor(
@@ -28,8 +21,15 @@ export class SecretsService {
     private readonly audit: SecretAuditRepository,
   ) {}
 
+  /** Rows with their newest stored version; a secret whose first write has not landed is not listed. */
   async list(tenantId: string, environment: EnvironmentRef): Promise<SecretRow[]> {
-    return (await this.rows.list(tenantId, environment.id)).map(toSecretRow);
+    const rows = await this.rows.list(tenantId, environment.id);
+    const described = await Promise.all(
+      rows.map(async (row) => ({ row, latest: await this.backends.get(row.backend).describeLatest(row.secret_id, row.version) })),
+    );
+    return described.flatMap(({ row, latest }) =>
+      latest ? [{ name: row.name, backend: row.backend, version: latest.version, rotated_at: latest.writtenAt.toISOString() }] : [],
+    );
   }
 
   /** Writes the next version; `created` is true for version 1. */
@@ -41,19 +41,17 @@ export class SecretsService {
     requestId: string,
   ): Promise<{ row: SecretRow; created: boolean }> {
     for (;;) {
-      const row = await this.rows.claim(tenantId, environment.id, name, this.backends.defaultName);
+      const row = await this.rows.findOrCreate(tenantId, environment.id, name, this.backends.defaultName);
       if (row.retiring_at) {
         // A deletion was interrupted: finish it, then this write starts the secret anew.
         await this.retire(tenantId, environment, row, requestId);
         continue;
       }
       const backend = this.backends.get(row.backend);
-      const { version } = await backend.write(row._id, value);
-      const writtenAt = new Date();
-      const outcome = await this.rows.publish(row._id, version, writtenAt);
-      if (outcome === 'gone') {
-        // Deleted while this write was in flight: the deletion must also cover this version.
-        await backend.retire(row._id);
+      const { version, writtenAt } = await backend.store(row.secret_id, row.version + 1, value);
+      if (!(await this.rows.publish(row, version))) {
+        // Deleted while this write was in flight: the deletion must cover this version too.
+        await backend.retire(row.secret_id);
         continue;
       }
       return {
@@ -69,25 +67,23 @@ export class SecretsService {
    */
   async delete(tenantId: string, environment: EnvironmentRef, name: string, requestId: string): Promise<void> {
     const row = await this.rows.find(tenantId, environment.id, name);
-    // Version 0: the first write has not finished, and no reader has seen the secret.
-    if (!row || (row.version === 0 && !row.retiring_at)) {
-      throw notFound(`Secret "${name}" of environment "${environment.name}"`);
-    }
+    // A row whose first write has not landed is not a secret anyone has seen.
+    const exists = row && (row.retiring_at || row.version > 0 || (await this.backends.get(row.backend).describeLatest(row.secret_id, 0)));
+    if (!row || !exists) throw notFound(`Secret "${name}" of environment "${environment.name}"`);
     await this.retire(tenantId, environment, row, requestId);
   }
 
   private async retire(tenantId: string, environment: EnvironmentRef, row: SecretRowDocument, requestId: string): Promise<void> {
-    const backend = this.backends.get(row.backend);
-    await this.rows.markRetiring(row._id);
+    await this.rows.markRetiring(row);
     await this.audit.recordRetirement({
       tenantId,
       environmentId: environment.id,
       secret: row.name,
-      secretId: row._id,
+      secretId: row.secret_id,
       lastVersion: row.version,
       requestId,
     });
-    await backend.retire(row._id);
-    await this.rows.remove(row._id);
+    await this.backends.get(row.backend).retire(row.secret_id);
+    await this.rows.remove(row);
   }
 }
