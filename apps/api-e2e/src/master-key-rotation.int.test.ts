@@ -94,6 +94,8 @@ describe('master key rotation: every data key re-wrapped while the service serve
     const after = await versions().distinct('data_key.master_key_id');
     expect(after).toHaveLength(1);
     expect(after[0]).not.toBe(before[0]);
+    const current = mongo.db(stack.info.databases['secrets-service']).collection('local_secret_current');
+    expect(await current.distinct('data_key.master_key_id')).toEqual(after);
 
     // Step 3: the old key is dropped; every secret still opens.
     await stack.services.restart('secrets-service', { SECRETS_MASTER_KEY: newKey, SECRETS_PREVIOUS_MASTER_KEYS: '' });

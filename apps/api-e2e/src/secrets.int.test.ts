@@ -60,7 +60,10 @@ describe('secrets', () => {
     expect(versions.length).toBeGreaterThan(0);
     expect(JSON.stringify(versions)).not.toContain(value);
     const row = await secretsDb().collection('secrets').findOne({ name });
-    expect(row).toMatchObject({ backend: 'local', version: 1 });
+    expect(row).toMatchObject({ backend: 'local', name });
+    const current = await secretsDb().collection('local_secret_current').findOne({ _id: row!.secret_id });
+    expect(current).toMatchObject({ version: 1 });
+    expect(JSON.stringify(current)).not.toContain(value);
   });
 
   it('retires a secret: every stored version is destroyed, the row is removed, a second DELETE is 404', async () => {
@@ -73,6 +76,7 @@ describe('secrets', () => {
     expect(deleted.status).toBe(200);
     expect(dataEnvelope(DeletedResource).parse(deleted.body)).toEqual({ data: { name } });
     expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!.secret_id })).toBe(0);
+    expect(await secretsDb().collection('local_secret_current').countDocuments({ secret_id: row!.secret_id })).toBe(0);
     expect(await secretsDb().collection('secrets').countDocuments({ secret_id: row!.secret_id })).toBe(0);
     expect(await secretsDb().collection('secret_audit').countDocuments({ kind: 'retire', secret_id: row!.secret_id })).toBe(1);
 
@@ -100,6 +104,7 @@ describe('secrets', () => {
     await secretsDb().collection('secret_audit').insertOne({
       _id: `retire:${row.secret_id}` as never, kind: 'retire', at: retiredAt, tenant_id: tenant.tenantId, environment_id: 'x', secret: name, secret_id: row.secret_id, last_version: 2,
     });
+    await secretsDb().collection('local_secret_current').deleteOne({ _id: row.secret_id as never });
     await secretsDb().collection('local_secret_versions').deleteMany({ secret_id: row.secret_id });
 
     // Readers already see it gone.
@@ -126,6 +131,7 @@ describe('secrets', () => {
     const retried = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
     expect(retried.status).toBe(200);
     expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row.secret_id })).toBe(0);
+    expect(await secretsDb().collection('local_secret_current').countDocuments({ secret_id: row.secret_id })).toBe(0);
     expect(await secretsDb().collection('secret_audit').countDocuments({ secret_id: row.secret_id })).toBe(1);
   });
 

@@ -1,44 +1,58 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
 import { openValue, rewrapDataKey, sealValue, type SealedValue } from './envelope-crypto.ts';
+import { KeyedSerializer } from './keyed-serializer.ts';
 import type { MasterKeyring } from './master-keyring.ts';
 
 /** The name a secret row carries when this store holds its value. */
 export const LOCAL_BACKEND_NAME = 'local';
 
-/** One version of one secret: ciphertext and its wrapped data key, nothing readable. */
-interface SecretVersionDocument {
-  /** `<secret id>:<version>`; also the associated data of both encryptions. */
-  _id: string;
+/** A sealed value as stored: ciphertext and its wrapped data key, nothing readable. */
+interface SealedFields {
   secret_id: string;
   version: number;
+  /** `<secret id>:<version>`: the associated data both encryptions are bound to. */
+  record_id: string;
   ciphertext: Buffer;
   iv: Buffer;
   tag: Buffer;
   data_key: { ciphertext: Buffer; iv: Buffer; tag: Buffer; master_key_id: string };
-  created_at: Date;
+  written_at: Date;
 }
 
-const secretVersionSchema = new Schema<SecretVersionDocument>(
-  {
-    _id: { type: String, required: true },
-    secret_id: { type: String, required: true },
-    version: { type: Number, required: true },
+/** Every version ever written (`_id` = record id): the unique key hands out version numbers. */
+interface VersionDocument extends SealedFields {
+  _id: string;
+}
+
+/** The newest version of each secret (`_id` = secret id): what reads look up. */
+interface CurrentDocument extends SealedFields {
+  _id: string;
+}
+
+const sealedDefinition = {
+  _id: { type: String, required: true },
+  secret_id: { type: String, required: true },
+  version: { type: Number, required: true },
+  record_id: { type: String, required: true },
+  ciphertext: { type: Buffer, required: true },
+  iv: { type: Buffer, required: true },
+  tag: { type: Buffer, required: true },
+  data_key: {
     ciphertext: { type: Buffer, required: true },
     iv: { type: Buffer, required: true },
     tag: { type: Buffer, required: true },
-    data_key: {
-      ciphertext: { type: Buffer, required: true },
-      iv: { type: Buffer, required: true },
-      tag: { type: Buffer, required: true },
-      master_key_id: { type: String, required: true },
-    },
-    created_at: { type: Date, required: true },
+    master_key_id: { type: String, required: true },
   },
-  { versionKey: false, collection: 'local_secret_versions' },
-);
-secretVersionSchema.index({ secret_id: 1 });
-secretVersionSchema.index({ 'data_key.master_key_id': 1 });
+  written_at: { type: Date, required: true },
+};
+
+const versionSchema = new Schema<VersionDocument>(sealedDefinition, { versionKey: false, collection: 'local_secret_versions' });
+versionSchema.index({ secret_id: 1 });
+versionSchema.index({ 'data_key.master_key_id': 1 });
+
+const currentSchema = new Schema<CurrentDocument>(sealedDefinition, { versionKey: false, collection: 'local_secret_current' });
+currentSchema.index({ 'data_key.master_key_id': 1 });
 
 // The driver hands stored binary back as BSON Binary; crypto needs Buffers.
 function bytes(value: unknown): Buffer {
@@ -47,7 +61,7 @@ function bytes(value: unknown): Buffer {
   return Buffer.from(binary.buffer.subarray(0, binary.position ?? binary.buffer.length));
 }
 
-function sealedOf(doc: SecretVersionDocument): SealedValue {
+function sealedOf(doc: SealedFields): SealedValue {
   return {
     ciphertext: bytes(doc.ciphertext),
     iv: bytes(doc.iv),
@@ -58,6 +72,24 @@ function sealedOf(doc: SecretVersionDocument): SealedValue {
       tag: bytes(doc.data_key.tag),
       masterKeyId: doc.data_key.master_key_id,
     },
+  };
+}
+
+function sealedFields(secretId: string, version: number, sealed: SealedValue, writtenAt: Date): SealedFields {
+  return {
+    secret_id: secretId,
+    version,
+    record_id: recordId(secretId, version),
+    ciphertext: sealed.ciphertext,
+    iv: sealed.iv,
+    tag: sealed.tag,
+    data_key: {
+      ciphertext: sealed.wrappedKey.ciphertext,
+      iv: sealed.wrappedKey.iv,
+      tag: sealed.wrappedKey.tag,
+      master_key_id: sealed.wrappedKey.masterKeyId,
+    },
+    written_at: writtenAt,
   };
 }
 
@@ -80,117 +112,129 @@ export interface StoredVersion {
 
 /**
  * The `local` backend's storage: envelope encryption with AES-256-GCM, a fresh data key
- * per secret version wrapped by the master key. Each version is one document keyed by
- * `<secret id>:<version>`. The unique key is what hands out version numbers: an insert is
- * the one write a MongoDB-wire server makes atomic everywhere (FerretDB's updates are
- * read-modify-write), so concurrent writers can never take the same number.
+ * per secret version wrapped by the master key.
+ *
+ * Versions: every version is inserted under the unique key `<secret id>:<version>`, which
+ * is what hands out numbers. An insert is the one write every MongoDB-wire server makes
+ * atomic (FerretDB 1.x updates are read-modify-write), so concurrent writers never share
+ * a number. The newest version is also kept under the secret's id, so a read is one
+ * primary-key lookup in a collection of one document per secret, however long the history.
  */
 export class LocalSecretStore {
   readonly name = LOCAL_BACKEND_NAME;
-  private readonly model: Model<SecretVersionDocument>;
+  private readonly versions: Model<VersionDocument>;
+  private readonly current: Model<CurrentDocument>;
+  // Where updates are not atomic, two writers of one secret could still leave the older
+  // version as current; within this process they take turns.
+  private readonly writers = new KeyedSerializer();
 
   constructor(
     connection: Connection,
     private readonly keyring: MasterKeyring,
   ) {
-    this.model =
-      (connection.models.LocalSecretVersion as Model<SecretVersionDocument> | undefined) ??
-      connection.model<SecretVersionDocument>('LocalSecretVersion', secretVersionSchema);
+    this.versions =
+      (connection.models.LocalSecretVersion as Model<VersionDocument> | undefined) ??
+      connection.model<VersionDocument>('LocalSecretVersion', versionSchema);
+    this.current =
+      (connection.models.LocalSecretCurrent as Model<CurrentDocument> | undefined) ??
+      connection.model<CurrentDocument>('LocalSecretCurrent', currentSchema);
   }
 
   async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+    await Promise.all([ensureCollectionAndIndexes(this.versions), ensureCollectionAndIndexes(this.current)]);
   }
 
-  /** Stores the value as the first free version from `fromVersion` on, and returns its number. */
-  async store(secretId: string, fromVersion: number, value: string): Promise<{ version: number; writtenAt: Date }> {
-    for (let version = Math.max(1, fromVersion); ; version += 1) {
-      const id = recordId(secretId, version);
-      const sealed = sealValue(value, id, this.keyring);
-      const writtenAt = new Date();
-      try {
-        await this.model.collection.insertOne({
-          _id: id,
-          secret_id: secretId,
-          version,
-          ciphertext: sealed.ciphertext,
-          iv: sealed.iv,
-          tag: sealed.tag,
-          data_key: {
-            ciphertext: sealed.wrappedKey.ciphertext,
-            iv: sealed.wrappedKey.iv,
-            tag: sealed.wrappedKey.tag,
-            master_key_id: sealed.wrappedKey.masterKeyId,
-          },
-          created_at: writtenAt,
-        } as never);
-        return { version, writtenAt };
-      } catch (error) {
-        // Another writer took this number: the next one is free or taken too.
-        if (!isDuplicateKeyError(error)) throw error;
+  /** Stores the value as the secret's next version and returns its number. */
+  store(secretId: string, value: string): Promise<StoredVersion> {
+    return this.writers.run(secretId, async () => {
+      const latest = await this.current.findOne({ _id: secretId }, { version: 1 }).lean<Pick<CurrentDocument, 'version'>>();
+      for (let version = (latest?.version ?? 0) + 1; ; version += 1) {
+        const sealed = sealValue(value, recordId(secretId, version), this.keyring);
+        const fields = sealedFields(secretId, version, sealed, new Date());
+        try {
+          await this.versions.collection.insertOne({ _id: fields.record_id, ...fields } as never);
+        } catch (error) {
+          // Another writer took this number: the next one is free or taken too.
+          if (isDuplicateKeyError(error)) continue;
+          throw error;
+        }
+        await this.makeCurrent(fields);
+        return { version, writtenAt: fields.written_at };
       }
+    });
+  }
+
+  /** Replaces the current version unless a newer one is already there. */
+  private async makeCurrent(fields: SealedFields): Promise<void> {
+    try {
+      await this.current.collection.updateOne(
+        { _id: fields.secret_id, version: { $lt: fields.version } } as never,
+        { $set: fields },
+        { upsert: true },
+      );
+    } catch (error) {
+      // The upsert met a current document with a newer version: it stays.
+      if (!isDuplicateKeyError(error)) throw error;
     }
   }
 
-  /** The newest version and its value; `hint` is a version known to be stored (the row's). */
-  async readLatest(secretId: string, hint: number): Promise<{ version: number; value: string } | undefined> {
-    const doc = await this.findLatest(secretId, hint, {});
-    return doc ? { version: doc.version, value: openValue(sealedOf(doc), doc._id, this.keyring) } : undefined;
+  /** The newest version and its value, or undefined when the secret has none. */
+  async readLatest(secretId: string): Promise<{ version: number; value: string } | undefined> {
+    const doc = await this.current.findOne({ _id: secretId }).lean<CurrentDocument>();
+    if (!doc) return undefined;
+    return { version: doc.version, value: openValue(sealedOf(doc), doc.record_id, this.keyring) };
   }
 
   /** The newest version's number and time, without opening it. */
-  async describeLatest(secretId: string, hint: number): Promise<StoredVersion | undefined> {
-    const doc = await this.findLatest(secretId, hint, { version: 1, created_at: 1 });
-    return doc ? { version: doc.version, writtenAt: doc.created_at } : undefined;
-  }
-
-  /**
-   * Looks at the hinted version and the one after it together (one round trip); newer
-   * versions than the hint exist only while writes race, so the walk is short.
-   */
-  private async findLatest(secretId: string, hint: number, projection: Record<string, 1>): Promise<SecretVersionDocument | undefined> {
-    const get = (version: number) =>
-      version < 1 ? Promise.resolve(null) : this.model.findOne({ _id: recordId(secretId, version) }, projection).lean<SecretVersionDocument>();
-    let version = Math.max(1, hint);
-    let [current, next] = await Promise.all([get(version), get(version + 1)]);
-    while (next) {
-      version += 1;
-      current = next;
-      next = await get(version + 1);
-    }
-    // The hint itself missing means it was retired meanwhile: nothing to read.
-    return current ?? undefined;
+  async describeLatest(secretId: string): Promise<StoredVersion | undefined> {
+    const doc = await this.current.findOne({ _id: secretId }, { version: 1, written_at: 1 }).lean<CurrentDocument>();
+    return doc ? { version: doc.version, writtenAt: doc.written_at } : undefined;
   }
 
   /** Destroys every stored version; a second call finds nothing and destroys nothing. */
   async retire(secretId: string): Promise<{ destroyed: number }> {
-    const result = await this.model.deleteMany({ secret_id: secretId });
+    await this.current.deleteOne({ _id: secretId });
+    const result = await this.versions.deleteMany({ secret_id: secretId });
     return { destroyed: result.deletedCount };
   }
 
   /**
    * Re-wraps every data key that another master key wrapped under the active one, a batch
    * at a time, while the service keeps serving: each update applies only if the record is
-   * still the one that was read, so a concurrent retirement is never undone.
+   * still the one that was read, so a concurrent write or retirement is never undone.
    */
   async rewrapAll(options: { batchSize?: number; onBatch?: (done: number) => void } = {}): Promise<RewrapReport> {
+    const total: RewrapReport = { rewrapped: 0, skipped: 0, remaining: 0 };
+    for (const model of [this.versions, this.current] as Model<SealedFields & { _id: string }>[]) {
+      const report = await this.rewrapCollection(model, options.batchSize ?? 200, (done) => options.onBatch?.(total.rewrapped + done));
+      total.rewrapped += report.rewrapped;
+      total.skipped += report.skipped;
+      total.remaining += report.remaining;
+    }
+    return total;
+  }
+
+  private async rewrapCollection(
+    model: Model<SealedFields & { _id: string }>,
+    batchSize: number,
+    onBatch: (done: number) => void,
+  ): Promise<RewrapReport> {
     const activeId = this.keyring.active.id;
-    const batchSize = options.batchSize ?? 200;
     let rewrapped = 0;
     let skipped = 0;
     let afterId = '';
     for (;;) {
-      const batch = await this.model
+      const batch = await model
         .find({ 'data_key.master_key_id': { $ne: activeId }, _id: { $gt: afterId } })
         .sort({ _id: 1 })
         .limit(batchSize)
-        .lean<SecretVersionDocument[]>();
+        .lean<Array<SealedFields & { _id: string }>>();
       if (batch.length === 0) break;
       for (const doc of batch) {
         const sealed = sealedOf(doc);
-        const next = rewrapDataKey(sealed.wrappedKey, doc._id, this.keyring);
-        const result = await this.model.collection.updateOne(
-          { _id: doc._id, 'data_key.master_key_id': doc.data_key.master_key_id, 'data_key.iv': sealed.wrappedKey.iv } as never,
+        const next = rewrapDataKey(sealed.wrappedKey, doc.record_id, this.keyring);
+        const result = await model.collection.updateOne(
+          { _id: doc._id, record_id: doc.record_id, 'data_key.iv': sealed.wrappedKey.iv } as never,
           {
             $set: {
               'data_key.ciphertext': next.ciphertext,
@@ -204,9 +248,9 @@ export class LocalSecretStore {
         else skipped += 1;
       }
       afterId = batch.at(-1)!._id;
-      options.onBatch?.(rewrapped);
+      onBatch(rewrapped);
     }
-    const remaining = await this.model.countDocuments({ 'data_key.master_key_id': { $ne: activeId } });
+    const remaining = await model.countDocuments({ 'data_key.master_key_id': { $ne: activeId } });
     return { rewrapped, skipped, remaining };
   }
 }

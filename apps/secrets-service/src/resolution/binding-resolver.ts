@@ -34,7 +34,7 @@ export class BindingResolver {
     const rows = await this.rows.findLive(request.tenantId, request.environmentId, binding.secret_refs.map((ref) => ref.secret));
     const values = new Map(
       await Promise.all(
-        [...rows.values()].map(async (row) => [row.name, await this.backends.get(row.backend).readLatest(row.secret_id, row.version)] as const),
+        [...rows.values()].map(async (row) => [row.name, await this.backends.get(row.backend).readLatest(row.secret_id)] as const),
       ),
     );
     const config = JSON.parse(binding.config_json) as Record<string, unknown>;

@@ -1,14 +1,13 @@
 /**
  * Where secret values live. A backend hands out version numbers 1..N per secret id (no
  * two writers get the same one), returns the newest version, and destroys every version
- * on retirement. `hint` is a version the caller knows is stored, where a lookup starts.
- * Rows in the `secrets` collection name the backend that holds their values.
+ * on retirement. Rows in the `secrets` collection name the backend that holds their values.
  */
 export interface SecretBackend {
   readonly name: string;
-  store(secretId: string, fromVersion: number, value: string): Promise<{ version: number; writtenAt: Date }>;
-  readLatest(secretId: string, hint: number): Promise<{ version: number; value: string } | undefined>;
-  describeLatest(secretId: string, hint: number): Promise<{ version: number; writtenAt: Date } | undefined>;
+  store(secretId: string, value: string): Promise<{ version: number; writtenAt: Date }>;
+  readLatest(secretId: string): Promise<{ version: number; value: string } | undefined>;
+  describeLatest(secretId: string): Promise<{ version: number; writtenAt: Date } | undefined>;
   /** Idempotent: a second call destroys nothing and succeeds. */
   retire(secretId: string): Promise<{ destroyed: number }>;
 }

@@ -16,7 +16,7 @@ export class SecretRowRepository {
     await ensureCollectionAndIndexes(this.model);
   }
 
-  /** The secret's row, created (version 0) when there is none. */
+  /** The secret's row, created when there is none. */
   async findOrCreate(tenantId: string, environmentId: string, name: string, backend: string): Promise<SecretRowDocument> {
     const key = secretKey(tenantId, environmentId, name);
     for (;;) {
@@ -29,7 +29,6 @@ export class SecretRowRepository {
         environment_id: environmentId,
         name,
         backend,
-        version: 0,
         created_at: new Date(),
         retiring_at: null,
       };
@@ -43,13 +42,11 @@ export class SecretRowRepository {
     }
   }
 
-  /**
-   * Points the row at a stored version, if this incarnation is still live; false when
-   * the secret was deleted meanwhile.
-   */
-  async publish(row: Pick<SecretRowDocument, '_id' | 'secret_id'>, version: number): Promise<boolean> {
-    const result = await this.model.updateOne({ _id: row._id, secret_id: row.secret_id, retiring_at: null }, { $set: { version } });
-    return result.matchedCount === 1;
+  /** Whether this incarnation of the secret still exists for readers. */
+  async isLive(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<boolean> {
+    // Read by primary key alone and compared here: FerretDB answers only that from an index.
+    const current = await this.model.findOne({ _id: row._id }, { secret_id: 1, retiring_at: 1 }).lean<SecretRowDocument>();
+    return current?.secret_id === row.secret_id && !current.retiring_at;
   }
 
   async list(tenantId: string, environmentId: string): Promise<SecretRowDocument[]> {
@@ -69,11 +66,9 @@ export class SecretRowRepository {
   async findLive(tenantId: string, environmentId: string, names: readonly string[]): Promise<Map<string, SecretRowDocument>> {
     const unique = [...new Set(names)];
     const docs = await Promise.all(
-      unique.map((name) =>
-        this.model.findOne({ _id: secretKey(tenantId, environmentId, name), retiring_at: null }).lean<SecretRowDocument>(),
-      ),
+      unique.map((name) => this.model.findOne({ _id: secretKey(tenantId, environmentId, name) }).lean<SecretRowDocument>()),
     );
-    return new Map(docs.filter((doc) => doc !== null).map((doc) => [doc.name, doc]));
+    return new Map(docs.filter((doc) => doc !== null && !doc.retiring_at).map((doc) => [doc!.name, doc!]));
   }
 
   async markRetiring(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<void> {

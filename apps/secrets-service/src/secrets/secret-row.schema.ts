@@ -13,11 +13,6 @@ export interface SecretRowDocument {
   environment_id: string;
   name: string;
   backend: string;
-  /**
-   * A version known to be stored (0 before the first): where reads start looking for the
-   * newest. A hint, not the truth: concurrent writes may publish it out of order.
-   */
-  version: number;
   created_at: Date;
   /** Set when a DELETE began; such a row is gone for every reader and a retry finishes it. */
   retiring_at: Date | null;
@@ -31,7 +26,6 @@ export const secretRowSchema = new Schema<SecretRowDocument>(
     environment_id: { type: String, required: true },
     name: { type: String, required: true },
     backend: { type: String, required: true },
-    version: { type: Number, required: true },
     created_at: { type: Date, required: true },
     retiring_at: { type: Date, default: null },
   },

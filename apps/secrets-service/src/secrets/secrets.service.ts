@@ -10,8 +10,8 @@ import type { SecretRowRepository } from './secret-row.repository.ts';
 /**
  * Writing, listing and retiring secrets. The row and the backend are two stores without
  * a transaction between them, so each flow is ordered to survive a crash between its
- * steps: a write stores its version (the backend hands out the number), then points the
- * row at it, which also tells whether the secret was deleted meanwhile; a deletion marks the row, records the retirement once,
+ * steps: a write stores its version (the backend hands out the number), then checks that
+ * the secret was not deleted meanwhile; a deletion marks the row, records the retirement once,
  * destroys the values, and only then removes the row.
  */
 export class SecretsService {
@@ -25,7 +25,7 @@ export class SecretsService {
   async list(tenantId: string, environment: EnvironmentRef): Promise<SecretRow[]> {
     const rows = await this.rows.list(tenantId, environment.id);
     const described = await Promise.all(
-      rows.map(async (row) => ({ row, latest: await this.backends.get(row.backend).describeLatest(row.secret_id, row.version) })),
+      rows.map(async (row) => ({ row, latest: await this.backends.get(row.backend).describeLatest(row.secret_id) })),
     );
     return described.flatMap(({ row, latest }) =>
       latest ? [{ name: row.name, backend: row.backend, version: latest.version, rotated_at: latest.writtenAt.toISOString() }] : [],
@@ -48,8 +48,8 @@ export class SecretsService {
         continue;
       }
       const backend = this.backends.get(row.backend);
-      const { version, writtenAt } = await backend.store(row.secret_id, row.version + 1, value);
-      if (!(await this.rows.publish(row, version))) {
+      const { version, writtenAt } = await backend.store(row.secret_id, value);
+      if (!(await this.rows.isLive(row))) {
         // Deleted while this write was in flight: the deletion must cover this version too.
         await backend.retire(row.secret_id);
         continue;
@@ -68,7 +68,7 @@ export class SecretsService {
   async delete(tenantId: string, environment: EnvironmentRef, name: string, requestId: string): Promise<void> {
     const row = await this.rows.find(tenantId, environment.id, name);
     // A row whose first write has not landed is not a secret anyone has seen.
-    const exists = row && (row.retiring_at || row.version > 0 || (await this.backends.get(row.backend).describeLatest(row.secret_id, 0)));
+    const exists = row && (row.retiring_at || (await this.backends.get(row.backend).describeLatest(row.secret_id)));
     if (!row || !exists) throw notFound(`Secret "${name}" of environment "${environment.name}"`);
     await this.retire(tenantId, environment, row, requestId);
   }
@@ -80,7 +80,7 @@ export class SecretsService {
       environmentId: environment.id,
       secret: row.name,
       secretId: row.secret_id,
-      lastVersion: row.version,
+      lastVersion: (await this.backends.get(row.backend).describeLatest(row.secret_id))?.version ?? 0,
       requestId,
     });
     await this.backends.get(row.backend).retire(row.secret_id);
