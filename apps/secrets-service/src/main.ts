@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { LocalSecretStore } from '@envengine/local-secret-store';
 import { PlacementClient } from '@envengine/service-clients';
-import { runInternalService } from '@envengine/service-kit';
+import { runInternalService, updatesAreAtomic } from '@envengine/service-kit';
 import { BindingRepository } from './bindings/binding.repository.ts';
 import { bindingsRouter } from './bindings/bindings.routes.ts';
 import { BindingsService } from './bindings/bindings.service.ts';
@@ -22,9 +22,10 @@ await runInternalService({
   service: 'secrets-service',
   config,
   routes: async ({ mongo }) => {
-    const localStore = new LocalSecretStore(mongo, config.keyring);
-    const rows = new SecretRowRepository(mongo);
-    const bindingRows = new BindingRepository(mongo);
+    const cache = { readCacheTtlMs: config.READ_CACHE_TTL_MS };
+    const localStore = new LocalSecretStore(mongo, config.keyring, { ...cache, atomicUpdates: await updatesAreAtomic(mongo) });
+    const rows = new SecretRowRepository(mongo, cache);
+    const bindingRows = new BindingRepository(mongo, cache);
     const audit = new SecretAuditRepository(mongo);
     await Promise.all([localStore.ensureIndexes(), rows.ensureIndexes(), bindingRows.ensureIndexes(), audit.ensureIndexes()]);
 

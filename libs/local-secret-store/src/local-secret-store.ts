@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, TtlCache } from '@envengine/service-kit';
 import { openValue, rewrapDataKey, sealValue, type SealedValue } from './envelope-crypto.ts';
 import { KeyedSerializer } from './keyed-serializer.ts';
 import type { MasterKeyring } from './master-keyring.ts';
@@ -127,11 +127,19 @@ export class LocalSecretStore {
   // Where updates are not atomic, two writers of one secret could still leave the older
   // version as current; within this process they take turns.
   private readonly writers = new KeyedSerializer();
+  /** Sealed current versions (never plaintext), reused for `readCacheTtlMs`. */
+  private readonly currentCache: TtlCache<CurrentDocument | null>;
 
   constructor(
     connection: Connection,
     private readonly keyring: MasterKeyring,
+    private readonly options: {
+      readCacheTtlMs?: number;
+      /** False on servers that apply filtered updates non-atomically (see `updatesAreAtomic`). */
+      atomicUpdates?: boolean;
+    } = {},
   ) {
+    this.currentCache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
     this.versions =
       (connection.models.LocalSecretVersion as Model<VersionDocument> | undefined) ??
       connection.model<VersionDocument>('LocalSecretVersion', versionSchema);
@@ -147,7 +155,7 @@ export class LocalSecretStore {
   /** Stores the value as the secret's next version and returns its number. */
   store(secretId: string, value: string): Promise<StoredVersion> {
     return this.writers.run(secretId, async () => {
-      const latest = await this.current.findOne({ _id: secretId }, { version: 1 }).lean<Pick<CurrentDocument, 'version'>>();
+      const latest = await this.loadCurrent(secretId);
       for (let version = (latest?.version ?? 0) + 1; ; version += 1) {
         const sealed = sealValue(value, recordId(secretId, version), this.keyring);
         const fields = sealedFields(secretId, version, sealed, new Date());
@@ -159,42 +167,50 @@ export class LocalSecretStore {
           throw error;
         }
         await this.makeCurrent(fields);
+        this.currentCache.delete(secretId);
         return { version, writtenAt: fields.written_at };
       }
     });
   }
 
-  /** Replaces the current version unless a newer one is already there. */
+  /**
+   * Replaces the current version unless a newer one is already there. Where updates are
+   * atomic, the filter decides between processes; elsewhere writers of one secret already
+   * take turns in this process, and a lone `_id` filter spares a scan of every document.
+   */
   private async makeCurrent(fields: SealedFields): Promise<void> {
+    const filter = this.options.atomicUpdates === false ? { _id: fields.secret_id } : { _id: fields.secret_id, version: { $lt: fields.version } };
     try {
-      await this.current.collection.updateOne(
-        { _id: fields.secret_id, version: { $lt: fields.version } } as never,
-        { $set: fields },
-        { upsert: true },
-      );
+      await this.current.collection.updateOne(filter as never, { $set: fields }, { upsert: true });
     } catch (error) {
       // The upsert met a current document with a newer version: it stays.
       if (!isDuplicateKeyError(error)) throw error;
     }
   }
 
+  private loadCurrent(secretId: string): Promise<CurrentDocument | null> {
+    return this.currentCache.get(secretId, () => this.current.findOne({ _id: secretId }).lean<CurrentDocument>());
+  }
+
   /** The newest version and its value, or undefined when the secret has none. */
   async readLatest(secretId: string): Promise<{ version: number; value: string } | undefined> {
-    const doc = await this.current.findOne({ _id: secretId }).lean<CurrentDocument>();
+    const doc = await this.loadCurrent(secretId);
     if (!doc) return undefined;
     return { version: doc.version, value: openValue(sealedOf(doc), doc.record_id, this.keyring) };
   }
 
   /** The newest version's number and time, without opening it. */
   async describeLatest(secretId: string): Promise<StoredVersion | undefined> {
-    const doc = await this.current.findOne({ _id: secretId }, { version: 1, written_at: 1 }).lean<CurrentDocument>();
+    const doc = await this.loadCurrent(secretId);
     return doc ? { version: doc.version, writtenAt: doc.written_at } : undefined;
   }
 
   /** Destroys every stored version; a second call finds nothing and destroys nothing. */
   async retire(secretId: string): Promise<{ destroyed: number }> {
+    this.currentCache.delete(secretId);
     await this.current.deleteOne({ _id: secretId });
     const result = await this.versions.deleteMany({ secret_id: secretId });
+    this.currentCache.delete(secretId);
     return { destroyed: result.deletedCount };
   }
 

@@ -13,3 +13,4 @@ export * from './http-server.ts';
 export * from './mongo.ts';
 export * from './internal-service.ts';
 export * from './health-server.ts';
+export * from './ttl-cache.ts';

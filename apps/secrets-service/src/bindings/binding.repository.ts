@@ -1,14 +1,17 @@
 import type { Connection, Model } from 'mongoose';
 import type { PutBindingRequest } from '@envengine/contracts';
 import { randomBytes } from 'node:crypto';
-import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, TtlCache } from '@envengine/service-kit';
 import { bindingKey, bindingSchema, type BindingDocument } from './binding.schema.ts';
 
 /** Bindings of one environment at a time; every query carries tenant and environment. */
 export class BindingRepository {
   private readonly model: Model<BindingDocument>;
+  /** Bindings by address for resolution, the path every attempt start takes. */
+  private readonly cache: TtlCache<BindingDocument | null>;
 
-  constructor(connection: Connection) {
+  constructor(connection: Connection, options: { readCacheTtlMs?: number } = {}) {
+    this.cache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
     this.model =
       (connection.models.Binding as Model<BindingDocument> | undefined) ??
       connection.model<BindingDocument>('Binding', bindingSchema);
@@ -23,7 +26,8 @@ export class BindingRepository {
   }
 
   async find(tenantId: string, environmentId: string, name: string): Promise<BindingDocument | undefined> {
-    const doc = await this.model.findOne({ _id: bindingKey(tenantId, environmentId, name) }).lean<BindingDocument>();
+    const key = bindingKey(tenantId, environmentId, name);
+    const doc = await this.cache.get(key, () => this.model.findOne({ _id: key }).lean<BindingDocument>());
     return doc ?? undefined;
   }
 
@@ -35,6 +39,7 @@ export class BindingRepository {
     binding: PutBindingRequest,
   ): Promise<{ doc: BindingDocument; created: boolean }> {
     const revision = randomBytes(9).toString('base64url');
+    this.cache.delete(bindingKey(tenantId, environmentId, name));
     const now = new Date();
     const upsert = () =>
       this.model
@@ -61,11 +66,15 @@ export class BindingRepository {
       if (!isDuplicateKeyError(error)) throw error;
       doc = await upsert();
     }
+    this.cache.delete(bindingKey(tenantId, environmentId, name));
     return { doc: doc!, created: doc!.first_revision === revision };
   }
 
   async remove(tenantId: string, environmentId: string, name: string): Promise<boolean> {
-    const result = await this.model.deleteOne({ _id: bindingKey(tenantId, environmentId, name) });
+    const key = bindingKey(tenantId, environmentId, name);
+    this.cache.delete(key);
+    const result = await this.model.deleteOne({ _id: key });
+    this.cache.delete(key);
     return result.deletedCount === 1;
   }
 }
