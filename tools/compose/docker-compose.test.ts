@@ -62,4 +62,14 @@ describe('docker-compose.yml', () => {
       expect(gateway[key], key).toMatch(/^http:\/\//);
     }
   });
+
+  it('takes the master key from outside the file and shares the resolver credential with the workers', () => {
+    const secrets = compose.services['secrets-service']?.environment ?? {};
+    expect(secrets.SECRETS_MASTER_KEY).toMatch(/^\$\{ENVENGINE_SECRETS_MASTER_KEY:\?/);
+    expect(secrets.PLACEMENT_SERVICE_URL).toMatch(/^http:\/\//);
+    expect(secrets.RESOLVER_CREDENTIAL).toBeTruthy();
+    expect(secrets.RESOLVER_CREDENTIAL).not.toBe(secrets.INTERNAL_CREDENTIAL);
+    expect(compose.services['attempt-worker']?.environment?.RESOLVER_CREDENTIAL).toBe(secrets.RESOLVER_CREDENTIAL);
+    expect(compose.services.gateway?.environment?.RESOLVER_CREDENTIAL).toBeUndefined();
+  });
 });
