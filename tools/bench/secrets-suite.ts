@@ -99,7 +99,7 @@ export async function secretsSuite(bench: Bench, { stack, tenantId, auth }: Suit
     resultRow(bareFind),
     resultRow(resolution, bareFind),
     '',
-    `Medians of ${bench.settings.rounds} interleaved rounds at ${bench.settings.connections} connections. A secret write rotates one of ${SECRETS} secrets (seal with a fresh data key, store the version, publish it on the row); a resolution reads one of ${BINDINGS} bindings, its 2 secret rows and their latest versions, decrypts both and writes the audit record.`,
+    `Medians of ${bench.settings.rounds} interleaved rounds at ${bench.settings.connections} connections. A secret write rotates one of ${SECRETS} secrets (seal under a fresh data key, insert the version, make it current, check the secret still exists); a resolution reads one of ${BINDINGS} bindings, its 2 secret rows and their sealed current versions (through the service's read cache, as in production), decrypts both and inserts the audit record.`,
     '',
     'CPU milliseconds per request by process:',
     '',
