@@ -1,12 +1,50 @@
 import { Router } from 'express';
-import { internalServiceConfigSchema, parseConfig, runInternalService } from '@envengine/service-kit';
+import { PlacementClient } from '@envengine/service-clients';
+import { runInternalService } from '@envengine/service-kit';
+import { ActivationLockRepository } from './activation/activation-lock.repository.ts';
+import { assetsRouter } from './assets/assets.routes.ts';
+import { MaterializationRepository } from './assets/materialization.repository.ts';
+import { BundleRepository } from './bundles/bundle.repository.ts';
+import { bundlesRouter } from './bundles/bundles.routes.ts';
+import { loadDeploymentConfig } from './config.ts';
+import { DeploymentRepository } from './deployments/deployment.repository.ts';
+import { deploymentsRouter } from './deployments/deployments.routes.ts';
+import { DeploymentsService } from './deployments/deployments.service.ts';
+import { WorkflowStarter } from './deployments/workflow-starter.ts';
+import { internalRouter } from './internal.routes.ts';
 
-const config = parseConfig(internalServiceConfigSchema({ port: 8082, mongoDb: 'envengine_deployment' }), process.env);
+const config = loadDeploymentConfig(process.env);
+const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const workflows = new WorkflowStarter({
+  address: config.TEMPORAL_ADDRESS,
+  namespace: config.TEMPORAL_NAMESPACE,
+  taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
+  waitMs: config.WORKFLOW_WAIT_MS,
+});
 
-// Owns bundles, deployments and assets (filled by the deployments issue). Until then it serves health, readiness against its
-// database, and answers 404 not_found for every API path the gateway sends it.
+// Owns bundles, deployments, activation locks and materializations; ingest and
+// activation run as Temporal workflows in the workflow-worker.
 await runInternalService({
   service: 'deployment-service',
   config,
-  routes: async () => Router(),
+  routes: async ({ mongo }) => {
+    const bundles = new BundleRepository(mongo);
+    const deployments = new DeploymentRepository(mongo);
+    const locks = new ActivationLockRepository(mongo, 120_000);
+    const materializations = new MaterializationRepository(mongo);
+    await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), locks.ensureIndexes(), materializations.ensureIndexes()]);
+
+    const api = Router();
+    api.use(deploymentsRouter(new DeploymentsService(deployments, placement, workflows)));
+    api.use(assetsRouter(placement, deployments, materializations));
+    return {
+      api,
+      streamingApi: bundlesRouter(bundles, config.BUNDLE_LIMIT_BYTES),
+      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ bundles, deployments, locks, materializations }) },
+    };
+  },
+  onStop: async () => {
+    await workflows.close();
+    await placement.close();
+  },
 });

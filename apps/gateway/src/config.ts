@@ -13,6 +13,8 @@ const GatewayConfigSchema = z.object({
   SECRETS_SERVICE_URL: z.url().default('http://127.0.0.1:8083'),
   /** Largest JSON request body, in bytes. */
   JSON_BODY_LIMIT_BYTES: PositiveIntFromEnv(1024 * 1024),
+  /** Largest bundle upload, in bytes (streamed, never held whole). */
+  BUNDLE_BODY_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
   /** Sustained requests per second allowed for one token. */
   RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(50),
   /** Requests one token may send in a burst above the sustained rate. */

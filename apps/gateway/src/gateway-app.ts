@@ -30,6 +30,8 @@ export interface GatewayDependencies {
   idempotencyWaitMs: number;
   readiness: Record<string, ReadinessCheck>;
   jsonBodyLimitBytes: number;
+  /** Largest bundle upload (`POST /api/v1/bundles`), streamed through. */
+  bundleBodyLimitBytes: number;
 }
 
 const METHODS_SERVED = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
@@ -60,6 +62,21 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
 
       const upstream = METHODS_SERVED.has(req.method) ? upstreamFor(req.path) : undefined;
       if (!upstream) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
+
+      if (isBundleUpload(req)) {
+        // Streamed through with a limit of its own; an upload is content-addressed, so a
+        // repeat is harmless and Idempotency-Key is not needed.
+        const upload: ForwardRequest = {
+          method: req.method,
+          url: `/api/v1${req.url}`,
+          headers: req.headers,
+          body: undefined,
+          tenantId: caller.tenantId,
+          requestId: context.requestId,
+        };
+        await deps.forwarder.forwardUpload(upstream, upload, req, deps.bundleBodyLimitBytes, res);
+        return;
+      }
 
       const body = methodHasBody(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
       const forwardRequest: ForwardRequest = {
@@ -106,6 +123,10 @@ async function authenticateCaller(deps: GatewayDependencies, req: Request): Prom
     if (error instanceof ApiError && error.code === 'unauthorized') deps.failedAuthLimiter.take(clientAddress);
     throw error;
   }
+}
+
+function isBundleUpload(req: Request): boolean {
+  return req.method === 'POST' && (req.path === '/bundles' || req.path === '/bundles/');
 }
 
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

@@ -50,6 +50,7 @@ const app = createGatewayApp({
     redis: async () => subscriber.status === 'ready',
   },
   jsonBodyLimitBytes: config.JSON_BODY_LIMIT_BYTES,
+  bundleBodyLimitBytes: config.BUNDLE_BODY_LIMIT_BYTES,
 });
 
 const server = await startHttpServer(app, config.HOST, config.PORT);

@@ -1,38 +1,74 @@
-import { Connection } from '@temporalio/client';
-import { z } from 'zod';
-import { createLogger, LogLevel, parseConfig, PortFromEnv, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
+import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
+import { DeploymentClient, PlacementClient, SecretsClient } from '@envengine/service-clients';
+import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { deploymentActivities } from './activities/deployment-activities.ts';
+import { loadWorkflowWorkerConfig } from './config.ts';
 
-const config = parseConfig(
-  z.object({
-    TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
-    TEMPORAL_NAMESPACE: z.string().default('default'),
-    HOST: z.string().default('127.0.0.1'),
-    PORT: PortFromEnv(8084),
-    LOG_LEVEL: LogLevel,
-  }),
-  process.env,
-);
+const config = loadWorkflowWorkerConfig(process.env);
 const log = createLogger('workflow-worker', config.LOG_LEVEL);
 
-// Runs the ingest and activation workflows once the deployments issue adds them; for now
-// it holds a connection to Temporal and reports whether the namespace answers.
-const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+// The workflow code is bundled at build time (tools/build/build-workflows.mjs).
+const workflowBundle = join(dirname(fileURLToPath(import.meta.url)), 'workflow-bundle.js');
+if (!existsSync(workflowBundle)) throw new Error(`${workflowBundle} is missing: build the app (npx nx run workflow-worker:build)`);
+
+// The SDK's own log lines join this service's JSON log.
+Runtime.install({
+  logger: new DefaultLogger('WARN', (entry) => {
+    const level = entry.level === 'ERROR' ? 'error' : 'warn';
+    log[level]({ sdk: entry.meta }, entry.message);
+  }),
+  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+});
+
+const credential = config.INTERNAL_CREDENTIAL;
+const clients = {
+  placement: new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential }),
+  secrets: new SecretsClient({ origin: config.SECRETS_SERVICE_URL, credential }),
+  deployments: new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL, credential }),
+};
+
+// Retries until Temporal answers: the worker may start before it.
+let connection: NativeConnection | undefined;
+for (let attempt = 1; !connection; attempt += 1) {
+  try {
+    connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  } catch (error) {
+    log.warn({ attempt, err: (error as Error).message }, 'Temporal unreachable; retrying');
+    await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));
+  }
+}
+
+const worker = await Worker.create({
+  connection,
+  namespace: config.TEMPORAL_NAMESPACE,
+  taskQueue: config.DEPLOYMENTS_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+  workflowBundle: { codePath: workflowBundle },
+  activities: deploymentActivities(clients),
+});
+const running = worker.run();
 
 const server = await startHealthServer({
   service: 'workflow-worker',
   host: config.HOST,
   port: config.PORT,
   log,
-  readiness: {
-    temporal: async () => {
-      await connection.workflowService.describeNamespace({ namespace: config.TEMPORAL_NAMESPACE });
-      return true;
-    },
-  },
+  readiness: { temporal: async () => worker.getState() === 'RUNNING' },
 });
-log.info({ port: server.port, temporal: config.TEMPORAL_ADDRESS }, 'workflow-worker ready');
+log.info({ port: server.port, temporal: config.TEMPORAL_ADDRESS, taskQueue: config.DEPLOYMENTS_TASK_QUEUE }, 'workflow-worker running');
+
+running.catch((error: unknown) => {
+  log.fatal({ err: (error as Error).message }, 'worker stopped');
+  process.exit(1);
+});
 
 stopOnSignals(log, async () => {
   await server.close();
+  worker.shutdown();
+  await running.catch(() => undefined);
   await connection.close();
+  await Promise.all(Object.values(clients).map((client) => client.close()));
 });

@@ -60,6 +60,7 @@ describe('httpStatusFor', () => {
       invalid_json: 400,
       invalid_request: 422,
       not_found: 404,
+      activation_in_progress: 409,
       environment_exists: 409,
       deployment_not_ready: 409,
       unknown_secret: 422,

@@ -8,6 +8,8 @@ export const ErrorCode = z.enum([
   'not_found',
   'environment_exists',
   'deployment_not_ready',
+  /** Internal: an activation of the environment holds its lock (the workflow retries). */
+  'activation_in_progress',
   'unknown_secret',
   'idempotency_key_reused',
   'idempotency_key_in_use',
@@ -52,6 +54,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'environment_exists':
     case 'idempotency_key_in_use':
     case 'deployment_not_ready':
+    case 'activation_in_progress':
     case 'no_active_deployment':
     case 'run_finished':
       return 409;

@@ -6,3 +6,4 @@ export * from './internal-headers.ts';
 export * from './health.ts';
 export * from './secrets.ts';
 export * from './bindings.ts';
+export * from './deployments.ts';

@@ -28,6 +28,10 @@ export interface RunningServices {
   databases: Record<keyof typeof SERVICE_DATABASES, string>;
   /** Opens the secrets-service's `/internal/v1` (secret resolution), as the attempt runner holds it. */
   resolverCredential: string;
+  /** What the gateway and the services share (internal APIs under `/internal/v1` of placement and deployments). */
+  internalCredential: string;
+  /** The Temporal task queue of this stack's workflow-worker (stacks may share one Temporal). */
+  deploymentsTaskQueue: string;
   /** Starts one service again (after `processes[name].stop()`), with the same settings. */
   restart(name: ServiceName, env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
@@ -57,6 +61,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   // A key given in the environment wins; otherwise the one kept in the data directory.
   const masterKey = process.env.SECRETS_MASTER_KEY ?? loadOrCreateMasterKey(options.dataDir);
   const previousMasterKeys = process.env.SECRETS_PREVIOUS_MASTER_KEYS ?? '';
+  // Stacks on one Temporal server must not take each other's workflow tasks.
+  const deploymentsTaskQueue = options.ports === 'default' ? 'deployments' : `deployments-${randomBytes(4).toString('hex')}`;
   const prefix = options.databasePrefix ?? '';
   const ports = {} as Record<ServiceName, number>;
   for (const name of SERVICE_NAMES) {
@@ -91,6 +97,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     PLACEMENT_SERVICE_URL: urls['placement-service'],
     DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
     SECRETS_SERVICE_URL: urls['secrets-service'],
+    DEPLOYMENTS_TASK_QUEUE: deploymentsTaskQueue,
     ...secretsEnvFor(name),
     ...options.env,
     ...extra,
@@ -125,6 +132,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     processes,
     databases,
     resolverCredential,
+    internalCredential,
+    deploymentsTaskQueue,
     restart: async (name, env) => {
       await processes[name].stop();
       processes[name] = launch(name, env);

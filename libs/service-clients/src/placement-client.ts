@@ -1,4 +1,4 @@
-import { Environment } from '@envengine/contracts';
+import { Environment, type SetActiveDeploymentRequest } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
@@ -23,6 +23,16 @@ export class PlacementClient {
       if (error instanceof ApiError && error.code === 'not_found') return undefined;
       throw error;
     }
+  }
+
+  /** Internal: points the environment at a deployment (activation's last step). */
+  setActiveDeployment(tenantId: string, environmentName: string, request: SetActiveDeploymentRequest): Promise<Environment> {
+    return this.http.call(Environment, {
+      method: 'POST',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/active-deployment`,
+      tenantId,
+      body: request,
+    });
   }
 
   close(): Promise<void> {

@@ -17,6 +17,8 @@ export interface InternalServiceAppOptions {
   routes: Router;
   /** Routes under `/internal/v1` for callers other than the gateway, behind a credential of their own. */
   privateApi?: PrivateApi;
+  /** Routes under `/api/v1` that read their own (non-JSON, streamed) request bodies. */
+  streamingRoutes?: Router;
 }
 
 export interface PrivateApi {
@@ -37,6 +39,7 @@ export function createInternalServiceApp(options: InternalServiceAppOptions): Ex
     app.use('/internal/v1', requireInternalCaller(options.privateApi.credential), readJson, options.privateApi.routes, routeNotFound());
   }
   app.use(requireInternalCaller(options.internalCredential));
+  if (options.streamingRoutes) app.use('/api/v1', options.streamingRoutes);
   app.use(readJson);
   app.use('/api/v1', options.routes);
   app.use(routeNotFound());

@@ -18,6 +18,8 @@ export interface InternalServiceDefinition {
 export interface ServiceRoutes {
   api: Router;
   privateApi?: PrivateApi;
+  /** `/api/v1` routes that stream their request bodies (uploads). */
+  streamingApi?: Router;
 }
 
 /**
@@ -38,6 +40,7 @@ export async function runInternalService(definition: InternalServiceDefinition):
     readiness: { mongodb: () => pingMongo(mongo) },
     routes: routes.api,
     privateApi: routes.privateApi,
+    streamingRoutes: routes.streamingApi,
   });
   const server = await startHttpServer(app, config.HOST, config.PORT);
   log.info({ port: server.port }, `${service} listening`);

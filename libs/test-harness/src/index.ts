@@ -3,3 +3,4 @@ export * from './test-stack.ts';
 export * from './tenants.ts';
 export * from './leak-scans.ts';
 export * from './secret-resolution.ts';
+export * from './bundles.ts';

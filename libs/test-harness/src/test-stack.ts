@@ -10,6 +10,8 @@ export interface StackInfo {
   databases: RunningServices['databases'];
   /** Opens the secrets-service's `/internal/v1`, as the attempt runner does. */
   resolverCredential: string;
+  /** The credential the gateway and services share, for calls to internal APIs. */
+  internalCredential: string;
   mongoUrl: string;
   redisUrl: string;
   temporalAddress: string;
@@ -58,6 +60,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       urls: services.urls,
       databases: services.databases,
       resolverCredential: services.resolverCredential,
+      internalCredential: services.internalCredential,
       mongoUrl: servers.mongo.url,
       redisUrl: servers.redis.url,
       temporalAddress: servers.temporal.url,

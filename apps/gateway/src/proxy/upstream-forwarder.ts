@@ -1,3 +1,4 @@
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { Pool } from 'undici';
@@ -69,6 +70,47 @@ export class UpstreamForwarder {
     await pipeline(response.body, res);
   }
 
+  /**
+   * Forwards an upload as it arrives, never holding it whole, and answers 413 as soon as
+   * it passes `limitBytes` (by the declared length, or by counting).
+   */
+  async forwardUpload(upstream: Upstream, request: ForwardRequest, upload: Readable, limitBytes: number, res: Response): Promise<void> {
+    const tooLarge = () =>
+      new ApiError('payload_too_large', `The upload exceeds ${limitBytes} bytes.`, { headers: { Connection: 'close' } });
+    if (Number(request.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
+    let received = 0;
+    let exceeded = false;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        received += chunk.length;
+        if (received > limitBytes) {
+          exceeded = true;
+          callback(tooLarge());
+          return;
+        }
+        callback(null, chunk);
+      },
+    });
+    upload.pipe(counted);
+    let response;
+    try {
+      response = await this.dispatch(upstream, request, counted);
+    } catch (error) {
+      if (exceeded) throw tooLarge();
+      throw error;
+    }
+    if (exceeded) {
+      await response.body.dump();
+      throw tooLarge();
+    }
+    res.status(response.statusCode);
+    for (const name of FORWARDED_RESPONSE_HEADERS) {
+      const value = response.headers[name];
+      if (typeof value === 'string') res.setHeader(name, value);
+    }
+    await pipeline(response.body, res);
+  }
+
   /** Forwards and reads the whole answer, for callers that keep it (idempotent replays). */
   async exchange(upstream: Upstream, request: ForwardRequest): Promise<BufferedResponse> {
     const response = await this.dispatch(upstream, request);
@@ -83,7 +125,7 @@ export class UpstreamForwarder {
     };
   }
 
-  private async dispatch(upstream: Upstream, request: ForwardRequest) {
+  private async dispatch(upstream: Upstream, request: ForwardRequest, stream?: Readable) {
     const headers: Record<string, string> = {
       [INTERNAL_HEADERS.credential]: this.internalCredential,
       [INTERNAL_HEADERS.tenantId]: request.tenantId,
@@ -98,14 +140,14 @@ export class UpstreamForwarder {
         path: request.url,
         method: request.method as 'GET',
         headers,
-        body: request.body && request.body.length > 0 ? request.body : undefined,
+        body: stream ?? (request.body && request.body.length > 0 ? request.body : undefined),
       });
     let response;
     try {
       response = await send().catch((error: unknown) => {
         // A kept-alive socket the service closed just as it was reused (say, while the
         // service restarts): safe to send once more for reads only.
-        if (SAFE_METHODS.has(request.method) && isResetSocket(error)) return send();
+        if (SAFE_METHODS.has(request.method) && !stream && isResetSocket(error)) return send();
         throw error;
       });
     } catch {

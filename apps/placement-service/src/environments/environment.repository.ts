@@ -98,10 +98,15 @@ export class EnvironmentRepository {
     return this.update(tenantId, name, { schedules_paused: false, schedules_paused_reason: null });
   }
 
+  /** Points the environment at a deployment; `git_ref` follows its git sha. */
+  async setActiveDeployment(tenantId: string, name: string, deploymentId: string, gitRef: string): Promise<Environment | undefined> {
+    return this.update(tenantId, name, { active_deployment_id: deploymentId, git_ref: gitRef });
+  }
+
   private async update(
     tenantId: string,
     name: string,
-    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason'>>,
+    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
   ): Promise<Environment | undefined> {
     const doc = await this.model
       .findOneAndUpdate({ tenant_id: tenantId, name }, { $set: { ...fields, updated_at: new Date() } }, { returnDocument: 'after' })

@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { BundleUploaded, ErrorBody, dataEnvelope } from '@envengine/contracts';
+import { createTenant, makeBundle, type TestTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+const gzip = { 'content-type': 'application/gzip' };
+
+describe('bundles', () => {
+  let tenant: TestTenant;
+  let other: TestTenant;
+  let bundle: Buffer;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'bundles');
+    other = await createTenant(stack, 'bundles-other');
+    bundle = await makeBundle({ 'assets/orders.js': 'export default async (ctx) => ctx.emit([])', 'package.json': '{}' });
+  });
+
+  it('stores an upload (201), hashes it itself, and answers 200 with the same ref for the same bytes', async () => {
+    const first = await tenant.api.request('POST', '/bundles', { raw: bundle, headers: gzip });
+    expect(first.status).toBe(201);
+    const ref = `sha256:${createHash('sha256').update(bundle).digest('hex')}`;
+    expect(dataEnvelope(BundleUploaded).parse(first.body)).toEqual({ data: { bundle_ref: ref, size: bundle.length } });
+    const again = await tenant.api.request('POST', '/bundles', { raw: bundle, headers: gzip });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect((await tenant.api.request('HEAD', `/bundles/${ref}`)).status).toBe(200);
+  });
+
+  it('is scoped to the caller: another tenant has no such bundle until it uploads it', async () => {
+    const ref = `sha256:${createHash('sha256').update(bundle).digest('hex')}`;
+    await tenant.api.request('POST', '/bundles', { raw: bundle, headers: gzip });
+    expect((await other.api.request('HEAD', `/bundles/${ref}`)).status).toBe(404);
+    expect((await other.api.request('POST', '/bundles', { raw: bundle, headers: gzip })).status).toBe(201);
+  });
+
+  it('answers 404 for an unknown or malformed ref', async () => {
+    expect((await tenant.api.request('HEAD', `/bundles/sha256:${'0'.repeat(64)}`)).status).toBe(404);
+    expect((await tenant.api.request('HEAD', '/bundles/not-a-ref')).status).toBe(404);
+  });
+
+  it.each([
+    ['plain text', Buffer.from('this is not an archive')],
+    ['gzip of something that is not tar', gzipSync(Buffer.from('plain words, not a tar archive '.repeat(40)))],
+    ['a truncated tar.gz', Buffer.alloc(0)],
+    ['gzip of nothing', gzipSync(Buffer.alloc(0))],
+    ['an empty body', Buffer.alloc(0)],
+  ])('refuses %s with 422 and stores nothing', async (what, given) => {
+    const bytes = what === 'a truncated tar.gz' ? bundle.subarray(0, Math.floor(bundle.length / 2)) : given;
+    const response = await tenant.api.request('POST', '/bundles', { raw: bytes, headers: gzip });
+    expect(response.status).toBe(422);
+    expect(ErrorBody.parse(response.body).error.code).toBe('invalid_request');
+    const ref = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    expect((await tenant.api.request('HEAD', `/bundles/${ref}`)).status).toBe(404);
+  });
+
+  it('refuses a JSON body (wrong content type) with 422', async () => {
+    const response = await tenant.api.post('/bundles', { files: [] });
+    expect(response.status).toBe(422);
+  });
+
+  it('requires a token', async () => {
+    expect((await tenant.api.withToken(undefined).request('POST', '/bundles', { raw: bundle, headers: gzip })).status).toBe(401);
+  });
+});

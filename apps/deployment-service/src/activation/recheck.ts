@@ -1,0 +1,33 @@
+import type { Recheck } from '@envengine/contracts';
+import { ManifestV1, storedColumnsMismatch, type ColumnSpecInput } from '@envengine/manifest-rules';
+import type { MaterializationRepository } from '../assets/materialization.repository.ts';
+
+/**
+ * The activation re-check: every asset of the target that declares a schema is compared
+ * with the stored columns of its current latest materialization; a mismatch quarantines
+ * that materialization in place. Already quarantined ones stay so.
+ */
+export async function recheckStoredColumns(
+  materializations: MaterializationRepository,
+  target: { tenantId: string; environmentId: string; deploymentId: string; manifest: unknown },
+): Promise<Recheck> {
+  const parsed = ManifestV1.safeParse(target.manifest);
+  if (!parsed.success) return { checked: 0, quarantined: [] };
+  const declared = parsed.data.assets.filter((asset) => asset.schema !== undefined);
+  const latest = await materializations.latest(target.tenantId, target.environmentId, declared.map((asset) => asset.key));
+  let checked = 0;
+  const quarantined: string[] = [];
+  for (const asset of declared) {
+    const materialization = latest.get(asset.key);
+    if (!materialization) continue;
+    checked += 1;
+    // Stored types are whatever the run wrote; an unknown one simply differs from every declared type.
+    const mismatch = storedColumnsMismatch(asset.schema!.columns, materialization.columns as ColumnSpecInput[]);
+    if (mismatch === null) continue;
+    quarantined.push(asset.key);
+    if (materialization.status !== 'quarantined') {
+      await materializations.quarantine(materialization.id, mismatch, target.deploymentId);
+    }
+  }
+  return { checked, quarantined };
+}

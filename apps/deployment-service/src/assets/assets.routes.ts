@@ -1,0 +1,31 @@
+import { Router } from 'express';
+import { EnvironmentPathParams, type AssetListing } from '@envengine/contracts';
+import { ManifestV1 } from '@envengine/manifest-rules';
+import type { PlacementClient } from '@envengine/service-clients';
+import { defineRoute, notFound } from '@envengine/service-kit';
+import type { DeploymentRepository } from '../deployments/deployment.repository.ts';
+import type { MaterializationRepository } from './materialization.repository.ts';
+
+/** `GET /environments/:name/assets`: each asset of the active deployment with its latest materialization. */
+export function assetsRouter(placement: PlacementClient, deployments: DeploymentRepository, materializations: MaterializationRepository): Router {
+  const router = Router();
+  router.get(
+    '/environments/:name/assets',
+    defineRoute({ params: EnvironmentPathParams }, async ({ tenantId, params, requestId }) => {
+      const environment = await placement.findEnvironment(tenantId, params.name, requestId);
+      if (!environment) throw notFound(`Environment "${params.name}"`);
+      if (!environment.active_deployment_id) return { data: [] };
+      const manifest = ManifestV1.safeParse(await deployments.manifest(tenantId, environment.active_deployment_id));
+      if (!manifest.success) return { data: [] };
+      const latest = await materializations.latest(tenantId, environment.id, manifest.data.assets.map((asset) => asset.key));
+      const listing: AssetListing[] = manifest.data.assets.map((asset) => ({
+        key: asset.key,
+        binding: asset.binding,
+        schema: asset.schema ? { columns: asset.schema.columns.map((column) => ({ ...column, nullable: column.nullable ?? false })) } : null,
+        latest_materialization: latest.get(asset.key) ?? null,
+      }));
+      return { data: listing };
+    }),
+  );
+  return router;
+}

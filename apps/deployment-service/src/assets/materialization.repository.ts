@@ -1,0 +1,94 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
+import { newId } from '@envengine/resource-ids';
+import { ensureCollectionAndIndexes } from '@envengine/service-kit';
+
+interface MaterializationDocument {
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
+  asset_key: string;
+  columns: StoredColumn[];
+  row_count: number;
+  status: 'latest' | 'quarantined';
+  quarantine: { reason: string; deployment_id: string; at: Date } | null;
+  inserted_at: Date;
+}
+
+const materializationSchema = new Schema<MaterializationDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    environment_id: { type: String, required: true },
+    asset_key: { type: String, required: true },
+    columns: { type: Schema.Types.Mixed, required: true },
+    row_count: { type: Number, required: true },
+    status: { type: String, required: true },
+    quarantine: { type: Schema.Types.Mixed, default: null },
+    inserted_at: { type: Date, required: true },
+  },
+  { versionKey: false, collection: 'materializations' },
+);
+materializationSchema.index({ tenant_id: 1, environment_id: 1, asset_key: 1, _id: -1 });
+
+function toMaterialization(doc: MaterializationDocument): Materialization {
+  return {
+    id: doc._id,
+    asset_key: doc.asset_key,
+    columns: doc.columns,
+    row_count: doc.row_count,
+    status: doc.status,
+    quarantine: doc.quarantine
+      ? { reason: doc.quarantine.reason, deployment_id: doc.quarantine.deployment_id, at: doc.quarantine.at.toISOString() }
+      : null,
+    inserted_at: doc.inserted_at.toISOString(),
+  };
+}
+
+/** What runs stored for each asset; the newest one of an asset is its current latest. */
+export class MaterializationRepository {
+  private readonly model: Model<MaterializationDocument>;
+
+  constructor(connection: Connection) {
+    this.model =
+      (connection.models.Materialization as Model<MaterializationDocument> | undefined) ??
+      connection.model<MaterializationDocument>('Materialization', materializationSchema);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await ensureCollectionAndIndexes(this.model);
+  }
+
+  async record(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
+    const doc: MaterializationDocument = {
+      _id: newId('mat'),
+      tenant_id: tenantId,
+      environment_id: input.environment_id,
+      asset_key: input.asset_key,
+      columns: input.columns,
+      row_count: input.row_count,
+      status: 'latest',
+      quarantine: null,
+      inserted_at: new Date(),
+    };
+    await this.model.collection.insertOne(doc as never);
+    return toMaterialization(doc);
+  }
+
+  /** The newest materialization of each asset key given. */
+  async latest(tenantId: string, environmentId: string, assetKeys: readonly string[]): Promise<Map<string, Materialization>> {
+    if (assetKeys.length === 0) return new Map();
+    const docs = await this.model
+      .find({ tenant_id: tenantId, environment_id: environmentId, asset_key: { $in: [...assetKeys] } })
+      .sort({ _id: -1 })
+      .lean<MaterializationDocument[]>();
+    const latest = new Map<string, Materialization>();
+    for (const doc of docs) if (!latest.has(doc.asset_key)) latest.set(doc.asset_key, toMaterialization(doc));
+    return latest;
+  }
+
+  /** Marks a materialization quarantined in place, naming why and which deployment found it. */
+  async quarantine(id: string, reason: string, deploymentId: string): Promise<void> {
+    await this.model.updateOne({ _id: id }, { $set: { status: 'quarantined', quarantine: { reason, deployment_id: deploymentId, at: new Date() } } });
+  }
+}

@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import mongoose, { Schema, type Connection, type Model } from 'mongoose';
+import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { readBundle } from './bundle-reader.ts';
+
+/** One bundle of one tenant: its GridFS file and what the archive holds. */
+interface BundleDocument {
+  /** `<tenant>/<sha256 hex>`: a bundle belongs to the caller who uploaded it. */
+  _id: string;
+  tenant_id: string;
+  bundle_ref: string;
+  size: number;
+  file_id: mongoose.Types.ObjectId;
+  entries: string[];
+  inserted_at: Date;
+}
+
+const bundleSchema = new Schema<BundleDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    bundle_ref: { type: String, required: true },
+    size: { type: Number, required: true },
+    file_id: { type: Schema.Types.ObjectId, required: true },
+    entries: { type: [String], required: true },
+    inserted_at: { type: Date, required: true },
+  },
+  { versionKey: false, collection: 'bundles' },
+);
+
+const bundleKey = (tenantId: string, ref: string) => `${tenantId}/${ref}`;
+
+/** Content-addressed bundles in GridFS, scoped to the tenant that uploaded them. */
+export class BundleRepository {
+  private readonly model: Model<BundleDocument>;
+  private readonly bucket: mongoose.mongo.GridFSBucket;
+
+  constructor(connection: Connection) {
+    this.model = (connection.models.Bundle as Model<BundleDocument> | undefined) ?? connection.model<BundleDocument>('Bundle', bundleSchema);
+    this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await ensureCollectionAndIndexes(this.model);
+  }
+
+  /**
+   * Stores an upload; the server hashes it itself. The same bytes again keep the first
+   * copy (`created` false) and the new one is dropped.
+   */
+  async store(tenantId: string, upload: Readable, limitBytes: number): Promise<{ bundleRef: string; size: number; created: boolean }> {
+    const sink = this.bucket.openUploadStream(`upload-${randomBytes(8).toString('hex')}`, { metadata: { tenant_id: tenantId } });
+    let read;
+    try {
+      read = await readBundle(upload, sink, limitBytes);
+    } catch (error) {
+      await this.bucket.delete(sink.id).catch(() => undefined);
+      throw error;
+    }
+    const bundleRef = `sha256:${read.sha256}`;
+    try {
+      await this.model.collection.insertOne({
+        _id: bundleKey(tenantId, bundleRef),
+        tenant_id: tenantId,
+        bundle_ref: bundleRef,
+        size: read.size,
+        file_id: sink.id,
+        entries: read.entries,
+        inserted_at: new Date(),
+      } as never);
+      return { bundleRef, size: read.size, created: true };
+    } catch (error) {
+      await this.bucket.delete(sink.id).catch(() => undefined);
+      if (isDuplicateKeyError(error)) return { bundleRef, size: read.size, created: false };
+      throw error;
+    }
+  }
+
+  async exists(tenantId: string, bundleRef: string): Promise<boolean> {
+    return (await this.model.exists({ _id: bundleKey(tenantId, bundleRef) })) !== null;
+  }
+
+  /** File paths in the bundle, or null when the tenant has no such bundle. */
+  async entries(tenantId: string, bundleRef: string): Promise<string[] | null> {
+    const doc = await this.model.findOne({ _id: bundleKey(tenantId, bundleRef) }, { entries: 1 }).lean<Pick<BundleDocument, 'entries'>>();
+    return doc?.entries ?? null;
+  }
+}

@@ -1,0 +1,45 @@
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { BUNDLE_REF_PATTERN } from '@envengine/contracts';
+import { ApiError, requestContext } from '@envengine/service-kit';
+import type { BundleRepository } from './bundle.repository.ts';
+
+const BUNDLE_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'application/octet-stream', 'application/x-tar+gzip']);
+
+/** `POST /bundles` (raw tar.gz, streamed) and `HEAD /bundles/:ref`; bodies are not JSON here. */
+export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Router {
+  const router = Router();
+
+  router.post('/bundles', async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const tenantId = requestContext(res).tenantId!;
+      const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+      if (mediaType && !BUNDLE_CONTENT_TYPES.has(mediaType)) {
+        req.resume();
+        throw new ApiError('invalid_request', 'A bundle is sent as raw tar.gz bytes with Content-Type: application/gzip.', {
+          details: [{ path: 'Content-Type', message: 'must be application/gzip' }],
+          headers: { Connection: 'close' },
+        });
+      }
+      if (Number(req.headers['content-length'] ?? 0) > limitBytes) {
+        req.resume();
+        throw new ApiError('payload_too_large', `The bundle exceeds ${limitBytes} bytes.`, { headers: { Connection: 'close' } });
+      }
+      const stored = await bundles.store(tenantId, req, limitBytes);
+      res.status(stored.created ? 201 : 200).json({ data: { bundle_ref: stored.bundleRef, size: stored.size } });
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  router.head('/bundles/:ref', async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const ref = String(req.params.ref ?? '');
+      const found = BUNDLE_REF_PATTERN.test(ref) && (await bundles.exists(requestContext(res).tenantId!, ref));
+      res.status(found ? 200 : 404).end();
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  return router;
+}

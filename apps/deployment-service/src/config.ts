@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { internalServiceConfigSchema, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
+
+const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb: 'envengine_deployment' }).extend({
+  PLACEMENT_SERVICE_URL: z.url({ message: 'must be the placement-service URL' }).default('http://127.0.0.1:8081'),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  /** Task queue the workflow-worker polls for ingest and activation. */
+  DEPLOYMENTS_TASK_QUEUE: z.string().default('deployments'),
+  /** Largest bundle, in bytes. */
+  BUNDLE_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
+  /** How long an ingest or activation request waits for its workflow. */
+  WORKFLOW_WAIT_MS: PositiveIntFromEnv(60_000),
+});
+
+export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;
+
+export function loadDeploymentConfig(env: Record<string, string | undefined>): DeploymentConfig {
+  return parseConfig(deploymentConfigSchema, env);
+}

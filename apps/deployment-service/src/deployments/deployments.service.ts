@@ -1,0 +1,128 @@
+import {
+  detailsFromZodError,
+  IngestGate,
+  IngestOptions,
+  type Deployment,
+  type Environment,
+  type Recheck,
+  type ValidationItem,
+} from '@envengine/contracts';
+import type { IngestInput } from '@envengine/deployment-workflows';
+import { newId } from '@envengine/resource-ids';
+import type { PlacementClient } from '@envengine/service-clients';
+import { ApiError, notFound } from '@envengine/service-kit';
+import type { DeploymentDocument, DeploymentRepository } from './deployment.repository.ts';
+import type { WorkflowStarter } from './workflow-starter.ts';
+
+type StoredRow = Omit<DeploymentDocument, 'manifest_json'>;
+
+export function toDeployment(doc: StoredRow, activeId: string | null, recheck?: Recheck): Deployment {
+  return {
+    id: doc._id,
+    environment_id: doc.environment_id,
+    status: doc.status,
+    active: doc._id === activeId,
+    git: { branch: doc.git.branch, sha: doc.git.sha },
+    bundle_ref: doc.bundle_ref,
+    sdk_version: doc.sdk_version,
+    validation: doc.validation,
+    allow_contract_changes: doc.allow_contract_changes,
+    created_by: doc.created_by,
+    inserted_at: doc.inserted_at.toISOString(),
+    ...(recheck ? { recheck } : {}),
+  };
+}
+
+/** Ingest, activation and reads of deployments; validation and activation run as workflows. */
+export class DeploymentsService {
+  constructor(
+    private readonly deployments: DeploymentRepository,
+    private readonly placement: PlacementClient,
+    private readonly workflows: WorkflowStarter,
+  ) {}
+
+  private async environment(tenantId: string, name: string, requestId: string): Promise<Environment> {
+    const environment = await this.placement.findEnvironment(tenantId, name, requestId);
+    if (!environment) throw notFound(`Environment "${name}"`);
+    return environment;
+  }
+
+  /** `ready` with 201 or `failed` with 422; a body that is not a deployment is 422 with no row. */
+  async ingest(tenantId: string, environmentName: string, body: unknown, requestId: string): Promise<{ status: number; row: Deployment }> {
+    const gate = IngestGate.safeParse(body);
+    if (!gate.success) {
+      throw new ApiError('invalid_request', 'An ingest needs "manifest" (an object) and "bundle_ref" (a string).', {
+        details: detailsFromZodError(gate.error).filter((detail) => detail.path === 'manifest' || detail.path === 'bundle_ref' || detail.path === '(body)'),
+      });
+    }
+    const environment = await this.environment(tenantId, environmentName, requestId);
+    const options = IngestOptions.safeParse(body);
+    const fieldErrors: ValidationItem[] = options.success
+      ? []
+      : detailsFromZodError(options.error).map((detail) => ({ code: 'manifest_invalid', path: detail.path, message: `${detail.path} ${detail.message}.` }));
+    const fields = options.success ? options.data : undefined;
+    const input: IngestInput = {
+      deploymentId: newId('dep'),
+      tenantId,
+      environmentId: environment.id,
+      environmentName: environment.name,
+      bundleRef: gate.data.bundle_ref,
+      manifest: gate.data.manifest,
+      git: fields?.git ?? { branch: 'local', sha: 'local' },
+      sdkVersion: fields?.sdk_version ?? null,
+      activate: fields?.activate ?? true,
+      allowContractChanges: fields?.allow_contract_changes ?? stringsOf((body as { allow_contract_changes?: unknown }).allow_contract_changes),
+      createdBy: fields?.created_by ?? null,
+      fieldErrors,
+    };
+    const outcome = await this.workflows.ingest(input);
+    const row = await this.deployments.find(tenantId, input.deploymentId);
+    if (!row) throw new Error(`deployment ${input.deploymentId} was not recorded by its workflow`);
+    // Read after the fact: a later activation may already have moved the pointer on.
+    const activeId = (await this.environment(tenantId, environmentName, requestId)).active_deployment_id;
+    return { status: row.status === 'ready' ? 201 : 422, row: toDeployment(row, activeId, outcome.recheck ?? undefined) };
+  }
+
+  async activate(tenantId: string, id: string, requestId: string): Promise<Deployment> {
+    const row = await this.deployments.find(tenantId, id);
+    if (!row) throw notFound(`Deployment ${id}`);
+    if (row.status !== 'ready') {
+      throw new ApiError('deployment_not_ready', `Deployment ${id} is ${row.status}; only a ready deployment can be activated.`);
+    }
+    const recheck = await this.workflows.activate({
+      deploymentId: id,
+      tenantId,
+      environmentId: row.environment_id,
+      environmentName: row.environment_name,
+    });
+    const environment = await this.environment(tenantId, row.environment_name, requestId);
+    return toDeployment(row, environment.active_deployment_id, recheck);
+  }
+
+  async get(tenantId: string, id: string, requestId: string): Promise<Deployment> {
+    const row = await this.deployments.find(tenantId, id);
+    if (!row) throw notFound(`Deployment ${id}`);
+    const environment = await this.placement.findEnvironment(tenantId, row.environment_name, requestId);
+    return toDeployment(row, environment?.active_deployment_id ?? null);
+  }
+
+  async list(
+    tenantId: string,
+    environmentName: string,
+    query: { activeOnly: boolean; limit?: number; cursor?: string },
+    requestId: string,
+  ): Promise<Deployment[]> {
+    const environment = await this.environment(tenantId, environmentName, requestId);
+    const activeId = environment.active_deployment_id;
+    if (query.activeOnly) {
+      const row = activeId ? await this.deployments.find(tenantId, activeId) : undefined;
+      return row ? [toDeployment(row, activeId)] : [];
+    }
+    const rows = await this.deployments.list(tenantId, environment.id, { limit: query.limit, before: query.cursor });
+    return rows.map((row) => toDeployment(row, activeId));
+  }
+}
+
+function stringsOf(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}

@@ -1,0 +1,86 @@
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import type { Recheck } from '@envengine/contracts';
+import {
+  ACTIVATE_WORKFLOW,
+  activateWorkflowId,
+  INGEST_WORKFLOW,
+  ingestWorkflowId,
+  type ActivateInput,
+  type DeploymentMemo,
+  type IngestInput,
+  type IngestOutcome,
+} from '@envengine/deployment-workflows';
+import { ApiError } from '@envengine/service-kit';
+
+/**
+ * Starts the ingest and activation workflows and waits for their results. The connection
+ * is lazy: the service starts without Temporal, answers 503 while it is unreachable, and
+ * works again when it returns.
+ */
+export class WorkflowStarter {
+  private readonly connection: Connection;
+  private readonly client: Client;
+
+  constructor(private readonly options: { address: string; namespace: string; taskQueue: string; waitMs: number }) {
+    this.connection = Connection.lazy({ address: options.address });
+    this.client = new Client({ connection: this.connection, namespace: options.namespace });
+  }
+
+  async ingest(input: IngestInput): Promise<IngestOutcome> {
+    const handle = await this.client.workflow.start(INGEST_WORKFLOW, {
+      workflowId: ingestWorkflowId(input.deploymentId),
+      taskQueue: this.options.taskQueue,
+      args: [input],
+      memo: { ...memoOf(input) },
+    });
+    return this.wait(handle.result() as Promise<IngestOutcome>, input.deploymentId);
+  }
+
+  async activate(input: ActivateInput): Promise<Recheck> {
+    const workflowId = activateWorkflowId(input.deploymentId);
+    try {
+      const handle = await this.client.workflow.start(ACTIVATE_WORKFLOW, {
+        workflowId,
+        taskQueue: this.options.taskQueue,
+        args: [input],
+        memo: { ...memoOf(input) },
+      });
+      return await this.wait(handle.result() as Promise<Recheck>, input.deploymentId);
+    } catch (error) {
+      // The same deployment is being activated already: its answer is this one's too.
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      return this.wait(this.client.workflow.getHandle(workflowId).result() as Promise<Recheck>, input.deploymentId);
+    }
+  }
+
+  private async wait<T>(result: Promise<T>, deploymentId: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new ApiError('unavailable', `Deployment ${deploymentId} is still being processed; read it with GET /api/v1/deployments/${deploymentId}.`, {
+              headers: { 'Retry-After': '5' },
+            }),
+          ),
+        this.options.waitMs,
+      );
+    });
+    try {
+      return await Promise.race([result, timeout]);
+    } catch (error) {
+      if (error instanceof WorkflowFailedError) throw new Error(`workflow for ${deploymentId} failed: ${error.cause?.message ?? error.message}`);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+}
+
+function memoOf(input: { tenantId: string; environmentName: string; environmentId: string; deploymentId: string }): DeploymentMemo {
+  return { tenant_id: input.tenantId, environment: input.environmentName, environment_id: input.environmentId, deployment_id: input.deploymentId };
+}

@@ -1,0 +1,105 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { BundleRef, RecordMaterializationRequest } from '@envengine/contracts';
+import type { DeploymentRecord } from '@envengine/deployment-workflows';
+import { defineRoute, notFound } from '@envengine/service-kit';
+import type { ActivationLockRepository } from './activation/activation-lock.repository.ts';
+import { recheckStoredColumns } from './activation/recheck.ts';
+import type { MaterializationRepository } from './assets/materialization.repository.ts';
+import type { BundleRepository } from './bundles/bundle.repository.ts';
+import type { DeploymentRepository } from './deployments/deployment.repository.ts';
+
+const LockRequest = z.strictObject({ holder: z.string().min(1).max(300) });
+
+/**
+ * `/internal/v1`: what the workflow-worker's activities (and, later, runs) need from this
+ * service. Behind the internal credential; the gateway never forwards here.
+ */
+export function internalRouter(deps: {
+  bundles: BundleRepository;
+  deployments: DeploymentRepository;
+  locks: ActivationLockRepository;
+  materializations: MaterializationRepository;
+}): Router {
+  const router = Router();
+
+  router.get(
+    '/bundles/:ref/entries',
+    defineRoute({ params: z.object({ ref: z.string() }) }, async ({ tenantId, params }) => {
+      const entries = BundleRef.safeParse(params.ref).success ? await deps.bundles.entries(tenantId, params.ref) : null;
+      return { data: { entries } };
+    }),
+  );
+
+  router.post(
+    '/deployments',
+    // The workflow built this record; it is checked there, and stored here as given.
+    defineRoute({ body: z.record(z.string(), z.unknown()) }, async ({ tenantId, body }) => {
+      const record = body as unknown as DeploymentRecord;
+      if (record.tenantId !== tenantId) throw notFound('Tenant');
+      await deps.deployments.recordOnce(record, new Date());
+      return { data: { id: record.deploymentId } };
+    }),
+  );
+
+  router.get(
+    '/deployments/:id',
+    defineRoute({ params: z.object({ id: z.string() }) }, async ({ tenantId, params }) => {
+      const row = await deps.deployments.find(tenantId, params.id);
+      if (!row) throw notFound(`Deployment ${params.id}`);
+      return { data: { id: row._id, status: row.status, git: row.git, environment_id: row.environment_id } };
+    }),
+  );
+
+  router.get(
+    '/deployments/:id/manifest',
+    defineRoute({ params: z.object({ id: z.string() }) }, async ({ tenantId, params }) => {
+      const manifest = await deps.deployments.manifest(tenantId, params.id);
+      if (manifest === undefined) throw notFound(`Deployment ${params.id}`);
+      return { data: { manifest } };
+    }),
+  );
+
+  router.post(
+    '/deployments/:id/recheck',
+    defineRoute({ params: z.object({ id: z.string() }), bodyOptional: true, body: z.strictObject({}) }, async ({ tenantId, params }) => {
+      const row = await deps.deployments.find(tenantId, params.id);
+      const manifest = await deps.deployments.manifest(tenantId, params.id);
+      if (!row || manifest === undefined) throw notFound(`Deployment ${params.id}`);
+      return {
+        data: await recheckStoredColumns(deps.materializations, {
+          tenantId,
+          environmentId: row.environment_id,
+          deploymentId: row._id,
+          manifest,
+        }),
+      };
+    }),
+  );
+
+  router.post(
+    '/activation-locks/:environmentId',
+    defineRoute({ params: z.object({ environmentId: z.string() }), body: LockRequest }, async ({ params, body }) => {
+      await deps.locks.acquire(params.environmentId, body.holder);
+      return { data: { holder: body.holder } };
+    }),
+  );
+
+  router.delete(
+    '/activation-locks/:environmentId',
+    defineRoute({ params: z.object({ environmentId: z.string() }), body: LockRequest }, async ({ params, body }) => {
+      await deps.locks.release(params.environmentId, body.holder);
+      return { data: { holder: body.holder } };
+    }),
+  );
+
+  router.post(
+    '/materializations',
+    defineRoute({ body: RecordMaterializationRequest }, async ({ tenantId, body }) => ({
+      status: 201,
+      data: await deps.materializations.record(tenantId, body),
+    })),
+  );
+
+  return router;
+}

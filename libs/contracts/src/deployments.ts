@@ -1,0 +1,126 @@
+import { z } from 'zod';
+
+/** `sha256:` and the 64 lowercase hex digits of the bundle's SHA-256. */
+export const BUNDLE_REF_PATTERN = /^sha256:[0-9a-f]{64}$/;
+export const BundleRef = z.string().regex(BUNDLE_REF_PATTERN, { message: 'must be "sha256:" followed by 64 lowercase hex digits' });
+
+export const BundleUploaded = z.strictObject({ bundle_ref: BundleRef, size: z.number().int().nonnegative() });
+export type BundleUploaded = z.infer<typeof BundleUploaded>;
+
+export const BundlePathParams = z.object({ ref: BundleRef });
+
+export const GitInfo = z.strictObject({
+  branch: z.string().min(1, { message: 'must not be empty' }).max(255),
+  sha: z.string().min(1, { message: 'must not be empty' }).max(255),
+});
+export type GitInfo = z.infer<typeof GitInfo>;
+
+export const ValidationItem = z.object({ code: z.string(), path: z.string(), message: z.string() });
+export type ValidationItem = z.infer<typeof ValidationItem>;
+
+export const DeploymentValidation = z.object({ errors: z.array(ValidationItem), warnings: z.array(ValidationItem) });
+export type DeploymentValidation = z.infer<typeof DeploymentValidation>;
+
+export const DeploymentStatus = z.enum(['ready', 'failed']);
+export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
+
+/** What an activation found: assets with a declared schema checked, and those quarantined. */
+export const Recheck = z.object({ checked: z.number().int().nonnegative(), quarantined: z.array(z.string()) });
+export type Recheck = z.infer<typeof Recheck>;
+
+/** The deployment row of every response; the manifest is never in it. */
+export const Deployment = z.object({
+  id: z.string(),
+  environment_id: z.string(),
+  status: DeploymentStatus,
+  active: z.boolean(),
+  git: GitInfo,
+  bundle_ref: z.string(),
+  sdk_version: z.string().nullable(),
+  validation: DeploymentValidation,
+  allow_contract_changes: z.array(z.string()),
+  created_by: z.string().nullable(),
+  inserted_at: z.iso.datetime(),
+  /** Present on the answer of an activation (and of an ingest that activated). */
+  recheck: Recheck.optional(),
+});
+export type Deployment = z.infer<typeof Deployment>;
+
+/**
+ * What makes an ingest a deployment: a JSON body whose `manifest` is an object and whose
+ * `bundle_ref` is a string. Anything else is 422 invalid_request and no row (DESIGN.md §5).
+ */
+export const IngestGate = z.looseObject({
+  manifest: z.record(z.string(), z.unknown(), { message: 'is required and must be the manifest object' }),
+  bundle_ref: z.string({ message: 'is required and must be a string "sha256:<hex>"' }),
+});
+
+/**
+ * The ingest fields beside `manifest` and `bundle_ref`. The command-line client also
+ * sends the manifest's own top-level fields; they are accepted and ignored (`manifest` is
+ * what is validated). A problem here fails the deployment, it does not refuse the body.
+ */
+export const IngestOptions = z.strictObject({
+  manifest: z.unknown(),
+  bundle_ref: z.unknown(),
+  git: GitInfo.optional(),
+  sdk_version: z.string().max(100, { message: 'must be at most 100 characters' }).optional(),
+  activate: z.boolean().default(true),
+  allow_contract_changes: z.array(z.string()).default([]),
+  created_by: z.string().max(255, { message: 'must be at most 255 characters' }).optional(),
+  version: z.unknown().optional(),
+  assets: z.unknown().optional(),
+  jobs: z.unknown().optional(),
+  schedules: z.unknown().optional(),
+});
+export type IngestOptions = z.infer<typeof IngestOptions>;
+
+/** Any id is looked up: one that names no deployment of the caller is 404, whatever its form. */
+export const DeploymentPathParams = z.object({ id: z.string().min(1).max(100) });
+
+export const DeploymentListQuery = z.strictObject({
+  active: z.enum(['true', 'false']).optional(),
+  limit: z.coerce.number().int().min(1).max(200).optional(),
+  cursor: z.string().regex(/^dep_[0-9a-z]{26}$/, { message: 'must be the id of the last deployment of the previous page' }).optional(),
+});
+
+export const ActivateRequest = z.strictObject({});
+
+/** A column as a materialization stored it. */
+export const StoredColumn = z.strictObject({ name: z.string().min(1), type: z.string().min(1), nullable: z.boolean().default(false) });
+export type StoredColumn = z.infer<typeof StoredColumn>;
+
+export const MaterializationStatus = z.enum(['latest', 'quarantined']);
+
+export const Materialization = z.object({
+  id: z.string(),
+  asset_key: z.string(),
+  columns: z.array(StoredColumn),
+  row_count: z.number().int().nonnegative(),
+  status: MaterializationStatus,
+  quarantine: z.object({ reason: z.string(), deployment_id: z.string(), at: z.iso.datetime() }).nullable(),
+  inserted_at: z.iso.datetime(),
+});
+export type Materialization = z.infer<typeof Materialization>;
+
+/** One asset of the active deployment, with its latest materialization (or null). */
+export const AssetListing = z.object({
+  key: z.string(),
+  binding: z.string(),
+  schema: z.object({ columns: z.array(StoredColumn) }).nullable(),
+  latest_materialization: Materialization.nullable(),
+});
+export type AssetListing = z.infer<typeof AssetListing>;
+
+/** Internal: what a run records after `ctx.emit` (and what the tests use until runs exist). */
+export const RecordMaterializationRequest = z.strictObject({
+  environment_id: z.string(),
+  asset_key: z.string().min(1),
+  columns: z.array(StoredColumn),
+  row_count: z.number().int().nonnegative().default(0),
+});
+export type RecordMaterializationRequest = z.infer<typeof RecordMaterializationRequest>;
+
+/** Internal: moves an environment's pointer (the activation workflow's last step). */
+export const SetActiveDeploymentRequest = z.strictObject({ deployment_id: z.string().min(1), git_ref: z.string().min(1) });
+export type SetActiveDeploymentRequest = z.infer<typeof SetActiveDeploymentRequest>;

@@ -1,0 +1,3 @@
+// The workflow bundle's entry: every workflow the workflow-worker runs.
+export { ingestDeployment } from './ingest.workflow.ts';
+export { activateDeployment } from './activate.workflow.ts';
