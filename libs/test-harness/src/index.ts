@@ -4,3 +4,4 @@ export * from './tenants.ts';
 export * from './leak-scans.ts';
 export * from './secret-resolution.ts';
 export * from './bundles.ts';
+export * from './materializations.ts';
