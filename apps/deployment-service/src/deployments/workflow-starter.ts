@@ -10,7 +10,10 @@ import {
   type IngestInput,
   type IngestOutcome,
 } from '@envengine/deployment-workflows';
-import { ApiError } from '@envengine/service-kit';
+import { ApiError, isBackingServerUnavailable } from '@envengine/service-kit';
+
+/** How long starting a workflow may take before Temporal counts as unreachable. */
+const START_DEADLINE_MS = 5_000;
 
 /**
  * Starts the ingest and activation workflows and waits for their results. The connection
@@ -26,25 +29,39 @@ export class WorkflowStarter {
     this.client = new Client({ connection: this.connection, namespace: options.namespace });
   }
 
-  async ingest(input: IngestInput): Promise<IngestOutcome> {
-    const handle = await this.client.workflow.start(INGEST_WORKFLOW, {
-      workflowId: ingestWorkflowId(input.deploymentId),
-      taskQueue: this.options.taskQueue,
-      args: [input],
-      memo: { ...memoOf(input) },
+  /** Calls Temporal with a deadline: while it is unreachable the gRPC client would otherwise keep retrying. */
+  private call<T>(start: () => Promise<T>): Promise<T> {
+    return this.connection.withDeadline(Date.now() + START_DEADLINE_MS, start).catch((error: unknown) => {
+      if (isBackingServerUnavailable(error)) {
+        throw new ApiError('unavailable', 'Temporal is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
+      }
+      throw error;
     });
+  }
+
+  async ingest(input: IngestInput): Promise<IngestOutcome> {
+    const handle = await this.call(() =>
+      this.client.workflow.start(INGEST_WORKFLOW, {
+        workflowId: ingestWorkflowId(input.deploymentId),
+        taskQueue: this.options.taskQueue,
+        args: [input],
+        memo: { ...memoOf(input) },
+      }),
+    );
     return this.wait(handle.result() as Promise<IngestOutcome>, input.deploymentId);
   }
 
   async activate(input: ActivateInput): Promise<Recheck> {
     const workflowId = activateWorkflowId(input.deploymentId);
     try {
-      const handle = await this.client.workflow.start(ACTIVATE_WORKFLOW, {
-        workflowId,
-        taskQueue: this.options.taskQueue,
-        args: [input],
-        memo: { ...memoOf(input) },
-      });
+      const handle = await this.call(() =>
+        this.client.workflow.start(ACTIVATE_WORKFLOW, {
+          workflowId,
+          taskQueue: this.options.taskQueue,
+          args: [input],
+          memo: { ...memoOf(input) },
+        }),
+      );
       return await this.wait(handle.result() as Promise<Recheck>, input.deploymentId);
     } catch (error) {
       // The same deployment is being activated already: its answer is this one's too.

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startTemporal, type BackingServer } from '@envengine/backing-servers';
+import { ErrorBody } from '@envengine/contracts';
+import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant } from '@envengine/test-harness';
+
+const shared = inject('stack');
+
+async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await probe();
+  while (!done(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    value = await probe();
+  }
+  return value;
+}
+
+describe('deployments when Temporal or the workflow worker goes away', () => {
+  // A stack with a Temporal of its own, so that stopping it disturbs no other test.
+  let stack: TestStack;
+  let tenant: TestTenant;
+  let bundleRef: string;
+  let restartedTemporal: BackingServer | undefined;
+  const manifest = manifestOf([{ key: 'orders' }]);
+  const deployments = async () => (await tenant.api.get('/environments/prod/deployments')).body.data as Array<{ id: string; status: string }>;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl });
+    tenant = await createTenant(stack.info, 'failures');
+    await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' });
+    await tenant.api.put('/environments/prod/bindings/warehouse', {});
+    const bundle = await makeBundle({ 'assets/orders.js': 'x' });
+    bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await restartedTemporal?.stop();
+  });
+
+  it('a worker killed mid-ingest: the ingest completes when a worker returns, written once', async () => {
+    const worker = stack.services.processes['workflow-worker'];
+    process.kill(worker.pid!, 'SIGKILL');
+    await worker.waitForExit();
+    const before = (await deployments()).length;
+
+    const pending = tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await stack.services.restart('workflow-worker');
+    const response = await pending;
+    expect(response.status, response.text).toBe(201);
+    expect(response.body.data).toMatchObject({ status: 'ready', active: true });
+    const after = await deployments();
+    expect(after.length).toBe(before + 1);
+    expect(after.filter((row) => row.id === response.body.data.id)).toHaveLength(1);
+  });
+
+  it('Temporal unreachable: 503 unavailable, no row, and it works again when Temporal returns', async () => {
+    const port = Number(stack.servers.temporal.url.split(':').at(-1));
+    const before = await deployments();
+    const active = (await tenant.api.get('/environments/prod')).body.data.active_deployment_id;
+    await stack.servers.temporal.stop();
+
+    const down = await tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef });
+    expect(down.status, down.text).toBe(503);
+    expect(ErrorBody.parse(down.body).error.code).toBe('unavailable');
+    const activateDown = await tenant.api.post(`/deployments/${before[0]!.id}/activate`, {});
+    expect(activateDown.status).toBe(503);
+    expect(await deployments()).toEqual(before);
+    expect((await tenant.api.get('/environments/prod')).body.data.active_deployment_id).toBe(active);
+
+    restartedTemporal = await startTemporal({ dataDir: stack.info.dataDir, port, headless: true, report: () => undefined });
+    const back = await until(
+      () => tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef }),
+      (response) => response.status === 201,
+      60_000,
+    );
+    expect(back.status, back.text).toBe(201);
+    expect(back.body.data.active).toBe(true);
+  });
+});
