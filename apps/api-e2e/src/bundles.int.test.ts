@@ -64,4 +64,38 @@ describe('bundles', () => {
   it('requires a token', async () => {
     expect((await tenant.api.withToken(undefined).request('POST', '/bundles', { raw: bundle, headers: gzip })).status).toBe(401);
   });
+
+  it('refuses an upload over 64 MiB with 413 before reading it, and one streamed without a length that is no archive with 422 at once', async () => {
+    const huge = Buffer.alloc(64 * 1024 * 1024 + 1, 7);
+    const declared = await tenant.api.request('POST', '/bundles', { raw: huge, headers: gzip }).catch((error: Error) => error);
+    // Answered from the declared length alone; the client may still be writing when the connection closes.
+    if (declared instanceof Error) expect(String(declared.cause ?? declared.message)).toMatch(/EPIPE|ECONNRESET|closed|other side/i);
+    else {
+      expect(declared.status).toBe(413);
+      expect(declared.body.error.code).toBe('payload_too_large');
+    }
+    // Without a length the bytes are streamed through; what is not a tar.gz stops at its first chunks.
+    const chunk = Buffer.alloc(1024 * 1024, 7);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent > 70) controller.close();
+        else {
+          sent += 1;
+          controller.enqueue(chunk);
+        }
+      },
+    });
+    const started = Date.now();
+    const response = await fetch(`${stack.gatewayUrl}/api/v1/bundles`, {
+      method: 'POST',
+      headers: { ...gzip, authorization: `Bearer ${tenant.token}` },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit).catch((error: Error) => error);
+    // The answer closes the connection; the client may see it, or the closed connection.
+    if (response instanceof Error) expect(String(response.cause ?? response.message)).toMatch(/EPIPE|ECONNRESET|closed|other side/i);
+    else expect(response.status).toBe(422);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
 });

@@ -102,4 +102,32 @@ describe('deployments: ingest, reads and activation', () => {
     expect((await tenant.api.post(`/deployments/dep_${'0'.repeat(26)}/activate`, {})).status).toBe(404);
     expect((await tenant.api.get(`/deployments/${uniqueName('dep')}`)).status).toBe(404);
   });
+
+  it('pages with limit and cursor, newest first', async () => {
+    const all = DeploymentList.parse((await tenant.api.get(`/environments/${env}/deployments`)).body).data;
+    const first = DeploymentList.parse((await tenant.api.get(`/environments/${env}/deployments?limit=2`)).body).data;
+    expect(first).toEqual(all.slice(0, 2));
+    const next = DeploymentList.parse((await tenant.api.get(`/environments/${env}/deployments?limit=2&cursor=${first[1]!.id}`)).body).data;
+    expect(next).toEqual(all.slice(2, 4));
+  });
+
+  it('refuses bad query parameters and an unknown environment', async () => {
+    for (const query of ['active=maybe', 'limit=0', 'limit=x', 'cursor=nope', 'colour=red']) {
+      const response = await tenant.api.get(`/environments/${env}/deployments?${query}`);
+      expect(response.status, query).toBe(422);
+      expect(response.body.error.code).toBe('invalid_request');
+    }
+    expect((await tenant.api.get('/environments/nowhere/deployments')).status).toBe(404);
+    expect((await tenant.api.post('/environments/nowhere/deployments', { manifest: {}, bundle_ref: bundleRef })).status).toBe(404);
+    expect((await tenant.api.post('/environments/bad..name/deployments', { manifest: {}, bundle_ref: bundleRef })).status).toBe(422);
+    const notJson = await tenant.api.request('POST', `/environments/${env}/deployments`, { raw: '{"manifest":', headers: { 'content-type': 'application/json' } });
+    expect(notJson.status).toBe(400);
+  });
+
+  it('activation takes {} only', async () => {
+    const active = DeploymentList.parse((await tenant.api.get(`/environments/${env}/deployments?active=true`)).body).data[0]!;
+    const response = await tenant.api.post(`/deployments/${active.id}/activate`, { force: true });
+    expect(response.status).toBe(422);
+    expect(response.body.error.code).toBe('invalid_request');
+  });
 });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
@@ -40,8 +41,23 @@ export async function readBundle(upload: Readable, sink: Writable, limitBytes: n
     stream.on('end', () => next());
     stream.resume();
   });
-  const listing = pipeline(gunzip, extract).catch((error: Error) => {
-    archiveError = error;
+  // Settles on every path: the archive read to its end, or the first error of either stream.
+  const listing = new Promise<void>((resolve) => {
+    let settled = false;
+    const settle = (error?: Error) => {
+      if (settled) return;
+      settled = true;
+      if (error) archiveError = error;
+      resolve();
+    };
+    gunzip.on('error', settle);
+    extract.on('error', settle);
+    extract.on('finish', () => settle());
+    gunzip.pipe(extract);
+  });
+  let listingDone = false;
+  void listing.then(() => {
+    listingDone = true;
   });
 
   // Each chunk goes to storage and to the archive reader, which paces the upload too.
@@ -52,17 +68,38 @@ export async function readBundle(upload: Readable, sink: Writable, limitBytes: n
         callback(tooLarge(limitBytes));
         return;
       }
+      // Not a tar.gz: say so now rather than after storing the rest.
+      if (archiveError) {
+        callback(notATarGz());
+        return;
+      }
       hash.update(chunk);
-      if (archiveError || gunzip.write(chunk)) callback(null, chunk);
-      else gunzip.once('drain', () => callback(null, chunk));
+      // Once the archive is read (or broken), the rest is only hashed and stored.
+      if (listingDone || gunzip.write(chunk)) {
+        callback(null, chunk);
+        return;
+      }
+      // Paced by the archive reader, unless it stops reading first.
+      void Promise.race([once(gunzip, 'drain').catch(() => undefined), listing]).then(() => callback(null, chunk));
     },
     flush(callback) {
-      gunzip.end();
+      if (!listingDone) gunzip.end();
       callback();
     },
   });
 
-  await pipeline(upload, inspect, sink);
+  // The upload is piped, not pipelined: on failure it must stay open (and be drained) so
+  // that the answer can still be written on its connection.
+  upload.pipe(inspect);
+  try {
+    await pipeline(inspect, sink);
+  } catch (error) {
+    upload.unpipe(inspect);
+    upload.resume();
+    gunzip.destroy();
+    extract.destroy();
+    throw error;
+  }
   await listing;
   // An archive without a single file holds no code to deploy either.
   if (archiveError || size === 0 || entries.length === 0) throw notATarGz();

@@ -80,12 +80,16 @@ export class UpstreamForwarder {
     if (Number(request.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
     let received = 0;
     let exceeded = false;
+    const abort = new AbortController();
     const counted = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         received += chunk.length;
         if (received > limitBytes) {
+          // Past the limit: stop the upstream request at once and stop reading.
           exceeded = true;
-          callback(tooLarge());
+          upload.unpipe(counted);
+          abort.abort(tooLarge());
+          callback();
           return;
         }
         callback(null, chunk);
@@ -94,7 +98,7 @@ export class UpstreamForwarder {
     upload.pipe(counted);
     let response;
     try {
-      response = await this.dispatch(upstream, request, counted);
+      response = await this.dispatch(upstream, request, counted, abort.signal);
     } catch (error) {
       if (exceeded) throw tooLarge();
       throw error;
@@ -125,7 +129,7 @@ export class UpstreamForwarder {
     };
   }
 
-  private async dispatch(upstream: Upstream, request: ForwardRequest, stream?: Readable) {
+  private async dispatch(upstream: Upstream, request: ForwardRequest, stream?: Readable, signal?: AbortSignal) {
     const headers: Record<string, string> = {
       [INTERNAL_HEADERS.credential]: this.internalCredential,
       [INTERNAL_HEADERS.tenantId]: request.tenantId,
@@ -141,6 +145,7 @@ export class UpstreamForwarder {
         method: request.method as 'GET',
         headers,
         body: stream ?? (request.body && request.body.length > 0 ? request.body : undefined),
+        signal,
       });
     let response;
     try {
