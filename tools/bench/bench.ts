@@ -9,10 +9,11 @@ import { issueToken, startStack, withTokenStore } from '@envengine/dev-stack';
 import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
 import { Bench } from './harness.ts';
+import { deploymentsSuite } from './deployments-suite.ts';
 import { secretsSuite } from './secrets-suite.ts';
 import type { SuiteContext } from './suite-context.ts';
 
-const SUITES = { gateway: gatewaySuite, secrets: secretsSuite } as const;
+const SUITES = { gateway: gatewaySuite, secrets: secretsSuite, deployments: deploymentsSuite } as const;
 
 const { values } = parseArgs({
   options: {
