@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Redis } from 'ioredis';
 import { Binary, MongoClient } from 'mongodb';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { callResolve, createTenant, scanDatabases, scanLogs, scanRedis, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+import { callResolve, createTenant, makeBundle, manifestOf, scanDatabases, scanLogs, scanRedis, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -58,6 +58,12 @@ describe('secret canary', () => {
     await record('bind bad', api.put('/environments/prod/bindings/other', { secret_refs: { password: 'canary' }, mode: first }));
     await record('list bindings', api.get('/environments/prod/bindings'));
     await record('another tenant lists', intruder.api.get('/environments/prod/bindings'));
+
+    // An ingest whose workflow gathers this environment's bindings (names and modes only).
+    const bundle = await makeBundle({ 'assets/orders.js': 'x' });
+    const bundleRef = (await api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
+    const ingest = await record('ingest', api.post('/environments/prod/deployments', { manifest: manifestOf([{ key: 'orders' }]), bundle_ref: bundleRef }));
+    expect(ingest.status).toBe(201);
 
     const environmentId = (await api.get('/environments/prod')).body.data.id as string;
     // The one answer that carries the value: to the resolver-credential holder, and kept out of the scan.
@@ -121,11 +127,14 @@ describe('secret canary', () => {
     const connection = await Connection.connect({ address: stack.temporalAddress });
     try {
       const client = new Client({ connection });
+      let histories = 0;
       for await (const execution of client.workflow.list()) {
+        histories += 1;
         const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
         const text = JSON.stringify(history);
         for (const canary of canaries) expect(text, execution.workflowId).not.toContain(canary);
       }
+      expect(histories).toBeGreaterThan(0);
     } finally {
       await connection.close();
     }
