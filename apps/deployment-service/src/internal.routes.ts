@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { BundleRef, RecordMaterializationRequest } from '@envengine/contracts';
-import type { DeploymentRecord } from '@envengine/deployment-workflows';
+import { BundleRef, RecordDeploymentRequest, RecordMaterializationRequest } from '@envengine/contracts';
 import { defineRoute, notFound } from '@envengine/service-kit';
 import type { ActivationLockRepository } from './activation/activation-lock.repository.ts';
 import { recheckStoredColumns } from './activation/recheck.ts';
@@ -33,9 +32,7 @@ export function internalRouter(deps: {
 
   router.post(
     '/deployments',
-    // The workflow built this record; it is checked there, and stored here as given.
-    defineRoute({ body: z.record(z.string(), z.unknown()) }, async ({ tenantId, body }) => {
-      const record = body as unknown as DeploymentRecord;
+    defineRoute({ body: RecordDeploymentRequest }, async ({ tenantId, body: record }) => {
       if (record.tenantId !== tenantId) throw notFound('Tenant');
       await deps.deployments.recordOnce(record, new Date());
       return { data: { id: record.deploymentId } };

@@ -124,3 +124,20 @@ export type RecordMaterializationRequest = z.infer<typeof RecordMaterializationR
 /** Internal: moves an environment's pointer (the activation workflow's last step). */
 export const SetActiveDeploymentRequest = z.strictObject({ deployment_id: z.string().min(1), git_ref: z.string().min(1) });
 export type SetActiveDeploymentRequest = z.infer<typeof SetActiveDeploymentRequest>;
+
+/** Internal: the row the ingest workflow writes, once, under its id. */
+export const RecordDeploymentRequest = z.strictObject({
+  deploymentId: z.string().regex(/^dep_[0-9a-z]{26}$/),
+  tenantId: z.string(),
+  environmentId: z.string(),
+  environmentName: z.string(),
+  status: DeploymentStatus,
+  git: GitInfo,
+  bundleRef: z.string(),
+  sdkVersion: z.string().nullable(),
+  validation: DeploymentValidation,
+  allowContractChanges: z.array(z.string()),
+  createdBy: z.string().nullable(),
+  manifest: z.unknown(),
+});
+export type RecordDeploymentRequest = z.infer<typeof RecordDeploymentRequest>;

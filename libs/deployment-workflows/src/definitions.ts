@@ -1,6 +1,6 @@
 // Names, inputs and activity signatures shared by the deployment-service (which starts
 // the workflows), the workflow-worker (which runs them) and the workflow code itself.
-import type { DeploymentValidation, GitInfo, Recheck, ValidationItem } from '@envengine/contracts';
+import type { GitInfo, Recheck, RecordDeploymentRequest, ValidationItem } from '@envengine/contracts';
 
 export const DEFAULT_TASK_QUEUE = 'deployments';
 export const INGEST_WORKFLOW = 'ingestDeployment';
@@ -56,20 +56,8 @@ export interface IngestContext {
   activeManifest: unknown;
 }
 
-export interface DeploymentRecord {
-  deploymentId: string;
-  tenantId: string;
-  environmentId: string;
-  environmentName: string;
-  status: 'ready' | 'failed';
-  git: GitInfo;
-  bundleRef: string;
-  sdkVersion: string | null;
-  validation: DeploymentValidation;
-  allowContractChanges: string[];
-  createdBy: string | null;
-  manifest: unknown;
-}
+/** The row the ingest writes: the internal API's request shape, defined once in contracts. */
+export type DeploymentRecord = RecordDeploymentRequest;
 
 /** The activities both workflows call; the workflow-worker implements them. */
 export interface DeploymentActivities {

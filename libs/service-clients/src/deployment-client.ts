@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GitInfo, Materialization, Recheck, type RecordMaterializationRequest } from '@envengine/contracts';
+import { GitInfo, Materialization, Recheck, type RecordDeploymentRequest, type RecordMaterializationRequest } from '@envengine/contracts';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
 /** The deployment-service's internal API, as the workflow-worker's activities (and later runs) use it. */
@@ -19,7 +19,7 @@ export class DeploymentClient {
     return entries;
   }
 
-  async recordDeployment(tenantId: string, record: object): Promise<void> {
+  async recordDeployment(tenantId: string, record: RecordDeploymentRequest): Promise<void> {
     await this.http.call(z.object({ id: z.string() }), { method: 'POST', path: '/internal/v1/deployments', tenantId, body: record });
   }
 

@@ -36,7 +36,9 @@ export function createInternalServiceApp(options: InternalServiceAppOptions): Ex
   const readJson = jsonBody(options.jsonLimitBytes ?? 1024 * 1024);
   if (options.privateApi) {
     // Mounted first and closed off: the gateway's credential does not open these routes.
-    app.use('/internal/v1', requireInternalCaller(options.privateApi.credential), readJson, options.privateApi.routes, routeNotFound());
+    // Internal calls may carry a whole manifest with its findings, so their limit is wider.
+    const readInternalJson = jsonBody(Math.max(options.jsonLimitBytes ?? 0, 8 * 1024 * 1024));
+    app.use('/internal/v1', requireInternalCaller(options.privateApi.credential), readInternalJson, options.privateApi.routes, routeNotFound());
   }
   app.use(requireInternalCaller(options.internalCredential));
   if (options.streamingRoutes) app.use('/api/v1', options.streamingRoutes);
