@@ -1,19 +1,10 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTemporal, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
-import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until } from '@envengine/test-harness';
 
 const shared = inject('stack');
 
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await probe();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    value = await probe();
-  }
-  return value;
-}
 
 describe('deployments when Temporal or the workflow worker goes away', () => {
   // A stack with a Temporal of its own, so that stopping it disturbs no other test.

@@ -2,19 +2,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { generateToken } from '@envengine/api-tokens';
 import { startMongo, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
-import { createTenant, startTestStack, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { createTenant, startTestStack, type TestStack, type TestTenant, until } from '@envengine/test-harness';
 
 const shared = inject('stack');
 
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await probe();
-  while (!done(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    value = await probe();
-  }
-  return value;
-}
 
 describe('a stack of its own: dependency restarts and graceful stops', () => {
   // A stack of its own, so that stopping its database cannot disturb other tests.

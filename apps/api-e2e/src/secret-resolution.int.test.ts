@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ErrorBody, INTERNAL_HEADERS, ResolvedBinding, dataEnvelope } from '@envengine/contracts';
+import { SecretResolverClient } from '@envengine/service-clients';
 import { callResolve, createTenant, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
@@ -60,6 +61,17 @@ describe('binding resolution for workers (internal)', () => {
     });
     expect(record!.at).toBeInstanceOf(Date);
     expect(JSON.stringify(record)).not.toMatch(/pw-v|tok-v/);
+  });
+
+  it('answers the same through SecretResolverClient, the client the attempt runner uses', async () => {
+    const client = new SecretResolverClient({ origin: stack.urls['secrets-service'], credential: stack.resolverCredential }, 'attempt-worker/host-b/42');
+    try {
+      const resolved = await client.resolve(tenant.tenantId, { environment_id: environmentId, binding: 'warehouse', attempt_id: 'att_client' });
+      expect(resolved.config).toEqual({ host: 'db.internal', port: 5432, password: 'pw-v2', token: 'tok-v1' });
+      expect(await audit().findOne({ attempt_id: 'att_client' })).toMatchObject({ caller: 'attempt-worker/host-b/42', outcome: 'resolved' });
+    } finally {
+      await client.close();
+    }
   });
 
   it('fails with a clear error naming the secret a binding refers to after it was deleted', async () => {

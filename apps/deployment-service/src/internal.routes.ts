@@ -60,15 +60,14 @@ export function internalRouter(deps: {
   router.post(
     '/deployments/:id/recheck',
     defineRoute({ params: z.object({ id: z.string() }), bodyOptional: true, body: z.strictObject({}) }, async ({ tenantId, params }) => {
-      const row = await deps.deployments.find(tenantId, params.id);
-      const manifest = await deps.deployments.manifest(tenantId, params.id);
-      if (!row || manifest === undefined) throw notFound(`Deployment ${params.id}`);
+      const target = await deps.deployments.withManifest(tenantId, params.id);
+      if (!target) throw notFound(`Deployment ${params.id}`);
       return {
         data: await recheckStoredColumns(deps.materializations, {
           tenantId,
-          environmentId: row.environment_id,
-          deploymentId: row._id,
-          manifest,
+          environmentId: target.environmentId,
+          deploymentId: params.id,
+          manifest: target.manifest,
         }),
       };
     }),

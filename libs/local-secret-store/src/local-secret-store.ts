@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, TtlCache } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor, TtlCache } from '@envengine/service-kit';
 import { openValue, rewrapDataKey, sealValue, type SealedValue } from './envelope-crypto.ts';
 import { KeyedSerializer } from './keyed-serializer.ts';
 import type { MasterKeyring } from './master-keyring.ts';
@@ -141,11 +141,9 @@ export class LocalSecretStore {
   ) {
     this.currentCache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
     this.versions =
-      (connection.models.LocalSecretVersion as Model<VersionDocument> | undefined) ??
-      connection.model<VersionDocument>('LocalSecretVersion', versionSchema);
+      modelFor(connection, 'LocalSecretVersion', versionSchema);
     this.current =
-      (connection.models.LocalSecretCurrent as Model<CurrentDocument> | undefined) ??
-      connection.model<CurrentDocument>('LocalSecretCurrent', currentSchema);
+      modelFor(connection, 'LocalSecretCurrent', currentSchema);
   }
 
   async ensureIndexes(): Promise<void> {

@@ -1,4 +1,4 @@
-import mongoose, { type Connection, type Model } from 'mongoose';
+import mongoose, { type Connection, type Model, type Schema } from 'mongoose';
 import type { Logger } from './logger.ts';
 
 export interface MongoOptions {
@@ -67,4 +67,9 @@ export function isDuplicateKeyError(error: unknown): boolean {
 export async function updatesAreAtomic(connection: Connection): Promise<boolean> {
   const info = await connection.db!.admin().command({ buildInfo: 1 });
   return !('ferretdbVersion' in info);
+}
+
+/** The connection's model of that name, compiled from `schema` the first time it is asked for. */
+export function modelFor<T>(connection: Connection, name: string, schema: Schema<T>): Model<T> {
+  return (connection.models[name] as Model<T> | undefined) ?? connection.model<T>(name, schema);
 }

@@ -5,3 +5,4 @@ export * from './leak-scans.ts';
 export * from './secret-resolution.ts';
 export * from './bundles.ts';
 export * from './materializations.ts';
+export * from './until.ts';

@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { ApiError, ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ApiError, ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
 
 interface ActivationLockDocument {
   /** The environment id: one activation of an environment at a time. */
@@ -32,8 +32,7 @@ export class ActivationLockRepository {
     private readonly leaseMs: number,
   ) {
     this.model =
-      (connection.models.ActivationLock as Model<ActivationLockDocument> | undefined) ??
-      connection.model<ActivationLockDocument>('ActivationLock', lockSchema);
+      modelFor(connection, 'ActivationLock', lockSchema);
   }
 
   async ensureIndexes(): Promise<void> {

@@ -1,7 +1,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 
 interface MaterializationDocument {
   _id: string;
@@ -51,8 +51,7 @@ export class MaterializationRepository {
 
   constructor(connection: Connection) {
     this.model =
-      (connection.models.Materialization as Model<MaterializationDocument> | undefined) ??
-      connection.model<MaterializationDocument>('Materialization', materializationSchema);
+      modelFor(connection, 'Materialization', materializationSchema);
   }
 
   async ensureIndexes(): Promise<void> {

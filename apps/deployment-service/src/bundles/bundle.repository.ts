@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import mongoose, { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
 import { readBundle } from './bundle-reader.ts';
 
 /** One bundle of one tenant: its GridFS file and what the archive holds. */
@@ -37,7 +37,7 @@ export class BundleRepository {
   private readonly bucket: mongoose.mongo.GridFSBucket;
 
   constructor(connection: Connection) {
-    this.model = (connection.models.Bundle as Model<BundleDocument> | undefined) ?? connection.model<BundleDocument>('Bundle', bundleSchema);
+    this.model = modelFor(connection, 'Bundle', bundleSchema);
     this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
   }
 

@@ -1,6 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { DeploymentValidation, GitInfo } from '@envengine/contracts';
-import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
 import type { DeploymentRecord } from '@envengine/deployment-workflows';
 
 /** A deployment as stored. The manifest is kept as JSON text (its keys are the user's) and never answered. */
@@ -48,8 +48,7 @@ export class DeploymentRepository {
 
   constructor(connection: Connection) {
     this.model =
-      (connection.models.Deployment as Model<DeploymentDocument> | undefined) ??
-      connection.model<DeploymentDocument>('Deployment', deploymentSchema);
+      modelFor(connection, 'Deployment', deploymentSchema);
   }
 
   async ensureIndexes(): Promise<void> {
@@ -98,8 +97,13 @@ export class DeploymentRepository {
   }
 
   async manifest(tenantId: string, id: string): Promise<unknown> {
-    const doc = await this.model.findOne({ _id: id }, { manifest_json: 1, tenant_id: 1 }).lean<DeploymentDocument>();
+    return (await this.withManifest(tenantId, id))?.manifest;
+  }
+
+  /** The deployment's environment and its manifest, in one read. */
+  async withManifest(tenantId: string, id: string): Promise<{ environmentId: string; manifest: unknown } | undefined> {
+    const doc = await this.model.findOne({ _id: id }, { manifest_json: 1, tenant_id: 1, environment_id: 1 }).lean<DeploymentDocument>();
     if (!doc || doc.tenant_id !== tenantId) return undefined;
-    return JSON.parse(doc.manifest_json) as unknown;
+    return { environmentId: doc.environment_id, manifest: JSON.parse(doc.manifest_json) as unknown };
   }
 }

@@ -1,7 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import type { PutBindingRequest } from '@envengine/contracts';
 import { randomBytes } from 'node:crypto';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, TtlCache } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor, TtlCache } from '@envengine/service-kit';
 import { bindingKey, bindingSchema, type BindingDocument } from './binding.schema.ts';
 
 /** Bindings of one environment at a time; every query carries tenant and environment. */
@@ -13,8 +13,7 @@ export class BindingRepository {
   constructor(connection: Connection, options: { readCacheTtlMs?: number } = {}) {
     this.cache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
     this.model =
-      (connection.models.Binding as Model<BindingDocument> | undefined) ??
-      connection.model<BindingDocument>('Binding', bindingSchema);
+      modelFor(connection, 'Binding', bindingSchema);
   }
 
   async ensureIndexes(): Promise<void> {

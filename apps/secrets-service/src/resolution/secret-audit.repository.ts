@@ -1,6 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 
 export interface AuditedSecretVersion {
   setting: string;
@@ -46,8 +46,7 @@ export class SecretAuditRepository {
 
   constructor(connection: Connection) {
     this.model =
-      (connection.models.SecretAudit as Model<SecretAuditDocument> | undefined) ??
-      connection.model<SecretAuditDocument>('SecretAudit', auditSchema);
+      modelFor(connection, 'SecretAudit', auditSchema);
   }
 
   async ensureIndexes(): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Connection, Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, TtlCache } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor, TtlCache } from '@envengine/service-kit';
 import { secretKey, secretRowSchema, type SecretRowDocument } from './secret-row.schema.ts';
 
 export class SecretRowRepository {
@@ -11,8 +11,7 @@ export class SecretRowRepository {
   constructor(connection: Connection, options: { readCacheTtlMs?: number } = {}) {
     this.cache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
     this.model =
-      (connection.models.SecretRow as Model<SecretRowDocument> | undefined) ??
-      connection.model<SecretRowDocument>('SecretRow', secretRowSchema);
+      modelFor(connection, 'SecretRow', secretRowSchema);
   }
 
   async ensureIndexes(): Promise<void> {
