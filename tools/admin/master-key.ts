@@ -17,7 +17,7 @@ export async function rewrapDataKeys(env: Record<string, string | undefined>): P
   const active = env.SECRETS_MASTER_KEY;
   if (!active) throw new Error('set SECRETS_MASTER_KEY to the new master key');
   const keyring = MasterKeyring.fromText(active, env.SECRETS_PREVIOUS_MASTER_KEYS ?? '');
-  const mongoUrl = env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/';
+  const mongoUrl = env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/?replicaSet=rs0';
   const dbName = env.SECRETS_MONGO_DB ?? 'envengine_secrets';
   const connection = mongoose.createConnection(mongoUrl, { dbName, serverSelectionTimeoutMS: 5000 });
   try {

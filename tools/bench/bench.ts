@@ -60,7 +60,7 @@ try {
   const { connections, warmup, duration } = bench.settings;
   console.error(`measuring: ${connections} connections, ${warmup} s warm-up, ${duration} s each`);
   const lines = [
-    `Node ${process.version}, ${connections} keep-alive connections unless said otherwise, ${duration} s per target after ${warmup} s warm-up, MongoDB-wire server: ${servers.mongo.source === 'go-build' ? 'FerretDB v1.24.2 (SQLite)' : servers.mongo.url}.`,
+    `Node ${process.version}, ${connections} keep-alive connections unless said otherwise, ${duration} s per target after ${warmup} s warm-up, MongoDB: ${servers.mongo.source === 'pip' ? 'mongod 6.0.5 from the pinned wheel, one-member replica set' : servers.mongo.url}.`,
   ];
   for (const suite of suites) lines.push('', ...(await SUITES[suite](bench, context)));
   console.log(lines.join('\n'));

@@ -47,6 +47,16 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('runs MongoDB as a replica set that the services name in their URL', () => {
+    const mongo = compose.services.mongo as { command?: string[]; healthcheck?: { test?: string[] } };
+    expect(mongo.command).toEqual(expect.arrayContaining(['--replSet', 'rs0']));
+    expect(mongo.healthcheck?.test?.join(' ')).toMatch(/rs\.initiate\(.*host: 'mongo:27017'/);
+    for (const name of SERVICE_NAMES) {
+      const url = compose.services[name]?.environment?.MONGO_URL;
+      if (url) expect(url, name).toMatch(/^mongodb:\/\/mongo:27017\/\?replicaSet=rs0$/);
+    }
+  });
+
   it('runs MongoDB, Redis and Temporal with its UI', () => {
     expect(compose.services.mongo?.image).toMatch(/^mongo:/);
     expect(compose.services.redis?.image).toMatch(/^redis:/);

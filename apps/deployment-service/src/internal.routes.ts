@@ -2,11 +2,8 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { BundleRef, RecordDeploymentRequest, RecordMaterializationRequest } from '@envengine/contracts';
 import { defineRoute, notFound } from '@envengine/service-kit';
-import type { ActivationLockRepository } from './activation/activation-lock.repository.ts';
+import type { ActivationLockRepository, BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { recheckStoredColumns } from './activation/recheck.ts';
-import type { MaterializationRepository } from './assets/materialization.repository.ts';
-import type { BundleRepository } from './bundles/bundle.repository.ts';
-import type { DeploymentRepository } from './deployments/deployment.repository.ts';
 
 const LockRequest = z.strictObject({ holder: z.string().min(1).max(300) });
 
@@ -75,16 +72,16 @@ export function internalRouter(deps: {
 
   router.post(
     '/activation-locks/:environmentId',
-    defineRoute({ params: z.object({ environmentId: z.string() }), body: LockRequest }, async ({ params, body }) => {
-      await deps.locks.acquire(params.environmentId, body.holder);
+    defineRoute({ params: z.object({ environmentId: z.string() }), body: LockRequest }, async ({ tenantId, params, body }) => {
+      await deps.locks.acquire(tenantId, params.environmentId, body.holder);
       return { data: { holder: body.holder } };
     }),
   );
 
   router.delete(
     '/activation-locks/:environmentId',
-    defineRoute({ params: z.object({ environmentId: z.string() }), body: LockRequest }, async ({ params, body }) => {
-      await deps.locks.release(params.environmentId, body.holder);
+    defineRoute({ params: z.object({ environmentId: z.string() }), body: LockRequest }, async ({ tenantId, params, body }) => {
+      await deps.locks.release(tenantId, params.environmentId, body.holder);
       return { data: { holder: body.holder } };
     }),
   );

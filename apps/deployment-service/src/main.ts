@@ -1,13 +1,10 @@
 import { Router } from 'express';
 import { PlacementClient } from '@envengine/service-clients';
 import { runInternalService } from '@envengine/service-kit';
-import { ActivationLockRepository } from './activation/activation-lock.repository.ts';
+import { ActivationLockRepository, BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { assetsRouter } from './assets/assets.routes.ts';
-import { MaterializationRepository } from './assets/materialization.repository.ts';
-import { BundleRepository } from './bundles/bundle.repository.ts';
 import { bundlesRouter } from './bundles/bundles.routes.ts';
 import { loadDeploymentConfig } from './config.ts';
-import { DeploymentRepository } from './deployments/deployment.repository.ts';
 import { deploymentsRouter } from './deployments/deployments.routes.ts';
 import { DeploymentsService } from './deployments/deployments.service.ts';
 import { WorkflowStarter } from './deployments/workflow-starter.ts';

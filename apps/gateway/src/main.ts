@@ -18,7 +18,6 @@ await tokens.ensureIndexes();
 const authenticator = new TokenAuthenticator(tokens, config.AUTH_CACHE_TTL_MS);
 const idempotency = new IdempotencyStore(mongo, config.IDEMPOTENCY_RETENTION_MS, config.UPSTREAM_TIMEOUT_MS + 5000);
 await idempotency.ensureIndexes();
-idempotency.startExpirySweep(10 * 60_000, (error) => log.warn({ err: error.message }, 'idempotency key sweep failed'));
 
 // Revocations reach every gateway at once; the cache TTL bounds any that are missed.
 // The subscription is queued until Redis answers and renewed by ioredis on reconnect.
@@ -59,7 +58,6 @@ log.info({ port: server.port }, 'gateway listening');
 stopOnSignals(log, async () => {
   await server.close();
   await forwarder.close();
-  idempotency.stopExpirySweep();
   subscriber.disconnect();
   await mongo.close();
 });

@@ -13,12 +13,6 @@ const secretsConfigSchema = internalServiceConfigSchema({ port: 8083, mongoDb: '
     SECRETS_PREVIOUS_MASTER_KEYS: z.string().default(''),
     /** How long an environment's name-to-id lookup is reused. */
     ENVIRONMENT_CACHE_TTL_MS: PositiveIntFromEnv(60_000),
-    /**
-     * How long resolution reuses a binding, a secret row and a sealed current version it
-     * read. Changes made through this process are seen at once; through another replica,
-     * within this time. 0 turns the cache off.
-     */
-    READ_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
   })
   .transform((config, ctx) => {
     try {

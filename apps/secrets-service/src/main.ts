@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { LocalSecretStore } from '@envengine/local-secret-store';
 import { PlacementClient } from '@envengine/service-clients';
-import { runInternalService, updatesAreAtomic } from '@envengine/service-kit';
+import { runInternalService } from '@envengine/service-kit';
 import { BindingRepository } from './bindings/binding.repository.ts';
 import { bindingsRouter } from './bindings/bindings.routes.ts';
 import { BindingsService } from './bindings/bindings.service.ts';
@@ -22,17 +22,16 @@ await runInternalService({
   service: 'secrets-service',
   config,
   routes: async ({ mongo }) => {
-    const cache = { readCacheTtlMs: config.READ_CACHE_TTL_MS };
-    const localStore = new LocalSecretStore(mongo, config.keyring, { ...cache, atomicUpdates: await updatesAreAtomic(mongo) });
-    const rows = new SecretRowRepository(mongo, cache);
-    const bindingRows = new BindingRepository(mongo, cache);
+    const localStore = new LocalSecretStore(mongo, config.keyring);
+    const rows = new SecretRowRepository(mongo);
+    const bindingRows = new BindingRepository(mongo);
     const audit = new SecretAuditRepository(mongo);
     await Promise.all([localStore.ensureIndexes(), rows.ensureIndexes(), bindingRows.ensureIndexes(), audit.ensureIndexes()]);
 
     const backends = new SecretBackends([localStore], localStore.name);
     const environments = new EnvironmentDirectory(placement, { ttlMs: config.ENVIRONMENT_CACHE_TTL_MS, maxEntries: 10_000 });
     const api = Router();
-    api.use(secretsRouter(environments, new SecretsService(rows, backends, audit)));
+    api.use(secretsRouter(environments, new SecretsService(mongo, rows, backends, audit)));
     api.use(bindingsRouter(environments, new BindingsService(bindingRows, rows)));
     return {
       api,

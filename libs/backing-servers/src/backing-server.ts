@@ -1,7 +1,7 @@
 import type { ManagedProcess } from './managed-process.ts';
 
 /** Where a server came from, in the order DESIGN.md §3 tries them. */
-export type ServerSource = 'url' | 'path' | 'go-build' | 'apt';
+export type ServerSource = 'url' | 'path' | 'pip' | 'go-build' | 'apt';
 
 export interface BackingServer {
   name: 'mongodb' | 'redis' | 'temporal';

@@ -5,3 +5,4 @@ export * from './network.ts';
 export * from './mongo-server.ts';
 export * from './redis-server.ts';
 export * from './temporal-server.ts';
+export * from './mongod-wheel.ts';

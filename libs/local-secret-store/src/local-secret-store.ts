@@ -1,7 +1,7 @@
-import { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor, TtlCache } from '@envengine/service-kit';
+import { Schema, type ClientSession, type Connection, type Model } from 'mongoose';
+import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
 import { openValue, rewrapDataKey, sealValue, type SealedValue } from './envelope-crypto.ts';
-import { KeyedSerializer } from './keyed-serializer.ts';
 import type { MasterKeyring } from './master-keyring.ts';
 
 /** The name a secret row carries when this store holds its value. */
@@ -20,39 +20,34 @@ interface SealedFields {
   written_at: Date;
 }
 
-/** Every version ever written (`_id` = record id): the unique key hands out version numbers. */
+/** Every version ever written, under `<secret id>:<version>`; the secret's row says which is current. */
 interface VersionDocument extends SealedFields {
   _id: string;
+  tenant_id: string;
 }
 
-/** The newest version of each secret (`_id` = secret id): what reads look up. */
-interface CurrentDocument extends SealedFields {
-  _id: string;
-}
-
-const sealedDefinition = {
-  _id: { type: String, required: true },
-  secret_id: { type: String, required: true },
-  version: { type: Number, required: true },
-  record_id: { type: String, required: true },
-  ciphertext: { type: Buffer, required: true },
-  iv: { type: Buffer, required: true },
-  tag: { type: Buffer, required: true },
-  data_key: {
+const versionSchema = new Schema<VersionDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    secret_id: { type: String, required: true },
+    version: { type: Number, required: true },
+    record_id: { type: String, required: true },
     ciphertext: { type: Buffer, required: true },
     iv: { type: Buffer, required: true },
     tag: { type: Buffer, required: true },
-    master_key_id: { type: String, required: true },
+    data_key: {
+      ciphertext: { type: Buffer, required: true },
+      iv: { type: Buffer, required: true },
+      tag: { type: Buffer, required: true },
+      master_key_id: { type: String, required: true },
+    },
+    written_at: { type: Date, required: true },
   },
-  written_at: { type: Date, required: true },
-};
-
-const versionSchema = new Schema<VersionDocument>(sealedDefinition, { versionKey: false, collection: 'local_secret_versions' });
-versionSchema.index({ secret_id: 1 });
-versionSchema.index({ 'data_key.master_key_id': 1 });
-
-const currentSchema = new Schema<CurrentDocument>(sealedDefinition, { versionKey: false, collection: 'local_secret_current' });
-currentSchema.index({ 'data_key.master_key_id': 1 });
+  { versionKey: false, collection: 'local_secret_versions' },
+);
+versionSchema.index({ tenant_id: 1, secret_id: 1 });
+versionSchema.index({ 'data_key.master_key_id': 1, _id: 1 });
 
 // The driver hands stored binary back as BSON Binary; crypto needs Buffers.
 function bytes(value: unknown): Buffer {
@@ -98,157 +93,79 @@ const recordId = (secretId: string, version: number) => `${secretId}:${version}`
 export interface RewrapReport {
   /** Data keys now wrapped by the active master key. */
   rewrapped: number;
-  /** Records that changed or vanished while being re-wrapped (a concurrent write or retirement). */
+  /** Records that changed or vanished while being re-wrapped (a concurrent retirement). */
   skipped: number;
   /** Data keys still wrapped by another master key after the pass. */
   remaining: number;
 }
 
-/** A stored version, as the listing shows it: number and time, never the value. */
-export interface StoredVersion {
-  version: number;
-  writtenAt: Date;
-}
-
 /**
  * The `local` backend's storage: envelope encryption with AES-256-GCM, a fresh data key
- * per secret version wrapped by the master key.
- *
- * Versions: every version is inserted under the unique key `<secret id>:<version>`, which
- * is what hands out numbers. An insert is the one write every MongoDB-wire server makes
- * atomic (FerretDB 1.x updates are read-modify-write), so concurrent writers never share
- * a number. The newest version is also kept under the secret's id, so a read is one
- * primary-key lookup in a collection of one document per secret, however long the history.
+ * per secret version wrapped by the master key. It lives in the secrets-service's own
+ * database, so its writes join the transaction that moves the secret's row: a version and
+ * the row naming it as current are written together or not at all.
  */
 export class LocalSecretStore {
   readonly name = LOCAL_BACKEND_NAME;
-  private readonly versions: Model<VersionDocument>;
-  private readonly current: Model<CurrentDocument>;
-  // Where updates are not atomic, two writers of one secret could still leave the older
-  // version as current; within this process they take turns.
-  private readonly writers = new KeyedSerializer();
-  /** Sealed current versions (never plaintext), reused for `readCacheTtlMs`. */
-  private readonly currentCache: TtlCache<CurrentDocument | null>;
+  private readonly versions: TenantScopedModel<VersionDocument>;
+  /** Every tenant's versions at once: only for re-wrapping under a new master key, an operator's job. */
+  private readonly allTenantsVersions: Model<VersionDocument>;
 
   constructor(
     connection: Connection,
     private readonly keyring: MasterKeyring,
-    private readonly options: {
-      readCacheTtlMs?: number;
-      /** False on servers that apply filtered updates non-atomically (see `updatesAreAtomic`). */
-      atomicUpdates?: boolean;
-    } = {},
   ) {
-    this.currentCache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
-    this.versions =
-      modelFor(connection, 'LocalSecretVersion', versionSchema);
-    this.current =
-      modelFor(connection, 'LocalSecretCurrent', currentSchema);
+    this.allTenantsVersions = modelFor(connection, 'LocalSecretVersion', versionSchema);
+    this.versions = new TenantScopedModel(this.allTenantsVersions);
   }
 
   async ensureIndexes(): Promise<void> {
-    await Promise.all([ensureCollectionAndIndexes(this.versions), ensureCollectionAndIndexes(this.current)]);
+    await ensureCollectionAndIndexes(this.allTenantsVersions);
   }
 
-  /** Stores the value as the secret's next version and returns its number. */
-  store(secretId: string, value: string): Promise<StoredVersion> {
-    return this.writers.run(secretId, async () => {
-      const latest = await this.loadCurrent(secretId);
-      for (let version = (latest?.version ?? 0) + 1; ; version += 1) {
-        const sealed = sealValue(value, recordId(secretId, version), this.keyring);
-        const fields = sealedFields(secretId, version, sealed, new Date());
-        try {
-          await this.versions.collection.insertOne({ _id: fields.record_id, ...fields } as never);
-        } catch (error) {
-          // Another writer took this number: the next one is free or taken too.
-          if (isDuplicateKeyError(error)) continue;
-          throw error;
-        }
-        await this.makeCurrent(fields);
-        this.currentCache.delete(secretId);
-        return { version, writtenAt: fields.written_at };
-      }
-    });
+  /** Seals the value as version `version` of the secret, inside the caller's transaction. */
+  async store(tenantId: string, secretId: string, version: number, value: string, writtenAt: Date, session: ClientSession): Promise<void> {
+    const sealed = sealValue(value, recordId(secretId, version), this.keyring);
+    const fields = sealedFields(secretId, version, sealed, writtenAt);
+    await this.versions.insert(tenantId, { _id: fields.record_id, ...fields }, { session });
   }
 
-  /**
-   * Replaces the current version unless a newer one is already there. Where updates are
-   * atomic, the filter decides between processes; elsewhere writers of one secret already
-   * take turns in this process, and a lone `_id` filter spares a scan of every document.
-   */
-  private async makeCurrent(fields: SealedFields): Promise<void> {
-    const filter = this.options.atomicUpdates === false ? { _id: fields.secret_id } : { _id: fields.secret_id, version: { $lt: fields.version } };
-    try {
-      await this.current.collection.updateOne(filter as never, { $set: fields }, { upsert: true });
-    } catch (error) {
-      // The upsert met a current document with a newer version: it stays.
-      if (!isDuplicateKeyError(error)) throw error;
-    }
+  /** The values of the given versions, by secret id; a version that is not stored is left out. */
+  async readVersions(tenantId: string, wanted: ReadonlyArray<{ secretId: string; version: number }>): Promise<Map<string, string>> {
+    if (wanted.length === 0) return new Map();
+    const docs = await this.versions.find(tenantId, { _id: { $in: wanted.map((item) => recordId(item.secretId, item.version)) } });
+    return new Map(docs.map((doc) => [doc.secret_id, openValue(sealedOf(doc), doc.record_id, this.keyring)]));
   }
 
-  private loadCurrent(secretId: string): Promise<CurrentDocument | null> {
-    return this.currentCache.get(secretId, () => this.current.findOne({ _id: secretId }).lean<CurrentDocument>());
-  }
-
-  /** The newest version and its value, or undefined when the secret has none. */
-  async readLatest(secretId: string): Promise<{ version: number; value: string } | undefined> {
-    const doc = await this.loadCurrent(secretId);
-    if (!doc) return undefined;
-    return { version: doc.version, value: openValue(sealedOf(doc), doc.record_id, this.keyring) };
-  }
-
-  /** The newest version's number and time, without opening it. */
-  async describeLatest(secretId: string): Promise<StoredVersion | undefined> {
-    const doc = await this.loadCurrent(secretId);
-    return doc ? { version: doc.version, writtenAt: doc.written_at } : undefined;
-  }
-
-  /** Destroys every stored version; a second call finds nothing and destroys nothing. */
-  async retire(secretId: string): Promise<{ destroyed: number }> {
-    this.currentCache.delete(secretId);
-    await this.current.deleteOne({ _id: secretId });
-    const result = await this.versions.deleteMany({ secret_id: secretId });
-    this.currentCache.delete(secretId);
-    return { destroyed: result.deletedCount };
+  /** Destroys every stored version of the secret, inside the caller's transaction. */
+  async retire(tenantId: string, secretId: string, session: ClientSession): Promise<{ destroyed: number }> {
+    return { destroyed: await this.versions.deleteMany(tenantId, { secret_id: secretId }, { session }) };
   }
 
   /**
    * Re-wraps every data key that another master key wrapped under the active one, a batch
    * at a time, while the service keeps serving: each update applies only if the record is
-   * still the one that was read, so a concurrent write or retirement is never undone.
+   * still the one that was read, so a concurrent retirement is never undone.
    */
   async rewrapAll(options: { batchSize?: number; onBatch?: (done: number) => void } = {}): Promise<RewrapReport> {
-    const total: RewrapReport = { rewrapped: 0, skipped: 0, remaining: 0 };
-    for (const model of [this.versions, this.current] as Model<SealedFields & { _id: string }>[]) {
-      const report = await this.rewrapCollection(model, options.batchSize ?? 200, (done) => options.onBatch?.(total.rewrapped + done));
-      total.rewrapped += report.rewrapped;
-      total.skipped += report.skipped;
-      total.remaining += report.remaining;
-    }
-    return total;
-  }
-
-  private async rewrapCollection(
-    model: Model<SealedFields & { _id: string }>,
-    batchSize: number,
-    onBatch: (done: number) => void,
-  ): Promise<RewrapReport> {
     const activeId = this.keyring.active.id;
+    const batchSize = options.batchSize ?? 200;
     let rewrapped = 0;
     let skipped = 0;
     let afterId = '';
     for (;;) {
-      const batch = await model
+      const batch = await this.allTenantsVersions
         .find({ 'data_key.master_key_id': { $ne: activeId }, _id: { $gt: afterId } })
         .sort({ _id: 1 })
         .limit(batchSize)
-        .lean<Array<SealedFields & { _id: string }>>();
+        .lean<VersionDocument[]>();
       if (batch.length === 0) break;
       for (const doc of batch) {
         const sealed = sealedOf(doc);
         const next = rewrapDataKey(sealed.wrappedKey, doc.record_id, this.keyring);
-        const result = await model.collection.updateOne(
-          { _id: doc._id, record_id: doc.record_id, 'data_key.iv': sealed.wrappedKey.iv } as never,
+        const result = await this.versions.updateOne(
+          doc.tenant_id,
+          { _id: doc._id, record_id: doc.record_id, 'data_key.iv': sealed.wrappedKey.iv },
           {
             $set: {
               'data_key.ciphertext': next.ciphertext,
@@ -258,13 +175,13 @@ export class LocalSecretStore {
             },
           },
         );
-        if (result.modifiedCount === 1) rewrapped += 1;
+        if (result.modified === 1) rewrapped += 1;
         else skipped += 1;
       }
       afterId = batch.at(-1)!._id;
-      onBatch(rewrapped);
+      options.onBatch?.(rewrapped);
     }
-    const remaining = await model.countDocuments({ 'data_key.master_key_id': { $ne: activeId } });
+    const remaining = await this.allTenantsVersions.countDocuments({ 'data_key.master_key_id': { $ne: activeId } });
     return { rewrapped, skipped, remaining };
   }
 }

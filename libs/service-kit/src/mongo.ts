@@ -59,16 +59,6 @@ export function isDuplicateKeyError(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
 }
 
-/**
- * Whether the server applies a filtered update atomically. MongoDB does; FerretDB 1.x
- * reads, changes and writes back, and filters other than a lone `_id` make it scan every
- * document, so code that relies on a conditional update must serialize writers itself there.
- */
-export async function updatesAreAtomic(connection: Connection): Promise<boolean> {
-  const info = await connection.db!.admin().command({ buildInfo: 1 });
-  return !('ferretdbVersion' in info);
-}
-
 /** The connection's model of that name, compiled from `schema` the first time it is asked for. */
 export function modelFor<T>(connection: Connection, name: string, schema: Schema<T>): Model<T> {
   return (connection.models[name] as Model<T> | undefined) ?? connection.model<T>(name, schema);

@@ -1,6 +1,6 @@
 import type { Recheck } from '@envengine/contracts';
 import { ManifestV1, storedColumnsMismatch, type ColumnSpecInput } from '@envengine/manifest-rules';
-import type { MaterializationRepository } from '../assets/materialization.repository.ts';
+import type { MaterializationRepository } from '@envengine/deployment-data';
 
 /**
  * The activation re-check: every asset of the target that declares a schema is compared
@@ -26,7 +26,7 @@ export async function recheckStoredColumns(
     if (mismatch === null) continue;
     quarantined.push(asset.key);
     if (materialization.status !== 'quarantined') {
-      await materializations.quarantine(materialization.id, mismatch, target.deploymentId);
+      await materializations.quarantine(target.tenantId, materialization.id, mismatch, target.deploymentId);
     }
   }
   return { checked, quarantined };

@@ -3,8 +3,7 @@ import { EnvironmentPathParams, type AssetListing } from '@envengine/contracts';
 import { ManifestV1 } from '@envengine/manifest-rules';
 import type { PlacementClient } from '@envengine/service-clients';
 import { defineRoute, notFound } from '@envengine/service-kit';
-import type { DeploymentRepository } from '../deployments/deployment.repository.ts';
-import type { MaterializationRepository } from './materialization.repository.ts';
+import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 
 /** `GET /environments/:name/assets`: each asset of the active deployment with its latest materialization. */
 export function assetsRouter(placement: PlacementClient, deployments: DeploymentRepository, materializations: MaterializationRepository): Router {

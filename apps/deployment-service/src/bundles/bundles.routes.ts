@@ -1,7 +1,7 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { BUNDLE_REF_PATTERN } from '@envengine/contracts';
 import { ApiError, requestContext } from '@envengine/service-kit';
-import type { BundleRepository } from './bundle.repository.ts';
+import type { BundleRepository } from '@envengine/deployment-data';
 
 const BUNDLE_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'application/octet-stream', 'application/x-tar+gzip']);
 

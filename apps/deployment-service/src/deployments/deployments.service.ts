@@ -11,7 +11,7 @@ import type { IngestInput } from '@envengine/deployment-workflows';
 import { newId } from '@envengine/resource-ids';
 import type { PlacementClient } from '@envengine/service-clients';
 import { ApiError, notFound } from '@envengine/service-kit';
-import type { DeploymentDocument, DeploymentRepository } from './deployment.repository.ts';
+import type { DeploymentDocument, DeploymentRepository } from '@envengine/deployment-data';
 import type { WorkflowStarter } from './workflow-starter.ts';
 
 type StoredRow = Omit<DeploymentDocument, 'manifest_json'>;

@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
 
 /** A response kept for replay: status, content type and the body as sent. */
 export interface StoredResponse {
@@ -37,6 +38,7 @@ const recordSchema = new Schema<IdempotencyRecordDocument>(
   },
   { versionKey: false, collection: 'idempotency_keys' },
 );
+// MongoDB's TTL monitor removes a key once its retention has passed (within a minute or so).
 recordSchema.index({ expires_at: 1 }, { expireAfterSeconds: 0 });
 
 /**
@@ -45,6 +47,7 @@ recordSchema.index({ expires_at: 1 }, { expireAfterSeconds: 0 });
  */
 export class IdempotencyStore {
   private readonly model: Model<IdempotencyRecordDocument>;
+  private readonly records: TenantScopedModel<IdempotencyRecordDocument>;
 
   constructor(
     connection: Connection,
@@ -52,44 +55,19 @@ export class IdempotencyStore {
     private readonly claimMs: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.model =
-      connection.models.IdempotencyRecord ??
-      connection.model<IdempotencyRecordDocument>('IdempotencyRecord', recordSchema);
+    this.model = modelFor(connection, 'IdempotencyRecord', recordSchema);
+    this.records = new TenantScopedModel(this.model);
   }
-
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private ttlIndexRefused = false;
 
   async ensureIndexes(): Promise<void> {
-    try {
-      await ensureCollectionAndIndexes(this.model);
-    } catch (error) {
-      // FerretDB 1.x has no TTL indexes (NotImplemented); expired keys are then swept.
-      if ((error as { code?: unknown }).code !== 238) throw error;
-      this.ttlIndexRefused = true;
-    }
-  }
-
-  /** Removes expired keys every `intervalMs` when the server cannot do it with a TTL index. */
-  startExpirySweep(intervalMs: number, onError: (error: Error) => void): void {
-    if (!this.ttlIndexRefused || this.sweepTimer) return;
-    this.sweepTimer = setInterval(() => {
-      this.model.deleteMany({ expires_at: { $lte: new Date(this.now()) } }).catch(onError);
-    }, intervalMs);
-    this.sweepTimer.unref();
-  }
-
-  stopExpirySweep(): void {
-    clearInterval(this.sweepTimer);
-    this.sweepTimer = undefined;
+    await ensureCollectionAndIndexes(this.model);
   }
 
   async claim(tenantId: string, key: string, fingerprint: string): Promise<ClaimResult> {
     const id = `${tenantId}:${key}`;
     const now = this.now();
-    const fresh: IdempotencyRecordDocument = {
+    const fresh: Omit<IdempotencyRecordDocument, 'tenant_id'> = {
       _id: id,
-      tenant_id: tenantId,
       fingerprint,
       state: 'in_progress',
       response: null,
@@ -97,20 +75,22 @@ export class IdempotencyStore {
       expires_at: new Date(now + this.retentionMs),
     };
     try {
-      await this.model.collection.insertOne(fresh as never);
+      await this.records.insert(tenantId, fresh);
       return { outcome: 'claimed' };
     } catch (error) {
       if (!isDuplicateKeyError(error)) throw error;
     }
-    const existing = await this.model.findOne({ _id: id }).lean<IdempotencyRecordDocument>();
+    const existing = await this.records.findOne(tenantId, { _id: id });
     if (!existing) return this.claim(tenantId, key, fingerprint);
     // Expired records may outlive their time until the TTL monitor removes them.
     const expired = existing.expires_at.getTime() <= now;
     const abandoned = existing.state === 'in_progress' && existing.claim_expires_at.getTime() <= now;
     if (expired || abandoned) {
-      const taken = await this.model.findOneAndReplace(
+      // Taken over only if it is still the record read above: one of two racers wins.
+      const taken = await this.records.findOneAndUpdate(
+        tenantId,
         { _id: id, state: existing.state, claim_expires_at: existing.claim_expires_at },
-        fresh,
+        { $set: fresh },
       );
       return taken ? { outcome: 'claimed' } : this.claim(tenantId, key, fingerprint);
     }
@@ -120,11 +100,11 @@ export class IdempotencyStore {
   }
 
   async complete(tenantId: string, key: string, response: StoredResponse): Promise<void> {
-    await this.model.updateOne({ _id: `${tenantId}:${key}` }, { $set: { state: 'done', response } });
+    await this.records.updateOne(tenantId, { _id: `${tenantId}:${key}`, state: 'in_progress' }, { $set: { state: 'done', response } });
   }
 
   /** Gives the key back, so that a retry runs the request again (after a 5xx). */
   async release(tenantId: string, key: string): Promise<void> {
-    await this.model.deleteOne({ _id: `${tenantId}:${key}`, state: 'in_progress' });
+    await this.records.deleteOne(tenantId, { _id: `${tenantId}:${key}`, state: 'in_progress' });
   }
 }

@@ -1,7 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { ApiError, ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
 import { environmentSchema, type EnvironmentDocument } from './environment.schema.ts';
 
 function toEnvironment(doc: EnvironmentDocument): Environment {
@@ -26,9 +27,11 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
  */
 export class EnvironmentRepository {
   private readonly model: Model<EnvironmentDocument>;
+  private readonly environments: TenantScopedModel<EnvironmentDocument>;
 
   constructor(connection: Connection) {
-    this.model = connection.models.Environment ?? connection.model<EnvironmentDocument>('Environment', environmentSchema);
+    this.model = modelFor(connection, 'Environment', environmentSchema);
+    this.environments = new TenantScopedModel(this.model);
   }
 
   async ensureIndexes(): Promise<void> {
@@ -37,9 +40,8 @@ export class EnvironmentRepository {
 
   async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {
     const now = new Date();
-    const doc: EnvironmentDocument = {
+    const fields: Omit<EnvironmentDocument, 'tenant_id'> = {
       _id: newId('env', now.getTime()),
-      tenant_id: tenantId,
       name: input.name,
       kind: input.kind,
       storage_prefix: input.storage_prefix,
@@ -52,8 +54,9 @@ export class EnvironmentRepository {
       inserted_at: now,
       updated_at: now,
     };
+    let doc: EnvironmentDocument;
     try {
-      await this.model.collection.insertOne(doc as never);
+      doc = await this.environments.insert(tenantId, fields);
     } catch (error) {
       if (isDuplicateKeyError(error)) {
         throw new ApiError('environment_exists', `An environment named "${input.name}" already exists.`, {
@@ -66,12 +69,12 @@ export class EnvironmentRepository {
   }
 
   async list(tenantId: string): Promise<Environment[]> {
-    const docs = await this.model.find({ tenant_id: tenantId }).sort({ _id: 1 }).lean<EnvironmentDocument[]>();
+    const docs = await this.environments.find(tenantId, {}, { sort: { _id: 1 } });
     return docs.map(toEnvironment);
   }
 
   async findByName(tenantId: string, name: string): Promise<Environment | undefined> {
-    const doc = await this.model.findOne({ tenant_id: tenantId, name }).lean<EnvironmentDocument>();
+    const doc = await this.environments.findOne(tenantId, { name });
     return doc ? toEnvironment(doc) : undefined;
   }
 
@@ -81,7 +84,7 @@ export class EnvironmentRepository {
 
   /** Sets the executor of every environment the tenant owns; returns them all. */
   async setExecutorForAll(tenantId: string, executor: Executor): Promise<Environment[]> {
-    await this.model.updateMany({ tenant_id: tenantId }, { $set: { executor, updated_at: new Date() } });
+    await this.environments.updateMany(tenantId, {}, { $set: { executor, updated_at: new Date() } });
     return this.list(tenantId);
   }
 
@@ -108,9 +111,7 @@ export class EnvironmentRepository {
     name: string,
     fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
   ): Promise<Environment | undefined> {
-    const doc = await this.model
-      .findOneAndUpdate({ tenant_id: tenantId, name }, { $set: { ...fields, updated_at: new Date() } }, { returnDocument: 'after' })
-      .lean<EnvironmentDocument>();
+    const doc = await this.environments.findOneAndUpdate(tenantId, { name }, { $set: { ...fields, updated_at: new Date() } });
     return doc ? toEnvironment(doc) : undefined;
   }
 }

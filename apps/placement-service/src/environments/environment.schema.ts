@@ -39,3 +39,5 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
 
 // Names are unique per caller; two tenants may both own `prod`.
 environmentSchema.index({ tenant_id: 1, name: 1 }, { unique: true });
+// A tenant's listing, in creation order.
+environmentSchema.index({ tenant_id: 1, _id: 1 });

@@ -1,36 +1,34 @@
 import type { Connection, Model } from 'mongoose';
 import type { PutBindingRequest } from '@envengine/contracts';
 import { randomBytes } from 'node:crypto';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor, TtlCache } from '@envengine/service-kit';
-import { bindingKey, bindingSchema, type BindingDocument } from './binding.schema.ts';
+import { newId } from '@envengine/resource-ids';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
+import { bindingSchema, type BindingDocument } from './binding.schema.ts';
 
 /** Bindings of one environment at a time; every query carries tenant and environment. */
 export class BindingRepository {
   private readonly model: Model<BindingDocument>;
-  /** Bindings by address for resolution, the path every attempt start takes. */
-  private readonly cache: TtlCache<BindingDocument | null>;
+  private readonly bindings: TenantScopedModel<BindingDocument>;
 
-  constructor(connection: Connection, options: { readCacheTtlMs?: number } = {}) {
-    this.cache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
-    this.model =
-      modelFor(connection, 'Binding', bindingSchema);
+  constructor(connection: Connection) {
+    this.model = modelFor(connection, 'Binding', bindingSchema);
+    this.bindings = new TenantScopedModel(this.model);
   }
 
   async ensureIndexes(): Promise<void> {
     await ensureCollectionAndIndexes(this.model);
   }
 
-  async list(tenantId: string, environmentId: string): Promise<BindingDocument[]> {
-    return this.model.find({ tenant_id: tenantId, environment_id: environmentId }).sort({ name: 1 }).lean<BindingDocument[]>();
+  list(tenantId: string, environmentId: string): Promise<BindingDocument[]> {
+    return this.bindings.find(tenantId, { environment_id: environmentId }, { sort: { name: 1 } });
   }
 
   async find(tenantId: string, environmentId: string, name: string): Promise<BindingDocument | undefined> {
-    const key = bindingKey(tenantId, environmentId, name);
-    const doc = await this.cache.get(key, () => this.model.findOne({ _id: key }).lean<BindingDocument>());
-    return doc ?? undefined;
+    return (await this.bindings.findOne(tenantId, { environment_id: environmentId, name })) ?? undefined;
   }
 
-  /** Replaces the whole binding, creating it when absent; `created` tells which. */
+  /** Replaces the whole binding in one atomic upsert, creating it when absent; `created` tells which. */
   async replace(
     tenantId: string,
     environmentId: string,
@@ -38,25 +36,23 @@ export class BindingRepository {
     binding: PutBindingRequest,
   ): Promise<{ doc: BindingDocument; created: boolean }> {
     const revision = randomBytes(9).toString('base64url');
-    this.cache.delete(bindingKey(tenantId, environmentId, name));
     const now = new Date();
     const upsert = () =>
-      this.model
-        .findOneAndUpdate(
-          { _id: bindingKey(tenantId, environmentId, name) },
-          {
-            $set: {
-              revision,
-              config_json: JSON.stringify(binding.config),
-              secret_refs: Object.entries(binding.secret_refs).map(([setting, secret]) => ({ setting, secret })),
-              mode: binding.mode,
-              updated_at: now,
-            },
-            $setOnInsert: { tenant_id: tenantId, environment_id: environmentId, name, first_revision: revision, inserted_at: now },
+      this.bindings.findOneAndUpdate(
+        tenantId,
+        { environment_id: environmentId, name },
+        {
+          $set: {
+            revision,
+            config_json: JSON.stringify(binding.config),
+            secret_refs: Object.entries(binding.secret_refs).map(([setting, secret]) => ({ setting, secret })),
+            mode: binding.mode,
+            updated_at: now,
           },
-          { upsert: true, returnDocument: 'after' },
-        )
-        .lean<BindingDocument>();
+          $setOnInsert: { _id: newId('bnd'), first_revision: revision, inserted_at: now },
+        },
+        { upsert: true },
+      );
     let doc: BindingDocument | null;
     try {
       doc = await upsert();
@@ -65,15 +61,10 @@ export class BindingRepository {
       if (!isDuplicateKeyError(error)) throw error;
       doc = await upsert();
     }
-    this.cache.delete(bindingKey(tenantId, environmentId, name));
     return { doc: doc!, created: doc!.first_revision === revision };
   }
 
-  async remove(tenantId: string, environmentId: string, name: string): Promise<boolean> {
-    const key = bindingKey(tenantId, environmentId, name);
-    this.cache.delete(key);
-    const result = await this.model.deleteOne({ _id: key });
-    this.cache.delete(key);
-    return result.deletedCount === 1;
+  remove(tenantId: string, environmentId: string, name: string): Promise<boolean> {
+    return this.bindings.deleteOne(tenantId, { environment_id: environmentId, name });
   }
 }

@@ -2,8 +2,7 @@ import { Schema } from 'mongoose';
 import type { BindingMode } from '@envengine/contracts';
 
 /**
- * A binding as stored, under its address `<tenant>/<environment>/<name>` so that
- * resolution reads it by primary key. `config` is kept as JSON text because its keys are the user's
+ * A binding as stored. `config` is kept as JSON text because its keys are the user's
  * (they may hold `.` or start with `$`, which stored field names cannot); `secret_refs`
  * as pairs, so that the bindings naming a secret can be found by index.
  */
@@ -39,8 +38,5 @@ export const bindingSchema = new Schema<BindingDocument>(
   { versionKey: false, collection: 'bindings' },
 );
 
-bindingSchema.index({ tenant_id: 1, environment_id: 1, name: 1 });
-
-export function bindingKey(tenantId: string, environmentId: string, name: string): string {
-  return `${tenantId}/${environmentId}/${name}`;
-}
+// One binding per name and environment; resolution and every route look it up by this key.
+bindingSchema.index({ tenant_id: 1, environment_id: 1, name: 1 }, { unique: true });

@@ -27,7 +27,7 @@ export class BindingsService {
   async list(tenantId: string, environment: EnvironmentRef): Promise<Binding[]> {
     const docs = await this.bindings.list(tenantId, environment.id);
     const referenced = docs.flatMap((doc) => doc.secret_refs.map((ref) => ref.secret));
-    const live = new Set((await this.secrets.findLive(tenantId, environment.id, referenced)).keys());
+    const live = new Set((await this.secrets.findByNames(tenantId, environment.id, referenced)).keys());
     return docs.map((doc) => toBinding(doc, live));
   }
 
@@ -39,7 +39,7 @@ export class BindingsService {
     binding: PutBindingRequest,
   ): Promise<{ binding: Binding; created: boolean }> {
     const refs = Object.entries(binding.secret_refs);
-    const live = await this.secrets.findLive(tenantId, environment.id, refs.map(([, secret]) => secret));
+    const live = await this.secrets.findByNames(tenantId, environment.id, refs.map(([, secret]) => secret));
     const missing = refs.filter(([, secret]) => !live.has(secret));
     if (missing.length > 0) {
       const names = [...new Set(missing.map(([, secret]) => `"${secret}"`))].join(', ');

@@ -3,6 +3,7 @@ import { ApiError, notFound } from '@envengine/service-kit';
 import type { BindingRepository } from '../bindings/binding.repository.ts';
 import type { SecretBackends } from '../secrets/secret-backend.ts';
 import type { SecretRowRepository } from '../secrets/secret-row.repository.ts';
+import type { SecretRowDocument } from '../secrets/secret-row.schema.ts';
 import type { SecretAuditRepository } from './secret-audit.repository.ts';
 
 export interface ResolveRequest {
@@ -31,28 +32,34 @@ export class BindingResolver {
     const binding = await this.bindings.find(request.tenantId, request.environmentId, request.binding);
     if (!binding) throw notFound(`Binding "${request.binding}" of environment ${request.environmentId}`);
 
-    const rows = await this.rows.findLive(request.tenantId, request.environmentId, binding.secret_refs.map((ref) => ref.secret));
-    const values = new Map(
-      await Promise.all(
-        [...rows.values()].map(async (row) => [row.name, await this.backends.get(row.backend).readLatest(row.secret_id)] as const),
-      ),
-    );
+    const rows = await this.rows.findByNames(request.tenantId, request.environmentId, binding.secret_refs.map((ref) => ref.secret));
+    const values = await this.readCurrentValues(request.tenantId, [...rows.values()]);
     const config = JSON.parse(binding.config_json) as Record<string, unknown>;
     const versions: ResolvedSecretVersion[] = [];
     for (const ref of binding.secret_refs) {
-      const latest = values.get(ref.secret);
-      if (!latest) {
+      const row = rows.get(ref.secret);
+      const value = row && values.get(row._id);
+      if (!row || value === undefined) {
         const reason = `Binding "${binding.name}" refers to secret "${ref.secret}" (setting "${ref.setting}"), which the environment no longer has.`;
         await this.record(request, versions, 'refused', reason);
         throw new ApiError('unknown_secret', reason, {
           details: [{ path: `secret_refs.${ref.setting}`, message: `secret "${ref.secret}" is missing` }],
         });
       }
-      config[ref.setting] = latest.value;
-      versions.push({ setting: ref.setting, secret: ref.secret, version: latest.version });
+      config[ref.setting] = value;
+      versions.push({ setting: ref.setting, secret: ref.secret, version: row.version });
     }
     await this.record(request, versions, 'resolved');
     return { name: binding.name, mode: binding.mode, config, secret_versions: versions };
+  }
+
+  /** The current version's value of each row, by secret id: one read per backend. */
+  private async readCurrentValues(tenantId: string, rows: SecretRowDocument[]): Promise<Map<string, string>> {
+    const byBackend = Map.groupBy(rows, (row) => row.backend);
+    const maps = await Promise.all(
+      [...byBackend].map(([backend, of]) => this.backends.get(backend).readVersions(tenantId, of.map((row) => ({ secretId: row._id, version: row.version })))),
+    );
+    return new Map(maps.flatMap((map) => [...map]));
   }
 
   private record(

@@ -1,6 +1,7 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type ClientSession, type Connection, type Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
 import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
 
 export interface AuditedSecretVersion {
   setting: string;
@@ -40,13 +41,15 @@ const auditSchema = new Schema<SecretAuditDocument>(
   { versionKey: false, collection: 'secret_audit', strict: false },
 );
 auditSchema.index({ tenant_id: 1, environment_id: 1, at: -1 });
+auditSchema.index({ tenant_id: 1, secret_id: 1 }, { sparse: true });
 
 export class SecretAuditRepository {
   private readonly model: Model<SecretAuditDocument>;
+  private readonly records: TenantScopedModel<SecretAuditDocument>;
 
   constructor(connection: Connection) {
-    this.model =
-      modelFor(connection, 'SecretAudit', auditSchema);
+    this.model = modelFor(connection, 'SecretAudit', auditSchema);
+    this.records = new TenantScopedModel(this.model);
   }
 
   async ensureIndexes(): Promise<void> {
@@ -64,11 +67,10 @@ export class SecretAuditRepository {
     reason?: string;
     requestId: string;
   }): Promise<void> {
-    await this.model.collection.insertOne({
+    await this.records.insert(entry.tenantId, {
       _id: newId('aud'),
       kind: 'resolve',
       at: new Date(),
-      tenant_id: entry.tenantId,
       environment_id: entry.environmentId,
       caller: entry.caller,
       attempt_id: entry.attemptId ?? null,
@@ -77,36 +79,34 @@ export class SecretAuditRepository {
       outcome: entry.outcome,
       ...(entry.reason ? { reason: entry.reason } : {}),
       request_id: entry.requestId,
-    } as never);
+    });
   }
 
-  /**
-   * One record per retired secret: keyed by the secret's id, so a DELETE retried after a
-   * crash leaves the first record as it was.
-   */
-  async recordRetirement(entry: {
-    tenantId: string;
-    environmentId: string;
-    secret: string;
-    secretId: string;
-    lastVersion: number;
-    requestId: string;
-  }): Promise<void> {
-    await this.model.updateOne(
-      { _id: `retire:${entry.secretId}` },
+  /** One record per retired secret, written in the transaction that retires it. */
+  async recordRetirement(
+    entry: {
+      tenantId: string;
+      environmentId: string;
+      secret: string;
+      secretId: string;
+      lastVersion: number;
+      requestId: string;
+    },
+    session: ClientSession,
+  ): Promise<void> {
+    await this.records.insert(
+      entry.tenantId,
       {
-        $setOnInsert: {
-          kind: 'retire',
-          at: new Date(),
-          tenant_id: entry.tenantId,
-          environment_id: entry.environmentId,
-          secret: entry.secret,
-          secret_id: entry.secretId,
-          last_version: entry.lastVersion,
-          request_id: entry.requestId,
-        },
+        _id: newId('aud'),
+        kind: 'retire',
+        at: new Date(),
+        environment_id: entry.environmentId,
+        secret: entry.secret,
+        secret_id: entry.secretId,
+        last_version: entry.lastVersion,
+        request_id: entry.requestId,
       },
-      { upsert: true },
+      { session },
     );
   }
 }

@@ -1,15 +1,19 @@
+import type { ClientSession } from 'mongoose';
+
 /**
- * Where secret values live. A backend hands out version numbers 1..N per secret id (no
- * two writers get the same one), returns the newest version, and destroys every version
- * on retirement. Rows in the `secrets` collection name the backend that holds their values.
+ * Where secret values live. Rows in the `secrets` collection name the backend that holds
+ * their values and which version is current; the backend keeps each version's value.
+ * Writes take the transaction that moves the row, so a backend in the service's own
+ * database (`local`) changes together with the row or not at all; a backend outside it
+ * would need an outbox, and none is configured.
  */
 export interface SecretBackend {
   readonly name: string;
-  store(secretId: string, value: string): Promise<{ version: number; writtenAt: Date }>;
-  readLatest(secretId: string): Promise<{ version: number; value: string } | undefined>;
-  describeLatest(secretId: string): Promise<{ version: number; writtenAt: Date } | undefined>;
-  /** Idempotent: a second call destroys nothing and succeeds. */
-  retire(secretId: string): Promise<{ destroyed: number }>;
+  store(tenantId: string, secretId: string, version: number, value: string, writtenAt: Date, session: ClientSession): Promise<void>;
+  /** The values of the given versions, by secret id; versions not stored are left out. */
+  readVersions(tenantId: string, wanted: ReadonlyArray<{ secretId: string; version: number }>): Promise<Map<string, string>>;
+  /** Destroys every version of the secret. */
+  retire(tenantId: string, secretId: string, session: ClientSession): Promise<{ destroyed: number }>;
 }
 
 export class SecretBackends {
@@ -28,5 +32,9 @@ export class SecretBackends {
     const backend = this.byName.get(name);
     if (!backend) throw new Error(`secret backend ${name} is not configured in this service`);
     return backend;
+  }
+
+  get default(): SecretBackend {
+    return this.get(this.defaultName);
   }
 }

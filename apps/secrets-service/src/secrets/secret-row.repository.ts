@@ -1,95 +1,62 @@
-import type { Connection, Model } from 'mongoose';
+import type { ClientSession, Connection, Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor, TtlCache } from '@envengine/service-kit';
-import { secretKey, secretRowSchema, type SecretRowDocument } from './secret-row.schema.ts';
+import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
+import { secretRowSchema, type SecretRowDocument } from './secret-row.schema.ts';
 
+/** Secret rows of one environment at a time; every query carries tenant and environment. */
 export class SecretRowRepository {
   private readonly model: Model<SecretRowDocument>;
-  /** Rows by address for the read paths; deletions and checks before acting read fresh. */
-  private readonly cache: TtlCache<SecretRowDocument | null>;
+  private readonly rows: TenantScopedModel<SecretRowDocument>;
 
-  constructor(connection: Connection, options: { readCacheTtlMs?: number } = {}) {
-    this.cache = new TtlCache({ ttlMs: options.readCacheTtlMs ?? 0, maxEntries: 50_000 });
-    this.model =
-      modelFor(connection, 'SecretRow', secretRowSchema);
+  constructor(connection: Connection) {
+    this.model = modelFor(connection, 'SecretRow', secretRowSchema);
+    this.rows = new TenantScopedModel(this.model);
   }
 
   async ensureIndexes(): Promise<void> {
     await ensureCollectionAndIndexes(this.model);
   }
 
-  /** The secret's row, created when there is none. */
-  async findOrCreate(tenantId: string, environmentId: string, name: string, backend: string): Promise<SecretRowDocument> {
-    const key = secretKey(tenantId, environmentId, name);
-    for (;;) {
-      const existing = await this.cached(key);
-      if (existing) return existing;
-      const row: SecretRowDocument = {
-        _id: key,
-        secret_id: newId('sec'),
-        tenant_id: tenantId,
-        environment_id: environmentId,
-        name,
-        backend,
-        created_at: new Date(),
-        retiring_at: null,
-      };
-      try {
-        await this.model.collection.insertOne(row as never);
-        return row;
-      } catch (error) {
-        // A concurrent first write created it: read that one.
-        if (!isDuplicateKeyError(error)) throw error;
-      } finally {
-        this.cache.delete(key);
-      }
-    }
-  }
-
-  /** Whether this incarnation of the secret still exists for readers. */
-  async isLive(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<boolean> {
-    // Read by primary key alone and compared here: FerretDB answers only that from an index.
-    const current = await this.model.findOne({ _id: row._id }, { secret_id: 1, retiring_at: 1 }).lean<SecretRowDocument>();
-    const live = current?.secret_id === row.secret_id && !current.retiring_at;
-    if (!live) this.cache.delete(row._id);
-    return live;
-  }
-
-  private cached(key: string): Promise<SecretRowDocument | null> {
-    return this.cache.get(key, () => this.model.findOne({ _id: key }).lean<SecretRowDocument>());
-  }
-
-  async list(tenantId: string, environmentId: string): Promise<SecretRowDocument[]> {
-    return this.model
-      .find({ tenant_id: tenantId, environment_id: environmentId, retiring_at: null })
-      .sort({ name: 1 })
-      .lean<SecretRowDocument[]>();
-  }
-
-  /** The row, including one whose deletion was interrupted (so that a retry can finish it). */
-  async find(tenantId: string, environmentId: string, name: string): Promise<SecretRowDocument | undefined> {
-    const doc = await this.model.findOne({ _id: secretKey(tenantId, environmentId, name) }).lean<SecretRowDocument>();
-    return doc ?? undefined;
-  }
-
-  /** Rows that exist for readers, by name. */
-  async findLive(tenantId: string, environmentId: string, names: readonly string[]): Promise<Map<string, SecretRowDocument>> {
-    const unique = [...new Set(names)];
-    const docs = await Promise.all(
-      unique.map((name) => this.cached(secretKey(tenantId, environmentId, name))),
+  /**
+   * Hands out the secret's next version (1 for a new secret) in one atomic update, inside
+   * the caller's transaction: two writers of one secret conflict there, and the driver
+   * runs the loser again, so versions are 1..N with no gaps and no duplicates.
+   */
+  async nextVersion(
+    tenantId: string,
+    environmentId: string,
+    name: string,
+    backend: string,
+    at: Date,
+    session: ClientSession,
+  ): Promise<SecretRowDocument> {
+    const row = await this.rows.findOneAndUpdate(
+      tenantId,
+      { environment_id: environmentId, name },
+      {
+        $inc: { version: 1 },
+        $set: { rotated_at: at },
+        $setOnInsert: { _id: newId('sec'), backend, created_at: at },
+      },
+      { upsert: true, session },
     );
-    return new Map(docs.filter((doc) => doc !== null && !doc.retiring_at).map((doc) => [doc!.name, doc!]));
+    return row!;
   }
 
-  async markRetiring(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<void> {
-    this.cache.delete(row._id);
-    await this.model.updateOne({ _id: row._id, secret_id: row.secret_id, retiring_at: null }, { $set: { retiring_at: new Date() } });
+  list(tenantId: string, environmentId: string): Promise<SecretRowDocument[]> {
+    return this.rows.find(tenantId, { environment_id: environmentId }, { sort: { name: 1 } });
   }
 
-  /** Removes this incarnation only: a row written anew under the same name stays. */
-  async remove(row: Pick<SecretRowDocument, '_id' | 'secret_id'>): Promise<void> {
-    this.cache.delete(row._id);
-    await this.model.deleteOne({ _id: row._id, secret_id: row.secret_id });
-    this.cache.delete(row._id);
+  /** The rows of the named secrets that exist, by name. */
+  async findByNames(tenantId: string, environmentId: string, names: readonly string[]): Promise<Map<string, SecretRowDocument>> {
+    if (names.length === 0) return new Map();
+    const docs = await this.rows.find(tenantId, { environment_id: environmentId, name: { $in: [...new Set(names)] } });
+    return new Map(docs.map((doc) => [doc.name, doc]));
+  }
+
+  /** Removes the row and returns it, inside the caller's transaction; null when there is none. */
+  removeByName(tenantId: string, environmentId: string, name: string, session: ClientSession): Promise<SecretRowDocument | null> {
+    return this.rows.findOneAndDelete(tenantId, { environment_id: environmentId, name }, { session });
   }
 }

@@ -20,7 +20,7 @@ export function secretsRouter(environments: EnvironmentDirectory, secrets: Secre
     '/environments/:name/secrets/:secret',
     defineRoute({ params: SecretPathParams, body: PutSecretRequest }, async ({ tenantId, params, body, requestId }) => {
       const environment = await environments.require(tenantId, params.name, requestId);
-      const { row, created } = await secrets.put(tenantId, environment, params.secret, body.value, requestId);
+      const { row, created } = await secrets.put(tenantId, environment, params.secret, body.value);
       return { status: created ? 201 : 200, data: row };
     }),
   );

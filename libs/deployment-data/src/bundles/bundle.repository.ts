@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import mongoose, { Schema, type Connection, type Model } from 'mongoose';
 import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
 import { readBundle } from './bundle-reader.ts';
 
 /** One bundle of one tenant: its GridFS file and what the archive holds. */
 interface BundleDocument {
-  /** `<tenant>/<sha256 hex>`: a bundle belongs to the caller who uploaded it. */
+  /** `<tenant>/<bundle ref>`: a bundle belongs to the caller who uploaded it. */
   _id: string;
   tenant_id: string;
   bundle_ref: string;
@@ -34,10 +35,12 @@ const bundleKey = (tenantId: string, ref: string) => `${tenantId}/${ref}`;
 /** Content-addressed bundles in GridFS, scoped to the tenant that uploaded them. */
 export class BundleRepository {
   private readonly model: Model<BundleDocument>;
+  private readonly bundles: TenantScopedModel<BundleDocument>;
   private readonly bucket: mongoose.mongo.GridFSBucket;
 
   constructor(connection: Connection) {
     this.model = modelFor(connection, 'Bundle', bundleSchema);
+    this.bundles = new TenantScopedModel(this.model);
     this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
   }
 
@@ -60,15 +63,14 @@ export class BundleRepository {
     }
     const bundleRef = `sha256:${read.sha256}`;
     try {
-      await this.model.collection.insertOne({
+      await this.bundles.insert(tenantId, {
         _id: bundleKey(tenantId, bundleRef),
-        tenant_id: tenantId,
         bundle_ref: bundleRef,
         size: read.size,
         file_id: sink.id,
         entries: read.entries,
         inserted_at: new Date(),
-      } as never);
+      });
       return { bundleRef, size: read.size, created: true };
     } catch (error) {
       await this.bucket.delete(sink.id).catch(() => undefined);
@@ -78,12 +80,12 @@ export class BundleRepository {
   }
 
   async exists(tenantId: string, bundleRef: string): Promise<boolean> {
-    return (await this.model.exists({ _id: bundleKey(tenantId, bundleRef) })) !== null;
+    return (await this.bundles.findOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { projection: { _id: 1 } })) !== null;
   }
 
   /** File paths in the bundle, or null when the tenant has no such bundle. */
   async entries(tenantId: string, bundleRef: string): Promise<string[] | null> {
-    const doc = await this.model.findOne({ _id: bundleKey(tenantId, bundleRef) }, { entries: 1 }).lean<Pick<BundleDocument, 'entries'>>();
+    const doc = await this.bundles.findOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { projection: { entries: 1 } });
     return doc?.entries ?? null;
   }
 }

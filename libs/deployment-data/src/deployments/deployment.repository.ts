@@ -1,7 +1,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import type { DeploymentValidation, GitInfo } from '@envengine/contracts';
+import type { DeploymentValidation, GitInfo, RecordDeploymentRequest } from '@envengine/contracts';
 import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
-import type { DeploymentRecord } from '@envengine/deployment-workflows';
+import { TenantScopedModel } from '@envengine/tenant-data';
 
 /** A deployment as stored. The manifest is kept as JSON text (its keys are the user's) and never answered. */
 export interface DeploymentDocument {
@@ -38,6 +38,7 @@ const deploymentSchema = new Schema<DeploymentDocument>(
   },
   { versionKey: false, collection: 'deployments' },
 );
+// Listing an environment's deployments, newest first; single reads go by `_id`.
 deploymentSchema.index({ tenant_id: 1, environment_id: 1, _id: -1 });
 
 const WITHOUT_MANIFEST = { manifest_json: 0 } as const;
@@ -45,10 +46,11 @@ const WITHOUT_MANIFEST = { manifest_json: 0 } as const;
 /** Deployments of one tenant at a time; every query carries the tenant. */
 export class DeploymentRepository {
   private readonly model: Model<DeploymentDocument>;
+  private readonly deployments: TenantScopedModel<DeploymentDocument>;
 
   constructor(connection: Connection) {
-    this.model =
-      modelFor(connection, 'Deployment', deploymentSchema);
+    this.model = modelFor(connection, 'Deployment', deploymentSchema);
+    this.deployments = new TenantScopedModel(this.model);
   }
 
   async ensureIndexes(): Promise<void> {
@@ -56,11 +58,10 @@ export class DeploymentRepository {
   }
 
   /** Inserts the row under its id; a retried activity finds it there and changes nothing. */
-  async recordOnce(record: DeploymentRecord, insertedAt: Date): Promise<void> {
+  async recordOnce(record: RecordDeploymentRequest, insertedAt: Date): Promise<void> {
     try {
-      await this.model.collection.insertOne({
+      await this.deployments.insert(record.tenantId, {
         _id: record.deploymentId,
-        tenant_id: record.tenantId,
         environment_id: record.environmentId,
         environment_name: record.environmentName,
         status: record.status,
@@ -72,15 +73,14 @@ export class DeploymentRepository {
         created_by: record.createdBy,
         manifest_json: JSON.stringify(record.manifest),
         inserted_at: insertedAt,
-      } as never);
+      });
     } catch (error) {
       if (!isDuplicateKeyError(error)) throw error;
     }
   }
 
   async find(tenantId: string, id: string): Promise<Omit<DeploymentDocument, 'manifest_json'> | undefined> {
-    const doc = await this.model.findOne({ _id: id }, WITHOUT_MANIFEST).lean<DeploymentDocument>();
-    return doc && doc.tenant_id === tenantId ? doc : undefined;
+    return (await this.deployments.findOne(tenantId, { _id: id }, { projection: WITHOUT_MANIFEST })) ?? undefined;
   }
 
   /** Newest first; `before` pages on from the last id of the previous page. */
@@ -89,11 +89,11 @@ export class DeploymentRepository {
     environmentId: string,
     page: { limit?: number; before?: string },
   ): Promise<Array<Omit<DeploymentDocument, 'manifest_json'>>> {
-    const filter: Record<string, unknown> = { tenant_id: tenantId, environment_id: environmentId };
-    if (page.before) filter._id = { $lt: page.before };
-    const query = this.model.find(filter, WITHOUT_MANIFEST).sort({ _id: -1 });
-    if (page.limit) query.limit(page.limit);
-    return query.lean<DeploymentDocument[]>();
+    return this.deployments.find(
+      tenantId,
+      { environment_id: environmentId, ...(page.before ? { _id: { $lt: page.before } } : {}) },
+      { projection: WITHOUT_MANIFEST, sort: { _id: -1 }, limit: page.limit },
+    );
   }
 
   async manifest(tenantId: string, id: string): Promise<unknown> {
@@ -102,8 +102,8 @@ export class DeploymentRepository {
 
   /** The deployment's environment and its manifest, in one read. */
   async withManifest(tenantId: string, id: string): Promise<{ environmentId: string; manifest: unknown } | undefined> {
-    const doc = await this.model.findOne({ _id: id }, { manifest_json: 1, tenant_id: 1, environment_id: 1 }).lean<DeploymentDocument>();
-    if (!doc || doc.tenant_id !== tenantId) return undefined;
+    const doc = await this.deployments.findOne(tenantId, { _id: id }, { projection: { manifest_json: 1, environment_id: 1 } });
+    if (!doc) return undefined;
     return { environmentId: doc.environment_id, manifest: JSON.parse(doc.manifest_json) as unknown };
   }
 }

@@ -2,6 +2,7 @@ import { Schema, type Connection, type Model } from 'mongoose';
 import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
+import { TenantScopedModel } from '@envengine/tenant-data';
 
 interface MaterializationDocument {
   _id: string;
@@ -48,10 +49,11 @@ function toMaterialization(doc: MaterializationDocument): Materialization {
 /** What runs stored for each asset; the newest one of an asset is its current latest. */
 export class MaterializationRepository {
   private readonly model: Model<MaterializationDocument>;
+  private readonly materializations: TenantScopedModel<MaterializationDocument>;
 
   constructor(connection: Connection) {
-    this.model =
-      modelFor(connection, 'Materialization', materializationSchema);
+    this.model = modelFor(connection, 'Materialization', materializationSchema);
+    this.materializations = new TenantScopedModel(this.model);
   }
 
   async ensureIndexes(): Promise<void> {
@@ -59,9 +61,8 @@ export class MaterializationRepository {
   }
 
   async record(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
-    const doc: MaterializationDocument = {
+    const doc = await this.materializations.insert(tenantId, {
       _id: newId('mat'),
-      tenant_id: tenantId,
       environment_id: input.environment_id,
       asset_key: input.asset_key,
       columns: input.columns,
@@ -69,25 +70,28 @@ export class MaterializationRepository {
       status: 'latest',
       quarantine: null,
       inserted_at: new Date(),
-    };
-    await this.model.collection.insertOne(doc as never);
+    });
     return toMaterialization(doc);
   }
 
   /** The newest materialization of each asset key given. */
   async latest(tenantId: string, environmentId: string, assetKeys: readonly string[]): Promise<Map<string, Materialization>> {
     if (assetKeys.length === 0) return new Map();
-    const docs = await this.model
-      .find({ tenant_id: tenantId, environment_id: environmentId, asset_key: { $in: [...assetKeys] } })
-      .sort({ _id: -1 })
-      .lean<MaterializationDocument[]>();
-    const latest = new Map<string, Materialization>();
-    for (const doc of docs) if (!latest.has(doc.asset_key)) latest.set(doc.asset_key, toMaterialization(doc));
-    return latest;
+    // The newest of each key straight off the index, however many older ones there are.
+    const newest = await this.materializations.aggregate<{ _id: string; doc: MaterializationDocument }>(
+      tenantId,
+      { environment_id: environmentId, asset_key: { $in: [...assetKeys] } },
+      [{ $sort: { tenant_id: 1, environment_id: 1, asset_key: 1, _id: -1 } }, { $group: { _id: '$asset_key', doc: { $first: '$$ROOT' } } }],
+    );
+    return new Map(newest.map(({ _id, doc }) => [_id, toMaterialization(doc)]));
   }
 
   /** Marks a materialization quarantined in place, naming why and which deployment found it. */
-  async quarantine(id: string, reason: string, deploymentId: string): Promise<void> {
-    await this.model.updateOne({ _id: id }, { $set: { status: 'quarantined', quarantine: { reason, deployment_id: deploymentId, at: new Date() } } });
+  async quarantine(tenantId: string, id: string, reason: string, deploymentId: string): Promise<void> {
+    await this.materializations.updateOne(
+      tenantId,
+      { _id: id, status: 'latest' },
+      { $set: { status: 'quarantined', quarantine: { reason, deployment_id: deploymentId, at: new Date() } } },
+    );
   }
 }

@@ -1,0 +1,5 @@
+export * from './bundles/bundle.repository.ts';
+export * from './bundles/bundle-reader.ts';
+export * from './deployments/deployment.repository.ts';
+export * from './materializations/materialization.repository.ts';
+export * from './activation-locks/activation-lock.repository.ts';

@@ -1,0 +1,2 @@
+export * from './tenant-scoped-model.ts';
+export * from './transactions.ts';

@@ -1,0 +1,104 @@
+import type { ClientSession, Model, PipelineStage, QueryFilter, SortOrder, UpdateQuery } from 'mongoose';
+
+/** A stored document that belongs to one tenant. */
+export interface TenantOwned {
+  _id: string;
+  tenant_id: string;
+}
+
+/** A filter on everything but the tenant, which every method takes as its own argument. */
+export type TenantFilter<T> = Omit<QueryFilter<T>, 'tenant_id'>;
+
+export interface ReadOptions<T> {
+  projection?: Partial<Record<keyof T & string, 0 | 1>>;
+  sort?: Partial<Record<keyof T & string, SortOrder>>;
+  limit?: number;
+  session?: ClientSession;
+}
+
+export interface WriteOptions {
+  session?: ClientSession;
+}
+
+/**
+ * The only way repositories reach a tenant's documents: every read and write takes the
+ * tenant first and puts it in the filter (or the inserted document), so a lookup by `_id`
+ * alone cannot be written. Reads return plain objects (`lean`), never live documents;
+ * inserts go through the model, so the schema casts and validates them.
+ */
+export class TenantScopedModel<T extends TenantOwned> {
+  constructor(private readonly model: Model<T>) {}
+
+  private scoped(tenantId: string, filter: TenantFilter<T>): QueryFilter<T> {
+    if (!tenantId) throw new Error(`${this.model.modelName}: a query without a tenant`);
+    return { ...filter, tenant_id: tenantId } as QueryFilter<T>;
+  }
+
+  async insert(tenantId: string, doc: Omit<T, 'tenant_id'>, options: WriteOptions = {}): Promise<T> {
+    const full = { ...doc, tenant_id: tenantId } as T;
+    await this.model.insertOne(full as never, { session: options.session });
+    return full;
+  }
+
+  findOne(tenantId: string, filter: TenantFilter<T>, options: ReadOptions<T> = {}): Promise<T | null> {
+    const query = this.model.findOne(this.scoped(tenantId, filter), options.projection ?? null, { session: options.session });
+    if (options.sort) query.sort(options.sort as Record<string, SortOrder>);
+    return query.lean<T>().exec();
+  }
+
+  find(tenantId: string, filter: TenantFilter<T>, options: ReadOptions<T> = {}): Promise<T[]> {
+    const query = this.model.find(this.scoped(tenantId, filter), options.projection ?? null, { session: options.session });
+    if (options.sort) query.sort(options.sort as Record<string, SortOrder>);
+    if (options.limit) query.limit(options.limit);
+    return query.lean<T[]>().exec();
+  }
+
+  /** The document after the update (or before it, when asked), null when none matched. */
+  findOneAndUpdate(
+    tenantId: string,
+    filter: TenantFilter<T>,
+    update: UpdateQuery<T>,
+    options: WriteOptions & { upsert?: boolean; returnDocument?: 'before' | 'after'; projection?: ReadOptions<T>['projection'] } = {},
+  ): Promise<T | null> {
+    return this.model
+      .findOneAndUpdate(this.scoped(tenantId, filter), update, {
+        upsert: options.upsert ?? false,
+        returnDocument: options.returnDocument ?? 'after',
+        projection: options.projection,
+        session: options.session,
+      })
+      .lean<T>()
+      .exec();
+  }
+
+  /** Removes the matching document and returns it, null when none matched. */
+  findOneAndDelete(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<T | null> {
+    return this.model.findOneAndDelete(this.scoped(tenantId, filter), { session: options.session }).lean<T>().exec();
+  }
+
+  async updateOne(tenantId: string, filter: TenantFilter<T>, update: UpdateQuery<T>, options: WriteOptions & { upsert?: boolean } = {}) {
+    const result = await this.model.updateOne(this.scoped(tenantId, filter), update, { upsert: options.upsert ?? false, session: options.session });
+    return { matched: result.matchedCount, modified: result.modifiedCount, upserted: result.upsertedCount };
+  }
+
+  async updateMany(tenantId: string, filter: TenantFilter<T>, update: UpdateQuery<T>, options: WriteOptions = {}): Promise<number> {
+    return (await this.model.updateMany(this.scoped(tenantId, filter), update, { session: options.session })).modifiedCount;
+  }
+
+  async deleteOne(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<boolean> {
+    return (await this.model.deleteOne(this.scoped(tenantId, filter), { session: options.session })).deletedCount === 1;
+  }
+
+  async deleteMany(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<number> {
+    return (await this.model.deleteMany(this.scoped(tenantId, filter), { session: options.session })).deletedCount;
+  }
+
+  /** An aggregation that starts from the tenant's documents: its first stage is the tenant's `$match`. */
+  aggregate<R>(tenantId: string, match: TenantFilter<T>, stages: PipelineStage[], options: WriteOptions = {}): Promise<R[]> {
+    return this.model.aggregate<R>([{ $match: this.scoped(tenantId, match) }, ...stages], { session: options.session }).exec();
+  }
+
+  countDocuments(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<number> {
+    return this.model.countDocuments(this.scoped(tenantId, filter), { session: options.session }).exec();
+  }
+}
