@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { AssetListing, dataEnvelope } from '@envengine/contracts';
-import { createTenant, makeBundle, manifestOf, recordMaterialization, type TestTenant } from '@envengine/test-harness';
+import { activationWindows, createTenant, makeBundle, manifestOf, overlappingWindows, recordMaterialization, type TestTenant } from '@envengine/test-harness';
 import { z } from 'zod';
 
 const stack = inject('stack');
@@ -86,6 +86,10 @@ describe('activation re-check and assets', () => {
     }
     const results = await Promise.all(ids.map((id) => tenant.api.post(`/deployments/${id}/activate`, {})));
     for (const result of results) expect(result.status).toBe(200);
+    // Each activation's re-check and pointer move ran while no other one's did.
+    const windows = await activationWindows(stack.temporalAddress, ids.map((id) => `activate-${id}`), ['recheckAssets', 'movePointer']);
+    expect(windows.map((window) => window.deploymentId).sort()).toEqual([...ids].sort());
+    expect(overlappingWindows(windows)).toEqual([]);
     const environment = (await tenant.api.get('/environments/prod')).body.data;
     expect(ids).toContain(environment.active_deployment_id);
     const active = (await tenant.api.get('/environments/prod/deployments?active=true')).body.data;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTemporal, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
-import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until } from '@envengine/test-harness';
+import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until, workflowsOf } from '@envengine/test-harness';
 
 const shared = inject('stack');
 
@@ -31,16 +31,25 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
 
   it('a worker killed mid-ingest: the ingest completes when a worker returns, written once', async () => {
     const worker = stack.services.processes['workflow-worker'];
+    const before = (await deployments()).length;
+    // Frozen, the worker holds whatever task it is handed; it is killed only once Temporal
+    // shows the ingest running, so the kill lands while the ingest is under way.
+    process.kill(worker.pid!, 'SIGSTOP');
+    const pending = tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef });
+    const running = await until(
+      () => workflowsOf(stack.info.temporalAddress, "WorkflowType = 'ingestDeployment' AND ExecutionStatus = 'Running'"),
+      (ids) => ids.length === 1,
+      15_000,
+    );
+    expect(running).toHaveLength(1);
     process.kill(worker.pid!, 'SIGKILL');
     await worker.waitForExit();
-    const before = (await deployments()).length;
-
-    const pending = tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef });
-    await new Promise((resolve) => setTimeout(resolve, 2000));
     await stack.services.restart('workflow-worker');
+
     const response = await pending;
     expect(response.status, response.text).toBe(201);
     expect(response.body.data).toMatchObject({ status: 'ready', active: true });
+    expect(running[0]).toBe(`ingest-${response.body.data.id}`);
     const after = await deployments();
     expect(after.length).toBe(before + 1);
     expect(after.filter((row) => row.id === response.body.data.id)).toHaveLength(1);

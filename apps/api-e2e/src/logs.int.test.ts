@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { createTenant } from '@envengine/test-harness';
+import { createTenant, until } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -11,11 +11,21 @@ describe('service logs', () => {
     const marker = `body-marker-${Date.now()}`;
     await tenant.api.post('/environments', { name: 'logged', storage_prefix: marker, executor: 'local' });
     await tenant.api.post('/environments', { name: 'bad name', storage_prefix: marker, executor: 'local' });
-    await tenant.api.get('/environments/logged');
-    // Logs are written asynchronously; give them a moment to reach the files.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-
+    // The last request carries a known request id: once its line is in the gateway's and
+    // the placement-service's logs, everything those processes logged before it is there too.
+    const lastRequestId = `last-${Date.now()}`;
+    await tenant.api.get('/environments/logged', { headers: { 'X-Request-Id': lastRequestId } });
     const logDir = join(stack.dataDir, 'logs');
+    const read = (file: string) => readFileSync(join(logDir, file), 'utf8');
+    await until(
+      async () => ['gateway.log', 'placement-service.log'].filter((file) => read(file).includes(lastRequestId)).length,
+      (found) => found === 2,
+      10_000,
+    );
+    // The scan sees this test's lines: the path it requested is there, the body it sent is not.
+    expect(read('gateway.log')).toContain('/environments/logged');
+    expect(read('placement-service.log')).toContain(lastRequestId);
+
     const serviceLogs = readdirSync(logDir).filter((file) => /(gateway|service|worker)\.log$/.test(file));
     expect(serviceLogs.length).toBeGreaterThanOrEqual(6);
     let requestLines = 0;

@@ -60,25 +60,25 @@ describe('secrets', () => {
     expect(versions.length).toBeGreaterThan(0);
     expect(JSON.stringify(versions)).not.toContain(value);
     const row = await secretsDb().collection('secrets').findOne({ name });
-    expect(row).toMatchObject({ backend: 'local', name });
-    const current = await secretsDb().collection('local_secret_current').findOne({ _id: row!.secret_id });
-    expect(current).toMatchObject({ version: 1 });
-    expect(JSON.stringify(current)).not.toContain(value);
+    expect(row).toMatchObject({ backend: 'local', name, version: 1, tenant_id: tenant.tenantId });
+    expect(JSON.stringify(row)).not.toContain(value);
+    const stored = await secretsDb().collection('local_secret_versions').findOne({ secret_id: row!._id, version: 1 });
+    expect(stored).toMatchObject({ tenant_id: tenant.tenantId });
+    expect(JSON.stringify(stored)).not.toContain(value);
   });
 
   it('retires a secret: every stored version is destroyed, the row is removed, a second DELETE is 404', async () => {
     const name = uniqueName('retire');
     for (const value of ['v1', 'v2', 'v3']) await tenant.api.put(`/environments/${env}/secrets/${name}`, { value });
     const row = await secretsDb().collection('secrets').findOne({ name });
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!.secret_id })).toBe(3);
+    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!._id })).toBe(3);
 
     const deleted = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
     expect(deleted.status).toBe(200);
     expect(dataEnvelope(DeletedResource).parse(deleted.body)).toEqual({ data: { name } });
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!.secret_id })).toBe(0);
-    expect(await secretsDb().collection('local_secret_current').countDocuments({ secret_id: row!.secret_id })).toBe(0);
-    expect(await secretsDb().collection('secrets').countDocuments({ secret_id: row!.secret_id })).toBe(0);
-    expect(await secretsDb().collection('secret_audit').countDocuments({ kind: 'retire', secret_id: row!.secret_id })).toBe(1);
+    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row!._id })).toBe(0);
+    expect(await secretsDb().collection('secrets').countDocuments({ _id: row!._id })).toBe(0);
+    expect(await secretsDb().collection('secret_audit').countDocuments({ kind: 'retire', secret_id: row!._id })).toBe(1);
 
     const again = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
     expect(again.status).toBe(404);
@@ -92,61 +92,34 @@ describe('secrets', () => {
     expect(recreated.body.data.version).toBe(1);
   });
 
-  it('a DELETE retried after a crash between its steps finishes the retirement exactly once', async () => {
-    // The state a crash leaves after the row was marked and the values destroyed, before the row was removed.
-    const name = uniqueName('crash-after-destroy');
-    await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'doomed' });
-    await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'doomed-2' });
-    const rows = secretsDb().collection<{ _id: string; secret_id: string }>('secrets');
-    const row = (await rows.findOne({ name }))!;
-    const retiredAt = new Date();
-    await rows.updateOne({ _id: row._id }, { $set: { retiring_at: retiredAt } });
-    await secretsDb().collection('secret_audit').insertOne({
-      _id: `retire:${row.secret_id}` as never, kind: 'retire', at: retiredAt, tenant_id: tenant.tenantId, environment_id: 'x', secret: name, secret_id: row.secret_id, last_version: 2,
-    });
-    await secretsDb().collection('local_secret_current').deleteOne({ _id: row.secret_id as never });
-    await secretsDb().collection('local_secret_versions').deleteMany({ secret_id: row.secret_id });
+  it('DELETEs racing PUTs of one secret leave it whole or gone: never a row without its values, or values without a row', async () => {
+    const name = uniqueName('racing');
+    await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'start' });
+    const responses = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        i % 3 === 0
+          ? tenant.api.delete(`/environments/${env}/secrets/${name}`)
+          : tenant.api.put(`/environments/${env}/secrets/${name}`, { value: `racing-${i}` }),
+      ),
+    );
+    for (const response of responses) expect([200, 201, 404]).toContain(response.status);
+    const deletes = responses.filter((response, i) => i % 3 === 0 && response.status === 200).length;
+    expect(deletes).toBeGreaterThan(0);
 
-    // Readers already see it gone.
-    const listed = SecretList.parse((await tenant.api.get(`/environments/${env}/secrets`)).body).data;
-    expect(listed.map((secret) => secret.name)).not.toContain(name);
-
-    const retried = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
-    expect(retried.status).toBe(200);
-    expect(retried.body).toEqual({ data: { name } });
-    expect(await rows.countDocuments({ _id: row._id })).toBe(0);
-    const audit = await secretsDb().collection('secret_audit').find({ secret_id: row.secret_id }).toArray();
-    expect(audit).toHaveLength(1);
-    expect(audit[0]!.at).toEqual(retiredAt);
-    expect((await tenant.api.delete(`/environments/${env}/secrets/${name}`)).status).toBe(404);
-  });
-
-  it('a DELETE retried after a crash before the values were destroyed destroys them', async () => {
-    const name = uniqueName('crash-before-destroy');
-    await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'still-stored' });
-    const rows = secretsDb().collection<{ _id: string; secret_id: string }>('secrets');
-    const row = (await rows.findOne({ name }))!;
-    await rows.updateOne({ _id: row._id }, { $set: { retiring_at: new Date() } });
-
-    const retried = await tenant.api.delete(`/environments/${env}/secrets/${name}`);
-    expect(retried.status).toBe(200);
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row.secret_id })).toBe(0);
-    expect(await secretsDb().collection('local_secret_current').countDocuments({ secret_id: row.secret_id })).toBe(0);
-    expect(await secretsDb().collection('secret_audit').countDocuments({ secret_id: row.secret_id })).toBe(1);
-  });
-
-  it('a PUT onto a secret whose deletion was interrupted finishes the deletion and starts at version 1', async () => {
-    const name = uniqueName('crash-then-put');
-    await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'old' });
-    await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'old-2' });
-    const rows = secretsDb().collection<{ _id: string; secret_id: string }>('secrets');
-    const row = (await rows.findOne({ name }))!;
-    await rows.updateOne({ _id: row._id }, { $set: { retiring_at: new Date() } });
-
-    const written = await tenant.api.put(`/environments/${env}/secrets/${name}`, { value: 'new' });
-    expect(written.status).toBe(201);
-    expect(written.body.data.version).toBe(1);
-    expect(await secretsDb().collection('local_secret_versions').countDocuments({ secret_id: row.secret_id })).toBe(0);
+    const rows = await secretsDb().collection('secrets').find({ tenant_id: tenant.tenantId, name }).toArray();
+    expect(rows.length).toBeLessThanOrEqual(1);
+    const versions = await secretsDb().collection('local_secret_versions').find({ tenant_id: tenant.tenantId }).toArray();
+    const retired = await secretsDb().collection('secret_audit').find({ tenant_id: tenant.tenantId, kind: 'retire', secret: name }).toArray();
+    // Every successful DELETE retired exactly one incarnation, whose values are all gone.
+    expect(retired).toHaveLength(deletes);
+    for (const record of retired) expect(versions.filter((version) => version.secret_id === record.secret_id)).toHaveLength(0);
+    if (rows[0]) {
+      // The surviving incarnation holds exactly versions 1..current.
+      const mine = versions.filter((version) => version.secret_id === rows[0]!._id).map((version) => version.version as number);
+      expect(mine.sort((a, b) => a - b)).toEqual(Array.from({ length: rows[0].version as number }, (_, i) => i + 1));
+      const listed = SecretList.parse((await tenant.api.get(`/environments/${env}/secrets`)).body).data;
+      expect(listed.find((secret) => secret.name === name)?.version).toBe(rows[0].version);
+    }
   });
 
   it('concurrent PUTs of one secret never lose a version: 1..N, no gaps, no duplicates', async () => {
@@ -164,7 +137,7 @@ describe('secrets', () => {
     const listed = SecretList.parse((await tenant.api.get(`/environments/${env}/secrets`)).body).data;
     expect(listed.find((secret) => secret.name === name)?.version).toBe(writers);
     const row = await secretsDb().collection('secrets').findOne({ name });
-    const stored = await secretsDb().collection('local_secret_versions').find({ secret_id: row!.secret_id }).toArray();
+    const stored = await secretsDb().collection('local_secret_versions').find({ secret_id: row!._id }).toArray();
     expect(stored.map((doc) => doc.version).sort((a, b) => a - b)).toEqual(Array.from({ length: writers }, (_, i) => i + 1));
   });
 

@@ -33,7 +33,8 @@ const versionSchema = new Schema<VersionDocument>(
     secret_id: { type: String, required: true },
     version: { type: Number, required: true },
     record_id: { type: String, required: true },
-    ciphertext: { type: Buffer, required: true },
+    // An empty value seals to an empty ciphertext, which `required` would refuse.
+    ciphertext: { type: Buffer, default: () => Buffer.alloc(0) },
     iv: { type: Buffer, required: true },
     tag: { type: Buffer, required: true },
     data_key: {

@@ -6,3 +6,4 @@ export * from './secret-resolution.ts';
 export * from './bundles.ts';
 export * from './materializations.ts';
 export * from './until.ts';
+export * from './workflow-history.ts';

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { BSON, MongoClient } from 'mongodb';
+import { Client, Connection } from '@temporalio/client';
 
 export interface LeakHit {
   where: string;
@@ -73,4 +74,32 @@ export function scanLogs(dataDir: string, needles: readonly string[]): { hits: L
   const files = readdirSync(logDir).filter((file) => file.endsWith('.log'));
   const hits = files.flatMap((file) => hitsIn(`log ${file}`, readFileSync(join(logDir, file), 'latin1'), needles));
   return { hits, files: files.length };
+}
+
+/**
+ * Every event of every workflow history on the Temporal server. Payloads arrive as bytes
+ * (JSON of a Uint8Array would show only numbers), so each byte field is searched decoded.
+ */
+export async function scanWorkflowHistories(temporalAddress: string, needles: readonly string[]): Promise<{ hits: LeakHit[]; histories: number }> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  const hits: LeakHit[] = [];
+  let histories = 0;
+  try {
+    const client = new Client({ connection });
+    for await (const execution of client.workflow.list()) {
+      histories += 1;
+      const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+      const where = `temporal ${execution.workflowId}/${execution.runId}`;
+      hits.push(...hitsIn(where, `${JSON.stringify(history)}\n${decodedBytes(history)}`, needles));
+    }
+  } finally {
+    await connection.close();
+  }
+  return { hits, histories };
+}
+
+function decodedBytes(value: unknown): string {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('latin1');
+  if (value === null || typeof value !== 'object') return '';
+  return Object.values(value).map(decodedBytes).join('\n');
 }

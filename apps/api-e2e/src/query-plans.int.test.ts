@@ -1,0 +1,89 @@
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { callResolve, createTenant, makeBundle, manifestOf, recordMaterialization, type TestTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+
+interface ProfileEntry {
+  ns: string;
+  op: string;
+  planSummary?: string;
+  command?: Record<string, unknown>;
+}
+
+/**
+ * Every query the services run for a request must be answered from an index. MongoDB's
+ * profiler records each operation with its plan while every endpoint is driven once;
+ * then no recorded plan may be a collection scan.
+ */
+describe('query plans of the request paths', () => {
+  let mongo: MongoClient;
+  let tenant: TestTenant;
+  const databases = () => Object.values(stack.databases);
+
+  beforeAll(async () => {
+    mongo = await new MongoClient(stack.mongoUrl).connect();
+    tenant = await createTenant(stack, 'plans');
+    for (const name of databases()) {
+      await mongo.db(name).command({ profile: 0 });
+      await mongo.db(name).collection('system.profile').drop().catch(() => undefined);
+      await mongo.db(name).command({ profile: 2 });
+    }
+  });
+
+  afterAll(async () => {
+    for (const name of databases()) await mongo?.db(name).command({ profile: 0 });
+    await mongo?.close();
+  });
+
+  it('drives every endpoint once and finds no collection scan', async () => {
+    const api = tenant.api;
+    expect((await api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).status).toBe(201);
+    const environmentId = (await api.get('/environments/prod')).body.data.id as string;
+    await api.get('/environments');
+    await api.post('/environments/prod/placement', { executor: 'remote' });
+    await api.post('/placement', { executor: 'local' });
+    await api.post('/environments/prod/schedules/pause', { reason: 'plans' });
+    await api.post('/environments/prod/schedules/resume', {});
+    await api.post('/environments', { name: 'idem', storage_prefix: 'p', executor: 'local' }, { headers: { 'Idempotency-Key': 'plans-1' } });
+    await api.post('/environments', { name: 'idem', storage_prefix: 'p', executor: 'local' }, { headers: { 'Idempotency-Key': 'plans-1' } });
+
+    expect((await api.put('/environments/prod/secrets/pw', { value: 'v1' })).status).toBe(201);
+    expect((await api.put('/environments/prod/secrets/pw', { value: 'v2' })).status).toBe(200);
+    await api.get('/environments/prod/secrets');
+    expect((await api.put('/environments/prod/bindings/warehouse', { config: { h: 1 }, secret_refs: { password: 'pw' } })).status).toBe(201);
+    await api.get('/environments/prod/bindings');
+    expect((await callResolve(stack, { tenantId: tenant.tenantId, body: { environment_id: environmentId, binding: 'warehouse' } })).status).toBe(200);
+    await api.put('/environments/prod/secrets/gone', { value: 'x' });
+    expect((await api.delete('/environments/prod/secrets/gone')).status).toBe(200);
+    await api.put('/environments/prod/bindings/other', {});
+    expect((await api.delete('/environments/prod/bindings/other')).status).toBe(200);
+
+    const bundle = await makeBundle({ 'assets/orders.js': 'x' });
+    const bundleRef = (await api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref as string;
+    expect((await api.request('HEAD', `/bundles/${bundleRef}`)).status).toBe(200);
+    const first = await api.post('/environments/prod/deployments', { manifest: manifestOf([{ key: 'orders', columns: [{ name: 'id', type: 'integer' }] }]), bundle_ref: bundleRef });
+    expect(first.status, first.text).toBe(201);
+    await recordMaterialization(stack, tenant.tenantId, { environment_id: environmentId, asset_key: 'orders', columns: [{ name: 'id', type: 'integer', nullable: false }], row_count: 1 });
+    const second = await api.post('/environments/prod/deployments', { manifest: manifestOf([{ key: 'orders', columns: [{ name: 'id', type: 'string' }] }]), bundle_ref: bundleRef });
+    expect(second.status, second.text).toBe(201);
+    expect((await api.post(`/deployments/${first.body.data.id}/activate`, {})).status).toBe(200);
+    await api.get('/environments/prod/deployments');
+    await api.get('/environments/prod/deployments?active=true');
+    await api.get(`/deployments/${first.body.data.id}`);
+    await api.get('/environments/prod/assets');
+
+    const entries: ProfileEntry[] = [];
+    for (const name of databases()) {
+      await mongo.db(name).command({ profile: 0 });
+      entries.push(...(await mongo.db(name).collection<ProfileEntry>('system.profile').find({}).toArray()));
+    }
+    const planned = entries.filter((entry) => entry.planSummary && !entry.ns.includes('.system.'));
+    // The profiler saw the request paths: reads and conditional writes, each with a plan.
+    expect(planned.length).toBeGreaterThan(30);
+    const scans = planned
+      .filter((entry) => entry.planSummary!.includes('COLLSCAN'))
+      .map((entry) => `${entry.ns} ${entry.op} ${JSON.stringify(entry.command?.filter ?? entry.command?.q ?? entry.command?.query ?? entry.command)}`);
+    expect(scans).toEqual([]);
+  });
+});
