@@ -52,6 +52,29 @@ export default tseslint.config(
     },
   },
   {
+    // Stored data is written through typed models (schema-cast and validated), and tenant
+    // data through TenantScopedModel: never by raw driver calls on a model's collection.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: ['**/*.test.ts', 'apps/api-e2e/**', 'libs/test-harness/**', 'libs/backing-servers/**', 'libs/dev-stack/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.object.property.name='collection'][callee.property.name=/^(insertOne|insertMany|updateOne|updateMany|replaceOne|deleteOne|deleteMany|findOneAndUpdate|findOneAndReplace|findOneAndDelete|bulkWrite)$/]",
+          message: 'Write through the typed model (TenantScopedModel for tenant data), not the raw collection.',
+        },
+      ],
+    },
+  },
+  {
+    // Configuration is read once at start-up, through a schema, by each app's entry point.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: ['apps/*/src/main.ts', 'apps/*/src/config.ts', '**/*.test.ts', 'libs/backing-servers/**', 'libs/dev-stack/**', 'libs/test-harness/**'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration in the app config (parsed once at start) and pass it in.' }],
+    },
+  },
+  {
     // Workflow code is replayed by Temporal and must stay deterministic: no I/O, no Node.
     files: ['**/*.workflow.ts', '**/workflows/**/*.ts'],
     ignores: ['**/*.test.ts', '**/*.activities.ts', '**/activities/**'],

@@ -10,10 +10,11 @@ import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
 import { Bench } from './harness.ts';
 import { deploymentsSuite } from './deployments-suite.ts';
+import { scaleSuite } from './scale-suite.ts';
 import { secretsSuite } from './secrets-suite.ts';
 import type { SuiteContext } from './suite-context.ts';
 
-const SUITES = { gateway: gatewaySuite, secrets: secretsSuite, deployments: deploymentsSuite } as const;
+const SUITES = { gateway: gatewaySuite, secrets: secretsSuite, deployments: deploymentsSuite, scale: scaleSuite } as const;
 
 const { values } = parseArgs({
   options: {

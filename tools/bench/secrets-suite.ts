@@ -99,7 +99,7 @@ export async function secretsSuite(bench: Bench, { stack, tenantId, auth }: Suit
     resultRow(bareFind),
     resultRow(resolution, bareFind),
     '',
-    `Medians of ${bench.settings.rounds} interleaved rounds at ${bench.settings.connections} connections. A secret write rotates one of ${SECRETS} secrets (seal under a fresh data key, insert the version, make it current, check the secret still exists); a resolution reads one of ${BINDINGS} bindings, its 2 secret rows and their sealed current versions (through the service's read cache, as in production), decrypts both and inserts the audit record.`,
+    `Medians of ${bench.settings.rounds} interleaved rounds at ${bench.settings.connections} connections. A secret write rotates one of ${SECRETS} secrets (one transaction: the row moves to its next version and the version, sealed under a fresh data key, is inserted); a resolution reads one of ${BINDINGS} bindings, its 2 secret rows and their sealed current versions (no cache: one binding read, one read of both rows by name, one read of both versions by id), decrypts both and inserts the audit record.`,
     '',
     'CPU milliseconds per request by process:',
     '',
