@@ -1,12 +1,13 @@
-// Ingest and activation through the gateway against a raw `client.workflow.execute` of
-// no-op workflows of the same shape, on the same Temporal server, at 1 and 10 in flight.
+// Ingest and activation through the gateway against a raw `client.workflow.execute` of a
+// workflow with one no-op activity, on the same Temporal server: at 1 in flight, at 10 in
+// flight over 10 environments, and at 10 in flight on one environment (serialized activations).
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { validateManifest } from '@envengine/manifest-rules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
-import { median, type Bench } from './harness.ts';
+import { median, rssMegabytes, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 interface LatencyRun {
@@ -44,14 +45,18 @@ async function measureCalls(name: string, inFlight: number, count: number, opera
   return run;
 }
 
+const ENVIRONMENTS = 10;
+
 export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteContext): Promise<string[]> {
   const { services, servers } = stack;
   const api = `${services.gatewayUrl}/api/v1`;
   const json = { ...auth, 'content-type': 'application/json' };
   const post = (path: string, body: unknown) => fetch(`${api}${path}`, { method: 'POST', headers: json, body: JSON.stringify(body) });
-
-  await post('/environments', { name: 'deploy-bench', storage_prefix: 's3://lake/db', executor: 'local' });
-  await fetch(`${api}/environments/deploy-bench/bindings/warehouse`, { method: 'PUT', headers: json, body: '{}' });
+  const environments = Array.from({ length: ENVIRONMENTS }, (_, i) => `deploy-bench-${i}`);
+  for (const name of environments) {
+    await post('/environments', { name, storage_prefix: `s3://lake/${name}`, executor: 'local' });
+    await fetch(`${api}/environments/${name}/bindings/warehouse`, { method: 'PUT', headers: json, body: '{}' });
+  }
   const keys = ['raw_orders', 'orders', 'customers', 'revenue', 'report'];
   const bundle = await makeBundle(Object.fromEntries(keys.map((key) => [`assets/${key}.js`, 'export default async () => {}'])));
   const uploaded = await fetch(`${api}/bundles`, { method: 'POST', headers: { ...auth, 'content-type': 'application/gzip' }, body: bundle });
@@ -59,51 +64,56 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
   const manifest = manifestOf(
     keys.map((key, i) => ({ key, deps: i === 0 ? [] : [keys[i - 1]!], columns: [{ name: 'id', type: 'integer' }, { name: 'value', type: 'number', nullable: true }] })),
   );
-  const ingest = async () => (await post('/environments/deploy-bench/deployments', { manifest, bundle_ref: bundleRef })).status === 201;
+  const ingestInto = async (environment: string) => (await post(`/environments/${environment}/deployments`, { manifest, bundle_ref: bundleRef })).status === 201;
 
-  // The raw baseline: a worker in this process for the no-op workflows, on a queue of its own.
+  // The raw baseline: a worker in this process for the no-op workflow, on a queue of its own.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const taskQueue = `bench-noop-${randomBytes(4).toString('hex')}`;
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('./noop.workflow.ts', import.meta.url)), logger: undefined });
   const workerConnection = await NativeConnection.connect({ address: servers.temporal.url });
-  const worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue,
-    workflowBundle,
-    activities: { noop: async () => undefined },
-  });
+  const worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle, activities: { noop: async () => undefined } });
   const running = worker.run();
   const connection = await Connection.connect({ address: servers.temporal.url });
   const client = new Client({ connection });
   const rawExecute = async (i: number) => {
-    const id = `${randomBytes(6).toString('hex')}-${i}`;
-    await client.workflow.execute('noopIngest', { workflowId: `noop-ingest-${id}`, taskQueue, args: [id] });
+    await client.workflow.execute('noopWorkflow', { workflowId: `noop-${randomBytes(6).toString('hex')}-${i}`, taskQueue });
     return true;
   };
 
+  const workerPid = services.processes['workflow-worker'].pid;
+  const idleRss = rssMegabytes(workerPid);
   const runs: LatencyRun[] = [];
   try {
-    for (let i = 0; i < 5; i += 1) {
-      await rawExecute(i);
-      await ingest();
+    // Warm-up, and two ready deployments per environment to roll between.
+    for (let i = 0; i < 5; i += 1) await rawExecute(i);
+    const pairs: Array<[string, string]> = [];
+    for (const environment of environments) {
+      await ingestInto(environment);
+      await ingestInto(environment);
+      const list = (await (await fetch(`${api}/environments/${environment}/deployments?limit=2`, { headers: auth })).json()) as { data: Array<{ id: string }> };
+      pairs.push([list.data[0]!.id, list.data[1]!.id]);
     }
-    const list = (await (await fetch(`${api}/environments/deploy-bench/deployments?limit=2`, { headers: auth })).json()) as { data: Array<{ id: string }> };
-    const [newer, older] = list.data.map((row) => row.id);
-    const activate = async (i: number) => (await post(`/deployments/${i % 2 === 0 ? older : newer}/activate`, {})).status === 200;
-    for (const [inFlight, count] of [
-      [1, 40],
-      [10, 150],
-    ] as const) {
-      runs.push(await measureCalls('raw client.workflow.execute, no-op ingest-shaped workflow', inFlight, count, rawExecute));
-      runs.push(await measureCalls('ingest through the gateway (5 assets, activate)', inFlight, count, ingest));
-      runs.push(await measureCalls('activation through the gateway', inFlight, count, activate));
-    }
+    const activate = (spread: number) => async (i: number) => {
+      const [newer, older] = pairs[i % spread]!;
+      // Alternating within an environment: every call really moves its pointer.
+      return (await post(`/deployments/${Math.floor(i / spread) % 2 === 0 ? older : newer}/activate`, {})).status === 200;
+    };
+    const ingest = (spread: number) => (i: number) => ingestInto(environments[i % spread]!);
+    runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 1, 40, rawExecute));
+    runs.push(await measureCalls('ingest through the gateway (5 assets, activate)', 1, 40, ingest(1)));
+    runs.push(await measureCalls('activation through the gateway', 1, 40, activate(1)));
+    runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 10, 150, rawExecute));
+    runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, ingest(ENVIRONMENTS)));
+    runs.push(await measureCalls(`activation through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, activate(ENVIRONMENTS)));
+    runs.push(await measureCalls('ingest through the gateway, all on one environment', 10, 100, ingest(1)));
+    runs.push(await measureCalls('activation through the gateway, all on one environment', 10, 100, activate(1)));
   } finally {
     worker.shutdown();
     await running;
     await workerConnection.close();
     await connection.close();
   }
+  const loadedRss = rssMegabytes(workerPid);
 
   // Validation of a 2,000-asset manifest: the pure rules alone, as the workflow runs them.
   const big = manifestOf(Array.from({ length: 2000 }, (_, i) => ({ key: `asset_${i}`, deps: i === 0 ? [] : [`asset_${i - 1}`], columns: [{ name: 'id', type: 'integer' }] })));
@@ -132,6 +142,8 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...runs.map(row),
     '',
-    `Validation of a 2,000-asset manifest (a dependency chain, every asset with a schema), the pure rules the ingest workflow runs: median ${median(validationMs).toFixed(0)} ms of 7 (max ${Math.max(...validationMs).toFixed(0)} ms).`,
+    `Validation of a 2,000-asset manifest (a dependency chain, every asset with a schema), the pure rules the ingest runs: median ${median(validationMs).toFixed(0)} ms of 7 (max ${Math.max(...validationMs).toFixed(0)} ms).`,
+    '',
+    `workflow-worker RSS: ${idleRss.toFixed(0)} MB at idle (before the load above), ${loadedRss.toFixed(0)} MB after it.`,
   ];
 }

@@ -5,6 +5,7 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { DEV_SERVER_TUNING, SEARCH_ATTRIBUTE_FLAGS } from '@envengine/backing-servers';
 import { SERVICE_NAMES, WORKSPACE_ROOT } from '@envengine/dev-stack';
 
 // No Docker engine runs here, so the file is checked against the Compose specification's
@@ -55,6 +56,12 @@ describe('docker-compose.yml', () => {
       const url = compose.services[name]?.environment?.MONGO_URL;
       if (url) expect(url, name).toMatch(/^mongodb:\/\/mongo:27017\/\?replicaSet=rs0$/);
     }
+  });
+
+  it('runs Temporal tuned as the local stack runs it, with the search attributes the workflows set', () => {
+    const command = (compose.services.temporal as { command?: string[] }).command ?? [];
+    const pairs = (flags: string[]) => flags.flatMap((flag, i) => (flag.startsWith('--') && !flags[i + 1]?.startsWith('--') ? [`${flag}=${flags[i + 1]}`] : []));
+    expect(command).toEqual(expect.arrayContaining([...pairs(DEV_SERVER_TUNING), ...pairs(SEARCH_ATTRIBUTE_FLAGS)]));
   });
 
   it('runs MongoDB, Redis and Temporal with its UI', () => {

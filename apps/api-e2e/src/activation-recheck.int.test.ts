@@ -87,7 +87,9 @@ describe('activation re-check and assets', () => {
     const results = await Promise.all(ids.map((id) => tenant.api.post(`/deployments/${id}/activate`, {})));
     for (const result of results) expect(result.status).toBe(200);
     // Each activation's re-check and pointer move ran while no other one's did.
-    const windows = await activationWindows(stack.temporalAddress, ids.map((id) => `activate-${id}`), ['recheckAssets', 'movePointer']);
+    const windows = (await activationWindows(stack.temporalAddress, [`activations-${environmentId}`], ['activate'])).filter((window) =>
+      ids.includes(window.deploymentId),
+    );
     expect(windows.map((window) => window.deploymentId).sort()).toEqual([...ids].sort());
     expect(overlappingWindows(windows)).toEqual([]);
     const environment = (await tenant.api.get('/environments/prod')).body.data;

@@ -55,6 +55,34 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
     expect(after.filter((row) => row.id === response.body.data.id)).toHaveLength(1);
   });
 
+  it('an ingest that outlives the request answers 202 with its id, and a retry with the same Idempotency-Key starts no second one', async () => {
+    // A short wait, so the request's time runs out while the (frozen) worker holds the ingest.
+    await stack.services.restart('deployment-service', { WORKFLOW_WAIT_MS: '1500' });
+    const worker = stack.services.processes['workflow-worker'];
+    const before = (await deployments()).length;
+    const key = `slow-${Date.now()}`;
+    const ingest = () => tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef }, { headers: { 'Idempotency-Key': key } });
+    process.kill(worker.pid!, 'SIGSTOP');
+    let id: string;
+    try {
+      const first = await ingest();
+      expect(first.status, first.text).toBe(202);
+      expect(first.body.data).toMatchObject({ status: 'pending', environment_id: expect.stringMatching(/^env_/) });
+      id = first.body.data.id;
+      expect(id).toMatch(/^dep_/);
+      const retry = await ingest();
+      expect(retry.status).toBe(202);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.body.data.id).toBe(id);
+    } finally {
+      process.kill(worker.pid!, 'SIGCONT');
+    }
+    const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.status === 200, 30_000);
+    expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
+    expect((await deployments()).length).toBe(before + 1);
+    await stack.services.restart('deployment-service');
+  });
+
   it('Temporal unreachable: 503 unavailable, no row, and it works again when Temporal returns', async () => {
     const port = Number(stack.servers.temporal.url.split(':').at(-1));
     const before = await deployments();

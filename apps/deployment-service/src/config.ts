@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GATEWAY_UPSTREAM_TIMEOUT_MS, SERVICE_WAIT_MARGIN_MS } from '@envengine/contracts';
 import { internalServiceConfigSchema, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
 
 const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb: 'envengine_deployment' }).extend({
@@ -9,8 +10,12 @@ const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb
   DEPLOYMENTS_TASK_QUEUE: z.string().default('deployments'),
   /** Largest bundle, in bytes. */
   BUNDLE_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
-  /** How long an ingest or activation request waits for its workflow. */
-  WORKFLOW_WAIT_MS: PositiveIntFromEnv(60_000),
+  /**
+   * How long an ingest or activation request waits for its workflow before answering that
+   * it is still running (an ingest: 202 with the deployment id). Below the gateway's
+   * upstream timeout, so that the gateway never times out first.
+   */
+  WORKFLOW_WAIT_MS: PositiveIntFromEnv(GATEWAY_UPSTREAM_TIMEOUT_MS - SERVICE_WAIT_MARGIN_MS),
 });
 
 export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;

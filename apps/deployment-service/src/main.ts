@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { PlacementClient } from '@envengine/service-clients';
 import { runInternalService } from '@envengine/service-kit';
-import { ActivationLockRepository, BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { assetsRouter } from './assets/assets.routes.ts';
 import { bundlesRouter } from './bundles/bundles.routes.ts';
 import { loadDeploymentConfig } from './config.ts';
@@ -19,17 +19,16 @@ const workflows = new WorkflowStarter({
   waitMs: config.WORKFLOW_WAIT_MS,
 });
 
-// Owns bundles, deployments, activation locks and materializations; ingest and
-// activation run as Temporal workflows in the workflow-worker.
+// The deployment scope's API: bundles, deployments and assets. Ingest and activation run
+// as Temporal workflows in the workflow-worker, which shares this scope's collections.
 await runInternalService({
   service: 'deployment-service',
   config,
   routes: async ({ mongo }) => {
     const bundles = new BundleRepository(mongo);
     const deployments = new DeploymentRepository(mongo);
-    const locks = new ActivationLockRepository(mongo, 120_000);
     const materializations = new MaterializationRepository(mongo);
-    await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), locks.ensureIndexes(), materializations.ensureIndexes()]);
+    await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), materializations.ensureIndexes()]);
 
     const api = Router();
     api.use(deploymentsRouter(new DeploymentsService(deployments, placement, workflows)));
@@ -37,7 +36,7 @@ await runInternalService({
     return {
       api,
       streamingApi: bundlesRouter(bundles, config.BUNDLE_LIMIT_BYTES),
-      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ bundles, deployments, locks, materializations }) },
+      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ materializations }) },
     };
   },
   onStop: async () => {

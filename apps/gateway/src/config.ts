@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GATEWAY_UPSTREAM_TIMEOUT_MS } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
 
 const GatewayConfigSchema = z.object({
@@ -27,7 +28,8 @@ const GatewayConfigSchema = z.object({
   AUTH_CACHE_TTL_MS: PositiveIntFromEnv(30_000),
   /** Connections kept open to each internal service. */
   UPSTREAM_CONNECTIONS: PositiveIntFromEnv(64),
-  UPSTREAM_TIMEOUT_MS: PositiveIntFromEnv(30_000),
+  /** Services that wait on workflows answer before this (their waits default to it minus a margin). */
+  UPSTREAM_TIMEOUT_MS: PositiveIntFromEnv(GATEWAY_UPSTREAM_TIMEOUT_MS),
   /** How long an Idempotency-Key and its answer are kept (at least 24 hours). */
   IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(24 * 60 * 60 * 1000).default(24 * 60 * 60 * 1000),
   LOG_LEVEL: LogLevel,

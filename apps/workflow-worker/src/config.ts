@@ -6,8 +6,10 @@ const workflowWorkerConfigSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   DEPLOYMENTS_TASK_QUEUE: z.string().default('deployments'),
   INTERNAL_CREDENTIAL: InternalCredential,
+  /** The deployment scope's database, which this worker shares with the deployment-service. */
+  MONGO_URL: z.string({ message: 'is required' }).min(1),
+  MONGO_DB: z.string().default('envengine_deployment'),
   PLACEMENT_SERVICE_URL: z.url().default('http://127.0.0.1:8081'),
-  DEPLOYMENT_SERVICE_URL: z.url().default('http://127.0.0.1:8082'),
   SECRETS_SERVICE_URL: z.url().default('http://127.0.0.1:8083'),
   HOST: z.string().default('127.0.0.1'),
   PORT: PortFromEnv(8084),

@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
-import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
-import { DeploymentClient, PlacementClient, SecretsClient } from '@envengine/service-clients';
-import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import { PlacementClient, SecretsClient } from '@envengine/service-clients';
+import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals } from '@envengine/service-kit';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
 
@@ -28,8 +29,14 @@ const credential = config.INTERNAL_CREDENTIAL;
 const clients = {
   placement: new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential }),
   secrets: new SecretsClient({ origin: config.SECRETS_SERVICE_URL, credential }),
-  deployments: new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL, credential }),
 };
+
+// The deployment scope's collections, shared with the deployment-service.
+const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+const deployments = new DeploymentRepository(mongo);
+const bundles = new BundleRepository(mongo);
+const materializations = new MaterializationRepository(mongo);
+await Promise.all([deployments.ensureIndexes(), bundles.ensureIndexes(), materializations.ensureIndexes()]);
 
 // Retries until Temporal answers: the worker may start before it.
 let connection: NativeConnection | undefined;
@@ -42,12 +49,18 @@ for (let attempt = 1; !connection; attempt += 1) {
   }
 }
 
+// Activities hand activation requests to an environment's workflow (signal-with-start).
+const clientConnection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+
 const worker = await Worker.create({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
-  taskQueue: config.DEPLOYMENTS_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+  taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
   workflowBundle: { codePath: workflowBundle },
-  activities: deploymentActivities(clients),
+  activities: deploymentActivities({ ...clients, deployments, bundles, materializations, temporal, taskQueue: config.DEPLOYMENTS_TASK_QUEUE }),
+  // Workflows here are short and few at a time: a small cache keeps the idle footprint down.
+  maxCachedWorkflows: 100,
 });
 const running = worker.run();
 
@@ -56,7 +69,7 @@ const server = await startHealthServer({
   host: config.HOST,
   port: config.PORT,
   log,
-  readiness: { temporal: async () => worker.getState() === 'RUNNING' },
+  readiness: { temporal: async () => worker.getState() === 'RUNNING', mongodb: () => pingMongo(mongo) },
 });
 log.info({ port: server.port, temporal: config.TEMPORAL_ADDRESS, taskQueue: config.DEPLOYMENTS_TASK_QUEUE }, 'workflow-worker running');
 
@@ -70,5 +83,7 @@ stopOnSignals(log, async () => {
   worker.shutdown();
   await running.catch(() => undefined);
   await connection.close();
+  await clientConnection.close();
+  await mongo.close();
   await Promise.all(Object.values(clients).map((client) => client.close()));
 });

@@ -125,19 +125,15 @@ export type RecordMaterializationRequest = z.infer<typeof RecordMaterializationR
 export const SetActiveDeploymentRequest = z.strictObject({ deployment_id: z.string().min(1), git_ref: z.string().min(1) });
 export type SetActiveDeploymentRequest = z.infer<typeof SetActiveDeploymentRequest>;
 
-/** Internal: the row the ingest workflow writes, once, under its id. */
-export const RecordDeploymentRequest = z.strictObject({
-  deploymentId: z.string().regex(/^dep_[0-9a-z]{26}$/),
-  tenantId: z.string(),
-  environmentId: z.string(),
-  environmentName: z.string(),
-  status: DeploymentStatus,
-  git: GitInfo,
-  bundleRef: z.string(),
-  sdkVersion: z.string().nullable(),
-  validation: DeploymentValidation,
-  allowContractChanges: z.array(z.string()),
-  createdBy: z.string().nullable(),
-  manifest: z.unknown(),
+/**
+ * `202` body of an ingest whose workflow is still going when the request's wait is over
+ * (`WORKFLOW_WAIT_MS`, below the gateway's upstream timeout): the id to read with
+ * `GET /api/v1/deployments/:id` once it is recorded. Being a 2xx, it is kept for an
+ * Idempotency-Key, so a retry with the key answers this again and starts no second ingest.
+ */
+export const DeploymentPending = z.object({
+  id: z.string(),
+  environment_id: z.string(),
+  status: z.literal('pending'),
 });
-export type RecordDeploymentRequest = z.infer<typeof RecordDeploymentRequest>;
+export type DeploymentPending = z.infer<typeof DeploymentPending>;

@@ -7,3 +7,4 @@ export * from './health.ts';
 export * from './secrets.ts';
 export * from './bindings.ts';
 export * from './deployments.ts';
+export * from './timeouts.ts';

@@ -2,4 +2,3 @@ export * from './bundles/bundle.repository.ts';
 export * from './bundles/bundle-reader.ts';
 export * from './deployments/deployment.repository.ts';
 export * from './materializations/materialization.repository.ts';
-export * from './activation-locks/activation-lock.repository.ts';

@@ -1,14 +1,39 @@
-// Names, inputs and activity signatures shared by the deployment-service (which starts
-// the workflows), the workflow-worker (which runs them) and the workflow code itself.
-import type { GitInfo, Recheck, RecordDeploymentRequest, ValidationItem } from '@envengine/contracts';
+// Names, inputs, signals and activity signatures shared by the deployment-service (which
+// starts the workflows), the workflow-worker (which runs them) and the workflow code itself.
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { GitInfo, Recheck, ValidationItem } from '@envengine/contracts';
 
 export const DEFAULT_TASK_QUEUE = 'deployments';
 export const INGEST_WORKFLOW = 'ingestDeployment';
 export const ACTIVATE_WORKFLOW = 'activateDeployment';
+export const ENVIRONMENT_ACTIVATIONS_WORKFLOW = 'environmentActivations';
 
 /** Meaningful ids, so the Temporal UI says what each workflow is for. */
 export const ingestWorkflowId = (deploymentId: string) => `ingest-${deploymentId}`;
 export const activateWorkflowId = (deploymentId: string) => `activate-${deploymentId}`;
+/** One per environment: it runs that environment's activations one at a time, in arrival order. */
+export const environmentActivationsWorkflowId = (environmentId: string) => `activations-${environmentId}`;
+
+/**
+ * Search attributes every workflow carries, so the Temporal UI filters by them
+ * (`EnvengineEnvironment = "prod"`). The embedded server registers them at start
+ * (`--search-attribute`); another server needs `temporal operator search-attribute create`.
+ */
+export const SEARCH_ATTRIBUTES = {
+  tenantId: defineSearchAttributeKey('EnvengineTenantId', SearchAttributeType.KEYWORD),
+  environment: defineSearchAttributeKey('EnvengineEnvironment', SearchAttributeType.KEYWORD),
+  environmentId: defineSearchAttributeKey('EnvengineEnvironmentId', SearchAttributeType.KEYWORD),
+  deploymentId: defineSearchAttributeKey('EnvengineDeploymentId', SearchAttributeType.KEYWORD),
+} as const;
+
+export function searchAttributesOf(scope: EnvironmentScope & { deploymentId?: string }): SearchAttributePair[] {
+  return [
+    { key: SEARCH_ATTRIBUTES.tenantId, value: scope.tenantId },
+    { key: SEARCH_ATTRIBUTES.environment, value: scope.environmentName },
+    { key: SEARCH_ATTRIBUTES.environmentId, value: scope.environmentId },
+    ...(scope.deploymentId ? [{ key: SEARCH_ATTRIBUTES.deploymentId, value: scope.deploymentId }] : []),
+  ];
+}
 
 /** Shown in the Temporal UI beside every workflow. */
 export interface DeploymentMemo {
@@ -18,13 +43,23 @@ export interface DeploymentMemo {
   deployment_id: string;
 }
 
-export interface IngestInput {
-  deploymentId: string;
+/** Which environment a workflow works on: ids and names only. */
+export interface EnvironmentScope {
   tenantId: string;
   environmentId: string;
   environmentName: string;
+}
+
+/**
+ * The ingest's input: ids and small values. The manifest was stored under the deployment
+ * id before the workflow started; the activity that validates it reads it from there.
+ */
+export interface IngestInput extends EnvironmentScope {
+  deploymentId: string;
+  /** The environment as the deployment-service read it when the ingest arrived. */
+  strict: boolean;
+  activeDeploymentId: string | null;
   bundleRef: string;
-  manifest: unknown;
   git: GitInfo;
   sdkVersion: string | null;
   activate: boolean;
@@ -37,38 +72,50 @@ export interface IngestInput {
 export interface IngestOutcome {
   deploymentId: string;
   status: 'ready' | 'failed';
+  /** The re-check of the activation this ingest asked for; null when it did not activate. */
   recheck: Recheck | null;
 }
 
-export interface ActivateInput {
+export interface ActivateInput extends EnvironmentScope {
   deploymentId: string;
-  tenantId: string;
-  environmentId: string;
-  environmentName: string;
 }
 
-export interface IngestContext {
-  strict: boolean;
-  bindings: Array<{ name: string; mode: 'live' | 'read_only' }>;
-  /** File paths of the bundle, or null when the tenant has no such bundle. */
-  bundleEntries: string[] | null;
-  /** The manifest of the environment's active deployment, or null. */
-  activeManifest: unknown;
+/** What an environment's activation workflow is asked to do, and whom it answers. */
+export interface ActivationRequest {
+  deploymentId: string;
+  /** The workflow waiting for the outcome (an ingest or an `activate-…` workflow). */
+  replyTo: string;
 }
 
-/** The row the ingest writes: the internal API's request shape, defined once in contracts. */
-export type DeploymentRecord = RecordDeploymentRequest;
+export type ActivationOutcome =
+  | { deploymentId: string; ok: true; recheck: Recheck }
+  | { deploymentId: string; ok: false; error: string };
 
-/** The activities both workflows call; the workflow-worker implements them. */
+export interface EnvironmentActivationsInput extends EnvironmentScope {
+  /** Requests carried over a continue-as-new. */
+  pending: ActivationRequest[];
+}
+
+export interface ValidationOutcome {
+  status: 'ready' | 'failed';
+  errors: number;
+  warnings: number;
+}
+
+/** The activities the workflows call; the workflow-worker implements them. */
 export interface DeploymentActivities {
-  loadIngestContext(input: { tenantId: string; environmentName: string; bundleRef: string }): Promise<IngestContext>;
-  /** Writes the row once: a retry finds it written and changes nothing. */
-  recordDeployment(record: DeploymentRecord): Promise<void>;
-  /** Takes the environment's activation lock, or fails (retryably) while another activation holds it. */
-  acquireActivationLock(input: { tenantId: string; environmentId: string; holder: string }): Promise<void>;
-  releaseActivationLock(input: { tenantId: string; environmentId: string; holder: string }): Promise<void>;
-  /** Compares stored columns with the target's schemas and quarantines mismatching latests. */
-  recheckAssets(input: { tenantId: string; deploymentId: string }): Promise<Recheck>;
-  /** Points the environment at the deployment (and its git sha). */
-  movePointer(input: { tenantId: string; environmentName: string; deploymentId: string }): Promise<void>;
+  /**
+   * Reads the stored manifest and what validation needs (bindings, bundle entries, the
+   * active manifest), validates, and writes the deployment row once: a retry finds it
+   * written and answers what it says.
+   */
+  validateAndRecord(input: IngestInput): Promise<ValidationOutcome>;
+  /** Hands the request to the environment's activation workflow, starting it when it is not running. */
+  requestActivation(input: EnvironmentScope & ActivationRequest): Promise<void>;
+  /**
+   * The activation itself: compares stored columns with the target's schemas (quarantining
+   * mismatching latests), then moves the environment's pointer. Only ever run by the
+   * environment's activation workflow, so never two at once for one environment.
+   */
+  activate(input: ActivateInput): Promise<Recheck>;
 }

@@ -1,1 +1,2 @@
 export * from './definitions.ts';
+export * from './activation-signals.ts';

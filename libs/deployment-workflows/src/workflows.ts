@@ -1,3 +1,4 @@
 // The workflow bundle's entry: every workflow the workflow-worker runs.
 export { ingestDeployment } from './ingest.workflow.ts';
 export { activateDeployment } from './activate.workflow.ts';
+export { environmentActivations } from './environment-activations.workflow.ts';

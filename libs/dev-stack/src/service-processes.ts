@@ -92,6 +92,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     INTERNAL_CREDENTIAL: internalCredential,
     MONGO_URL: options.mongoUrl,
     ...(name in databases ? { MONGO_DB: databases[name as keyof typeof databases] } : {}),
+    // The deployment scope's two deployables share its database.
+    ...(name === 'workflow-worker' ? { MONGO_DB: databases['deployment-service'] } : {}),
     REDIS_URL: options.redisUrl,
     TEMPORAL_ADDRESS: options.temporalAddress,
     PLACEMENT_SERVICE_URL: urls['placement-service'],

@@ -33,8 +33,8 @@ export function deploymentsRouter(deployments: DeploymentsService): Router {
 
   router.post(
     '/deployments/:id/activate',
-    defineRoute({ params: DeploymentPathParams, body: ActivateRequest, bodyOptional: true }, async ({ tenantId, params, requestId }) => ({
-      data: await deployments.activate(tenantId, params.id, requestId),
+    defineRoute({ params: DeploymentPathParams, body: ActivateRequest, bodyOptional: true }, async ({ tenantId, params }) => ({
+      data: await deployments.activate(tenantId, params.id),
     })),
   );
 

@@ -3,6 +3,7 @@ import {
   IngestGate,
   IngestOptions,
   type Deployment,
+  type DeploymentPending,
   type Environment,
   type Recheck,
   type ValidationItem,
@@ -12,11 +13,9 @@ import { newId } from '@envengine/resource-ids';
 import type { PlacementClient } from '@envengine/service-clients';
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { DeploymentDocument, DeploymentRepository } from '@envengine/deployment-data';
-import type { WorkflowStarter } from './workflow-starter.ts';
+import { StillRunningError, type WorkflowStarter } from './workflow-starter.ts';
 
-type StoredRow = Omit<DeploymentDocument, 'manifest_json'>;
-
-export function toDeployment(doc: StoredRow, activeId: string | null, recheck?: Recheck): Deployment {
+export function toDeployment(doc: DeploymentDocument, activeId: string | null, recheck?: Recheck): Deployment {
   return {
     id: doc._id,
     environment_id: doc.environment_id,
@@ -47,8 +46,18 @@ export class DeploymentsService {
     return environment;
   }
 
-  /** `ready` with 201 or `failed` with 422; a body that is not a deployment is 422 with no row. */
-  async ingest(tenantId: string, environmentName: string, body: unknown, requestId: string): Promise<{ status: number; row: Deployment }> {
+  /**
+   * `ready` with 201 or `failed` with 422; a body that is not a deployment is 422 with no
+   * row; 202 with the id when the workflow outlives the request's wait. The environment is
+   * read once, here, and goes into the workflow's input; the manifest is stored first, so
+   * the workflow carries ids and small values only.
+   */
+  async ingest(
+    tenantId: string,
+    environmentName: string,
+    body: unknown,
+    requestId: string,
+  ): Promise<{ status: 201 | 422; row: Deployment } | { status: 202; row: DeploymentPending }> {
     const gate = IngestGate.safeParse(body);
     if (!gate.success) {
       throw new ApiError('invalid_request', 'An ingest needs "manifest" (an object) and "bundle_ref" (a string).', {
@@ -66,8 +75,9 @@ export class DeploymentsService {
       tenantId,
       environmentId: environment.id,
       environmentName: environment.name,
+      strict: environment.strict,
+      activeDeploymentId: environment.active_deployment_id,
       bundleRef: gate.data.bundle_ref,
-      manifest: gate.data.manifest,
       git: fields?.git ?? { branch: 'local', sha: 'local' },
       sdkVersion: fields?.sdk_version ?? null,
       activate: fields?.activate ?? true,
@@ -75,28 +85,45 @@ export class DeploymentsService {
       createdBy: fields?.created_by ?? null,
       fieldErrors,
     };
-    const outcome = await this.workflows.ingest(input);
+    await this.deployments.storeManifest(tenantId, input.deploymentId, environment.id, gate.data.manifest);
+    let outcome;
+    try {
+      outcome = await this.workflows.ingest(input);
+    } catch (error) {
+      if (error instanceof StillRunningError) {
+        return { status: 202, row: { id: input.deploymentId, environment_id: environment.id, status: 'pending' } };
+      }
+      // Temporal refused the start: no workflow will read the manifest.
+      if (error instanceof ApiError && error.code === 'unavailable') await this.deployments.discardManifest(tenantId, input.deploymentId).catch(() => undefined);
+      throw error;
+    }
     const row = await this.deployments.find(tenantId, input.deploymentId);
     if (!row) throw new Error(`deployment ${input.deploymentId} was not recorded by its workflow`);
-    // Read after the fact: a later activation may already have moved the pointer on.
-    const activeId = (await this.environment(tenantId, environmentName, requestId)).active_deployment_id;
+    // Activated by this ingest: the pointer names it (a later activation may move it on).
+    const activeId = outcome.recheck ? row._id : environment.active_deployment_id;
     return { status: row.status === 'ready' ? 201 : 422, row: toDeployment(row, activeId, outcome.recheck ?? undefined) };
   }
 
-  async activate(tenantId: string, id: string, requestId: string): Promise<Deployment> {
+  async activate(tenantId: string, id: string): Promise<Deployment> {
     const row = await this.deployments.find(tenantId, id);
     if (!row) throw notFound(`Deployment ${id}`);
     if (row.status !== 'ready') {
       throw new ApiError('deployment_not_ready', `Deployment ${id} is ${row.status}; only a ready deployment can be activated.`);
     }
-    const recheck = await this.workflows.activate({
-      deploymentId: id,
-      tenantId,
-      environmentId: row.environment_id,
-      environmentName: row.environment_name,
-    });
-    const environment = await this.environment(tenantId, row.environment_name, requestId);
-    return toDeployment(row, environment.active_deployment_id, recheck);
+    try {
+      const recheck = await this.workflows.activate({
+        deploymentId: id,
+        tenantId,
+        environmentId: row.environment_id,
+        environmentName: row.environment_name,
+      });
+      return toDeployment(row, row._id, recheck);
+    } catch (error) {
+      if (!(error instanceof StillRunningError)) throw error;
+      throw new ApiError('unavailable', `Activation of ${id} is still running; POST it again to wait for it, or read GET /api/v1/deployments/${id}.`, {
+        headers: { 'Retry-After': '5' },
+      });
+    }
   }
 
   async get(tenantId: string, id: string, requestId: string): Promise<Deployment> {

@@ -5,6 +5,7 @@ import {
   activateWorkflowId,
   INGEST_WORKFLOW,
   ingestWorkflowId,
+  searchAttributesOf,
   type ActivateInput,
   type DeploymentMemo,
   type IngestInput,
@@ -14,6 +15,13 @@ import { ApiError, isBackingServerUnavailable } from '@envengine/service-kit';
 
 /** How long starting a workflow may take before Temporal counts as unreachable. */
 const START_DEADLINE_MS = 5_000;
+
+/** The workflow goes on after the request's wait is over: the caller is told so. */
+export class StillRunningError extends Error {
+  constructor(readonly deploymentId: string) {
+    super(`the workflow for ${deploymentId} is still running`);
+  }
+}
 
 /**
  * Starts the ingest and activation workflows and waits for their results. The connection
@@ -39,6 +47,7 @@ export class WorkflowStarter {
     });
   }
 
+  /** Starts the ingest (which fails with `unavailable` if Temporal cannot be reached), then waits for it. */
   async ingest(input: IngestInput): Promise<IngestOutcome> {
     const handle = await this.call(() =>
       this.client.workflow.start(INGEST_WORKFLOW, {
@@ -46,6 +55,7 @@ export class WorkflowStarter {
         taskQueue: this.options.taskQueue,
         args: [input],
         memo: { ...memoOf(input) },
+        typedSearchAttributes: searchAttributesOf(input),
       }),
     );
     return this.wait(handle.result() as Promise<IngestOutcome>, input.deploymentId);
@@ -60,6 +70,7 @@ export class WorkflowStarter {
           taskQueue: this.options.taskQueue,
           args: [input],
           memo: { ...memoOf(input) },
+          typedSearchAttributes: searchAttributesOf(input),
         }),
       );
       return await this.wait(handle.result() as Promise<Recheck>, input.deploymentId);
@@ -73,15 +84,7 @@ export class WorkflowStarter {
   private async wait<T>(result: Promise<T>, deploymentId: string): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new ApiError('unavailable', `Deployment ${deploymentId} is still being processed; read it with GET /api/v1/deployments/${deploymentId}.`, {
-              headers: { 'Retry-After': '5' },
-            }),
-          ),
-        this.options.waitMs,
-      );
+      timer = setTimeout(() => reject(new StillRunningError(deploymentId)), this.options.waitMs);
     });
     try {
       return await Promise.race([result, timeout]);

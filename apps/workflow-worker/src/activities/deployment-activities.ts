@@ -1,67 +1,124 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import type { DeploymentActivities } from '@envengine/deployment-workflows';
-import type { DeploymentClient, PlacementClient, SecretsClient } from '@envengine/service-clients';
+import type { Client } from '@temporalio/client';
+import type { ValidationItem } from '@envengine/contracts';
+import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import {
+  activationRequested,
+  ENVIRONMENT_ACTIVATIONS_WORKFLOW,
+  environmentActivationsWorkflowId,
+  searchAttributesOf,
+  type DeploymentActivities,
+  type DeploymentMemo,
+  type EnvironmentActivationsInput,
+} from '@envengine/deployment-workflows';
+import { ManifestV1, validateManifest } from '@envengine/manifest-rules';
+import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { ApiError } from '@envengine/service-kit';
+import { recheckStoredColumns } from '../activation/recheck.ts';
 
-/**
- * Every I/O step of the ingest and activation workflows, each through the owning
- * service's internal API. Each is safe to retry: reads read, the record is written once
- * under its id, the lock is taken again by its holder, the pointer is set to a value.
- */
-export function deploymentActivities(clients: {
+/** Keeps a hostile manifest's findings within a document's and a response's reasonable size. */
+const MAX_ISSUES = 500;
+
+function capped(items: ValidationItem[]): ValidationItem[] {
+  if (items.length <= MAX_ISSUES) return items;
+  return [
+    ...items.slice(0, MAX_ISSUES),
+    { code: items[MAX_ISSUES]!.code, path: 'manifest', message: `${items.length - MAX_ISSUES} more findings are not listed.` },
+  ];
+}
+
+export interface DeploymentActivityDeps {
+  /** The deployment scope's own collections, read and written directly. */
+  deployments: DeploymentRepository;
+  bundles: BundleRepository;
+  materializations: MaterializationRepository;
+  /** Other scopes, through their typed internal clients. */
   placement: PlacementClient;
   secrets: SecretsClient;
-  deployments: DeploymentClient;
-}): DeploymentActivities {
-  const { placement, secrets, deployments } = clients;
+  temporal: Client;
+  taskQueue: string;
+}
 
-  // A missing resource will not appear by retrying; anything else (a service restarting) may pass.
-  const finalIfNotFound = (error: unknown): never => {
-    if (error instanceof ApiError && error.code === 'not_found') {
-      throw ApplicationFailure.nonRetryable(error.message, 'NotFound');
-    }
-    throw error;
-  };
+// A missing resource will not appear by retrying; anything else (a service restarting) may pass.
+function finalIfNotFound(error: unknown): never {
+  if (error instanceof ApiError && error.code === 'not_found') throw ApplicationFailure.nonRetryable(error.message, 'NotFound');
+  throw error;
+}
+
+/**
+ * Every I/O step of the ingest and activation workflows. Each is safe to retry: the row
+ * is written once under its id, a request to activate is idempotent in effect, the
+ * re-check leaves quarantined materializations as they are, the pointer is set to a value.
+ */
+export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentActivities {
+  const { deployments, bundles, materializations, placement, secrets, temporal } = deps;
 
   return {
-    async loadIngestContext({ tenantId, environmentName, bundleRef }) {
-      const environment = await placement.findEnvironment(tenantId, environmentName).catch(finalIfNotFound);
-      if (!environment) throw ApplicationFailure.nonRetryable(`environment ${environmentName} is gone`, 'NotFound');
-      const [bindings, bundleEntries, activeManifest] = await Promise.all([
-        secrets.listBindings(tenantId, environmentName),
-        deployments.bundleEntries(tenantId, bundleRef),
-        environment.active_deployment_id ? deployments.manifest(tenantId, environment.active_deployment_id) : Promise.resolve(null),
-      ]);
-      return {
-        strict: environment.strict,
-        bindings: bindings.map((binding) => ({ name: binding.name, mode: binding.mode })),
-        bundleEntries,
-        activeManifest,
-      };
-    },
-
-    async recordDeployment(record) {
-      await deployments.recordDeployment(record.tenantId, record);
-    },
-
-    async acquireActivationLock({ tenantId, environmentId, holder }) {
-      await deployments.acquireActivationLock(tenantId, environmentId, holder);
-    },
-
-    async releaseActivationLock({ tenantId, environmentId, holder }) {
-      await deployments.releaseActivationLock(tenantId, environmentId, holder);
-    },
-
-    async recheckAssets({ tenantId, deploymentId }) {
-      return deployments.recheck(tenantId, deploymentId).catch(finalIfNotFound);
-    },
-
-    async movePointer({ tenantId, environmentName, deploymentId }) {
-      const deployment = await deployments.deployment(tenantId, deploymentId).catch(finalIfNotFound);
-      if (deployment.status !== 'ready') {
-        throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${deployment.status}`, 'NotReady');
+    async validateAndRecord(input) {
+      const recorded = await deployments.find(input.tenantId, input.deploymentId);
+      if (recorded) {
+        return { status: recorded.status, errors: recorded.validation.errors.length, warnings: recorded.validation.warnings.length };
       }
-      await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: deployment.git.sha }).catch(finalIfNotFound);
+      const manifest = await deployments.manifest(input.tenantId, input.deploymentId);
+      if (manifest === undefined) throw ApplicationFailure.nonRetryable(`no manifest stored for ${input.deploymentId}`, 'NotFound');
+      const [bindings, bundleEntries, activeManifest] = await Promise.all([
+        secrets.listBindings(input.tenantId, input.environmentName).catch(finalIfNotFound),
+        bundles.entries(input.tenantId, input.bundleRef),
+        input.activeDeploymentId ? deployments.manifest(input.tenantId, input.activeDeploymentId) : Promise.resolve(null),
+      ]);
+      const active = ManifestV1.safeParse(activeManifest);
+      const validation = validateManifest(manifest, {
+        bindings: new Map(bindings.map((binding) => [binding.name, { mode: binding.mode }])),
+        bundleEntries: bundleEntries === null ? null : new Set(bundleEntries),
+        activeManifest: active.success ? active.data : null,
+        strict: input.strict,
+        allowContractChanges: input.allowContractChanges,
+      });
+      const errors = capped([...input.fieldErrors, ...validation.errors]);
+      const warnings = capped(validation.warnings);
+      const status = errors.length === 0 ? 'ready' : 'failed';
+      await deployments.recordOnce(
+        input.tenantId,
+        {
+          id: input.deploymentId,
+          environment_id: input.environmentId,
+          environment_name: input.environmentName,
+          status,
+          git: input.git,
+          bundle_ref: input.bundleRef,
+          sdk_version: input.sdkVersion,
+          validation: { errors, warnings },
+          allow_contract_changes: input.allowContractChanges,
+          created_by: input.createdBy,
+        },
+        new Date(),
+      );
+      return { status, errors: errors.length, warnings: warnings.length };
+    },
+
+    async requestActivation({ tenantId, environmentId, environmentName, deploymentId, replyTo }) {
+      const scope = { tenantId, environmentId, environmentName };
+      const args: EnvironmentActivationsInput = { ...scope, pending: [] };
+      const memo: Omit<DeploymentMemo, 'deployment_id'> = { tenant_id: tenantId, environment: environmentName, environment_id: environmentId };
+      await temporal.workflow.signalWithStart(ENVIRONMENT_ACTIVATIONS_WORKFLOW, {
+        workflowId: environmentActivationsWorkflowId(environmentId),
+        taskQueue: deps.taskQueue,
+        args: [args],
+        signal: activationRequested,
+        signalArgs: [{ deploymentId, replyTo }],
+        memo: { ...memo },
+        typedSearchAttributes: searchAttributesOf(scope),
+      });
+    },
+
+    async activate({ tenantId, environmentId, environmentName, deploymentId }) {
+      const row = await deployments.find(tenantId, deploymentId);
+      if (!row) throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} does not exist`, 'NotFound');
+      if (row.status !== 'ready') throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${row.status}`, 'NotReady');
+      const manifest = await deployments.manifest(tenantId, deploymentId);
+      const recheck = await recheckStoredColumns(materializations, { tenantId, environmentId, deploymentId, manifest });
+      await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
+      return recheck;
     },
   };
 }

@@ -1,9 +1,9 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import type { DeploymentValidation, GitInfo, RecordDeploymentRequest } from '@envengine/contracts';
+import type { DeploymentValidation, GitInfo } from '@envengine/contracts';
 import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 
-/** A deployment as stored. The manifest is kept as JSON text (its keys are the user's) and never answered. */
+/** A deployment row as stored (the manifest is kept apart, see `ManifestDocument`). */
 export interface DeploymentDocument {
   _id: string;
   tenant_id: string;
@@ -16,9 +16,24 @@ export interface DeploymentDocument {
   validation: DeploymentValidation;
   allow_contract_changes: string[];
   created_by: string | null;
+  inserted_at: Date;
+}
+
+/**
+ * A deployment's manifest, stored under the deployment id before its ingest workflow
+ * starts, so that the workflow carries ids only and the activity that validates reads it
+ * here. Kept as JSON text: its keys are the user's. Never answered.
+ */
+interface ManifestDocument {
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
   manifest_json: string;
   inserted_at: Date;
 }
+
+/** The row an ingest writes once it has validated. */
+export type DeploymentRecord = Omit<DeploymentDocument, '_id' | 'tenant_id' | 'inserted_at'> & { id: string };
 
 const deploymentSchema = new Schema<DeploymentDocument>(
   {
@@ -26,14 +41,13 @@ const deploymentSchema = new Schema<DeploymentDocument>(
     tenant_id: { type: String, required: true },
     environment_id: { type: String, required: true },
     environment_name: { type: String, required: true },
-    status: { type: String, required: true },
+    status: { type: String, required: true, enum: ['ready', 'failed'] },
     git: { branch: String, sha: String },
     bundle_ref: { type: String, required: true },
     sdk_version: { type: String, default: null },
     validation: { type: Schema.Types.Mixed, required: true },
     allow_contract_changes: { type: [String], required: true },
     created_by: { type: String, default: null },
-    manifest_json: { type: String, required: true },
     inserted_at: { type: Date, required: true },
   },
   { versionKey: false, collection: 'deployments' },
@@ -41,69 +55,76 @@ const deploymentSchema = new Schema<DeploymentDocument>(
 // Listing an environment's deployments, newest first; single reads go by `_id`.
 deploymentSchema.index({ tenant_id: 1, environment_id: 1, _id: -1 });
 
-const WITHOUT_MANIFEST = { manifest_json: 0 } as const;
+const manifestSchema = new Schema<ManifestDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    environment_id: { type: String, required: true },
+    manifest_json: { type: String, required: true },
+    inserted_at: { type: Date, required: true },
+  },
+  { versionKey: false, collection: 'deployment_manifests' },
+);
 
-/** Deployments of one tenant at a time; every query carries the tenant. */
+/** Deployments and their manifests, one tenant at a time; every query carries the tenant. */
 export class DeploymentRepository {
-  private readonly model: Model<DeploymentDocument>;
-  private readonly deployments: TenantScopedModel<DeploymentDocument>;
+  private readonly rowModel: Model<DeploymentDocument>;
+  private readonly manifestModel: Model<ManifestDocument>;
+  private readonly rows: TenantScopedModel<DeploymentDocument>;
+  private readonly manifests: TenantScopedModel<ManifestDocument>;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'Deployment', deploymentSchema);
-    this.deployments = new TenantScopedModel(this.model);
+    this.rowModel = modelFor(connection, 'Deployment', deploymentSchema);
+    this.manifestModel = modelFor(connection, 'DeploymentManifest', manifestSchema);
+    this.rows = new TenantScopedModel(this.rowModel);
+    this.manifests = new TenantScopedModel(this.manifestModel);
   }
 
   async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+    await Promise.all([ensureCollectionAndIndexes(this.rowModel), ensureCollectionAndIndexes(this.manifestModel)]);
+  }
+
+  /** Keeps the manifest of a deployment about to be ingested. */
+  async storeManifest(tenantId: string, deploymentId: string, environmentId: string, manifest: unknown): Promise<void> {
+    await this.manifests.insert(tenantId, {
+      _id: deploymentId,
+      environment_id: environmentId,
+      manifest_json: JSON.stringify(manifest),
+      inserted_at: new Date(),
+    });
+  }
+
+  /** Drops the manifest of an ingest that never started (Temporal refused it). */
+  async discardManifest(tenantId: string, deploymentId: string): Promise<void> {
+    await this.manifests.deleteOne(tenantId, { _id: deploymentId });
+  }
+
+  /** The stored manifest, or undefined when the tenant has no such deployment. */
+  async manifest(tenantId: string, deploymentId: string): Promise<unknown> {
+    const doc = await this.manifests.findOne(tenantId, { _id: deploymentId }, { projection: { manifest_json: 1 } });
+    return doc ? (JSON.parse(doc.manifest_json) as unknown) : undefined;
   }
 
   /** Inserts the row under its id; a retried activity finds it there and changes nothing. */
-  async recordOnce(record: RecordDeploymentRequest, insertedAt: Date): Promise<void> {
+  async recordOnce(tenantId: string, record: DeploymentRecord, insertedAt: Date): Promise<void> {
+    const { id, ...fields } = record;
     try {
-      await this.deployments.insert(record.tenantId, {
-        _id: record.deploymentId,
-        environment_id: record.environmentId,
-        environment_name: record.environmentName,
-        status: record.status,
-        git: record.git,
-        bundle_ref: record.bundleRef,
-        sdk_version: record.sdkVersion,
-        validation: record.validation,
-        allow_contract_changes: record.allowContractChanges,
-        created_by: record.createdBy,
-        manifest_json: JSON.stringify(record.manifest),
-        inserted_at: insertedAt,
-      });
+      await this.rows.insert(tenantId, { _id: id, ...fields, inserted_at: insertedAt });
     } catch (error) {
       if (!isDuplicateKeyError(error)) throw error;
     }
   }
 
-  async find(tenantId: string, id: string): Promise<Omit<DeploymentDocument, 'manifest_json'> | undefined> {
-    return (await this.deployments.findOne(tenantId, { _id: id }, { projection: WITHOUT_MANIFEST })) ?? undefined;
+  async find(tenantId: string, id: string): Promise<DeploymentDocument | undefined> {
+    return (await this.rows.findOne(tenantId, { _id: id })) ?? undefined;
   }
 
   /** Newest first; `before` pages on from the last id of the previous page. */
-  async list(
-    tenantId: string,
-    environmentId: string,
-    page: { limit?: number; before?: string },
-  ): Promise<Array<Omit<DeploymentDocument, 'manifest_json'>>> {
-    return this.deployments.find(
+  list(tenantId: string, environmentId: string, page: { limit?: number; before?: string }): Promise<DeploymentDocument[]> {
+    return this.rows.find(
       tenantId,
       { environment_id: environmentId, ...(page.before ? { _id: { $lt: page.before } } : {}) },
-      { projection: WITHOUT_MANIFEST, sort: { _id: -1 }, limit: page.limit },
+      { sort: { _id: -1 }, limit: page.limit },
     );
-  }
-
-  async manifest(tenantId: string, id: string): Promise<unknown> {
-    return (await this.withManifest(tenantId, id))?.manifest;
-  }
-
-  /** The deployment's environment and its manifest, in one read. */
-  async withManifest(tenantId: string, id: string): Promise<{ environmentId: string; manifest: unknown } | undefined> {
-    const doc = await this.deployments.findOne(tenantId, { _id: id }, { projection: { manifest_json: 1, environment_id: 1 } });
-    if (!doc) return undefined;
-    return { environmentId: doc.environment_id, manifest: JSON.parse(doc.manifest_json) as unknown };
   }
 }

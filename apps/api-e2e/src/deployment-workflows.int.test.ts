@@ -1,0 +1,196 @@
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { ApplicationFailure } from '@temporalio/activity';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Recheck } from '@envengine/contracts';
+import {
+  activationRequested,
+  ENVIRONMENT_ACTIVATIONS_WORKFLOW,
+  environmentActivationsWorkflowId,
+  type ActivateInput,
+  type DeploymentActivities,
+  type IngestInput,
+  type IngestOutcome,
+} from '@envengine/deployment-workflows';
+
+const stack = inject('stack');
+
+/**
+ * The workflows' logic with stand-in activities, on the suite's real Temporal dev server.
+ * (`@temporalio/testing`'s time-skipping server is downloaded at run time, which these
+ * machines cannot do; nothing here needs skipped time.) Each test runs its own worker on
+ * a task queue of its own, so the activities it records are its own.
+ */
+describe('deployment workflows', () => {
+  let bundle: WorkflowBundleWithSourceMap;
+  let connection: Connection;
+  let client: Client;
+  /** The task queue of the worker a test runs, where its environment workflows must run too. */
+  let currentTaskQueue = '';
+
+  beforeAll(async () => {
+    Runtime.install({ logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined } });
+    bundle = await bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../../../libs/deployment-workflows/src/workflows.ts', import.meta.url)),
+      logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    connection = await Connection.connect({ address: stack.temporalAddress });
+    client = new Client({ connection });
+  });
+
+  afterAll(async () => {
+    await connection?.close();
+  });
+
+  /** Runs `body` with a worker whose activities are `activities` (any not given throws). */
+  async function withWorker<T>(activities: Partial<DeploymentActivities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
+    const taskQueue = `wf-test-${randomBytes(4).toString('hex')}`;
+    const workerConnection = await NativeConnection.connect({ address: stack.temporalAddress });
+    const worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle: bundle, activities });
+    try {
+      return await worker.runUntil(body(taskQueue));
+    } finally {
+      await workerConnection.close();
+    }
+  }
+
+  /** What `requestActivation` does in production: signal-with-start of the environment's workflow. */
+  const requestActivationOn = (taskQueue: string): DeploymentActivities['requestActivation'] => async (input) => {
+    await client.workflow.signalWithStart(ENVIRONMENT_ACTIVATIONS_WORKFLOW, {
+      workflowId: environmentActivationsWorkflowId(input.environmentId),
+      taskQueue,
+      args: [{ tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName, pending: [] }],
+      signal: activationRequested,
+      signalArgs: [{ deploymentId: input.deploymentId, replyTo: input.replyTo }],
+    });
+  };
+
+  const ingestInput = (overrides: Partial<IngestInput> = {}): IngestInput => ({
+    deploymentId: `dep_${randomBytes(13).toString('hex')}`,
+    tenantId: 'ten_wf',
+    environmentId: `env_${randomBytes(6).toString('hex')}`,
+    environmentName: 'prod',
+    strict: false,
+    activeDeploymentId: null,
+    bundleRef: 'sha256:x',
+    git: { branch: 'local', sha: 'local' },
+    sdkVersion: null,
+    activate: true,
+    allowContractChanges: [],
+    createdBy: null,
+    fieldErrors: [],
+    ...overrides,
+  });
+
+  const terminateEnvironment = async (environmentId: string) => {
+    await client.workflow.getHandle(environmentActivationsWorkflowId(environmentId)).terminate('test done').catch(() => undefined);
+  };
+
+  it('a failed validation never asks for an activation; a ready one asks exactly when told to', async () => {
+    for (const [status, activate, expectActivation] of [
+      ['failed', true, false],
+      ['ready', false, false],
+      ['ready', true, true],
+    ] as const) {
+      const requested: string[] = [];
+      const recheck: Recheck = { checked: 1, quarantined: [] };
+      const input = ingestInput({ activate });
+      const outcome = await withWorker(
+        {
+          validateAndRecord: async () => ({ status, errors: status === 'failed' ? 1 : 0, warnings: 0 }),
+          requestActivation: async (request) => {
+            requested.push(request.deploymentId);
+            return requestActivationOn(currentTaskQueue)(request);
+          },
+          activate: async () => recheck,
+        },
+        (taskQueue) => {
+          currentTaskQueue = taskQueue;
+          return client.workflow.execute('ingestDeployment', { taskQueue, workflowId: `ingest-${input.deploymentId}`, args: [input] }) as Promise<IngestOutcome>;
+        },
+      );
+      expect(outcome, `${status}, activate ${activate}`).toEqual({ deploymentId: input.deploymentId, status, recheck: expectActivation ? recheck : null });
+      expect(requested).toEqual(expectActivation ? [input.deploymentId] : []);
+      await terminateEnvironment(input.environmentId);
+    }
+  });
+
+  it('runs one environment’s activations one at a time, in arrival order, each answered with its own re-check', async () => {
+    const environmentId = `env_${randomBytes(6).toString('hex')}`;
+    const windows: Array<{ deploymentId: string; start: number; end: number }> = [];
+    let running = 0;
+    let mostAtOnce = 0;
+    const ids = Array.from({ length: 6 }, (_, i) => `dep_serial${i}`);
+    const results = await withWorker(
+      {
+        requestActivation: async (request) => requestActivationOn(currentTaskQueue)(request),
+        activate: async ({ deploymentId }: ActivateInput) => {
+          running += 1;
+          mostAtOnce = Math.max(mostAtOnce, running);
+          const start = Date.now();
+          // Work that takes long enough for the other requests to arrive meanwhile.
+          await new Promise((resolve) => setTimeout(resolve, 40));
+          windows.push({ deploymentId, start, end: Date.now() });
+          running -= 1;
+          return { checked: ids.indexOf(deploymentId), quarantined: [] };
+        },
+      },
+      async (taskQueue) => {
+        currentTaskQueue = taskQueue;
+        return Promise.all(
+          ids.map((deploymentId) =>
+            client.workflow.execute('activateDeployment', {
+              taskQueue,
+              workflowId: `activate-${deploymentId}-${environmentId}`,
+              args: [{ deploymentId, tenantId: 'ten_wf', environmentId, environmentName: 'prod' } satisfies ActivateInput],
+            }) as Promise<Recheck>,
+          ),
+        );
+      },
+    );
+    expect(mostAtOnce).toBe(1);
+    expect(results.map((recheck) => recheck.checked)).toEqual([0, 1, 2, 3, 4, 5]);
+    const sorted = [...windows].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < sorted.length; i += 1) expect(sorted[i]!.start).toBeGreaterThanOrEqual(sorted[i - 1]!.end);
+    await terminateEnvironment(environmentId);
+  });
+
+  it('a permanent failure is not retried; a failing activation ends after its retry cap, and the next one still runs', async () => {
+    const environmentId = `env_${randomBytes(6).toString('hex')}`;
+    const attempts = new Map<string, number>();
+    const outcomes = await withWorker(
+      {
+        requestActivation: async (request) => requestActivationOn(currentTaskQueue)(request),
+        activate: async ({ deploymentId }: ActivateInput) => {
+          attempts.set(deploymentId, (attempts.get(deploymentId) ?? 0) + 1);
+          if (deploymentId === 'dep_not_ready') throw ApplicationFailure.nonRetryable('deployment dep_not_ready is failed', 'NotReady');
+          if (deploymentId === 'dep_flaky') throw new Error('placement-service is restarting');
+          return { checked: 0, quarantined: [] };
+        },
+      },
+      async (taskQueue) => {
+        currentTaskQueue = taskQueue;
+        const run = (deploymentId: string) =>
+          client.workflow
+            .execute('activateDeployment', {
+              taskQueue,
+              workflowId: `activate-${deploymentId}-${environmentId}`,
+              args: [{ deploymentId, tenantId: 'ten_wf', environmentId, environmentName: 'prod' } satisfies ActivateInput],
+            })
+            .then(
+              () => 'activated',
+              (error: unknown) => (error instanceof WorkflowFailedError ? `failed: ${error.cause?.message}` : `error: ${String(error)}`),
+            );
+        return [await run('dep_not_ready'), await run('dep_flaky'), await run('dep_fine')];
+      },
+    );
+    expect(outcomes[0]).toMatch(/^failed: activation of dep_not_ready failed/);
+    expect(attempts.get('dep_not_ready')).toBe(1);
+    expect(outcomes[1]).toMatch(/^failed: activation of dep_flaky failed/);
+    expect(attempts.get('dep_flaky')).toBe(8);
+    expect(outcomes[2]).toBe('activated');
+    await terminateEnvironment(environmentId);
+  }, 90_000);
+});
