@@ -1,2 +1,3 @@
 export * from './tenant-scoped-model.ts';
 export * from './transactions.ts';
+export * from './insert-batcher.ts';

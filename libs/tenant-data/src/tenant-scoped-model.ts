@@ -40,6 +40,19 @@ export class TenantScopedModel<T extends TenantOwned> {
     return full;
   }
 
+  /**
+   * Inserts documents of possibly several tenants in one write, each under its own
+   * tenant. Not cast by the schema (`lean`): for documents the code builds itself, where
+   * the write's cost matters (an audit log).
+   */
+  async insertManyOwned(docs: ReadonlyArray<{ tenantId: string; doc: Omit<T, 'tenant_id'> }>, options: WriteOptions = {}): Promise<void> {
+    for (const { tenantId } of docs) if (!tenantId) throw new Error(`${this.model.modelName}: an insert without a tenant`);
+    await this.model.insertMany(
+      docs.map(({ tenantId, doc }) => ({ ...doc, tenant_id: tenantId })),
+      { ordered: false, lean: true, session: options.session },
+    );
+  }
+
   findOne(tenantId: string, filter: TenantFilter<T>, options: ReadOptions<T> = {}): Promise<T | null> {
     const query = this.model.findOne(this.scoped(tenantId, filter), options.projection ?? null, { session: options.session });
     if (options.sort) query.sort(options.sort as Record<string, SortOrder>);

@@ -1,7 +1,7 @@
 import { Schema, type ClientSession, type Connection, type Model } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
 import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
-import { TenantScopedModel } from '@envengine/tenant-data';
+import { InsertBatcher, TenantScopedModel } from '@envengine/tenant-data';
 
 export interface AuditedSecretVersion {
   setting: string;
@@ -46,10 +46,13 @@ auditSchema.index({ tenant_id: 1, secret_id: 1 }, { sparse: true });
 export class SecretAuditRepository {
   private readonly model: Model<SecretAuditDocument>;
   private readonly records: TenantScopedModel<SecretAuditDocument>;
+  /** Resolutions are audited before they are answered; concurrent ones share a write. */
+  private readonly resolutions: InsertBatcher<{ tenantId: string; doc: Omit<SecretAuditDocument, 'tenant_id'> }>;
 
   constructor(connection: Connection) {
     this.model = modelFor(connection, 'SecretAudit', auditSchema);
     this.records = new TenantScopedModel(this.model);
+    this.resolutions = new InsertBatcher((docs) => this.records.insertManyOwned(docs));
   }
 
   async ensureIndexes(): Promise<void> {
@@ -67,18 +70,21 @@ export class SecretAuditRepository {
     reason?: string;
     requestId: string;
   }): Promise<void> {
-    await this.records.insert(entry.tenantId, {
-      _id: newId('aud'),
-      kind: 'resolve',
-      at: new Date(),
-      environment_id: entry.environmentId,
-      caller: entry.caller,
-      attempt_id: entry.attemptId ?? null,
-      binding: entry.binding,
-      secrets: entry.secrets,
-      outcome: entry.outcome,
-      ...(entry.reason ? { reason: entry.reason } : {}),
-      request_id: entry.requestId,
+    await this.resolutions.add({
+      tenantId: entry.tenantId,
+      doc: {
+        _id: newId('aud'),
+        kind: 'resolve',
+        at: new Date(),
+        environment_id: entry.environmentId,
+        caller: entry.caller,
+        attempt_id: entry.attemptId ?? null,
+        binding: entry.binding,
+        secrets: entry.secrets,
+        outcome: entry.outcome,
+        ...(entry.reason ? { reason: entry.reason } : {}),
+        request_id: entry.requestId,
+      },
     });
   }
 
