@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { validateManifest } from '@envengine/manifest-rules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
-import { median, rssMegabytes, type Bench } from './harness.ts';
+import { cpuSecondsOf, median, rssMegabytes, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 interface LatencyRun {
@@ -18,7 +18,12 @@ interface LatencyRun {
   p99: number;
   perSecond: number;
   failures: number;
+  /** CPU milliseconds per call, by process, over the run. */
+  cpuMsPerCall: Record<string, number>;
 }
+
+/** The processes whose CPU a run accounts for, by name. */
+let accounted: Record<string, number | undefined> = {};
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -27,6 +32,7 @@ async function measureCalls(name: string, inFlight: number, count: number, opera
   const latencies: number[] = [];
   let failures = 0;
   let next = 0;
+  const cpuBefore = Object.fromEntries(Object.entries(accounted).map(([process_, pid]) => [process_, cpuSecondsOf(pid)]));
   const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -40,7 +46,10 @@ async function measureCalls(name: string, inFlight: number, count: number, opera
   );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  const run = { name, inFlight, count, p50: percentile(latencies, 50), p99: percentile(latencies, 99), perSecond: count / seconds, failures };
+  const cpuMsPerCall = Object.fromEntries(
+    Object.entries(accounted).map(([process_, pid]) => [process_, ((cpuSecondsOf(pid) - cpuBefore[process_]!) * 1000) / count]),
+  );
+  const run = { name, inFlight, count, p50: percentile(latencies, 50), p99: percentile(latencies, 99), perSecond: count / seconds, failures, cpuMsPerCall };
   console.error(`  ${name}, ${inFlight} in flight: p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms, ${run.perSecond.toFixed(1)}/s, ${failures} failed`);
   return run;
 }
@@ -81,6 +90,16 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
   };
 
   const workerPid = services.processes['workflow-worker'].pid;
+  accounted = {
+    'temporal server': servers.temporal.process?.pid,
+    mongodb: servers.mongo.process?.pid,
+    'bench (load + raw worker)': process.pid,
+    gateway: services.processes.gateway.pid,
+    'deployment-service': services.processes['deployment-service'].pid,
+    'workflow-worker': workerPid,
+    'placement-service': services.processes['placement-service'].pid,
+    'secrets-service': services.processes['secrets-service'].pid,
+  };
   const idleRss = rssMegabytes(workerPid);
   const runs: LatencyRun[] = [];
   try {
@@ -106,7 +125,11 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, ingest(ENVIRONMENTS)));
     runs.push(await measureCalls(`activation through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, activate(ENVIRONMENTS)));
     runs.push(await measureCalls('ingest through the gateway, all on one environment', 10, 100, ingest(1)));
-    runs.push(await measureCalls('activation through the gateway, all on one environment', 10, 100, activate(1)));
+    // Twenty different deployments of one environment, so no two concurrent calls activate the same one
+    // (those would share one workflow: `activate-<deployment id>`).
+    const recent = (await (await fetch(`${api}/environments/${environments[0]}/deployments?limit=20`, { headers: auth })).json()) as { data: Array<{ id: string }> };
+    const activateOneEnvironment = async (i: number) => (await post(`/deployments/${recent.data[i % recent.data.length]!.id}/activate`, {})).status === 200;
+    runs.push(await measureCalls('activation through the gateway, all on one environment', 10, 100, activateOneEnvironment));
   } finally {
     worker.shutdown();
     await running;
@@ -141,6 +164,15 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     '| operation | in flight | calls | p50 ms | p99 ms | per second | p50 vs raw | failed |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...runs.map(row),
+    '',
+    'CPU milliseconds per call by process (2 cores: at 10 in flight the runs are CPU-bound, so calls per second ≈ 2000 / total):',
+    '',
+    `| operation | in flight | ${Object.keys(accounted).join(' | ')} | total |`,
+    `|---|---:|${Object.keys(accounted).map(() => '---:').join('|')}|---:|`,
+    ...runs.map((run) => {
+      const cells = Object.keys(accounted).map((process_) => run.cpuMsPerCall[process_] ?? 0);
+      return `| ${run.name} | ${run.inFlight} | ${cells.map((ms) => ms.toFixed(1)).join(' | ')} | ${cells.reduce((a, b) => a + b, 0).toFixed(1)} |`;
+    }),
     '',
     `Validation of a 2,000-asset manifest (a dependency chain, every asset with a schema), the pure rules the ingest runs: median ${median(validationMs).toFixed(0)} ms of 7 (max ${Math.max(...validationMs).toFixed(0)} ms).`,
     '',

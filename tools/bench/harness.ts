@@ -35,7 +35,7 @@ export interface Measurement {
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSecondsOf(pid: number | undefined): number {
+export function cpuSecondsOf(pid: number | undefined): number {
   if (!pid) return 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

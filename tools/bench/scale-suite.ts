@@ -2,9 +2,8 @@
 // one tenant and 100,000 secrets, against the same reads when the tenant had almost none.
 // Seeding goes through the API, so the data has exactly the shape the services write.
 import { randomBytes } from 'node:crypto';
-import { INTERNAL_HEADERS, RESOLVER_CALLER_HEADER } from '@envengine/contracts';
 import { median, type Bench } from './harness.ts';
-import type { SuiteContext } from './suite-context.ts';
+import { resolutionCall, type SuiteContext } from './suite-context.ts';
 
 const ENVIRONMENTS = 100_000;
 const SECRETS = 100_000;
@@ -42,23 +41,16 @@ async function seed(count: number, call: (i: number) => Promise<Response>): Prom
 
 const p = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.floor(values.length * q)]!;
 
-export async function scaleSuite(_bench: Bench, { stack, tenantId, auth }: SuiteContext): Promise<string[]> {
+export async function scaleSuite(_bench: Bench, context: SuiteContext): Promise<string[]> {
+  const { stack, auth } = context;
   const { services } = stack;
   const api = `${services.gatewayUrl}/api/v1`;
   const json = { ...auth, 'content-type': 'application/json' };
   const send = (method: string, path: string, body?: unknown) =>
     fetch(`${api}${path}`, { method, headers: json, body: body === undefined ? undefined : JSON.stringify(body) });
+  const resolution = resolutionCall(context, 'bench/scale');
   const resolve = (environmentId: string) => () =>
-    fetch(`${services.urls['secrets-service']}/internal/v1/bindings/resolve`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        [INTERNAL_HEADERS.credential]: services.resolverCredential,
-        [INTERNAL_HEADERS.tenantId]: tenantId,
-        [RESOLVER_CALLER_HEADER]: 'bench/scale',
-      },
-      body: JSON.stringify({ environment_id: environmentId, binding: 'warehouse' }),
-    });
+    fetch(resolution.url, { method: 'POST', headers: resolution.headers, body: JSON.stringify({ environment_id: environmentId, binding: 'warehouse' }) });
 
   // The same reads on an almost empty tenant: one environment, two secrets.
   await send('POST', '/environments', { name: 'scale', storage_prefix: 's3://lake/scale', executor: 'local' });

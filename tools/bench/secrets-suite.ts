@@ -1,9 +1,8 @@
 // Secret writes through the gateway and binding resolution (the workers' internal call)
 // against a bare Express app doing one native-driver insert / find on the same server.
 import { randomBytes } from 'node:crypto';
-import { INTERNAL_HEADERS, RESOLVER_CALLER_HEADER } from '@envengine/contracts';
 import { cpuTable, RESULT_HEADER, resultRow, type Bench, type Target } from './harness.ts';
-import type { SuiteContext } from './suite-context.ts';
+import { resolutionCall, type SuiteContext } from './suite-context.ts';
 
 const SECRETS = 256;
 const BINDINGS = 64;
@@ -18,7 +17,8 @@ function cycling(count: number, build: (i: number) => { path?: string; body?: st
   };
 }
 
-export async function secretsSuite(bench: Bench, { stack, tenantId, auth }: SuiteContext): Promise<string[]> {
+export async function secretsSuite(bench: Bench, context: SuiteContext): Promise<string[]> {
+  const { stack, auth } = context;
   const { servers, services } = stack;
   const api = `${services.gatewayUrl}/api/v1`;
   const json = { ...auth, 'content-type': 'application/json' };
@@ -78,14 +78,8 @@ export async function secretsSuite(bench: Bench, { stack, tenantId, auth }: Suit
     },
     {
       name: 'binding resolution, 2 secrets (secrets-service internal)',
-      url: `${services.urls['secrets-service']}/internal/v1/bindings/resolve`,
+      ...resolutionCall(context, 'bench/attempt-runner'),
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        [INTERNAL_HEADERS.credential]: services.resolverCredential,
-        [INTERNAL_HEADERS.tenantId]: tenantId,
-        [RESOLVER_CALLER_HEADER]: 'bench/attempt-runner',
-      },
       setupRequest: cycling(BINDINGS, (i) => ({ body: JSON.stringify({ environment_id: environment.data.id, binding: `b${i}` }) })),
     },
   );

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Deployment, ErrorBody, dataEnvelope } from '@envengine/contracts';
-import { createTenant, makeBundle, manifestOf, uniqueName, type TestTenant } from '@envengine/test-harness';
+import { createTenant, makeBundle, manifestOf, uniqueName, type TestTenant, until, workflowsOf } from '@envengine/test-harness';
 import { z } from 'zod';
 
 const stack = inject('stack');
@@ -47,6 +47,21 @@ describe('deployments: ingest, reads and activation', () => {
     expect(read.status).toBe(200);
     expect(read.body.data).toMatchObject({ id: row.id, active: true, status: 'ready' });
     expect(read.text).not.toContain('"manifest"');
+  });
+
+  it('lists the ingest and the activations in Temporal under the environment’s search attributes', async () => {
+    const environment = (await tenant.api.get(`/environments/${env}`)).body.data as { id: string; name: string };
+    const response = await tenant.api.post(`/environments/${env}/deployments`, { manifest: manifestOf(assets), bundle_ref: bundleRef });
+    expect(response.status, response.text).toBe(201);
+    const id = response.body.data.id as string;
+    const query = `EnvengineTenantId = '${tenant.tenantId}' AND EnvengineEnvironment = '${environment.name}' AND EnvengineEnvironmentId = '${environment.id}'`;
+    const listed = await until(
+      () => workflowsOf(stack.temporalAddress, query),
+      (ids) => ids.includes(`ingest-${id}`) && ids.includes(`activations-${environment.id}`),
+      10_000,
+    );
+    expect(listed).toEqual(expect.arrayContaining([`ingest-${id}`, `activations-${environment.id}`]));
+    expect(await workflowsOf(stack.temporalAddress, `EnvengineDeploymentId = '${id}'`)).toEqual([`ingest-${id}`]);
   });
 
   it('fails a bad manifest: 422 with the failed row, pointer unmoved', async () => {
