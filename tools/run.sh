@@ -34,7 +34,7 @@ case "$cmd" in
     ;;
   test)
     # Unit tests, types and lint per project (cached by Nx), then the integration suite
-    # through the gateway against real Temporal, MongoDB-wire and Redis servers.
+    # through the gateway against real Temporal, MongoDB (a replica set) and Redis servers.
     nx run-many -t lint typecheck test --outputStyle=static
     nx run-many -t build --outputStyle=static
     exec nx run api-e2e:e2e --outputStyle=static

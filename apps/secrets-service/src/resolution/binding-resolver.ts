@@ -55,7 +55,8 @@ export class BindingResolver {
 
   /** The current version's value of each row, by secret id: one read per backend. */
   private async readCurrentValues(tenantId: string, rows: SecretRowDocument[]): Promise<Map<string, string>> {
-    const byBackend = Map.groupBy(rows, (row) => row.backend);
+    const byBackend = new Map<string, SecretRowDocument[]>();
+    for (const row of rows) byBackend.set(row.backend, [...(byBackend.get(row.backend) ?? []), row]);
     const maps = await Promise.all(
       [...byBackend].map(([backend, of]) => this.backends.get(backend).readVersions(tenantId, of.map((row) => ({ secretId: row._id, version: row.version })))),
     );
