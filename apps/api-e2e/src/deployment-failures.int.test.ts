@@ -63,7 +63,7 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
     const key = `slow-${Date.now()}`;
     const ingest = () => tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef }, { headers: { 'Idempotency-Key': key } });
     process.kill(worker.pid!, 'SIGSTOP');
-    let id: string;
+    let id: string | undefined;
     try {
       const first = await ingest();
       expect(first.status, first.text).toBe(202);
@@ -74,13 +74,15 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
       expect(retry.status).toBe(202);
       expect(retry.headers.get('idempotent-replayed')).toBe('true');
       expect(retry.body.data.id).toBe(id);
+      process.kill(worker.pid!, 'SIGCONT');
+      const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.status === 200, 30_000);
+      expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
+      expect((await deployments()).length).toBe(before + 1);
     } finally {
       process.kill(worker.pid!, 'SIGCONT');
+      // Back to the normal wait, whatever happened above.
+      await stack.services.restart('deployment-service');
     }
-    const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.status === 200, 30_000);
-    expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
-    expect((await deployments()).length).toBe(before + 1);
-    await stack.services.restart('deployment-service');
   });
 
   it('Temporal unreachable: 503 unavailable, no row, and it works again when Temporal returns', async () => {

@@ -153,7 +153,8 @@ describe('secret canary', () => {
         workflowId: `probe-${marker}`,
         args: [{ note: marker }],
       });
-      const planted = await scanWorkflowHistories(stack.temporalAddress, [marker]);
+      // Listing lags a start a little: wait until the scan lists the probe.
+      const planted = await until(() => scanWorkflowHistories(stack.temporalAddress, [marker]), (scan) => scan.hits.length > 0, 10_000);
       expect(planted.hits.map((hit) => hit.where)).toEqual([`temporal probe-${marker}/${handle.firstExecutionRunId}`]);
       await handle.terminate('scanner probe done');
     } finally {

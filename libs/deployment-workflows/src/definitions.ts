@@ -83,9 +83,19 @@ export interface ActivateInput extends EnvironmentScope {
 /** What an environment's activation workflow is asked to do, and whom it answers. */
 export interface ActivationRequest {
   deploymentId: string;
-  /** The workflow waiting for the outcome (an ingest or an `activate-…` workflow). */
-  replyTo: string;
+  /** The workflow run waiting for the outcome (an ingest or an `activate-…` workflow). */
+  replyTo: { workflowId: string; runId: string };
 }
+
+/** How an activation's step is retried before the activation fails. */
+export interface ActivationRetry {
+  maximumAttempts: number;
+  /** A Temporal duration, such as `5 seconds`. */
+  maximumInterval: string;
+}
+
+/** About a minute of retries: a placement-service restart is ridden out, not reported. */
+export const DEFAULT_ACTIVATION_RETRY: ActivationRetry = { maximumAttempts: 15, maximumInterval: '5 seconds' };
 
 export type ActivationOutcome =
   | { deploymentId: string; ok: true; recheck: Recheck }
@@ -94,6 +104,10 @@ export type ActivationOutcome =
 export interface EnvironmentActivationsInput extends EnvironmentScope {
   /** Requests carried over a continue-as-new. */
   pending: ActivationRequest[];
+  /** Keys of the requests served last, carried over so that a late repeat is not served again. */
+  served: string[];
+  /** Default `DEFAULT_ACTIVATION_RETRY`; tests shorten it. */
+  retry?: ActivationRetry;
 }
 
 export interface ValidationOutcome {

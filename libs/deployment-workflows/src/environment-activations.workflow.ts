@@ -1,26 +1,47 @@
 import { ApplicationFailure, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { activationFinished, activationRequested } from './activation-signals.ts';
-import type { ActivationOutcome, ActivationRequest, DeploymentActivities, EnvironmentActivationsInput } from './definitions.ts';
-
-const { activate } = proxyActivities<DeploymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 8, nonRetryableErrorTypes: ['NotFound', 'NotReady'] },
-});
+import {
+  DEFAULT_ACTIVATION_RETRY,
+  type ActivationOutcome,
+  type ActivationRequest,
+  type DeploymentActivities,
+  type EnvironmentActivationsInput,
+} from './definitions.ts';
 
 /** Activations handled by one run before it continues as new, keeping its history short. */
 const ACTIVATIONS_PER_RUN = 200;
+/** Request keys remembered after they were served, so a repeated delivery is not served twice. */
+const REMEMBERED_REQUESTS = 500;
+
+const requestKey = (request: ActivationRequest) => `${request.replyTo.workflowId}/${request.replyTo.runId}/${request.deploymentId}`;
 
 /**
  * `activations-<environment id>`: the one place an environment's activations run, one at
- * a time in the order they were asked for (the mutex pattern of Temporal's samples, as an
- * entity workflow). A request arrives as a signal; the next one starts the moment the
- * previous one finishes, with no polling; each outcome goes back to the workflow that asked.
- * The last activation to finish is the one the environment points at.
+ * a time in the order their requests arrived (the mutex pattern of Temporal's samples, as
+ * an entity workflow). A request arrives as a signal; the next one starts the moment the
+ * previous one finishes, with no polling; each outcome goes back to the workflow run that
+ * asked. The last activation to finish is the one the environment points at. A request
+ * delivered twice (its sender's local activity retried) is served once.
  */
 export async function environmentActivations(input: EnvironmentActivationsInput): Promise<void> {
+  const retry = input.retry ?? DEFAULT_ACTIVATION_RETRY;
+  const { activate } = proxyActivities<DeploymentActivities>({
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '3 minutes',
+    retry: {
+      initialInterval: '100 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: retry.maximumInterval,
+      maximumAttempts: retry.maximumAttempts,
+      nonRetryableErrorTypes: ['NotFound', 'NotReady'],
+    },
+  });
   const queue: ActivationRequest[] = [...input.pending];
+  const seen = new Set<string>([...input.served, ...input.pending.map(requestKey)]);
+  const served: string[] = [...input.served];
   setHandler(activationRequested, (request) => {
+    if (seen.has(requestKey(request))) return;
+    seen.add(requestKey(request));
     queue.push(request);
   });
   for (let handled = 0; handled < ACTIVATIONS_PER_RUN && !workflowInfo().continueAsNewSuggested; handled += 1) {
@@ -39,12 +60,14 @@ export async function environmentActivations(input: EnvironmentActivationsInput)
       const cause = (error as { cause?: Error }).cause ?? (error as Error);
       outcome = { deploymentId: request.deploymentId, ok: false, error: cause.message };
     }
+    served.push(requestKey(request));
+    if (served.length > REMEMBERED_REQUESTS) served.splice(0, served.length - REMEMBERED_REQUESTS);
     // A requester that is gone (terminated) cannot be answered; the next activation goes on.
-    await getExternalWorkflowHandle(request.replyTo)
+    await getExternalWorkflowHandle(request.replyTo.workflowId, request.replyTo.runId)
       .signal(activationFinished, outcome)
       .catch(() => undefined);
   }
-  await continueAsNew<typeof environmentActivations>({ ...input, pending: queue });
+  await continueAsNew<typeof environmentActivations>({ ...input, pending: queue, served });
 }
 
 /**
@@ -52,14 +75,15 @@ export async function environmentActivations(input: EnvironmentActivationsInput)
  * outcome: the recheck report, or a failure naming why the activation did not happen.
  */
 export async function awaitActivation(
-  request: (input: { deploymentId: string; replyTo: string }) => Promise<void>,
+  request: (input: ActivationRequest) => Promise<void>,
   deploymentId: string,
 ): Promise<ActivationOutcome & { ok: true }> {
   let outcome: ActivationOutcome | undefined;
   setHandler(activationFinished, (finished) => {
     if (finished.deploymentId === deploymentId) outcome = finished;
   });
-  await request({ deploymentId, replyTo: workflowInfo().workflowId });
+  const { workflowId, runId } = workflowInfo();
+  await request({ deploymentId, replyTo: { workflowId, runId } });
   if (!(await condition(() => outcome !== undefined, '10 minutes'))) {
     throw ApplicationFailure.nonRetryable(`activation of ${deploymentId} did not finish within 10 minutes`, 'ActivationTimedOut');
   }

@@ -58,6 +58,7 @@ export class DeploymentsService {
     body: unknown,
     requestId: string,
   ): Promise<{ status: 201 | 422; row: Deployment } | { status: 202; row: DeploymentPending }> {
+    const arrivedAt = Date.now();
     const gate = IngestGate.safeParse(body);
     if (!gate.success) {
       throw new ApiError('invalid_request', 'An ingest needs "manifest" (an object) and "bundle_ref" (a string).', {
@@ -88,14 +89,11 @@ export class DeploymentsService {
     await this.deployments.storeManifest(tenantId, input.deploymentId, environment.id, gate.data.manifest);
     let outcome;
     try {
-      outcome = await this.workflows.ingest(input);
+      outcome = await this.workflows.ingest(input, arrivedAt);
     } catch (error) {
-      if (error instanceof StillRunningError) {
-        return { status: 202, row: { id: input.deploymentId, environment_id: environment.id, status: 'pending' } };
-      }
-      // Temporal refused the start: no workflow will read the manifest.
-      if (error instanceof ApiError && error.code === 'unavailable') await this.deployments.discardManifest(tenantId, input.deploymentId).catch(() => undefined);
-      throw error;
+      // A manifest whose start failed stays: a start that timed out may still have begun.
+      if (!(error instanceof StillRunningError)) throw error;
+      return { status: 202, row: { id: input.deploymentId, environment_id: environment.id, status: 'pending' } };
     }
     const row = await this.deployments.find(tenantId, input.deploymentId);
     if (!row) throw new Error(`deployment ${input.deploymentId} was not recorded by its workflow`);
@@ -105,6 +103,7 @@ export class DeploymentsService {
   }
 
   async activate(tenantId: string, id: string): Promise<Deployment> {
+    const arrivedAt = Date.now();
     const row = await this.deployments.find(tenantId, id);
     if (!row) throw notFound(`Deployment ${id}`);
     if (row.status !== 'ready') {
@@ -116,7 +115,7 @@ export class DeploymentsService {
         tenantId,
         environmentId: row.environment_id,
         environmentName: row.environment_name,
-      });
+      }, arrivedAt);
       return toDeployment(row, row._id, recheck);
     } catch (error) {
       if (!(error instanceof StillRunningError)) throw error;

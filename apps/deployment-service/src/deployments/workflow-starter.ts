@@ -47,8 +47,12 @@ export class WorkflowStarter {
     });
   }
 
-  /** Starts the ingest (which fails with `unavailable` if Temporal cannot be reached), then waits for it. */
-  async ingest(input: IngestInput): Promise<IngestOutcome> {
+  /**
+   * Starts the ingest (`unavailable` if Temporal cannot be reached), then waits for it
+   * until `waitMs` after `arrivedAt`, when the request arrived: the whole answer, start
+   * included, stays within the wait, and so within the gateway's timeout.
+   */
+  async ingest(input: IngestInput, arrivedAt: number): Promise<IngestOutcome> {
     const handle = await this.call(() =>
       this.client.workflow.start(INGEST_WORKFLOW, {
         workflowId: ingestWorkflowId(input.deploymentId),
@@ -58,10 +62,10 @@ export class WorkflowStarter {
         typedSearchAttributes: searchAttributesOf(input),
       }),
     );
-    return this.wait(handle.result() as Promise<IngestOutcome>, input.deploymentId);
+    return this.wait(handle.result() as Promise<IngestOutcome>, input.deploymentId, arrivedAt);
   }
 
-  async activate(input: ActivateInput): Promise<Recheck> {
+  async activate(input: ActivateInput, arrivedAt: number): Promise<Recheck> {
     const workflowId = activateWorkflowId(input.deploymentId);
     try {
       const handle = await this.call(() =>
@@ -73,18 +77,18 @@ export class WorkflowStarter {
           typedSearchAttributes: searchAttributesOf(input),
         }),
       );
-      return await this.wait(handle.result() as Promise<Recheck>, input.deploymentId);
+      return await this.wait(handle.result() as Promise<Recheck>, input.deploymentId, arrivedAt);
     } catch (error) {
       // The same deployment is being activated already: its answer is this one's too.
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      return this.wait(this.client.workflow.getHandle(workflowId).result() as Promise<Recheck>, input.deploymentId);
+      return this.wait(this.client.workflow.getHandle(workflowId).result() as Promise<Recheck>, input.deploymentId, arrivedAt);
     }
   }
 
-  private async wait<T>(result: Promise<T>, deploymentId: string): Promise<T> {
+  private async wait<T>(result: Promise<T>, deploymentId: string, arrivedAt: number): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StillRunningError(deploymentId)), this.options.waitMs);
+      timer = setTimeout(() => reject(new StillRunningError(deploymentId)), Math.max(0, arrivedAt + this.options.waitMs - Date.now()));
     });
     try {
       return await Promise.race([result, timeout]);

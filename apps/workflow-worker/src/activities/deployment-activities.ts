@@ -98,7 +98,7 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
 
     async requestActivation({ tenantId, environmentId, environmentName, deploymentId, replyTo }) {
       const scope = { tenantId, environmentId, environmentName };
-      const args: EnvironmentActivationsInput = { ...scope, pending: [] };
+      const args: EnvironmentActivationsInput = { ...scope, pending: [], served: [] };
       const memo: Omit<DeploymentMemo, 'deployment_id'> = { tenant_id: tenantId, environment: environmentName, environment_id: environmentId };
       await temporal.workflow.signalWithStart(ENVIRONMENT_ACTIVATIONS_WORKFLOW, {
         workflowId: environmentActivationsWorkflowId(environmentId),

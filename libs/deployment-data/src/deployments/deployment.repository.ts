@@ -94,11 +94,6 @@ export class DeploymentRepository {
     });
   }
 
-  /** Drops the manifest of an ingest that never started (Temporal refused it). */
-  async discardManifest(tenantId: string, deploymentId: string): Promise<void> {
-    await this.manifests.deleteOne(tenantId, { _id: deploymentId });
-  }
-
   /** The stored manifest, or undefined when the tenant has no such deployment. */
   async manifest(tenantId: string, deploymentId: string): Promise<unknown> {
     const doc = await this.manifests.findOne(tenantId, { _id: deploymentId }, { projection: { manifest_json: 1 } });
