@@ -13,7 +13,7 @@ const USAGE = `usage:
   npm run admin -- master-key new
   npm run admin -- master-key rewrap
 
-Connects to MONGO_URL (default mongodb://127.0.0.1:27017/) and, to tell running
+Connects to MONGO_URL (default mongodb://127.0.0.1:27017/?replicaSet=rs0, the local stack's) and, to tell running
 gateways about a revocation at once, REDIS_URL (default redis://127.0.0.1:6379).
 
 master-key rewrap re-wraps every data key of the local secret backend under
@@ -41,7 +41,7 @@ if (noun === 'master-key') {
   process.exit();
 }
 
-const mongoUrl = process.env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/';
+const mongoUrl = process.env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/?replicaSet=rs0';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const dbName = process.env.GATEWAY_MONGO_DB ?? SERVICE_DATABASES.gateway;
 
