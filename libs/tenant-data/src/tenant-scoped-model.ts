@@ -1,4 +1,5 @@
-import type { ClientSession, Model, PipelineStage, QueryFilter, SortOrder, UpdateQuery } from 'mongoose';
+import type { ClientSession, Connection, Model, PipelineStage, QueryFilter, Schema, SortOrder, UpdateQuery } from 'mongoose';
+import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 
 /** A stored document that belongs to one tenant. */
 export interface TenantOwned {
@@ -28,6 +29,16 @@ export interface WriteOptions {
  */
 export class TenantScopedModel<T extends TenantOwned> {
   constructor(private readonly model: Model<T>) {}
+
+  /** The connection's model of that name (compiled from `schema` the first time), tenant-scoped. */
+  static of<T extends TenantOwned>(connection: Connection, name: string, schema: Schema<T>): TenantScopedModel<T> {
+    return new TenantScopedModel(modelFor(connection, name, schema));
+  }
+
+  /** Creates the collection, when missing, and the schema's indexes. */
+  ensureIndexes(): Promise<void> {
+    return ensureCollectionAndIndexes(this.model);
+  }
 
   private scoped(tenantId: string, filter: TenantFilter<T>): QueryFilter<T> {
     if (!tenantId) throw new Error(`${this.model.modelName}: a query without a tenant`);

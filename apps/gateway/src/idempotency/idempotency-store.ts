@@ -1,5 +1,5 @@
-import { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { Schema, type Connection } from 'mongoose';
+import { isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 
 /** A response kept for replay: status, content type and the body as sent. */
@@ -46,7 +46,6 @@ recordSchema.index({ expires_at: 1 }, { expireAfterSeconds: 0 });
  * request is forwarded and completed with the response; a repeat replays it.
  */
 export class IdempotencyStore {
-  private readonly model: Model<IdempotencyRecordDocument>;
   private readonly records: TenantScopedModel<IdempotencyRecordDocument>;
 
   constructor(
@@ -55,12 +54,11 @@ export class IdempotencyStore {
     private readonly claimMs: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.model = modelFor(connection, 'IdempotencyRecord', recordSchema);
-    this.records = new TenantScopedModel(this.model);
+    this.records = TenantScopedModel.of(connection, 'IdempotencyRecord', recordSchema);
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.records.ensureIndexes();
   }
 
   async claim(tenantId: string, key: string, fingerprint: string): Promise<ClaimResult> {

@@ -1,7 +1,7 @@
-import type { Connection, Model } from 'mongoose';
+import type { Connection } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { environmentSchema, type EnvironmentDocument } from './environment.schema.ts';
 
@@ -26,16 +26,14 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
  * query can be written without the tenant filter. Returns plain objects only.
  */
 export class EnvironmentRepository {
-  private readonly model: Model<EnvironmentDocument>;
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'Environment', environmentSchema);
-    this.environments = new TenantScopedModel(this.model);
+    this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.environments.ensureIndexes();
   }
 
   async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {

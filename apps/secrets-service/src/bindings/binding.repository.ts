@@ -1,23 +1,21 @@
-import type { Connection, Model } from 'mongoose';
+import type { Connection } from 'mongoose';
 import type { PutBindingRequest } from '@envengine/contracts';
 import { randomBytes } from 'node:crypto';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { bindingSchema, type BindingDocument } from './binding.schema.ts';
 
 /** Bindings of one environment at a time; every query carries tenant and environment. */
 export class BindingRepository {
-  private readonly model: Model<BindingDocument>;
   private readonly bindings: TenantScopedModel<BindingDocument>;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'Binding', bindingSchema);
-    this.bindings = new TenantScopedModel(this.model);
+    this.bindings = TenantScopedModel.of(connection, 'Binding', bindingSchema);
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.bindings.ensureIndexes();
   }
 
   list(tenantId: string, environmentId: string): Promise<BindingDocument[]> {

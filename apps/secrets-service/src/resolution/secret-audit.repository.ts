@@ -1,6 +1,5 @@
-import { Schema, type ClientSession, type Connection, type Model } from 'mongoose';
+import { Schema, type ClientSession, type Connection } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 import { InsertBatcher, TenantScopedModel } from '@envengine/tenant-data';
 
 export interface AuditedSecretVersion {
@@ -44,19 +43,17 @@ auditSchema.index({ tenant_id: 1, environment_id: 1, at: -1 });
 auditSchema.index({ tenant_id: 1, secret_id: 1 }, { sparse: true });
 
 export class SecretAuditRepository {
-  private readonly model: Model<SecretAuditDocument>;
   private readonly records: TenantScopedModel<SecretAuditDocument>;
   /** Resolutions are audited before they are answered; concurrent ones share a write. */
   private readonly resolutions: InsertBatcher<{ tenantId: string; doc: Omit<SecretAuditDocument, 'tenant_id'> }>;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'SecretAudit', auditSchema);
-    this.records = new TenantScopedModel(this.model);
+    this.records = TenantScopedModel.of(connection, 'SecretAudit', auditSchema);
     this.resolutions = new InsertBatcher((docs) => this.records.insertManyOwned(docs));
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.records.ensureIndexes();
   }
 
   async recordResolution(entry: {

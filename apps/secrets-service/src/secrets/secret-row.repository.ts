@@ -1,21 +1,18 @@
-import type { ClientSession, Connection, Model } from 'mongoose';
+import type { ClientSession, Connection } from 'mongoose';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { secretRowSchema, type SecretRowDocument } from './secret-row.schema.ts';
 
 /** Secret rows of one environment at a time; every query carries tenant and environment. */
 export class SecretRowRepository {
-  private readonly model: Model<SecretRowDocument>;
   private readonly rows: TenantScopedModel<SecretRowDocument>;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'SecretRow', secretRowSchema);
-    this.rows = new TenantScopedModel(this.model);
+    this.rows = TenantScopedModel.of(connection, 'SecretRow', secretRowSchema);
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.rows.ensureIndexes();
   }
 
   /**

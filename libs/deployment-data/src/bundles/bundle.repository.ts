@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import mongoose, { Schema, type Connection, type Model } from 'mongoose';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import mongoose, { Schema, type Connection } from 'mongoose';
+import { isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { readBundle } from './bundle-reader.ts';
 
@@ -34,18 +34,16 @@ const bundleKey = (tenantId: string, ref: string) => `${tenantId}/${ref}`;
 
 /** Content-addressed bundles in GridFS, scoped to the tenant that uploaded them. */
 export class BundleRepository {
-  private readonly model: Model<BundleDocument>;
   private readonly bundles: TenantScopedModel<BundleDocument>;
   private readonly bucket: mongoose.mongo.GridFSBucket;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'Bundle', bundleSchema);
-    this.bundles = new TenantScopedModel(this.model);
+    this.bundles = TenantScopedModel.of(connection, 'Bundle', bundleSchema);
     this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.bundles.ensureIndexes();
   }
 
   /**

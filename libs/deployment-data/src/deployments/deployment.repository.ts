@@ -1,6 +1,6 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type Connection } from 'mongoose';
 import type { DeploymentValidation, GitInfo } from '@envengine/contracts';
-import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
+import { isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 
 /** A deployment row as stored (the manifest is kept apart, see `ManifestDocument`). */
@@ -68,20 +68,16 @@ const manifestSchema = new Schema<ManifestDocument>(
 
 /** Deployments and their manifests, one tenant at a time; every query carries the tenant. */
 export class DeploymentRepository {
-  private readonly rowModel: Model<DeploymentDocument>;
-  private readonly manifestModel: Model<ManifestDocument>;
   private readonly rows: TenantScopedModel<DeploymentDocument>;
   private readonly manifests: TenantScopedModel<ManifestDocument>;
 
   constructor(connection: Connection) {
-    this.rowModel = modelFor(connection, 'Deployment', deploymentSchema);
-    this.manifestModel = modelFor(connection, 'DeploymentManifest', manifestSchema);
-    this.rows = new TenantScopedModel(this.rowModel);
-    this.manifests = new TenantScopedModel(this.manifestModel);
+    this.rows = TenantScopedModel.of(connection, 'Deployment', deploymentSchema);
+    this.manifests = TenantScopedModel.of(connection, 'DeploymentManifest', manifestSchema);
   }
 
   async ensureIndexes(): Promise<void> {
-    await Promise.all([ensureCollectionAndIndexes(this.rowModel), ensureCollectionAndIndexes(this.manifestModel)]);
+    await Promise.all([this.rows.ensureIndexes(), this.manifests.ensureIndexes()]);
   }
 
   /** Keeps the manifest of a deployment about to be ingested. */

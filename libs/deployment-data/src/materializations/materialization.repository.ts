@@ -1,7 +1,6 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type Connection } from 'mongoose';
 import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 
 interface MaterializationDocument {
@@ -48,16 +47,14 @@ function toMaterialization(doc: MaterializationDocument): Materialization {
 
 /** What runs stored for each asset; the newest one of an asset is its current latest. */
 export class MaterializationRepository {
-  private readonly model: Model<MaterializationDocument>;
   private readonly materializations: TenantScopedModel<MaterializationDocument>;
 
   constructor(connection: Connection) {
-    this.model = modelFor(connection, 'Materialization', materializationSchema);
-    this.materializations = new TenantScopedModel(this.model);
+    this.materializations = TenantScopedModel.of(connection, 'Materialization', materializationSchema);
   }
 
-  async ensureIndexes(): Promise<void> {
-    await ensureCollectionAndIndexes(this.model);
+  ensureIndexes(): Promise<void> {
+    return this.materializations.ensureIndexes();
   }
 
   async record(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
