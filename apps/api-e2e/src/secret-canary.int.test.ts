@@ -144,18 +144,20 @@ describe('secret canary', () => {
     expect(histories).toBeGreaterThan(0);
     expect(hits).toEqual([]);
 
-    // The scanner finds what is there: a marker in a workflow's input, on a task queue no worker polls.
+    // The scanner finds what is there: a marker only in a workflow's input payload (not in
+    // its id or task queue, which are plain text), on a task queue no worker polls.
     const marker = `marker-${randomBytes(8).toString('hex')}`;
+    const probeId = `probe-${randomBytes(8).toString('hex')}`;
     const connection = await Connection.connect({ address: stack.temporalAddress });
     try {
       const handle = await new Client({ connection }).workflow.start('scannerProbe', {
-        taskQueue: `probe-${marker}`,
-        workflowId: `probe-${marker}`,
+        taskQueue: probeId,
+        workflowId: probeId,
         args: [{ note: marker }],
       });
       // Listing lags a start a little: wait until the scan lists the probe.
       const planted = await until(() => scanWorkflowHistories(stack.temporalAddress, [marker]), (scan) => scan.hits.length > 0, 10_000);
-      expect(planted.hits.map((hit) => hit.where)).toEqual([`temporal probe-${marker}/${handle.firstExecutionRunId}`]);
+      expect(planted.hits.map((hit) => hit.where)).toEqual([`temporal ${probeId}/${handle.firstExecutionRunId}`]);
       await handle.terminate('scanner probe done');
     } finally {
       await connection.close();
