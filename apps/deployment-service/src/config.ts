@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
 import { GATEWAY_UPSTREAM_TIMEOUT_MS, SERVICE_WAIT_MARGIN_MS } from '@envengine/contracts';
 import { internalServiceConfigSchema, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
 
@@ -7,7 +8,7 @@ const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   /** Task queue the workflow-worker polls for ingest and activation. */
-  DEPLOYMENTS_TASK_QUEUE: z.string().default('deployments'),
+  DEPLOYMENTS_TASK_QUEUE: z.string().default(DEFAULT_TASK_QUEUE),
   /** Largest bundle, in bytes. */
   BUNDLE_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
   /**

@@ -122,7 +122,4 @@ export class TenantScopedModel<T extends TenantOwned> {
     return this.model.aggregate<R>([{ $match: this.scoped(tenantId, match) }, ...stages], { session: options.session }).exec();
   }
 
-  countDocuments(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<number> {
-    return this.model.countDocuments(this.scoped(tenantId, filter), { session: options.session }).exec();
-  }
 }
