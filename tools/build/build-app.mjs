@@ -1,7 +1,9 @@
 // Bundles one app into dist/<app root>/main.js: the workspace libs are compiled in, npm
-// packages stay external and load from node_modules at run time.
+// packages stay external and load from node_modules at run time. A `src/**/*-child.ts`
+// file is the entry of a child process the app forks, bundled beside it as <name>.js.
 import { build } from 'esbuild';
-import { join, resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 
 const projectRoot = process.argv[2];
 if (!projectRoot) {
@@ -19,10 +21,14 @@ const keepNpmPackagesExternal = {
   },
 };
 
+const childEntries = readdirSync(join(workspaceRoot, projectRoot, 'src'), { recursive: true })
+  .filter((file) => file.endsWith('-child.ts'))
+  .map((file) => ({ in: join(projectRoot, 'src', file), out: basename(file, '.ts') }));
+
 await build({
   absWorkingDir: workspaceRoot,
-  entryPoints: [join(projectRoot, 'src', 'main.ts')],
-  outfile: join('dist', projectRoot, 'main.js'),
+  entryPoints: [{ in: join(projectRoot, 'src', 'main.ts'), out: 'main' }, ...childEntries],
+  outdir: join('dist', projectRoot),
   bundle: true,
   platform: 'node',
   format: 'esm',

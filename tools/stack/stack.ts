@@ -1,8 +1,9 @@
-// `npm start`: the whole stack on this machine, no Docker needed. Ctrl-C stops it.
+// `npm start`: the whole stack on this machine, no Docker needed. A process that dies is
+// restarted (with backoff) while the rest keeps serving; Ctrl-C stops it all.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { issueToken, startStack, withTokenStore, WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { issueToken, startStack, superviseStack, withTokenStore, WORKSPACE_ROOT } from '@envengine/dev-stack';
 
 const { positionals } = parseArgs({ allowPositionals: true });
 if (positionals[0] !== 'up') {
@@ -25,6 +26,10 @@ const stack = await startStack({
   temporalAddress: process.env.TEMPORAL_ADDRESS,
 });
 const { servers, services } = stack;
+// Supervised from here on: a crashed service or server is logged and restarted with
+// backoff while the rest keeps serving.
+const supervisor = superviseStack(stack, { report });
+
 for (const server of [servers.mongo, servers.redis, servers.temporal]) {
   report(`${server.name} ready at ${server.url} (${server.source})`);
 }
@@ -51,19 +56,10 @@ const stop = async () => {
   if (stopping) return;
   stopping = true;
   report('stopping services and servers...');
+  await supervisor.stop();
   await stack.stop();
   report('stopped');
   process.exit(0);
 };
 process.on('SIGINT', () => void stop());
 process.on('SIGTERM', () => void stop());
-
-// A service that dies takes the stack down with a pointer to its log, rather than
-// leaving a half-working stack behind.
-for (const [name, child] of Object.entries(services.processes)) {
-  void child.waitForExit().then((code) => {
-    if (stopping) return;
-    report(`${name} exited with code ${code}; see ${child.logFile}`);
-    void stop();
-  });
-}

@@ -1,35 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { z } from 'zod';
-import { createLogger, LogLevel, parseConfig, PortFromEnv, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob } from '@envengine/attempt-queues';
+import type { WorkerIdentity } from '@envengine/contracts';
+import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { BundleCache } from './bundles/bundle-cache.ts';
+import { loadWorkerConfig } from './config.ts';
+import { AttemptRunner } from './execution/attempt-runner.ts';
+import { LeaseKeeper } from './execution/lease-keeper.ts';
+import { WorkerApiClient } from './worker-api/worker-api-client.ts';
 
-const config = parseConfig(
-  z.object({
-    REDIS_URL: z.string({ message: 'is required' }).min(1),
-    /** The pool this worker belongs to: one pool per tenant for `remote` attempts. */
-    POOL_NAME: z.string().default('default'),
-    HOST: z.string().default('127.0.0.1'),
-    PORT: PortFromEnv(8085),
-    LOG_LEVEL: LogLevel,
-  }),
-  process.env,
-);
+const config = loadWorkerConfig(process.argv.slice(2), process.env);
 const log = createLogger('attempt-worker', config.LOG_LEVEL);
+const identity: WorkerIdentity = {
+  id: `${config.mode}-${randomBytes(8).toString('hex')}`,
+  name: config.WORKER_NAME,
+  executor: config.mode === 'local' ? 'local' : 'remote',
+  concurrency: config.CONCURRENCY,
+};
 
-// Takes remote attempts from its pool's BullMQ queue once the runs issue adds them; for
-// now it holds its Redis connection and reports whether Redis answers.
-const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
+const api = new WorkerApiClient(
+  config.API_URL,
+  config.mode === 'local' ? { kind: 'engine', internalCredential: config.INTERNAL_CREDENTIAL } : { kind: 'pool', token: config.POOL_TOKEN },
+);
+// A pool worker's tenant is its token's; the gateway ignores what is named here.
+const poolTenant = config.mode === 'pool' ? config.POOL_QUEUE.slice('attempts-'.length) : undefined;
+const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant);
+// One runner per tenant: bundles are fetched with the tenant's identity (the engine's
+// runner serves every tenant), and cached by digest on disk.
+const runners = new Map<string, AttemptRunner>();
+const runnerFor = (tenantId: string): AttemptRunner => {
+  let runner = runners.get(tenantId);
+  if (!runner) {
+    const bundles = new BundleCache(config.BUNDLE_CACHE_DIR, (bundleRef) => api.bundle(tenantId, bundleRef), (event, bundleRef) =>
+      event === 'hit'
+        ? log.debug({ bundle_ref: bundleRef }, 'bundle cache hit')
+        : log.info({ bundle_ref: bundleRef, event }, event === 'refused-tampered' ? 'cached bundle failed its digest check; fetching it again' : 'bundle fetched'),
+    );
+    runner = new AttemptRunner(api, bundles, leases, identity, log, {
+      assetTimeoutMs: config.ASSET_TIMEOUT_MS,
+      assetMemoryMb: config.ASSET_MEMORY_MB,
+      childEnv: { TZ: 'UTC', LANG: 'C.UTF-8' },
+      logFlushMs: 250,
+    });
+    runners.set(tenantId, runner);
+  }
+  return runner;
+};
+
+const connection = new Redis(config.REDIS_URL, {
+  maxRetriesPerRequest: null,
+  ...(config.mode === 'pool' ? { username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD } : {}),
+});
+connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
+
+const queueName = config.mode === 'local' ? LOCAL_ATTEMPT_QUEUE : config.POOL_QUEUE;
+const worker = new Worker(
+  queueName,
+  async (job: Job) => {
+    const payload = parseAttemptJob(job.data);
+    const result = await runnerFor(payload.tenant_id).run(payload.tenant_id, payload.attempt_id);
+    log.info({ attempt_id: payload.attempt_id, run_id: payload.run_id, result }, 'attempt done');
+    return result;
+  },
+  { connection, prefix: ATTEMPT_QUEUE_PREFIX, concurrency: config.CONCURRENCY, autorun: true },
+);
+worker.on('error', (error: Error) => log.warn({ err: error.message }, 'queue worker error'));
+worker.on('failed', (job, error) => log.warn({ job_id: job?.id, err: error.message }, 'attempt job failed; the dispatcher offers it again'));
+leases.start();
 
 const server = await startHealthServer({
   service: 'attempt-worker',
   host: config.HOST,
   port: config.PORT,
   log,
-  readiness: { redis: async () => (await redis.ping()) === 'PONG' },
+  readiness: { redis: async () => connection.status === 'ready' },
 });
-log.info({ port: server.port, pool: config.POOL_NAME }, 'attempt-worker ready');
+log.info({ port: server.port, queue: queueName, mode: config.mode, worker: identity.id, concurrency: config.CONCURRENCY }, 'attempt-worker ready');
 
 stopOnSignals(log, async () => {
+  // Drain: take no new attempts, let the running ones finish until the deadline, then
+  // hand the rest back (they are queued again for another worker).
+  leases.draining = true;
+  const closing = worker.close();
+  const deadline = new Promise<'deadline'>((resolve) => setTimeout(() => resolve('deadline'), config.DRAIN_TIMEOUT_MS).unref());
+  if ((await Promise.race([closing.then(() => 'closed' as const), deadline])) === 'deadline') {
+    log.warn({ running: leases.size }, 'drain deadline passed: handing running attempts back');
+    leases.stopAll('drain');
+    await closing;
+  }
+  leases.stop();
   await server.close();
-  redis.disconnect();
-});
+  await api.close();
+  connection.disconnect();
+}, config.DRAIN_TIMEOUT_MS + 10_000);

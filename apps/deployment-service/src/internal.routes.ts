@@ -1,15 +1,16 @@
 import { Router } from 'express';
-import { RecordMaterializationRequest } from '@envengine/contracts';
-import type { MaterializationRepository } from '@envengine/deployment-data';
-import { defineRoute } from '@envengine/service-kit';
+import { DeploymentPathParams, LatestMaterializationParams, RecordMaterializationRequest, type DeploymentRunSpec } from '@envengine/contracts';
+import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import { defineRoute, notFound } from '@envengine/service-kit';
 
 /**
- * `/internal/v1`: what other scopes need from this one (today: recording a
- * materialization, as a run does after `ctx.emit`). Behind the internal credential; the
- * gateway never forwards here. The scope's own workflow-worker reads and writes the
- * scope's collections directly, through `@envengine/deployment-data`.
+ * `/internal/v1`: what other scopes need from this one. The placement-service reads the
+ * deployment a run executes against, and on behalf of a worker's attempt records a
+ * materialization (after `ctx.emit`) and finds an upstream's latest usable one (for
+ * `ctx.read`). Behind the internal credential; the gateway never forwards here. The
+ * scope's own workflow-worker reads and writes the scope's collections directly.
  */
-export function internalRouter(deps: { materializations: MaterializationRepository }): Router {
+export function internalRouter(deps: { deployments: DeploymentRepository; materializations: MaterializationRepository }): Router {
   const router = Router();
   router.post(
     '/materializations',
@@ -17,6 +18,29 @@ export function internalRouter(deps: { materializations: MaterializationReposito
       status: 201,
       data: await deps.materializations.record(tenantId, body),
     })),
+  );
+
+  router.get(
+    '/environments/:environmentId/assets/:key/latest-usable',
+    defineRoute({ params: LatestMaterializationParams }, async ({ tenantId, params }) => ({
+      data: (await deps.materializations.latestUsable(tenantId, params.environmentId, params.key)) ?? null,
+    })),
+  );
+
+  router.get(
+    '/deployments/:id/run-spec',
+    defineRoute({ params: DeploymentPathParams }, async ({ tenantId, params }) => {
+      const [row, manifest] = await Promise.all([deps.deployments.find(tenantId, params.id), deps.deployments.manifest(tenantId, params.id)]);
+      if (!row || manifest === undefined) throw notFound(`Deployment "${params.id}"`);
+      const spec: DeploymentRunSpec = {
+        id: row._id,
+        environment_id: row.environment_id,
+        status: row.status,
+        bundle_ref: row.bundle_ref,
+        manifest,
+      };
+      return { data: spec };
+    }),
   );
   return router;
 }

@@ -36,7 +36,7 @@ await runInternalService({
     return {
       api,
       streamingApi: bundlesRouter(bundles, config.BUNDLE_LIMIT_BYTES),
-      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ materializations }) },
+      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ deployments, materializations }) },
     };
   },
   onStop: async () => {

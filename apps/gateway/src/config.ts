@@ -21,6 +21,9 @@ const GatewayConfigSchema = z.object({
   /** Requests one token may send in a burst above the sustained rate. */
   RATE_LIMIT_BURST: PositiveIntFromEnv(200),
   /** Sustained refused-token requests per second allowed from one client address. */
+  /** Per pool token: a worker's heartbeats, logs and reports (one token may serve many workers). */
+  WORKER_RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(2000),
+  WORKER_RATE_LIMIT_BURST: PositiveIntFromEnv(4000),
   FAILED_AUTH_PER_SECOND: PositiveIntFromEnv(50),
   /** Refused-token requests one client address may send in a burst. */
   FAILED_AUTH_BURST: PositiveIntFromEnv(300),

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
   ApiError,
@@ -10,7 +11,9 @@ import {
   routeNotFound,
   type Logger,
   type ReadinessCheck,
+  unauthorized,
 } from '@envengine/service-kit';
+import { INTERNAL_HEADERS } from '@envengine/contracts';
 import type { Caller, TokenAuthenticator } from './auth/token-authenticator.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
@@ -22,6 +25,13 @@ export interface GatewayDependencies {
   log: Logger;
   authenticator: TokenAuthenticator;
   limiter: TokenBucketLimiter;
+  /** Per pool token: a worker reports far more often than a person or CI calls. */
+  workerLimiter: TokenBucketLimiter;
+  /**
+   * The engine's own runner (`attempt-worker --local`) calls the worker API with the
+   * internal credential and names the attempt's tenant, as the gateway does internally.
+   */
+  internalCredential: string;
   /** Per client address, for requests whose token is refused: each costs a lookup. */
   failedAuthLimiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
@@ -50,10 +60,18 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.use('/api/v1', async (req: Request, res: Response, next: NextFunction) => {
     try {
       const context = requestContext(res);
-      const caller = await authenticateCaller(deps, req);
+      const workerApi = isWorkerApi(req.path);
+      const caller = (workerApi && engineRunnerCaller(deps, req)) || (await authenticateCaller(deps, req));
       context.tenantId = caller.tenantId;
+      if (workerApi !== (caller.poolCredentialId !== undefined) && caller.tokenId !== ENGINE_RUNNER) {
+        throw unauthorized(
+          workerApi
+            ? 'The worker API takes a pool token (POST /api/v1/pool/credentials issues one).'
+            : 'A pool token opens only the worker API (/api/v1/worker/…).',
+        );
+      }
 
-      const decision = deps.limiter.take(caller.tokenId);
+      const decision = caller.tokenId === ENGINE_RUNNER ? { allowed: true as const, retryAfterSeconds: 0 } : (workerApi ? deps.workerLimiter : deps.limiter).take(caller.tokenId);
       if (!decision.allowed) {
         throw new ApiError('rate_limited', 'Too many requests for this token; slow down.', {
           headers: { 'Retry-After': String(decision.retryAfterSeconds) },
@@ -87,6 +105,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         body,
         tenantId: caller.tenantId,
         requestId: context.requestId,
+        poolCredentialId: caller.poolCredentialId,
       };
       const idempotencyKey = req.method === 'POST' ? idempotencyKeyOf(req) : undefined;
       if (idempotencyKey === undefined) {
@@ -123,6 +142,30 @@ async function authenticateCaller(deps: GatewayDependencies, req: Request): Prom
     if (error instanceof ApiError && error.code === 'unauthorized') deps.failedAuthLimiter.take(clientAddress);
     throw error;
   }
+}
+
+const ENGINE_RUNNER = 'engine-runner';
+const TENANT_ID_PATTERN = /^ten_[0-9a-z]{26}$/;
+
+function isWorkerApi(path: string): boolean {
+  return path === '/worker' || path.startsWith('/worker/');
+}
+
+/** The engine's own runner: the internal credential as bearer, and the attempt's tenant named. */
+function engineRunnerCaller(deps: GatewayDependencies, req: Request): Caller | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (!match || !sameSecret(match[1]!, deps.internalCredential)) return undefined;
+  const tenantId = req.headers[INTERNAL_HEADERS.tenantId];
+  if (typeof tenantId !== 'string' || !TENANT_ID_PATTERN.test(tenantId)) {
+    throw unauthorized(`The engine's runner names the attempt's tenant in ${INTERNAL_HEADERS.tenantId}.`);
+  }
+  return { tenantId, tokenId: ENGINE_RUNNER };
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function isBundleUpload(req: Request): boolean {

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { PlacementClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHttpServer, stopOnSignals } from '@envengine/service-kit';
 import { TokenAuthenticator } from './auth/token-authenticator.ts';
 import { IdempotencyStore } from './idempotency/idempotency-store.ts';
@@ -15,7 +16,18 @@ const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_D
 const tokens = new ApiTokenRepository(mongo);
 await tokens.ensureIndexes();
 
-const authenticator = new TokenAuthenticator(tokens, config.AUTH_CACHE_TTL_MS);
+const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+// API tokens live in the gateway's database; pool tokens belong to the placement scope's pools.
+const authenticator = new TokenAuthenticator(
+  {
+    findActiveByHash: async (tokenHash, kind) => {
+      if (kind === 'api') return tokens.findActiveByHash(tokenHash);
+      const owner = await placement.poolTokenOwner(tokenHash);
+      return owner && { tenantId: owner.tenant_id, tokenId: owner.credential_id, poolCredentialId: owner.credential_id };
+    },
+  },
+  config.AUTH_CACHE_TTL_MS,
+);
 const idempotency = new IdempotencyStore(mongo, config.IDEMPOTENCY_RETENTION_MS, config.UPSTREAM_TIMEOUT_MS + 5000);
 await idempotency.ensureIndexes();
 
@@ -40,6 +52,8 @@ const app = createGatewayApp({
   log,
   authenticator,
   limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
+  workerLimiter: new TokenBucketLimiter(config.WORKER_RATE_LIMIT_PER_SECOND, config.WORKER_RATE_LIMIT_BURST),
+  internalCredential: config.INTERNAL_CREDENTIAL,
   failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
   idempotency,
@@ -58,6 +72,7 @@ log.info({ port: server.port }, 'gateway listening');
 stopOnSignals(log, async () => {
   await server.close();
   await forwarder.close();
+  await placement.close();
   subscriber.disconnect();
   await mongo.close();
 });

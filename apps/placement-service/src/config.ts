@@ -1,5 +1,23 @@
-import { internalServiceConfigSchema, parseConfig, type InternalServiceConfig } from '@envengine/service-kit';
+import { z } from 'zod';
+import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
 
-export function loadPlacementConfig(env: Record<string, string | undefined>): InternalServiceConfig {
-  return parseConfig(internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }), env);
+const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
+  REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1),
+  DEPLOYMENT_SERVICE_URL: z.url({ message: 'must be the deployment-service URL' }).default('http://127.0.0.1:8082'),
+  SECRETS_SERVICE_URL: z.url({ message: 'must be the secrets-service URL' }).default('http://127.0.0.1:8083'),
+  /** Opens the secrets-service's resolution, which `ctx.connection` needs on a worker's behalf. */
+  RESOLVER_CREDENTIAL: InternalCredential,
+  /**
+   * How long a running attempt's lease lasts without a heartbeat: a worker silent for
+   * longer is presumed dead, its attempt becomes `lost` and a new one is dispatched.
+   */
+  ATTEMPT_LEASE_TTL_MS: PositiveIntFromEnv(15_000),
+  /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
+  DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
+});
+
+export type PlacementConfig = z.infer<typeof placementConfigSchema>;
+
+export function loadPlacementConfig(env: Record<string, string | undefined>): PlacementConfig {
+  return parseConfig(placementConfigSchema, env);
 }

@@ -1,21 +1,80 @@
+import { Router } from 'express';
+import { Redis } from 'ioredis';
+import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
+import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
 import { runInternalService } from '@envengine/service-kit';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsInternalRouter } from './environments/environments.internal-routes.ts';
 import { environmentsRouter } from './environments/environments.routes.ts';
+import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
+import { poolInternalRouter, poolRouter } from './pool/pool.routes.ts';
+import { PoolService } from './pool/pool.service.ts';
+import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
+import { RunRepository } from './runs/run.repository.ts';
+import { runsRouter } from './runs/runs.routes.ts';
+import { RunsService } from './runs/runs.service.ts';
+import { WorkerApiService } from './worker-api/worker-api.service.ts';
+import { workerApiRouter } from './worker-api/worker-api.routes.ts';
 
 const config = loadPlacementConfig(process.env);
+
+// Commands fail at once while Redis is away (no offline queue): a run is then refused
+// with 503 before anything is written, and the reconciler delivers what was stored.
+const redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+const deployments = new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const secrets = new SecretsClient({ origin: config.SECRETS_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const resolver = new SecretResolverClient({ origin: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
+const queues = new AttemptQueueProducer(redis);
+let dispatcher: AttemptDispatcher | undefined;
 
 await runInternalService({
   service: 'placement-service',
   config,
-  routes: async ({ mongo }) => {
+  routes: async ({ mongo, log }) => {
+    redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
     const environments = new EnvironmentRepository(mongo);
-    await environments.ensureIndexes();
+    const runs = new RunRepository(mongo, (tenantId, environmentId, session) => environments.executorOf(tenantId, environmentId, session));
+    const credentials = new PoolCredentialRepository(mongo);
+    await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), credentials.ensureIndexes()]);
+
+    const acl = new PoolAclRegistry(redis);
+    // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
+    reapplyOnReady(redis, async () => (await credentials.allActive()).map((row) => ({
+      username: row.redis_username,
+      passwordSha256: row.redis_password_sha256,
+      tenantId: row.tenant_id,
+    })), log);
+
+    dispatcher = new AttemptDispatcher(runs, queues, log, {
+      leaseTtlMs: config.ATTEMPT_LEASE_TTL_MS,
+      reconcileIntervalMs: config.DISPATCH_RECONCILE_INTERVAL_MS,
+    });
+    dispatcher.start();
+    const runsService = new RunsService(environments, runs, deployments, dispatcher, {
+      queueReady: () => redis.status === 'ready',
+      workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
+    });
+    const pool = new PoolService(credentials, runs, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS);
+
+    const api = Router();
+    api.use(environmentsRouter(environments));
+    api.use(runsRouter(runsService));
+    api.use(poolRouter(pool));
+    api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, secrets, resolver)));
+    const internal = Router();
+    internal.use(environmentsInternalRouter(environments));
+    internal.use(poolInternalRouter(pool));
     return {
-      api: environmentsRouter(environments),
+      api,
       // Same credential as the gateway's, but under a prefix the gateway never forwards to.
-      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: environmentsInternalRouter(environments) },
+      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internal },
     };
+  },
+  onStop: async () => {
+    dispatcher?.stop();
+    await queues.close();
+    redis.disconnect();
+    await Promise.all([deployments.close(), secrets.close(), resolver.close()]);
   },
 });

@@ -1,11 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 const TOKEN_PREFIX = 'eek_';
-const TOKEN_PATTERN = /^eek_[A-Za-z0-9_-]{43}$/;
+/** Pool tokens (a worker's credential) look different, so the gateway knows where to look one up. */
+const POOL_TOKEN_PREFIX = 'eew_';
+const TOKEN_PATTERN = /^ee[kw]_[A-Za-z0-9_-]{43}$/;
 
 /** A new API token: 256 random bits, shown once to its owner and never stored. */
 export function generateToken(): string {
   return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** A pool token: opens only the worker API of its tenant. */
+export function generatePoolToken(): string {
+  return POOL_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function isPoolToken(token: string): boolean {
+  return token.startsWith(POOL_TOKEN_PREFIX);
 }
 
 export function looksLikeToken(value: string): boolean {

@@ -97,6 +97,10 @@ export const Materialization = z.object({
   asset_key: z.string(),
   columns: z.array(StoredColumn),
   row_count: z.number().int().nonnegative(),
+  /** Where the Parquet file is (`<storage_prefix>/<asset key>/<id>.parquet`), null for rows recorded without one. */
+  location: z.string().nullable(),
+  bytes: z.number().int().nonnegative().nullable(),
+  run_id: z.string().nullable(),
   status: MaterializationStatus,
   quarantine: z.object({ reason: z.string(), deployment_id: z.string(), at: z.iso.datetime() }).nullable(),
   inserted_at: z.iso.datetime(),
@@ -112,13 +116,31 @@ export const AssetListing = z.object({
 });
 export type AssetListing = z.infer<typeof AssetListing>;
 
-/** Internal: what a run records after `ctx.emit` (and what the tests use until runs exist). */
+/** Internal: what an attempt records after `ctx.emit` wrote its file (tests record bare rows too). */
 export const RecordMaterializationRequest = z.strictObject({
+  /** Given when the file was already named after it. */
+  id: z.string().regex(/^mat_[0-9a-z]{26}$/).optional(),
   environment_id: z.string(),
   asset_key: z.string().min(1),
   columns: z.array(StoredColumn),
   row_count: z.number().int().nonnegative().default(0),
+  location: z.string().min(1).nullable().default(null),
+  bytes: z.number().int().nonnegative().nullable().default(null),
+  run_id: z.string().nullable().default(null),
+  attempt_id: z.string().nullable().default(null),
 });
+
+/** Internal: what a run needs of the deployment it runs against. */
+export const DeploymentRunSpec = z.object({
+  id: z.string(),
+  environment_id: z.string(),
+  status: DeploymentStatus,
+  bundle_ref: BundleRef,
+  manifest: z.unknown(),
+});
+export type DeploymentRunSpec = z.infer<typeof DeploymentRunSpec>;
+
+export const LatestMaterializationParams = z.object({ environmentId: z.string().min(1).max(100), key: z.string().min(1).max(200) });
 export type RecordMaterializationRequest = z.infer<typeof RecordMaterializationRequest>;
 
 /** Internal: moves an environment's pointer (the activation workflow's last step). */

@@ -68,6 +68,7 @@ describe('httpStatusFor', () => {
       idempotency_key_in_use: 409,
       no_active_deployment: 409,
       run_finished: 409,
+      lease_superseded: 409,
       payload_too_large: 413,
       rate_limited: 429,
       unavailable: 503,

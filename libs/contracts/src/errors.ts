@@ -15,6 +15,8 @@ export const ErrorCode = z.enum([
   'idempotency_key_in_use',
   'no_active_deployment',
   'run_finished',
+  /** A worker write whose attempt lease no longer holds (canceled, presumed lost, finished). */
+  'lease_superseded',
   'payload_too_large',
   'rate_limited',
   'unavailable',
@@ -57,6 +59,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'activation_in_progress':
     case 'no_active_deployment':
     case 'run_finished':
+    case 'lease_superseded':
       return 409;
     case 'payload_too_large':
       return 413;

@@ -8,3 +8,6 @@ export * from './secrets.ts';
 export * from './bindings.ts';
 export * from './deployments.ts';
 export * from './timeouts.ts';
+export * from './runs.ts';
+export * from './pool.ts';
+export * from './worker-api.ts';

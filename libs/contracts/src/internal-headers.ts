@@ -6,4 +6,6 @@ export const INTERNAL_HEADERS = {
   credential: 'x-envengine-internal-credential',
   tenantId: 'x-envengine-tenant-id',
   requestId: 'x-request-id',
+  /** Set on worker API calls made with a pool token: the pool credential's id. */
+  poolCredential: 'x-envengine-pool-credential',
 } as const;

@@ -4,3 +4,5 @@ export * from './service-processes.ts';
 export * from './dev-token.ts';
 export * from './stack.ts';
 export * from './secrets-master-key.ts';
+export * from './supervisor.ts';
+export * from './stack-supervision.ts';

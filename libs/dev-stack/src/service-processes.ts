@@ -78,7 +78,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     if (name === 'secrets-service') {
       return { RESOLVER_CREDENTIAL: resolverCredential, SECRETS_MASTER_KEY: masterKey, SECRETS_PREVIOUS_MASTER_KEYS: previousMasterKeys };
     }
-    if (name === 'attempt-worker') return { RESOLVER_CREDENTIAL: resolverCredential };
+    // The placement-service resolves a binding for a worker's `ctx.connection` (audited).
+    if (name === 'placement-service') return { RESOLVER_CREDENTIAL: resolverCredential };
     return {};
   };
 
@@ -100,6 +101,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
     SECRETS_SERVICE_URL: urls['secrets-service'],
     DEPLOYMENTS_TASK_QUEUE: deploymentsTaskQueue,
+    // The engine's runner reaches the worker API through the gateway, like a pool's worker.
+    ...(name === 'attempt-worker' ? { API_URL: urls.gateway, BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
     ...secretsEnvFor(name),
     ...options.env,
     ...extra,
@@ -109,7 +112,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     new ManagedProcess({
       name,
       command: process.execPath,
-      args: ['--enable-source-maps', builtEntry(name)],
+      args: ['--enable-source-maps', builtEntry(name), ...(name === 'attempt-worker' ? ['--local'] : [])],
       logFile: join(options.dataDir, 'logs', `${name}.log`),
       env: envFor(name, extra),
       cwd: WORKSPACE_ROOT,

@@ -1,10 +1,16 @@
-import { Materialization, type RecordMaterializationRequest } from '@envengine/contracts';
+import {
+  DeploymentRunSpec,
+  Materialization,
+  type RecordMaterializationRequest,
+} from '@envengine/contracts';
+import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
 /**
- * The deployment-service's internal API. The scope's own workflow-worker never uses it (it
- * shares the scope's data-access lib); what is left here is for other scopes: recording
- * a materialization, as a run does after `ctx.emit`.
+ * The deployment-service's internal API, for other scopes. The scope's own
+ * workflow-worker never uses it (it shares the scope's data-access lib). The
+ * placement-service uses it for runs: the deployment a run executes against, and an
+ * attempt's materializations.
  */
 export class DeploymentClient {
   private readonly http: InternalHttpClient;
@@ -15,6 +21,30 @@ export class DeploymentClient {
 
   recordMaterialization(tenantId: string, request: RecordMaterializationRequest): Promise<Materialization> {
     return this.http.call(Materialization, { method: 'POST', path: '/internal/v1/materializations', tenantId, body: request });
+  }
+
+  /** The deployment with its manifest, or undefined when the tenant has no such deployment. */
+  async runSpec(tenantId: string, deploymentId: string, requestId?: string): Promise<DeploymentRunSpec | undefined> {
+    try {
+      return await this.http.call(DeploymentRunSpec, {
+        method: 'GET',
+        path: `/internal/v1/deployments/${encodeURIComponent(deploymentId)}/run-spec`,
+        tenantId,
+        requestId,
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'not_found') return undefined;
+      throw error;
+    }
+  }
+
+  /** `ctx.read(key)`: the asset's newest materialization that is not quarantined, or null. */
+  latestUsableMaterialization(tenantId: string, environmentId: string, assetKey: string): Promise<Materialization | null> {
+    return this.http.call(Materialization.nullable(), {
+      method: 'GET',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/assets/${encodeURIComponent(assetKey)}/latest-usable`,
+      tenantId,
+    });
   }
 
   close(): Promise<void> {

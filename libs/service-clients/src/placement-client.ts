@@ -1,6 +1,9 @@
-import { Environment, type SetActiveDeploymentRequest } from '@envengine/contracts';
+import { Environment, PoolTokenOwner, type SetActiveDeploymentRequest } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
+
+/** Tenant header of a pool-token lookup, which happens before the tenant is known. */
+export const POOL_TOKEN_LOOKUP_TENANT = 'gateway-token-lookup';
 
 /** The placement-service's internal API, as other services use it. */
 export class PlacementClient {
@@ -33,6 +36,24 @@ export class PlacementClient {
       tenantId,
       body: request,
     });
+  }
+
+  /**
+   * The gateway's lookup of a pool token (by its hash): the tenant and credential it
+   * belongs to, or undefined when it is unknown or revoked. Asked with no tenant yet, so
+   * under the placeholder tenant the internal API accepts for this call only.
+   */
+  async poolTokenOwner(tokenHash: string): Promise<PoolTokenOwner | undefined> {
+    try {
+      return await this.http.call(PoolTokenOwner, {
+        method: 'GET',
+        path: `/internal/v1/pool/tokens/${encodeURIComponent(tokenHash)}`,
+        tenantId: POOL_TOKEN_LOOKUP_TENANT,
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'not_found') return undefined;
+      throw error;
+    }
   }
 
   close(): Promise<void> {

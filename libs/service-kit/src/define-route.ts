@@ -11,6 +11,8 @@ export interface RouteInput<P, B, Q> {
   query: Q;
   tenantId: string;
   requestId: string;
+  /** A request header's value (the first, when repeated), e.g. the worker API's attempt lease. */
+  header: (name: string) => string | undefined;
   log: Logger;
 }
 
@@ -73,6 +75,10 @@ export function defineRoute<
         query: query as Infer<Q>,
         tenantId: context.tenantId,
         requestId: context.requestId,
+        header: (name: string) => {
+          const value = req.headers[name.toLowerCase()];
+          return Array.isArray(value) ? value[0] : value;
+        },
         // A child logger costs a little on every request: make it only when used.
         get log() {
           return context.log;

@@ -117,6 +117,18 @@ export class TenantScopedModel<T extends TenantOwned> {
     return (await this.model.deleteMany(this.scoped(tenantId, filter), { session: options.session })).deletedCount;
   }
 
+  /**
+   * Documents of every tenant: only for what must find the tenant first (a token's owner,
+   * by its hash) and for background sweeps (lost leases, undelivered dispatches), which
+   * then act on each document under its own `tenant_id`.
+   */
+  findAcrossTenants(filter: QueryFilter<T>, options: ReadOptions<T> = {}): Promise<T[]> {
+    const query = this.model.find(filter, options.projection ?? null, { session: options.session });
+    if (options.sort) query.sort(options.sort as Record<string, SortOrder>);
+    if (options.limit) query.limit(options.limit);
+    return query.lean<T[]>().exec();
+  }
+
   /** An aggregation that starts from the tenant's documents: its first stage is the tenant's `$match`. */
   aggregate<R>(tenantId: string, match: TenantFilter<T>, stages: PipelineStage[], options: WriteOptions = {}): Promise<R[]> {
     return this.model.aggregate<R>([{ $match: this.scoped(tenantId, match) }, ...stages], { session: options.session }).exec();

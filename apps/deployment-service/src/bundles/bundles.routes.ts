@@ -41,5 +41,20 @@ export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Ro
     }
   });
 
+  // A worker fetches the code of an attempt by digest (and caches it by digest); the
+  // worker API prefix keeps it off the routes an ordinary API token opens.
+  router.get('/worker/bundles/:ref', async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const ref = String(req.params.ref ?? '');
+      const bundle = BUNDLE_REF_PATTERN.test(ref) ? await bundles.open(requestContext(res).tenantId!, ref) : null;
+      if (!bundle) throw new ApiError('not_found', `Bundle "${ref}" was not found.`);
+      res.status(200).set({ 'content-type': 'application/gzip', 'content-length': String(bundle.size) });
+      bundle.stream.on('error', (error) => res.destroy(error));
+      bundle.stream.pipe(res);
+    } catch (error) {
+      next(error);
+    }
+  });
+
   return router;
 }

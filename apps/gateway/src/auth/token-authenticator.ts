@@ -1,9 +1,18 @@
-import { bearerTokenFrom, hashToken, type ApiTokenRepository } from '@envengine/api-tokens';
+import { bearerTokenFrom, hashToken, isPoolToken } from '@envengine/api-tokens';
 import { unauthorized } from '@envengine/service-kit';
 
 export interface Caller {
   tenantId: string;
   tokenId: string;
+  /** Set for a pool token, which opens only the worker API. */
+  poolCredentialId?: string;
+}
+
+/** An API token (a person or CI) or a pool token (a tenant's worker). */
+export type TokenKind = 'api' | 'pool';
+
+export interface TokenLookup {
+  findActiveByHash(tokenHash: string, kind: TokenKind): Promise<Caller | undefined>;
 }
 
 interface CacheEntry {
@@ -39,7 +48,7 @@ export class TokenAuthenticator {
   private readonly unknown: BoundedCache<CacheEntry>;
 
   constructor(
-    private readonly tokens: Pick<ApiTokenRepository, 'findActiveByHash'>,
+    private readonly tokens: TokenLookup,
     private readonly ttlMs: number,
     maxEntries = 50_000,
     private readonly now: () => number = Date.now,
@@ -63,7 +72,7 @@ export class TokenAuthenticator {
       caller = cached.caller;
     } else {
       beforeLookup?.();
-      caller = await this.tokens.findActiveByHash(tokenHash);
+      caller = await this.tokens.findActiveByHash(tokenHash, isPoolToken(token) ? 'pool' : 'api');
       (caller ? this.known : this.unknown).set(tokenHash, { caller, expiresMs: now + this.ttlMs });
     }
     if (!caller) throw unauthorized('The bearer token is unknown or revoked.');

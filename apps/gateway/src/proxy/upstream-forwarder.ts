@@ -33,6 +33,8 @@ export interface ForwardRequest {
   body: Buffer | undefined;
   tenantId: string;
   requestId: string;
+  /** The pool credential of a worker API call made with a pool token. */
+  poolCredentialId?: string;
 }
 
 /** Keep-alive connection pools to the internal services, with the internal credential. */
@@ -135,6 +137,7 @@ export class UpstreamForwarder {
       [INTERNAL_HEADERS.tenantId]: request.tenantId,
       [INTERNAL_HEADERS.requestId]: request.requestId,
     };
+    if (request.poolCredentialId) headers[INTERNAL_HEADERS.poolCredential] = request.poolCredentialId;
     for (const name of FORWARDED_REQUEST_HEADERS) {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;

@@ -16,11 +16,16 @@ describe('upstreamFor', () => {
     ['/environments/prod/assets', 'deployment'],
     ['/deployments/dep_1/activate', 'deployment'],
     ['/bundles', 'deployment'],
+    ['/pool', 'placement'],
+    ['/pool/credentials/pcr_1', 'placement'],
+    ['/worker/attempts/att_1/start', 'placement'],
+    ['/worker/heartbeat', 'placement'],
+    ['/worker/bundles/sha256:ab', 'deployment'],
   ])('%s goes to %s', (path, upstream) => {
     expect(upstreamFor(path)).toBe(upstream);
   });
 
-  it.each(['/', '/environmentsx', '/tokens', '/environments-prod'])('%s has no owner', (path) => {
+  it.each(['/', '/environmentsx', '/tokens', '/environments-prod', '/workers', '/poolx'])('%s has no owner', (path) => {
     expect(upstreamFor(path)).toBeUndefined();
   });
 });

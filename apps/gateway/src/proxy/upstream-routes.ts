@@ -8,7 +8,8 @@ const ROUTES: ReadonlyArray<readonly [RegExp, Upstream]> = [
   [/^\/environments\/[^/]+\/(?:bindings|secrets)(?:\/|$)/, 'secrets'],
   [/^\/environments\/[^/]+\/(?:deployments|assets)(?:\/|$)/, 'deployment'],
   [/^\/(?:deployments|bundles)(?:\/|$)/, 'deployment'],
-  [/^\/(?:environments|placement|runs)(?:\/|$)/, 'placement'],
+  [/^\/worker\/bundles(?:\/|$)/, 'deployment'],
+  [/^\/(?:environments|placement|runs|pool|worker)(?:\/|$)/, 'placement'],
 ];
 
 export function upstreamFor(path: string): Upstream | undefined {

@@ -1,4 +1,4 @@
-import type { Connection } from 'mongoose';
+import type { ClientSession, Connection } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
@@ -74,6 +74,17 @@ export class EnvironmentRepository {
   async findByName(tenantId: string, name: string): Promise<Environment | undefined> {
     const doc = await this.environments.findOne(tenantId, { name });
     return doc ? toEnvironment(doc) : undefined;
+  }
+
+  async findById(tenantId: string, id: string): Promise<Environment | undefined> {
+    const doc = await this.environments.findOne(tenantId, { _id: id });
+    return doc ? toEnvironment(doc) : undefined;
+  }
+
+  /** The executor a new attempt is placed on, read inside the caller's transaction. */
+  async executorOf(tenantId: string, id: string, session?: ClientSession): Promise<Executor | undefined> {
+    const doc = await this.environments.findOne(tenantId, { _id: id }, { projection: { executor: 1 }, session });
+    return doc?.executor;
   }
 
   async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {

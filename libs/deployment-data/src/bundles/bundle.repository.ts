@@ -81,6 +81,13 @@ export class BundleRepository {
     return (await this.bundles.findOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { projection: { _id: 1 } })) !== null;
   }
 
+  /** The bundle's bytes as stored, or null when the tenant has no such bundle. */
+  async open(tenantId: string, bundleRef: string): Promise<{ size: number; stream: Readable } | null> {
+    const doc = await this.bundles.findOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { projection: { file_id: 1, size: 1 } });
+    if (!doc) return null;
+    return { size: doc.size, stream: this.bucket.openDownloadStream(doc.file_id as never) };
+  }
+
   /** File paths in the bundle, or null when the tenant has no such bundle. */
   async entries(tenantId: string, bundleRef: string): Promise<string[] | null> {
     const doc = await this.bundles.findOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { projection: { entries: 1 } });

@@ -10,6 +10,10 @@ interface MaterializationDocument {
   asset_key: string;
   columns: StoredColumn[];
   row_count: number;
+  location: string | null;
+  bytes: number | null;
+  run_id: string | null;
+  attempt_id: string | null;
   status: 'latest' | 'quarantined';
   quarantine: { reason: string; deployment_id: string; at: Date } | null;
   inserted_at: Date;
@@ -23,6 +27,10 @@ const materializationSchema = new Schema<MaterializationDocument>(
     asset_key: { type: String, required: true },
     columns: { type: Schema.Types.Mixed, required: true },
     row_count: { type: Number, required: true },
+    location: { type: String, default: null },
+    bytes: { type: Number, default: null },
+    run_id: { type: String, default: null },
+    attempt_id: { type: String, default: null },
     status: { type: String, required: true },
     quarantine: { type: Schema.Types.Mixed, default: null },
     inserted_at: { type: Date, required: true },
@@ -37,6 +45,9 @@ function toMaterialization(doc: MaterializationDocument): Materialization {
     asset_key: doc.asset_key,
     columns: doc.columns,
     row_count: doc.row_count,
+    location: doc.location ?? null,
+    bytes: doc.bytes ?? null,
+    run_id: doc.run_id ?? null,
     status: doc.status,
     quarantine: doc.quarantine
       ? { reason: doc.quarantine.reason, deployment_id: doc.quarantine.deployment_id, at: doc.quarantine.at.toISOString() }
@@ -59,11 +70,15 @@ export class MaterializationRepository {
 
   async record(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
     const doc = await this.materializations.insert(tenantId, {
-      _id: newId('mat'),
+      _id: input.id ?? newId('mat'),
       environment_id: input.environment_id,
       asset_key: input.asset_key,
       columns: input.columns,
       row_count: input.row_count,
+      location: input.location,
+      bytes: input.bytes,
+      run_id: input.run_id,
+      attempt_id: input.attempt_id,
       status: 'latest',
       quarantine: null,
       inserted_at: new Date(),
@@ -81,6 +96,16 @@ export class MaterializationRepository {
       [{ $sort: { tenant_id: 1, environment_id: 1, asset_key: 1, _id: -1 } }, { $group: { _id: '$asset_key', doc: { $first: '$$ROOT' } } }],
     );
     return new Map(newest.map(({ _id, doc }) => [_id, toMaterialization(doc)]));
+  }
+
+  /** `ctx.read(key)`: the asset's newest materialization that is not quarantined, if any. */
+  async latestUsable(tenantId: string, environmentId: string, assetKey: string): Promise<Materialization | undefined> {
+    const [doc] = await this.materializations.find(
+      tenantId,
+      { environment_id: environmentId, asset_key: assetKey, status: 'latest' },
+      { sort: { _id: -1 }, limit: 1 },
+    );
+    return doc ? toMaterialization(doc) : undefined;
   }
 
   /** Marks a materialization quarantined in place, naming why and which deployment found it. */

@@ -1,0 +1,58 @@
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
+
+/**
+ * One program, two modes: `--local` is the engine's own runner (started by the stack,
+ * with the internal credential, on the engine's `local` queue); `--pool` is a worker of a
+ * tenant's pool (started by the tenant with a pool credential, reaching only the gateway
+ * and Redis).
+ */
+const common = {
+  REDIS_URL: z.string({ message: 'is required' }).min(1),
+  /** The gateway, e.g. `http://127.0.0.1:8080`: the worker API is under `/api/v1/worker/`. */
+  API_URL: z.url({ message: 'must be the gateway URL' }),
+  WORKER_NAME: z.string().min(1).max(200).default(`${hostname()}-${process.pid}`),
+  /** Attempts run at once by this process. */
+  CONCURRENCY: PositiveIntFromEnv(4),
+  /** How often leases are renewed; keep well below the placement-service's ATTEMPT_LEASE_TTL_MS. */
+  HEARTBEAT_INTERVAL_MS: PositiveIntFromEnv(2_000),
+  /** Wall-clock limit of one asset's user code. */
+  ASSET_TIMEOUT_MS: PositiveIntFromEnv(15 * 60_000),
+  /** V8 heap limit of one asset's child process. */
+  ASSET_MEMORY_MB: PositiveIntFromEnv(512),
+  /** On SIGTERM: how long running attempts may go on before they are handed back. */
+  DRAIN_TIMEOUT_MS: PositiveIntFromEnv(30_000),
+  /** Bundles, cached by digest. */
+  BUNDLE_CACHE_DIR: z.string().min(1).default(join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'envengine', 'bundles')),
+  HOST: z.string().default('127.0.0.1'),
+  PORT: PortFromEnv(8085),
+  LOG_LEVEL: LogLevel,
+};
+
+const localSchema = z.object({
+  ...common,
+  mode: z.literal('local'),
+  INTERNAL_CREDENTIAL: InternalCredential,
+});
+
+const poolSchema = z.object({
+  ...common,
+  mode: z.literal('pool'),
+  /** From `POST /api/v1/pool/credentials`: the token opens only this tenant's worker API. */
+  POOL_TOKEN: z.string({ message: 'is required in --pool mode (the credential\'s token)' }).regex(/^eew_/, { message: 'must be a pool token (eew_…)' }),
+  REDIS_USERNAME: z.string({ message: 'is required in --pool mode (the credential\'s Redis user)' }).min(1),
+  REDIS_PASSWORD: z.string({ message: 'is required in --pool mode (the credential\'s Redis password)' }).min(1),
+  /** The pool's queue, `attempts-<tenant id>`, as the credential names it. */
+  POOL_QUEUE: z.string({ message: 'is required in --pool mode (the credential\'s queue)' }).regex(/^attempts-ten_[0-9a-z]{26}$/),
+});
+
+export type WorkerConfig = z.infer<typeof localSchema> | z.infer<typeof poolSchema>;
+
+export function loadWorkerConfig(argv: readonly string[], env: Record<string, string | undefined>): WorkerConfig {
+  const local = argv.includes('--local');
+  const pool = argv.includes('--pool');
+  if (local === pool) throw new Error('Start the attempt-worker with exactly one of --local (the engine\'s runner) or --pool (a tenant\'s worker).');
+  return local ? parseConfig(localSchema, { ...env, mode: 'local' }) : parseConfig(poolSchema, { ...env, mode: 'pool' });
+}

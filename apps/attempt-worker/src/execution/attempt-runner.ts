@@ -1,0 +1,175 @@
+import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
+import { newId } from '@envengine/resource-ids';
+import { readMaterialization, writeMaterialization, type DeclaredSchema, type Row } from '@envengine/materialization-storage';
+import type { Logger } from '@envengine/service-kit';
+import type { BundleCache } from '../bundles/bundle-cache.ts';
+import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
+import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
+import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
+import { LogShipper } from './log-shipper.ts';
+
+export interface AttemptRunnerOptions {
+  assetTimeoutMs: number;
+  assetMemoryMb: number;
+  /** The child's whole environment (never the worker's own, which holds its credentials). */
+  childEnv: Record<string, string>;
+  logFlushMs: number;
+}
+
+export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
+
+type AssetReport = Pick<AttemptAssetOutcome, 'key' | 'status' | 'error'>;
+
+/**
+ * Runs one attempt taken from the queue: start it (which fences out any other taker),
+ * fetch its code by digest, run each asset's user code in a sandboxed child in
+ * dependency order, and report. A superseded lease stops everything silently; a drain
+ * deadline hands the attempt back.
+ */
+export class AttemptRunner {
+  constructor(
+    private readonly api: WorkerApiClient,
+    private readonly bundles: BundleCache,
+    private readonly leases: LeaseKeeper,
+    private readonly worker: WorkerIdentity,
+    private readonly log: Logger,
+    private readonly options: AttemptRunnerOptions,
+  ) {}
+
+  async run(tenantId: string, attemptId: string): Promise<AttemptResult> {
+    let started;
+    try {
+      started = await this.api.start(tenantId, attemptId, this.worker);
+    } catch (error) {
+      // Taken by another worker, canceled, or not this tenant's: nothing to do.
+      if (error instanceof WorkerApiError && error.final) {
+        this.log.info({ attempt_id: attemptId, reason: error.message }, 'attempt not started');
+        return 'refused';
+      }
+      throw error;
+    }
+    const held: HeldAttempt = { tenantId, attemptId, lease: started.lease };
+    const { plan } = started;
+    const abort = new AbortController();
+    let stopReason: StopReason | undefined;
+    this.leases.track(held, (reason) => {
+      stopReason ??= reason;
+      abort.abort(reason);
+    });
+    const logs = new LogShipper((lines) => this.api.appendLogs(held, lines), this.options.logFlushMs, (error) =>
+      this.log.warn({ attempt_id: attemptId, err: error.message }, 'log lines not sent yet'),
+    );
+    try {
+      const reports = await this.runAssets(held, plan, logs, abort.signal);
+      await logs.close();
+      if (stopReason === 'superseded') return 'superseded';
+      if (stopReason === 'drain') {
+        await this.api.release(held, 'the worker is draining and its deadline passed');
+        return 'released';
+      }
+      const failed = reports.find((report) => report.status === 'failed');
+      await this.api.finish(held, {
+        status: failed ? 'failed' : 'succeeded',
+        error: failed ? `asset ${failed.key}: ${failed.error}` : null,
+        assets: reports,
+      });
+      return failed ? 'failed' : 'succeeded';
+    } catch (error) {
+      if (error instanceof WorkerApiError && error.final) {
+        this.log.warn({ attempt_id: attemptId, err: error.message }, 'attempt report refused: its lease no longer holds');
+        return 'superseded';
+      }
+      throw error;
+    } finally {
+      await logs.close();
+      this.leases.untrack(attemptId);
+    }
+  }
+
+  private async runAssets(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal): Promise<AssetReport[]> {
+    let bundleDir: string;
+    try {
+      bundleDir = await this.bundles.directoryFor(plan.bundle_ref);
+    } catch (error) {
+      const message = `could not fetch the bundle ${plan.bundle_ref}: ${(error as Error).message}`;
+      logs.add(null, message);
+      return plan.assets.map((asset, index) => ({ key: asset.key, status: index === 0 ? 'failed' : 'skipped', error: index === 0 ? message : null }));
+    }
+    const reports: AssetReport[] = [];
+    for (const asset of plan.assets) {
+      if (signal.aborted || reports.some((report) => report.status === 'failed')) {
+        reports.push({ key: asset.key, status: 'skipped', error: null });
+        continue;
+      }
+      this.leases.setAsset(held.attemptId, asset.key);
+      const outcome = await runAssetInSandbox({
+        bundleDir,
+        entry: asset.entry,
+        assetKey: asset.key,
+        run: { id: plan.run_id, attempt: plan.attempt_number },
+        timeoutMs: this.options.assetTimeoutMs,
+        memoryMb: this.options.assetMemoryMb,
+        signal,
+        env: this.options.childEnv,
+        handlers: {
+          emit: (rows) => this.emit(held, plan, asset, rows),
+          read: (key) => this.read(held, key),
+          connection: async (name) => (await this.api.connection(held, name)).config,
+          log: (message) => logs.add(asset.key, message),
+        },
+      });
+      if (outcome.status === 'succeeded') {
+        reports.push({ key: asset.key, status: 'succeeded', error: null });
+      } else {
+        logs.add(asset.key, `asset ${asset.key} failed: ${outcome.error}`);
+        reports.push({ key: asset.key, status: 'failed', error: outcome.error });
+      }
+    }
+    this.leases.setAsset(held.attemptId, null);
+    return reports;
+  }
+
+  /** `ctx.emit(rows)`: refused on a read_only binding before any I/O; else checked, written, read back, recorded. */
+  private async emit(held: HeldAttempt, plan: AttemptPlan, asset: PlannedAsset, rows: Record<string, unknown>[]): Promise<void> {
+    if (asset.binding_mode === 'read_only') {
+      throw new Error(`ctx.emit refused: asset "${asset.key}" is stored on binding "${asset.binding}", which is read_only`);
+    }
+    const materializationId = newId('mat');
+    const written = await writeMaterialization({
+      storagePrefix: plan.environment.storage_prefix,
+      assetKey: asset.key,
+      materializationId,
+      schema: (asset.schema as DeclaredSchema | null) ?? inferSchema(rows),
+      rows: rows as Row[],
+    });
+    await this.api.recordMaterialization(held, asset.key, { id: materializationId, ...written });
+  }
+
+  /** `ctx.read(key)`: the upstream's latest rows that are not quarantined. */
+  private async read(held: HeldAttempt, assetKey: string): Promise<unknown[]> {
+    const upstream = await this.api.upstream(held, assetKey);
+    if (!upstream) throw new Error(`ctx.read("${assetKey}"): the asset has no materialization that is not quarantined`);
+    return readMaterialization(upstream.location);
+  }
+}
+
+/** For an asset that declares no schema: the columns of its first row, all nullable. */
+export function inferSchema(rows: ReadonlyArray<Record<string, unknown>>): DeclaredSchema {
+  const first = rows[0] ?? {};
+  return {
+    columns: Object.entries(first).map(([name, value]) => ({
+      name,
+      nullable: true,
+      type:
+        typeof value === 'string'
+          ? 'string'
+          : typeof value === 'boolean'
+            ? 'boolean'
+            : typeof value === 'number'
+              ? rows.every((row) => row[name] == null || Number.isInteger(row[name])) ? 'integer' : 'number'
+              : value instanceof Date
+                ? 'timestamp'
+                : 'json',
+    })),
+  };
+}

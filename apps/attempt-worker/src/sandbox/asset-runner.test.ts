@@ -1,0 +1,297 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
+
+// Each case writes a tiny bundle into a temp dir and runs it in a real child process.
+let workDir: string;
+
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'asset-sandbox-'));
+});
+
+afterAll(async () => {
+  await rm(workDir, { recursive: true, force: true });
+});
+
+let bundleCount = 0;
+
+/** Writes the files of one bundle (path → source) and returns its directory. */
+async function writeBundle(files: Record<string, string>): Promise<string> {
+  const bundleDir = join(workDir, `bundle-${++bundleCount}`);
+  for (const [path, source] of Object.entries(files)) {
+    await mkdir(dirname(join(bundleDir, path)), { recursive: true });
+    await writeFile(join(bundleDir, path), source);
+  }
+  return bundleDir;
+}
+
+/** Handlers that record what the child sent; any of them can be replaced. */
+function recordingHandlers(overrides: Partial<AssetHandlers> = {}) {
+  const emitted: Record<string, unknown>[][] = [];
+  const logs: string[] = [];
+  const handlers: AssetHandlers = {
+    emit: async (rows) => {
+      emitted.push(rows);
+    },
+    read: async () => [],
+    connection: async () => ({}),
+    log: (message) => logs.push(message),
+    ...overrides,
+  };
+  return { handlers, emitted, logs };
+}
+
+/**
+ * Runs a bundle: the source of `assets/asset.js`, the files of a bundle, or a bundle
+ * already written (`{ dir }`).
+ */
+async function runBundle(
+  bundle: string | Record<string, string> | { dir: string },
+  options: Partial<RunAssetOptions> = {},
+  overrides: Partial<AssetHandlers> = {},
+) {
+  const recorded = recordingHandlers(overrides);
+  const bundleDir =
+    typeof bundle === 'string'
+      ? await writeBundle({ 'assets/asset.js': bundle })
+      : typeof bundle['dir'] === 'string' && Object.keys(bundle).length === 1
+        ? bundle['dir']
+        : await writeBundle(bundle);
+  const outcome = await runAssetInSandbox({
+    bundleDir,
+    entry: 'assets/asset.js',
+    assetKey: 'raw_orders',
+    timeoutMs: 20_000,
+    memoryMb: 128,
+    handlers: recorded.handlers,
+    ...options,
+  });
+  return { outcome, ...recorded };
+}
+
+// Generous: a child starts in ~0.1 s, but a loaded CI machine must not fail these.
+describe('runAssetInSandbox', { timeout: 30_000 }, () => {
+  it('runs Node 24 for the child (the permission model flags need it)', () => {
+    expect(process.versions.node.split('.')[0]).toBe('24');
+  });
+
+  it('relays emitted rows, ctx.log and console output to the handlers', async () => {
+    const { outcome, emitted, logs } = await runBundle(
+      {
+        'assets/asset.js': `
+          import { readFileSync } from 'node:fs';
+          export default async (ctx) => {
+            ctx.log('starting', ctx.asset, { attempt: ctx.run.attempt });
+            console.log('from console', 42);
+            const seed = JSON.parse(readFileSync('data/seed.json', 'utf8'));
+            await ctx.emit(seed.map((id) => ({ id, at: new Date(0) })));
+          };
+        `,
+        'data/seed.json': '[1, 2, 3]',
+      },
+      { run: { id: 'run_1', attempt: 2 } },
+    );
+    expect(outcome).toEqual({ status: 'succeeded' });
+    expect(emitted).toEqual([[1, 2, 3].map((id) => ({ id, at: new Date(0) }))]);
+    expect(logs).toEqual(['starting raw_orders { attempt: 2 }', 'from console 42']);
+  });
+
+  it('runs a CommonJS entry', async () => {
+    const { outcome, emitted } = await runBundle(
+      { 'assets/orders.cjs': `module.exports = async (ctx) => ctx.emit([{ kind: 'cjs' }]);` },
+      { entry: 'assets/orders.cjs' },
+    );
+    expect(outcome).toEqual({ status: 'succeeded' });
+    expect(emitted).toEqual([[{ kind: 'cjs' }]]);
+  });
+
+  it('answers ctx.read and ctx.connection with what the handlers return', async () => {
+    const reads: string[] = [];
+    const { outcome, emitted } = await runBundle(
+      `export default async (ctx) => {
+        const upstream = await ctx.read('customers');
+        const warehouse = await ctx.connection('warehouse');
+        await ctx.emit(upstream.map((row) => ({ ...row, region: warehouse.region })));
+      };`,
+      {},
+      {
+        read: async (key) => {
+          reads.push(key);
+          return [{ customer: 'c1' }, { customer: 'c2' }];
+        },
+        connection: async (name) => ({ region: `${name}-eu`, password: 's3cret' }),
+      },
+    );
+    expect(outcome).toEqual({ status: 'succeeded' });
+    expect(reads).toEqual(['customers']);
+    expect(emitted).toEqual([
+      [
+        { customer: 'c1', region: 'warehouse-eu' },
+        { customer: 'c2', region: 'warehouse-eu' },
+      ],
+    ]);
+  });
+
+  it("fails with the user code's message when it throws", async () => {
+    const { outcome } = await runBundle(`export default async () => { throw new Error('no orders today'); };`);
+    expect(outcome).toEqual({ status: 'failed', reason: 'threw', error: 'no orders today' });
+  });
+
+  it('fails when an error is thrown from a callback of the user code', async () => {
+    const { outcome } = await runBundle(`export default (ctx) => new Promise(() => setTimeout(() => { throw new Error('late failure'); }, 1));`);
+    expect(outcome).toEqual({ status: 'failed', reason: 'threw', error: 'late failure' });
+  });
+
+  it('fails at once when the promise of the user code can never settle', async () => {
+    const { outcome } = await runBundle(`export default () => new Promise(() => {});`);
+    expect(outcome).toMatchObject({ status: 'failed', error: 'the function of asset raw_orders returned a promise that never settled' });
+  });
+
+  it('fails clearly when the entry has no default export function', async () => {
+    const { outcome } = await runBundle(`export const orders = 1;`);
+    expect(outcome).toEqual({ status: 'failed', reason: 'threw', error: 'the entry module of asset raw_orders has no default export function' });
+  });
+
+  it('fails when the user code exits the process', async () => {
+    const { outcome } = await runBundle(`export default async () => { process.exit(3); };`);
+    expect(outcome).toEqual({ status: 'failed', reason: 'exited', error: 'asset raw_orders exited with code 3 before finishing' });
+  });
+
+  it('kills an endless loop at the time limit', async () => {
+    const started = Date.now();
+    const { outcome } = await runBundle(`export default async () => { while (true) {} };`, { timeoutMs: 1500 });
+    expect(outcome).toEqual({
+      status: 'failed',
+      reason: 'timed-out',
+      error: 'asset raw_orders was killed after exceeding its time limit of 1500 ms',
+    });
+    expect(Date.now() - started).toBeLessThan(15_000);
+  }, 30_000);
+
+  it('fails an unbounded allocation with the out-of-memory message', async () => {
+    const { outcome } = await runBundle(
+      `export default async () => {
+        const kept = [];
+        while (true) kept.push(new Array(100_000).fill(Math.random()));
+      };`,
+      { memoryMb: 64, timeoutMs: 60_000 },
+    );
+    expect(outcome).toEqual({ status: 'failed', reason: 'out-of-memory', error: 'asset raw_orders ran out of memory (limit 64 MB)' });
+  }, 90_000);
+
+  describe('permission model', () => {
+    it('lets user code write no file', async () => {
+      const target = join(workDir, 'written-by-user-code.txt');
+      const { outcome } = await runBundle(`
+        import { writeFileSync } from 'node:fs';
+        export default async () => { writeFileSync(${JSON.stringify(target)}, 'x'); };
+      `);
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/Access to this API has been restricted/) });
+      expect(existsSync(target)).toBe(false);
+    });
+
+    it('lets user code write no file inside its own bundle either', async () => {
+      const bundleDir = await writeBundle({
+        'assets/asset.js': `import { writeFileSync } from 'node:fs'; export default async () => { writeFileSync('assets/extra.js', 'x'); };`,
+      });
+      const { outcome } = await runBundle({ dir: bundleDir });
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'threw' });
+      expect(existsSync(join(bundleDir, 'assets', 'extra.js'))).toBe(false);
+    });
+
+    it('lets user code read nothing outside its bundle', async () => {
+      const { outcome } = await runBundle(`
+        import { readFileSync } from 'node:fs';
+        export default async () => { readFileSync('/etc/hostname', 'utf8'); };
+      `);
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/Access to this API has been restricted/) });
+    });
+
+    it('lets user code start no process', async () => {
+      const { outcome } = await runBundle(`
+        import { execFileSync } from 'node:child_process';
+        export default async () => { execFileSync('/bin/true'); };
+      `);
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/Access to this API has been restricted/) });
+    });
+
+    it("passes none of the worker's environment", async () => {
+      process.env['SANDBOX_TEST_SECRET'] = 'must-not-leak';
+      try {
+        const { outcome, emitted } = await runBundle(`export default (ctx) => ctx.emit([{ env: { ...process.env } }]);`, { env: { TZ: 'UTC' } });
+        expect(outcome).toEqual({ status: 'succeeded' });
+        const env = emitted[0]?.[0]?.['env'] as Record<string, string>;
+        expect(env['SANDBOX_TEST_SECRET']).toBeUndefined();
+        expect(env['TZ']).toBe('UTC');
+      } finally {
+        delete process.env['SANDBOX_TEST_SECRET'];
+      }
+    });
+  });
+
+  it('kills the child at once when the signal aborts, and reports canceled', async () => {
+    const abort = new AbortController();
+    let childPid: number | undefined;
+    const { outcome } = await runBundle(
+      `export default async (ctx) => {
+        ctx.log('pid', process.pid);
+        await new Promise((resolve) => setTimeout(resolve, 600_000));
+      };`,
+      { signal: abort.signal },
+      {
+        log: (message) => {
+          const announced = /^pid (\d+)$/.exec(message);
+          if (!announced) return;
+          childPid = Number(announced[1]);
+          abort.abort();
+        },
+      },
+    );
+    expect(outcome).toEqual({ status: 'failed', reason: 'canceled', error: 'canceled' });
+    expect(childPid).toBeGreaterThan(0);
+    expect(() => process.kill(childPid!, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+  });
+
+  it('fails with the message of a handler that throws, even if the user code swallows it', async () => {
+    let emits = 0;
+    const { outcome } = await runBundle(
+      `export default async (ctx) => {
+        try { await ctx.emit([{ id: 1 }]); } catch { /* swallowed */ }
+        await ctx.emit([{ id: 2 }]);
+      };`,
+      {},
+      {
+        emit: async () => {
+          emits += 1;
+          throw new Error('row 0: id must be a string');
+        },
+      },
+    );
+    expect(outcome).toEqual({ status: 'failed', reason: 'handler-failed', error: 'row 0: id must be a string' });
+    expect(emits).toBe(1);
+  });
+
+  it('fails when ctx.emit is given something other than rows', async () => {
+    const { outcome, emitted } = await runBundle(`export default (ctx) => ctx.emit([1, 2]);`);
+    expect(outcome).toEqual({ status: 'failed', reason: 'handler-failed', error: 'asset raw_orders: ctx.emit takes an array of plain row objects' });
+    expect(emitted).toEqual([]);
+  });
+
+  it('refuses an entry outside the bundle, or missing, before starting anything', async () => {
+    const bundleDir = await writeBundle({ 'assets/asset.js': 'export default async () => {};' });
+    await writeFile(join(workDir, 'outside.js'), 'export default async () => {};');
+    for (const entry of ['../outside.js', 'assets/../../outside.js', join(workDir, 'outside.js'), 'assets/missing.js']) {
+      const { outcome } = await runBundle({ dir: bundleDir }, { entry });
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'refused' });
+    }
+  });
+
+  it('is still alive and running assets after all of the above', async () => {
+    const { outcome, emitted } = await runBundle(`export default (ctx) => ctx.emit([{ still: 'fine' }]);`);
+    expect(outcome).toEqual({ status: 'succeeded' });
+    expect(emitted).toEqual([[{ still: 'fine' }]]);
+  });
+});

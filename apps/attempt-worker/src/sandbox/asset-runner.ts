@@ -1,0 +1,381 @@
+// Runs one asset's user code in a child process with a time limit and a memory limit, so
+// that a crash, an endless loop or a runaway allocation fails the attempt, not the worker
+// (DESIGN.md). The child runs under Node's permission model: it may read its bundle and
+// its own script, write nothing, start no process, thread or addon; rows, logs, upstream
+// reads and connections go through ctx, relayed over IPC to the handlers given here.
+import { fork, type ChildProcess } from 'node:child_process';
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import type { Readable } from 'node:stream';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import type { ParentMessage } from './sandbox-protocol.ts';
+
+/** What the worker does for the user code's ctx calls. */
+export interface AssetHandlers {
+  /** Validates and stores rows of the asset (ctx.emit). Calls arrive one at a time, in order; a rejection fails the asset. */
+  emit(rows: Record<string, unknown>[]): Promise<void>;
+  /** Rows of an upstream asset (ctx.read). A rejection fails the asset. */
+  read(assetKey: string): Promise<unknown[]>;
+  /** The resolved config of a binding (ctx.connection). A rejection fails the asset. */
+  connection(name: string): Promise<Record<string, unknown>>;
+  /** One log line: ctx.log, the user code's console and anything it writes to stdout/stderr. */
+  log(message: string): void;
+}
+
+export interface RunAssetOptions {
+  /** The unpacked bundle: the only directory the child may read. */
+  bundleDir: string;
+  /** The asset's module, relative to `bundleDir`; refused if it resolves outside it. */
+  entry: string;
+  assetKey: string;
+  /** Exposed to user code as `ctx.run`. */
+  run?: { id: string; attempt: number };
+  /** Wall-clock limit from spawn to the end, after which the child is killed. */
+  timeoutMs: number;
+  /** V8 old-space limit of the child (`--max-old-space-size`). */
+  memoryMb: number;
+  /** Aborting kills the child at once; the outcome is then `canceled`. */
+  signal?: AbortSignal;
+  /**
+   * The child's whole environment (default: empty). The worker's own environment, which
+   * holds its credentials, is never inherited; pass only basics such as TZ or LANG.
+   */
+  env?: Record<string, string>;
+  handlers: AssetHandlers;
+}
+
+export type AssetFailureReason =
+  /** The entry was refused before spawning (outside the bundle, missing). */
+  | 'refused'
+  /** The child process could not be started. */
+  | 'not-started'
+  /** User code threw (or rejected). */
+  | 'threw'
+  /** A handler (emit, read, connection) rejected, or ctx was called with a bad argument. */
+  | 'handler-failed'
+  /** The child exited or was killed by someone else before finishing. */
+  | 'exited'
+  | 'timed-out'
+  | 'out-of-memory'
+  | 'canceled';
+
+export type AssetOutcome = { status: 'succeeded' } | { status: 'failed'; reason: AssetFailureReason; error: string };
+
+// The child entry sits beside this module in the source tree (run by Node's type
+// stripping) and beside main.js in the build (tools/build/build-app.mjs bundles every
+// `src/**/*-child.ts` to `dist/<app>/<name>.js`).
+const childScript = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './asset-child.ts' : './asset-child.js', import.meta.url));
+
+/** How long a child that has reported its outcome (or lost its channel) may take to exit before it is killed. */
+const EXIT_GRACE_MS = 2000;
+/** How much of the child's stderr is kept to recognise V8's out-of-memory report. */
+const STDERR_TAIL_CHARS = 8192;
+const OUT_OF_MEMORY_TEXT = /JavaScript heap out of memory|Reached heap limit/;
+
+const ChildMessageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('call'), id: z.number().int(), method: z.enum(['emit', 'read', 'connection']), arg: z.unknown() }),
+  z.object({ type: z.literal('log'), message: z.string() }),
+  z.object({ type: z.literal('done') }),
+  z.object({ type: z.literal('failed'), error: z.object({ message: z.string(), stack: z.string().optional() }) }),
+]);
+
+/** The child's command-line flags: the permission model and the memory limit. */
+export function sandboxFlags(bundleRoot: string, memoryMb: number): string[] {
+  return [
+    '--permission',
+    `--allow-fs-read=${bundleRoot}`,
+    `--allow-fs-read=${childScript}`,
+    `--max-old-space-size=${memoryMb}`,
+    '--no-addons',
+  ];
+}
+
+export async function runAssetInSandbox(options: RunAssetOptions): Promise<AssetOutcome> {
+  if (options.signal?.aborted) return { status: 'failed', reason: 'canceled', error: 'canceled' };
+  const located = await locateEntry(options.bundleDir, options.entry);
+  if ('error' in located) return { status: 'failed', reason: 'refused', error: located.error };
+  if (options.signal?.aborted) return { status: 'failed', reason: 'canceled', error: 'canceled' };
+  return new SandboxedAsset(options, located.bundleRoot, located.entryPath).outcome;
+}
+
+/** Resolves the entry inside the bundle, following symlinks, or says why it is refused. */
+async function locateEntry(bundleDir: string, entry: string): Promise<{ bundleRoot: string; entryPath: string } | { error: string }> {
+  if (isAbsolute(entry)) return { error: `entry "${entry}" must be a path inside the bundle, not an absolute path` };
+  let bundleRoot: string;
+  try {
+    bundleRoot = await realpath(bundleDir);
+  } catch {
+    return { error: `bundle directory ${bundleDir} does not exist` };
+  }
+  if (!isInside(bundleRoot, resolve(bundleRoot, entry))) return { error: `entry "${entry}" points outside the bundle` };
+  let entryPath: string;
+  try {
+    entryPath = await realpath(resolve(bundleRoot, entry));
+  } catch {
+    return { error: `entry "${entry}" does not exist in the bundle` };
+  }
+  if (!isInside(bundleRoot, entryPath)) return { error: `entry "${entry}" points outside the bundle` };
+  return { bundleRoot, entryPath };
+}
+
+function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+}
+
+/** One run of one child: the first verdict wins, and the outcome waits for the child to be gone. */
+class SandboxedAsset {
+  readonly outcome: Promise<AssetOutcome>;
+  private resolveOutcome!: (outcome: AssetOutcome) => void;
+  private readonly child: ChildProcess;
+  private readonly subject: string;
+  private verdict: AssetOutcome | undefined;
+  private doneReported = false;
+  private closed = false;
+  private settled = false;
+  private exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
+  private stderrTail = '';
+  private readonly inFlight = new Set<Promise<void>>();
+  private emitQueue: Promise<void> = Promise.resolve();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly onAbort = () => this.decide({ status: 'failed', reason: 'canceled', error: 'canceled' }, true);
+
+  constructor(
+    private readonly options: RunAssetOptions,
+    bundleRoot: string,
+    entryPath: string,
+  ) {
+    this.subject = `asset ${options.assetKey}`;
+    this.outcome = new Promise((resolveOutcome) => (this.resolveOutcome = resolveOutcome));
+    this.child = fork(childScript, [], {
+      cwd: bundleRoot,
+      env: { ...options.env },
+      execPath: process.execPath,
+      // Replaces the worker's own flags (a loader, inspector or heap size must not leak in).
+      execArgv: sandboxFlags(bundleRoot, options.memoryMb),
+      serialization: 'advanced',
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    this.child.on('error', (error) => this.onChildError(error));
+    this.child.on('message', (message) => this.onMessage(message));
+    this.child.on('disconnect', () => this.onDisconnect());
+    this.child.on('exit', (code, signal) => (this.exit = { code, signal }));
+    this.child.on('close', (code, signal) => this.onClose(code, signal));
+    if (this.child.stdout) forwardLines(this.child.stdout, (line) => this.log(line));
+    if (this.child.stderr) {
+      forwardLines(this.child.stderr, (line) => {
+        this.stderrTail = (this.stderrTail + line + '\n').slice(-STDERR_TAIL_CHARS);
+        this.log(line);
+      });
+    }
+    this.timers.push(
+      setTimeout(
+        () =>
+          this.decide(
+            { status: 'failed', reason: 'timed-out', error: `${this.subject} was killed after exceeding its time limit of ${options.timeoutMs} ms` },
+            true,
+          ),
+        options.timeoutMs,
+      ),
+    );
+    options.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.send({ type: 'run', entryUrl: pathToFileURL(entryPath).href, assetKey: options.assetKey, run: options.run ?? null });
+  }
+
+  /** Records the first verdict; `kill` ends the child at once (SIGKILL), otherwise it gets a grace period to exit. */
+  private decide(verdict: AssetOutcome, kill: boolean): void {
+    if (this.verdict === undefined) this.verdict = verdict;
+    if (kill) this.kill();
+    else this.killAfterGrace();
+    this.maybeSettle();
+  }
+
+  /** A throwing log handler loses the line, never the worker. */
+  private log(line: string): void {
+    try {
+      this.options.handlers.log(line);
+    } catch {
+      // dropped
+    }
+  }
+
+  private kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+
+  private killAfterGrace(): void {
+    if (this.closed) return;
+    this.timers.push(setTimeout(() => this.kill(), EXIT_GRACE_MS));
+  }
+
+  private send(message: ParentMessage, afterSend?: () => void): void {
+    if (!this.child.connected) {
+      afterSend?.();
+      return;
+    }
+    try {
+      // A closed channel (EPIPE, the child died) comes back in the callback: nothing to do then.
+      this.child.send(message, (_error) => afterSend?.());
+    } catch (error) {
+      // The handler's value could not be cloned for the child.
+      this.decide({ status: 'failed', reason: 'handler-failed', error: `${this.subject}: ${errorMessage(error)}` }, true);
+    }
+  }
+
+  private onMessage(raw: unknown): void {
+    if (this.verdict !== undefined) return;
+    const parsed = ChildMessageSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.decide({ status: 'failed', reason: 'threw', error: `${this.subject} sent an unrecognised message to the worker` }, true);
+      return;
+    }
+    const message = parsed.data;
+    switch (message.type) {
+      case 'log':
+        this.log(message.message);
+        return;
+      case 'done':
+        this.doneReported = true;
+        this.killAfterGrace();
+        this.maybeSettle();
+        return;
+      case 'failed':
+        this.decide({ status: 'failed', reason: 'threw', error: message.error.message }, false);
+        return;
+      case 'call':
+        this.track(this.answer(message.id, message.method, message.arg));
+        return;
+    }
+  }
+
+  /** Runs a handler for a ctx call and replies; a rejection fails the asset and kills the child. */
+  private async answer(id: number, method: 'emit' | 'read' | 'connection', arg: unknown): Promise<void> {
+    let value: unknown;
+    try {
+      value = await this.invoke(method, arg);
+    } catch (error) {
+      const message = errorMessage(error);
+      // The verdict is taken before the child hears of it, so user code cannot swallow it.
+      if (this.verdict === undefined) this.verdict = { status: 'failed', reason: 'handler-failed', error: message };
+      this.send({ type: 'reply', id, ok: false, error: { message } }, () => this.decide(this.verdict!, true));
+      return;
+    }
+    if (this.verdict === undefined) this.send({ type: 'reply', id, ok: true, value });
+  }
+
+  private invoke(method: 'emit' | 'read' | 'connection', arg: unknown): Promise<unknown> {
+    const { handlers } = this.options;
+    switch (method) {
+      case 'emit': {
+        if (!Array.isArray(arg) || !arg.every(isPlainObject)) {
+          return Promise.reject(new Error(`${this.subject}: ctx.emit takes an array of plain row objects`));
+        }
+        const rows = arg as Record<string, unknown>[];
+        // Emits are stored in the order the user code made them, one at a time.
+        const stored = this.emitQueue.then(() => {
+          if (this.verdict !== undefined) throw new Error('the asset already failed');
+          return handlers.emit(rows);
+        });
+        this.emitQueue = stored.catch(() => undefined);
+        return stored;
+      }
+      case 'read':
+        if (typeof arg !== 'string' || arg === '') return Promise.reject(new Error(`${this.subject}: ctx.read takes an asset key`));
+        return handlers.read(arg);
+      case 'connection':
+        if (typeof arg !== 'string' || arg === '') return Promise.reject(new Error(`${this.subject}: ctx.connection takes a connection name`));
+        return handlers.connection(arg);
+    }
+  }
+
+  private track(work: Promise<void>): void {
+    this.inFlight.add(work);
+    void work.finally(() => {
+      this.inFlight.delete(work);
+      this.maybeSettle();
+    });
+  }
+
+  private onDisconnect(): void {
+    // Normal after an outcome or on exit; otherwise the child cut its channel and can no
+    // longer finish, so it goes (after a grace in which a dying child's exit is seen).
+    if (this.verdict === undefined && !this.doneReported && !this.closed) {
+      this.timers.push(
+        setTimeout(() => {
+          if (!this.closed) this.decide({ status: 'failed', reason: 'exited', error: `${this.subject} closed its channel to the worker before finishing` }, true);
+        }, EXIT_GRACE_MS),
+      );
+    }
+  }
+
+  private onChildError(error: Error): void {
+    if (this.child.pid === undefined) {
+      // Spawning failed: there is no process to wait for.
+      this.decide({ status: 'failed', reason: 'not-started', error: `${this.subject} could not be started: ${error.message}` }, false);
+      this.closed = true;
+      this.maybeSettle();
+    }
+    // Otherwise a failed kill or send, of a child that is going away: its exit decides.
+  }
+
+  private onClose(code: number | null, signal: NodeJS.Signals | null): void {
+    this.closed = true;
+    if (this.exit.code === null && this.exit.signal === null) this.exit = { code, signal };
+    this.maybeSettle();
+  }
+
+  private maybeSettle(): void {
+    if (!this.closed || this.settled) return;
+    let outcome: AssetOutcome;
+    if (this.verdict !== undefined) outcome = this.verdict;
+    else if (this.doneReported) {
+      // Success needs every handler call the user code made to have succeeded.
+      if (this.inFlight.size > 0) return;
+      outcome = { status: 'succeeded' };
+    } else outcome = this.exitOutcome();
+    this.settled = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.options.signal?.removeEventListener('abort', this.onAbort);
+    this.resolveOutcome(outcome);
+  }
+
+  /** Why a child that reported nothing ended. */
+  private exitOutcome(): AssetOutcome {
+    const { code, signal } = this.exit;
+    if (OUT_OF_MEMORY_TEXT.test(this.stderrTail)) {
+      return { status: 'failed', reason: 'out-of-memory', error: `${this.subject} ran out of memory (limit ${this.options.memoryMb} MB)` };
+    }
+    if (signal !== null) return { status: 'failed', reason: 'exited', error: `${this.subject} was killed by ${signal} before finishing` };
+    return { status: 'failed', reason: 'exited', error: `${this.subject} exited with code ${code ?? 'unknown'} before finishing` };
+  }
+}
+
+function isPlainObject(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Calls `onLine` for each line of a stream, and for a last unterminated one. */
+function forwardLines(stream: Readable, onLine: (line: string) => void): void {
+  let buffered = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buffered += chunk;
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) !== -1) {
+      onLine(buffered.slice(0, newline));
+      buffered = buffered.slice(newline + 1);
+    }
+  });
+  stream.on('end', () => {
+    if (buffered !== '') onLine(buffered);
+    buffered = '';
+  });
+  stream.on('error', () => undefined);
+}

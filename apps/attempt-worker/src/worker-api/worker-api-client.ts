@@ -1,0 +1,149 @@
+import { Readable } from 'node:stream';
+import { Pool } from 'undici';
+import type { z } from 'zod';
+import {
+  ATTEMPT_LEASE_HEADER,
+  AttemptFinished,
+  AttemptStarted,
+  ErrorBody,
+  INTERNAL_HEADERS,
+  Materialization,
+  ResolvedConnection,
+  UpstreamLocation,
+  WorkerHeartbeatResponse,
+  type AppendLogsRequest,
+  type AttemptLogLine,
+  type FinishAttemptRequest,
+  type MaterializationWritten,
+  type WorkerHeartbeatRequest,
+  type WorkerIdentity,
+} from '@envengine/contracts';
+
+/** A refusal of the worker API: `status` and `code` as the error body gave them. */
+export class WorkerApiError extends Error {
+  override readonly name = 'WorkerApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  /** The attempt is not this worker's to run or report on any more. */
+  get final(): boolean {
+    return this.status === 404 || this.status === 409 || this.status === 401;
+  }
+}
+
+/** Who the worker is to the gateway: a pool token, or the engine's runner naming each attempt's tenant. */
+export type WorkerCredential = { kind: 'pool'; token: string } | { kind: 'engine'; internalCredential: string };
+
+/** An attempt's address in the worker API: who it belongs to and the lease it is held under. */
+export interface HeldAttempt {
+  tenantId: string;
+  attemptId: string;
+  lease: string;
+}
+
+/** The worker API through the gateway, over keep-alive connections. */
+export class WorkerApiClient {
+  private readonly pool: Pool;
+
+  constructor(
+    apiUrl: string,
+    private readonly credential: WorkerCredential,
+  ) {
+    this.pool = new Pool(apiUrl, { connections: 16, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 120_000 });
+  }
+
+  start(tenantId: string, attemptId: string, worker: WorkerIdentity) {
+    return this.call(AttemptStarted, 'POST', `/attempts/${enc(attemptId)}/start`, tenantId, undefined, { worker });
+  }
+
+  heartbeat(tenantId: string, request: WorkerHeartbeatRequest) {
+    return this.call(WorkerHeartbeatResponse, 'POST', '/heartbeat', tenantId, undefined, request);
+  }
+
+  async appendLogs(held: HeldAttempt, lines: AttemptLogLine[]): Promise<void> {
+    const body: AppendLogsRequest = { lines };
+    await this.call(undefined, 'POST', `/attempts/${enc(held.attemptId)}/logs`, held.tenantId, held.lease, body);
+  }
+
+  upstream(held: HeldAttempt, assetKey: string) {
+    return this.call(UpstreamLocation, 'GET', `/attempts/${enc(held.attemptId)}/upstreams/${enc(assetKey)}`, held.tenantId, held.lease);
+  }
+
+  connection(held: HeldAttempt, name: string) {
+    return this.call(ResolvedConnection, 'POST', `/attempts/${enc(held.attemptId)}/connections/${enc(name)}`, held.tenantId, held.lease, {});
+  }
+
+  recordMaterialization(held: HeldAttempt, assetKey: string, written: MaterializationWritten) {
+    return this.call(Materialization, 'POST', `/attempts/${enc(held.attemptId)}/assets/${enc(assetKey)}/materializations`, held.tenantId, held.lease, written);
+  }
+
+  finish(held: HeldAttempt, report: FinishAttemptRequest) {
+    return this.call(AttemptFinished, 'POST', `/attempts/${enc(held.attemptId)}/finish`, held.tenantId, held.lease, report);
+  }
+
+  release(held: HeldAttempt, reason: string) {
+    return this.call(AttemptFinished, 'POST', `/attempts/${enc(held.attemptId)}/release`, held.tenantId, held.lease, { reason });
+  }
+
+  /** The bundle's bytes, streamed. */
+  async bundle(tenantId: string, bundleRef: string): Promise<Readable> {
+    const response = await this.pool.request({ method: 'GET', path: `/api/v1/worker/bundles/${enc(bundleRef)}`, headers: this.headers(tenantId) });
+    if (response.statusCode !== 200) throw await refusal(response.statusCode, await response.body.text());
+    return response.body as unknown as Readable;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private headers(tenantId: string, lease?: string): Record<string, string> {
+    const headers: Record<string, string> =
+      this.credential.kind === 'pool'
+        ? { authorization: `Bearer ${this.credential.token}` }
+        : { authorization: `Bearer ${this.credential.internalCredential}`, [INTERNAL_HEADERS.tenantId]: tenantId };
+    if (lease) headers[ATTEMPT_LEASE_HEADER] = lease;
+    return headers;
+  }
+
+  private async call<T extends z.ZodType | undefined>(
+    schema: T,
+    method: 'GET' | 'POST',
+    path: string,
+    tenantId: string,
+    lease?: string,
+    body?: unknown,
+  ): Promise<T extends z.ZodType ? z.infer<T> : void> {
+    const headers = this.headers(tenantId, lease);
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const response = await this.pool.request({
+      method,
+      path: `/api/v1/worker${path}`,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.body.text();
+    if (response.statusCode < 200 || response.statusCode >= 300) throw await refusal(response.statusCode, text);
+    if (!schema) return undefined as never;
+    return schema.parse((JSON.parse(text) as { data: unknown }).data) as never;
+  }
+}
+
+const enc = encodeURIComponent;
+
+async function refusal(status: number, text: string): Promise<WorkerApiError> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const error = ErrorBody.safeParse(parsed);
+  return error.success
+    ? new WorkerApiError(status, error.data.error.code, error.data.error.message)
+    : new WorkerApiError(status, 'unavailable', `the worker API answered ${status}`);
+}

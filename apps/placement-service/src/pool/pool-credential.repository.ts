@@ -1,0 +1,69 @@
+import { Schema, type Connection } from 'mongoose';
+import { TenantScopedModel } from '@envengine/tenant-data';
+
+export interface PoolCredentialDocument {
+  _id: string;
+  tenant_id: string;
+  label: string | null;
+  /** SHA-256 of the pool token; the token itself is shown once. */
+  token_hash: string;
+  redis_username: string;
+  /** SHA-256 of the Redis password, which is how the ACL user is (re)created (`#<hash>`). */
+  redis_password_sha256: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const poolCredentialSchema = new Schema<PoolCredentialDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    label: { type: String, default: null },
+    token_hash: { type: String, required: true },
+    redis_username: { type: String, required: true },
+    redis_password_sha256: { type: String, required: true },
+    created_at: { type: Date, required: true },
+    revoked_at: { type: Date, default: null },
+  },
+  { versionKey: false, collection: 'pool_credentials' },
+);
+poolCredentialSchema.index({ token_hash: 1 }, { unique: true });
+poolCredentialSchema.index({ tenant_id: 1, revoked_at: 1, _id: 1 });
+poolCredentialSchema.index({ revoked_at: 1 });
+
+/** The credentials of each tenant's worker pool (hashes only). */
+export class PoolCredentialRepository {
+  private readonly credentials: TenantScopedModel<PoolCredentialDocument>;
+
+  constructor(connection: Connection) {
+    this.credentials = TenantScopedModel.of(connection, 'PoolCredential', poolCredentialSchema);
+  }
+
+  ensureIndexes(): Promise<void> {
+    return this.credentials.ensureIndexes();
+  }
+
+  insert(tenantId: string, doc: Omit<PoolCredentialDocument, 'tenant_id'>): Promise<PoolCredentialDocument> {
+    return this.credentials.insert(tenantId, doc);
+  }
+
+  active(tenantId: string): Promise<PoolCredentialDocument[]> {
+    return this.credentials.find(tenantId, { revoked_at: null }, { sort: { _id: 1 } });
+  }
+
+  /** Every live credential of every tenant: their Redis ACL users are re-created after a Redis restart. */
+  allActive(): Promise<PoolCredentialDocument[]> {
+    return this.credentials.findAcrossTenants({ revoked_at: null });
+  }
+
+  /** The owner of a live pool token: the gateway asks before it knows the tenant. */
+  async ownerOfToken(tokenHash: string): Promise<PoolCredentialDocument | undefined> {
+    const [doc] = await this.credentials.findAcrossTenants({ token_hash: tokenHash, revoked_at: null }, { limit: 1 });
+    return doc;
+  }
+
+  /** Marks the credential revoked once; undefined when the tenant has no live one of that id. */
+  async revoke(tenantId: string, id: string): Promise<PoolCredentialDocument | undefined> {
+    return (await this.credentials.findOneAndUpdate(tenantId, { _id: id, revoked_at: null }, { $set: { revoked_at: new Date() } })) ?? undefined;
+  }
+}

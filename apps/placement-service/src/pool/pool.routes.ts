@@ -1,0 +1,34 @@
+import { Router } from 'express';
+import { CreatePoolCredentialRequest, PoolCredentialPathParams, PoolTokenHashParams } from '@envengine/contracts';
+import { defineRoute } from '@envengine/service-kit';
+import type { PoolService } from './pool.service.ts';
+
+/** `/api/v1/pool…` (DESIGN.md §5 "Worker pools and the worker API"). */
+export function poolRouter(pool: PoolService): Router {
+  const router = Router();
+  router.get('/pool', defineRoute({}, async ({ tenantId }) => ({ data: await pool.status(tenantId) })));
+  router.post(
+    '/pool/credentials',
+    defineRoute({ body: CreatePoolCredentialRequest, bodyOptional: true }, async ({ tenantId, body }) => ({
+      status: 201,
+      data: await pool.issue(tenantId, body.label),
+    })),
+  );
+  router.delete(
+    '/pool/credentials/:id',
+    defineRoute({ params: PoolCredentialPathParams }, async ({ tenantId, params }) => ({ data: await pool.revoke(tenantId, params.id) })),
+  );
+  return router;
+}
+
+/** `/internal/v1/pool/tokens/:hash`: the gateway's lookup of a pool token's owner. */
+export function poolInternalRouter(pool: PoolService): Router {
+  const router = Router();
+  router.get(
+    '/pool/tokens/:hash',
+    defineRoute({ params: PoolTokenHashParams }, async ({ params }) => ({
+      data: await pool.tokenOwner(params.hash),
+    })),
+  );
+  return router;
+}

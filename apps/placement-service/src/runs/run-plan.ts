@@ -1,0 +1,68 @@
+import type { ErrorDetail } from '@envengine/contracts';
+
+/** The parts of a version-1 manifest a run needs (validated at ingest, so trusted here). */
+export interface RunManifest {
+  assets: ReadonlyArray<{
+    key: string;
+    binding: string;
+    entry: string;
+    deps?: readonly string[];
+    schema?: { columns: ReadonlyArray<{ name: string; type: string; nullable?: boolean }> } | null;
+  }>;
+  jobs?: ReadonlyArray<{ name: string; assets: readonly string[] }>;
+}
+
+export interface RunAssetSpec {
+  key: string;
+  entry: string;
+  binding: string;
+  deps: string[];
+  schema: { columns: Array<{ name: string; type: string; nullable: boolean }> } | null;
+}
+
+export type RunSelection = { job: string } | { assets: readonly string[] };
+
+export type PlannedRun = { ok: true; job: string | null; assets: RunAssetSpec[] } | { ok: false; details: ErrorDetail[] };
+
+/**
+ * The assets a run materializes, in dependency order (an asset after every dependency
+ * that the run also runs; ties keep manifest order), or the unknown names.
+ */
+export function planRun(manifest: RunManifest, selection: RunSelection): PlannedRun {
+  const byKey = new Map(manifest.assets.map((asset) => [asset.key, asset]));
+  let wanted: readonly string[];
+  let job: string | null = null;
+  if ('job' in selection) {
+    const found = manifest.jobs?.find((candidate) => candidate.name === selection.job);
+    if (!found) return { ok: false, details: [{ path: 'job', message: `unknown job "${selection.job}"` }] };
+    wanted = found.assets;
+    job = found.name;
+  } else {
+    const unknown = selection.assets.map((key, index) => ({ key, index })).filter(({ key }) => !byKey.has(key));
+    if (unknown.length > 0) {
+      return { ok: false, details: unknown.map(({ key, index }) => ({ path: `assets.${index}`, message: `unknown asset "${key}"` })) };
+    }
+    wanted = selection.assets;
+  }
+  const selected = new Set(wanted);
+  const ordered: RunAssetSpec[] = [];
+  const placed = new Set<string>();
+  // Depth-first over the manifest's order; the DAG was checked at ingest.
+  const place = (key: string): void => {
+    if (placed.has(key) || !selected.has(key)) return;
+    placed.add(key);
+    const asset = byKey.get(key)!;
+    for (const dep of asset.deps ?? []) place(dep);
+    ordered.push({
+      key,
+      entry: asset.entry,
+      binding: asset.binding,
+      deps: [...(asset.deps ?? [])],
+      schema: asset.schema
+        ? { columns: asset.schema.columns.map((column) => ({ name: column.name, type: column.type, nullable: column.nullable ?? false })) }
+        : null,
+    });
+  };
+  for (const asset of manifest.assets) place(asset.key);
+  return { ok: true, job, assets: ordered };
+}

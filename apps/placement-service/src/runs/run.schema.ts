@@ -1,0 +1,173 @@
+import { Schema } from 'mongoose';
+import type { AssetOutcomeStatus, AttemptStatus, Executor, RunStatus, RunTrigger } from '@envengine/contracts';
+import type { RunAssetSpec } from './run-plan.ts';
+
+export interface RunDocument {
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
+  environment_name: string;
+  deployment_id: string;
+  bundle_ref: string;
+  trigger: RunTrigger;
+  schedule: string | null;
+  job: string | null;
+  /** The assets with what running them needs, in dependency order (from the deployment's manifest). */
+  assets: RunAssetSpec[];
+  status: RunStatus;
+  max_attempts: number;
+  attempt_count: number;
+  inserted_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  error: string | null;
+}
+
+export interface AttemptAssetDocument {
+  key: string;
+  status: AssetOutcomeStatus;
+  materialization_id: string | null;
+  error: string | null;
+}
+
+export interface AttemptDocument {
+  _id: string;
+  tenant_id: string;
+  run_id: string;
+  environment_id: string;
+  number: number;
+  executor: Executor;
+  status: AttemptStatus;
+  /** The worker's name, and its id (for the pool view). */
+  worker: string | null;
+  worker_id: string | null;
+  /** Fences every worker write: a new lease on each start, so an older holder's writes are refused. */
+  lease: string | null;
+  /** Bumped when a draining worker hands the attempt back, so the queue job id is new. */
+  dispatch_seq: number;
+  dispatched_at: Date;
+  /** When the queue add was confirmed; null until then (the reconciler re-offers it). */
+  enqueued_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  last_heartbeat_at: Date | null;
+  current_asset: string | null;
+  error: string | null;
+  assets: AttemptAssetDocument[];
+}
+
+export interface LogLineDocument {
+  /** `<attempt id>:<seq, zero-padded>`: sorts a run's lines by attempt, then by the worker's numbering. */
+  _id: string;
+  tenant_id: string;
+  run_id: string;
+  attempt_id: string;
+  attempt: number;
+  asset: string | null;
+  at: Date;
+  message: string;
+}
+
+export interface WorkerDocument {
+  /** `<executor>:<worker id>`: one registration per worker process and tenant. */
+  _id: string;
+  tenant_id: string;
+  name: string;
+  executor: Executor;
+  credential_id: string | null;
+  concurrency: number;
+  draining: boolean;
+  running: string[];
+  started_at: Date;
+  last_heartbeat_at: Date;
+}
+
+export const runSchema = new Schema<RunDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    environment_id: { type: String, required: true },
+    environment_name: { type: String, required: true },
+    deployment_id: { type: String, required: true },
+    bundle_ref: { type: String, required: true },
+    trigger: { type: String, required: true },
+    schedule: { type: String, default: null },
+    job: { type: String, default: null },
+    assets: { type: Schema.Types.Mixed, required: true },
+    status: { type: String, required: true },
+    max_attempts: { type: Number, required: true },
+    attempt_count: { type: Number, required: true },
+    inserted_at: { type: Date, required: true },
+    started_at: { type: Date, default: null },
+    finished_at: { type: Date, default: null },
+    error: { type: String, default: null },
+  },
+  { versionKey: false, collection: 'runs' },
+);
+runSchema.index({ tenant_id: 1, environment_id: 1, _id: -1 });
+runSchema.index({ tenant_id: 1, environment_id: 1, status: 1, _id: -1 });
+
+export const attemptSchema = new Schema<AttemptDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    run_id: { type: String, required: true },
+    environment_id: { type: String, required: true },
+    number: { type: Number, required: true },
+    executor: { type: String, required: true },
+    status: { type: String, required: true },
+    worker: { type: String, default: null },
+    worker_id: { type: String, default: null },
+    lease: { type: String, default: null },
+    dispatch_seq: { type: Number, required: true },
+    dispatched_at: { type: Date, required: true },
+    enqueued_at: { type: Date, default: null },
+    started_at: { type: Date, default: null },
+    finished_at: { type: Date, default: null },
+    last_heartbeat_at: { type: Date, default: null },
+    current_asset: { type: String, default: null },
+    error: { type: String, default: null },
+    assets: { type: Schema.Types.Mixed, required: true },
+  },
+  { versionKey: false, collection: 'attempts' },
+);
+// One attempt per number per run, even if two dispatchers raced.
+attemptSchema.index({ tenant_id: 1, run_id: 1, number: 1 }, { unique: true });
+// The sweeps: running attempts by heartbeat age, queued ones by dispatch time.
+attemptSchema.index({ status: 1, last_heartbeat_at: 1 });
+attemptSchema.index({ status: 1, dispatched_at: 1 });
+attemptSchema.index({ tenant_id: 1, status: 1, executor: 1 });
+
+export const logLineSchema = new Schema<LogLineDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    run_id: { type: String, required: true },
+    attempt_id: { type: String, required: true },
+    attempt: { type: Number, required: true },
+    asset: { type: String, default: null },
+    at: { type: Date, required: true },
+    message: { type: String, required: true },
+  },
+  { versionKey: false, collection: 'attempt_logs' },
+);
+logLineSchema.index({ tenant_id: 1, run_id: 1, _id: 1 });
+
+export const workerSchema = new Schema<WorkerDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    name: { type: String, required: true },
+    executor: { type: String, required: true },
+    credential_id: { type: String, default: null },
+    concurrency: { type: Number, required: true },
+    draining: { type: Boolean, required: true },
+    running: { type: [String], required: true },
+    started_at: { type: Date, required: true },
+    last_heartbeat_at: { type: Date, required: true },
+  },
+  { versionKey: false, collection: 'workers' },
+);
+workerSchema.index({ tenant_id: 1, executor: 1, last_heartbeat_at: -1 });
+// A worker silent for a day is forgotten.
+workerSchema.index({ last_heartbeat_at: 1 }, { expireAfterSeconds: 24 * 3600 });

@@ -1,0 +1,104 @@
+import type { CreateRunRequest, Environment, Run, RunListQuery, RunLogLine, RunOrigin } from '@envengine/contracts';
+import type { DeploymentClient } from '@envengine/service-clients';
+import { ApiError, notFound } from '@envengine/service-kit';
+import type { EnvironmentRepository } from '../environments/environment.repository.ts';
+import type { AttemptDispatcher } from './attempt-dispatcher.ts';
+import { planRun, type RunManifest } from './run-plan.ts';
+import { toRun, type RunRepository } from './run.repository.ts';
+import type { AttemptDocument, RunDocument } from './run.schema.ts';
+
+export interface RunsServiceOptions {
+  /** Whether the queue can take an add now; a run is not created while it cannot. */
+  queueReady: () => boolean;
+  /** A worker that reported within this long counts as alive (the lease TTL). */
+  workerLivenessMs: number;
+}
+
+/** Runs of the caller's environments: created against the active deployment, read, canceled. */
+export class RunsService {
+  constructor(
+    private readonly environments: EnvironmentRepository,
+    private readonly runs: RunRepository,
+    private readonly deployments: DeploymentClient,
+    private readonly dispatcher: AttemptDispatcher,
+    private readonly options: RunsServiceOptions,
+  ) {}
+
+  /**
+   * One path for every run (manual now, scheduled later): the environment's active
+   * deployment at this moment is the one the run executes against.
+   */
+  async create(tenantId: string, environmentName: string, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
+    const environment = await this.environment(tenantId, environmentName);
+    if (!environment.active_deployment_id) {
+      throw new ApiError('no_active_deployment', `Environment "${environmentName}" has no active deployment; deploy one first.`);
+    }
+    const spec = await this.deployments.runSpec(tenantId, environment.active_deployment_id, requestId);
+    if (!spec) throw new ApiError('no_active_deployment', `The active deployment of "${environmentName}" was not found.`);
+    const plan = planRun(spec.manifest as RunManifest, request.job !== undefined ? { job: request.job } : { assets: request.assets! });
+    if (!plan.ok) throw new ApiError('invalid_request', 'The run names jobs or assets the active deployment does not have.', { details: plan.details });
+    if (!this.options.queueReady()) {
+      throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
+    }
+    const { run, attempt } = await this.runs.create(tenantId, {
+      environment: { id: environment.id, name: environment.name, executor: environment.executor },
+      deployment: { id: spec.id, bundle_ref: spec.bundle_ref },
+      origin,
+      job: plan.job,
+      assets: plan.assets,
+      maxAttempts: request.max_attempts,
+    });
+    // Stored first; if the add fails the run is still queued and the reconciler delivers it.
+    await this.dispatcher.dispatch(attempt);
+    return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
+  }
+
+  async list(tenantId: string, environmentName: string, query: RunListQuery): Promise<Run[]> {
+    const environment = await this.environment(tenantId, environmentName);
+    const runs = await this.runs.listRuns(tenantId, environment.id, query);
+    const attempts = runs.length > 0 ? await this.runs.attemptsOf(tenantId, runs.map((run) => run._id)) : [];
+    return this.withAttempts(tenantId, runs, attempts);
+  }
+
+  async get(tenantId: string, runId: string): Promise<Run> {
+    const run = await this.runs.findRun(tenantId, runId);
+    if (!run) throw notFound(`Run "${runId}"`);
+    const [withAttempts] = await this.withAttempts(tenantId, [run], await this.runs.attemptsOf(tenantId, [run._id]));
+    return withAttempts!;
+  }
+
+  async logs(tenantId: string, runId: string, after: string | undefined, limit: number): Promise<RunLogLine[]> {
+    if (!(await this.runs.findRun(tenantId, runId))) throw notFound(`Run "${runId}"`);
+    return this.runs.logLines(tenantId, runId, after, limit);
+  }
+
+  /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
+  async cancel(tenantId: string, runId: string): Promise<Run> {
+    const { canceled } = await this.runs.cancel(tenantId, runId);
+    await this.dispatcher.withdraw(canceled);
+    return this.get(tenantId, runId);
+  }
+
+  private async environment(tenantId: string, name: string): Promise<Environment> {
+    const environment = await this.environments.findByName(tenantId, name);
+    if (!environment) throw notFound(`Environment "${name}"`);
+    return environment;
+  }
+
+  private async withAttempts(tenantId: string, runs: RunDocument[], attempts: AttemptDocument[]): Promise<Run[]> {
+    const byRun = new Map<string, AttemptDocument[]>();
+    for (const attempt of attempts) byRun.set(attempt.run_id, [...(byRun.get(attempt.run_id) ?? []), attempt]);
+    const anyWaiting = attempts.some((attempt) => attempt.status === 'queued' && attempt.executor === 'remote');
+    const noWorker = anyWaiting && !(await this.runs.hasLiveRemoteWorker(tenantId, this.options.workerLivenessMs));
+    return runs.map((run) => {
+      const own = byRun.get(run._id) ?? [];
+      const waiting = noWorker && own.some((attempt) => attempt.status === 'queued' && attempt.executor === 'remote');
+      return toRun(run, own, waiting);
+    });
+  }
+
+  private async waitingForWorker(tenantId: string, attempts: AttemptDocument[]): Promise<boolean> {
+    if (!attempts.some((attempt) => attempt.status === 'queued' && attempt.executor === 'remote')) return false;
+    return !(await this.runs.hasLiveRemoteWorker(tenantId, this.options.workerLivenessMs));
+  }
+}

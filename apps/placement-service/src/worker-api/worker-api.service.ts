@@ -1,0 +1,121 @@
+import type {
+  AppendLogsRequest,
+  Attempt,
+  AttemptPlan,
+  AttemptStarted,
+  FinishAttemptRequest,
+  Materialization,
+  MaterializationWritten,
+  ResolvedConnection,
+  UpstreamLocation,
+  WorkerHeartbeatRequest,
+  WorkerIdentity,
+} from '@envengine/contracts';
+import type { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
+import { ApiError, notFound } from '@envengine/service-kit';
+import type { EnvironmentRepository } from '../environments/environment.repository.ts';
+import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
+import { toAttempt, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
+
+/**
+ * The worker API's logic: every call about an attempt is checked against its lease, so a
+ * worker presumed dead that wakes up changes nothing. Other scopes are reached through
+ * their typed clients: the deployment scope for materializations, the secrets scope for
+ * binding modes and (audited) resolution.
+ */
+export class WorkerApiService {
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly environments: EnvironmentRepository,
+    private readonly dispatcher: AttemptDispatcher,
+    private readonly deployments: DeploymentClient,
+    private readonly secrets: SecretsClient,
+    private readonly resolver: SecretResolverClient,
+  ) {}
+
+  async start(tenantId: string, attemptId: string, worker: WorkerIdentity, credentialId: string | null): Promise<AttemptStarted> {
+    const { attempt, run } = await this.runs.start(tenantId, attemptId, worker);
+    const lease = attempt.lease!;
+    // The worker is known to be alive from now on, even before its first heartbeat.
+    await this.runs.heartbeat(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
+    const [environment, bindings] = await Promise.all([
+      this.environments.findById(tenantId, run.environment_id),
+      this.secrets.listBindings(tenantId, run.environment_name),
+    ]);
+    if (!environment) throw notFound(`Environment of run "${run._id}"`);
+    const modes = new Map(bindings.map((binding) => [binding.name, binding.mode]));
+    const wanted = new Set(attempt.assets.map((asset) => asset.key));
+    const plan: AttemptPlan = {
+      run_id: run._id,
+      attempt_number: attempt.number,
+      tenant_id: tenantId,
+      environment: { id: environment.id, name: environment.name, storage_prefix: environment.storage_prefix },
+      deployment_id: run.deployment_id,
+      bundle_ref: run.bundle_ref,
+      assets: run.assets
+        .filter((asset) => wanted.has(asset.key))
+        .map((asset) => ({ ...asset, binding_mode: modes.get(asset.binding) ?? null })),
+    };
+    return { attempt_id: attempt._id, lease, plan };
+  }
+
+  heartbeat(tenantId: string, request: WorkerHeartbeatRequest, credentialId: string | null): Promise<string[]> {
+    return this.runs.heartbeat(tenantId, { ...request.worker, credentialId, draining: request.draining }, request.attempts);
+  }
+
+  async appendLogs(check: LeaseCheck, request: AppendLogsRequest): Promise<void> {
+    const attempt = await this.runs.checkLease(check);
+    await this.runs.appendLogs(attempt, request);
+  }
+
+  /** `ctx.read(key)`: where the upstream's latest non-quarantined rows are. */
+  async upstream(check: LeaseCheck, assetKey: string): Promise<UpstreamLocation> {
+    const attempt = await this.runs.checkLease(check);
+    const latest = await this.deployments.latestUsableMaterialization(check.tenantId, attempt.environment_id, assetKey);
+    if (!latest || !latest.location) return null;
+    return { materialization_id: latest.id, location: latest.location, row_count: latest.row_count };
+  }
+
+  /** `ctx.connection(name)`: the binding with its secrets, through the audited resolution. */
+  async connection(check: LeaseCheck, name: string): Promise<ResolvedConnection> {
+    const attempt = await this.runs.checkLease(check);
+    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: name, attempt_id: attempt._id });
+    return { name: resolved.name, mode: resolved.mode, config: resolved.config };
+  }
+
+  /** After `ctx.emit` wrote its file: the materialization is recorded and the asset succeeded. */
+  async recordMaterialization(check: LeaseCheck, assetKey: string, written: MaterializationWritten): Promise<Materialization> {
+    const attempt = await this.runs.checkLease(check);
+    if (!attempt.assets.some((asset) => asset.key === assetKey)) {
+      throw new ApiError('invalid_request', `Asset "${assetKey}" is not part of attempt "${attempt._id}".`, {
+        details: [{ path: 'key', message: 'is not an asset of this attempt' }],
+      });
+    }
+    const materialization = await this.deployments.recordMaterialization(check.tenantId, {
+      id: written.id,
+      environment_id: attempt.environment_id,
+      asset_key: assetKey,
+      columns: written.columns,
+      row_count: written.row_count,
+      location: written.location,
+      bytes: written.bytes,
+      run_id: attempt.run_id,
+      attempt_id: attempt._id,
+    });
+    await this.runs.setAssetOutcome(check, { key: assetKey, status: 'succeeded', materialization_id: materialization.id, error: null });
+    return materialization;
+  }
+
+  async finish(check: LeaseCheck, report: FinishAttemptRequest): Promise<Attempt> {
+    const transition = await this.runs.finish(check, report);
+    if (transition.dispatch) await this.dispatcher.dispatch(transition.dispatch);
+    return toAttempt(transition.attempt);
+  }
+
+  /** A draining worker gives the attempt back; it is queued again at once. */
+  async release(check: LeaseCheck): Promise<Attempt> {
+    const attempt = await this.runs.release(check);
+    await this.dispatcher.dispatch(attempt);
+    return toAttempt(attempt);
+  }
+}

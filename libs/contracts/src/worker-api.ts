@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { BindingMode } from './bindings.ts';
+import { Executor } from './environment.ts';
+import { Attempt, AttemptAssetOutcome } from './runs.ts';
+import { StoredColumn } from './deployments.ts';
+
+/**
+ * The worker API (`/api/v1/worker/…`): what an attempt-worker needs and reports. Every
+ * call about an attempt carries the attempt id (path) and the lease it was given at
+ * start (header `x-attempt-lease`); a superseded lease is refused with 409 `lease_superseded`.
+ */
+export const ATTEMPT_LEASE_HEADER = 'x-attempt-lease';
+
+export const WorkerIdentity = z.strictObject({
+  /** Random per process, chosen by the worker. */
+  id: z.string().regex(/^[A-Za-z0-9_.-]{8,100}$/, { message: 'must be 8-100 letters, digits, ".", "_" or "-"' }),
+  name: z.string().min(1).max(200),
+  executor: Executor,
+  concurrency: z.number().int().min(1).max(1000),
+});
+export type WorkerIdentity = z.infer<typeof WorkerIdentity>;
+
+export const StartAttemptRequest = z.strictObject({ worker: WorkerIdentity });
+export type StartAttemptRequest = z.infer<typeof StartAttemptRequest>;
+
+export const PlanColumn = z.object({ name: z.string(), type: z.string(), nullable: z.boolean() });
+
+/** One asset an attempt runs, with what the worker needs to run it. */
+export const PlannedAsset = z.object({
+  key: z.string(),
+  entry: z.string(),
+  binding: z.string(),
+  /** The binding's mode when the attempt started; `read_only` makes `ctx.emit` throw. */
+  binding_mode: BindingMode.nullable(),
+  deps: z.array(z.string()),
+  schema: z.object({ columns: z.array(PlanColumn) }).nullable(),
+});
+export type PlannedAsset = z.infer<typeof PlannedAsset>;
+
+export const AttemptPlan = z.object({
+  run_id: z.string(),
+  attempt_number: z.number().int().positive(),
+  tenant_id: z.string(),
+  environment: z.object({ id: z.string(), name: z.string(), storage_prefix: z.string() }),
+  deployment_id: z.string(),
+  bundle_ref: z.string(),
+  /** In dependency order; only the assets no earlier attempt of the run materialized. */
+  assets: z.array(PlannedAsset),
+});
+export type AttemptPlan = z.infer<typeof AttemptPlan>;
+
+export const AttemptStarted = z.object({ attempt_id: z.string(), lease: z.string(), plan: AttemptPlan });
+export type AttemptStarted = z.infer<typeof AttemptStarted>;
+
+export const WorkerHeartbeatRequest = z.strictObject({
+  worker: WorkerIdentity,
+  draining: z.boolean().default(false),
+  /** Each running attempt with its lease, and the asset in progress. */
+  attempts: z
+    .array(z.strictObject({ id: z.string().min(1).max(100), lease: z.string().min(1).max(200), asset: z.string().nullable().default(null) }))
+    .max(1000),
+});
+export type WorkerHeartbeatRequest = z.infer<typeof WorkerHeartbeatRequest>;
+
+/** Attempts whose lease no longer holds (canceled, presumed lost): the worker stops them at once. */
+export const WorkerHeartbeatResponse = z.object({ superseded: z.array(z.string()) });
+export type WorkerHeartbeatResponse = z.infer<typeof WorkerHeartbeatResponse>;
+
+export const AttemptLogLine = z.strictObject({
+  /** Numbered by the worker from 0, so that a re-sent batch is stored once. */
+  seq: z.number().int().nonnegative(),
+  at: z.iso.datetime(),
+  asset: z.string().max(200).nullable(),
+  message: z.string().max(16_384),
+});
+export type AttemptLogLine = z.infer<typeof AttemptLogLine>;
+
+export const AppendLogsRequest = z.strictObject({ lines: z.array(AttemptLogLine).min(1).max(1000) });
+export type AppendLogsRequest = z.infer<typeof AppendLogsRequest>;
+
+export const WorkerAttemptParams = z.object({ id: z.string().min(1).max(100) });
+export const WorkerAssetParams = z.object({ id: z.string().min(1).max(100), key: z.string().min(1).max(200) });
+export const WorkerConnectionParams = z.object({ id: z.string().min(1).max(100), name: z.string().min(1).max(63) });
+
+export const MaterializationWritten = z.strictObject({
+  /** Chosen by the worker before writing, since the file is named after it. */
+  id: z.string().regex(/^mat_[0-9a-z]{26}$/, { message: 'must be a materialization id (mat_…)' }),
+  location: z.string().min(1).max(2048),
+  bytes: z.number().int().nonnegative(),
+  row_count: z.number().int().nonnegative(),
+  columns: z.array(StoredColumn),
+});
+export type MaterializationWritten = z.infer<typeof MaterializationWritten>;
+
+/** `ctx.read(key)`: where the asset's latest non-quarantined rows are, or null. */
+export const UpstreamLocation = z.object({
+  materialization_id: z.string(),
+  location: z.string(),
+  row_count: z.number().int().nonnegative(),
+}).nullable();
+export type UpstreamLocation = z.infer<typeof UpstreamLocation>;
+
+/** `ctx.connection(name)`: the binding's config with its secrets resolved (audited). */
+export const ResolvedConnection = z.object({ name: z.string(), mode: BindingMode, config: z.record(z.string(), z.unknown()) });
+export type ResolvedConnection = z.infer<typeof ResolvedConnection>;
+
+export const FinishAttemptRequest = z.strictObject({
+  status: z.enum(['succeeded', 'failed']),
+  error: z.string().max(8192).nullable().default(null),
+  assets: z.array(AttemptAssetOutcome.pick({ key: true, status: true, error: true })).max(500),
+});
+export type FinishAttemptRequest = z.infer<typeof FinishAttemptRequest>;
+
+export const AttemptFinished = Attempt;
+
+/** A draining worker gives back an attempt it could not finish in time: it is queued again. */
+export const ReleaseAttemptRequest = z.strictObject({ reason: z.string().max(500).default('worker is shutting down') });
+
+/** `POST …/connections/:name`: nothing but the lease (in its header). */
+export const ConnectionRequest = z.strictObject({});

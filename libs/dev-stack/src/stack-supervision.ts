@@ -1,0 +1,67 @@
+import mongoose from 'mongoose';
+import { canConnect, type BackingServer } from '@envengine/backing-servers';
+import type { ServiceName } from './services.ts';
+import type { RunningStack } from './stack.ts';
+import { Supervisor, type SupervisedProcess, type SupervisorOptions } from './supervisor.ts';
+
+async function answersReadyz(url: string): Promise<boolean> {
+  const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
+  await response.body?.cancel();
+  return response.status === 200;
+}
+
+/** Primary again: a restarted one-member replica set takes a few seconds to elect itself. */
+async function mongoIsPrimary(url: string): Promise<boolean> {
+  const { host } = new URL(url);
+  const client = new mongoose.mongo.MongoClient(`mongodb://${host}/?directConnection=true`, {
+    serverSelectionTimeoutMS: 1000,
+    connectTimeoutMS: 1000,
+  });
+  try {
+    await client.connect();
+    return (await client.db('admin').command({ hello: 1 })).isWritablePrimary === true;
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+function acceptsConnections(address: string): Promise<boolean> {
+  const { hostname, port } = new URL(address.includes('://') ? address : `tcp://${address}`);
+  return canConnect(hostname, Number(port), 1000);
+}
+
+function serverTarget(server: BackingServer, process_: NonNullable<BackingServer['process']>): SupervisedProcess {
+  return {
+    process: process_,
+    ready: () => (server.name === 'mongodb' ? mongoIsPrimary(server.url) : acceptsConnections(server.url)),
+  };
+}
+
+/**
+ * Supervises every process of a running stack (what `npm start` does; tests' stacks do not,
+ * since they stop and kill processes on purpose): each service, restarted until its
+ * `/readyz` answers 200 again, and each embedded backing server (none given by URL),
+ * restarted until it accepts connections (MongoDB: until it is primary again).
+ * `stack.services.restart()` keeps working: the process it starts is supervised in turn.
+ * Stop the returned supervisor before stopping the stack.
+ */
+export function superviseStack(stack: RunningStack, options: SupervisorOptions): Supervisor {
+  const supervisor = new Supervisor(options);
+  const { services, servers } = stack;
+  const serviceTarget = (name: ServiceName): SupervisedProcess => ({
+    process: services.processes[name],
+    ready: () => answersReadyz(services.urls[name]),
+  });
+  for (const name of Object.keys(services.processes) as ServiceName[]) supervisor.watch(name, serviceTarget(name));
+  for (const server of [servers.mongo, servers.redis, servers.temporal]) {
+    if (server.process) supervisor.watch(server.name, serverTarget(server, server.process));
+  }
+  // restart() stops the old process (an intended stop, which ends its supervision) and
+  // starts a new one in its place: supervise that one.
+  const restart = services.restart;
+  services.restart = async (name, env) => {
+    await restart(name, env);
+    supervisor.watch(name, serviceTarget(name));
+  };
+  return supervisor;
+}

@@ -1,0 +1,5 @@
+export { COLUMN_TYPES, type ColumnType, type DeclaredColumn, type DeclaredSchema, type Row } from './declared-schema.ts';
+export { RowSchemaError, checkRows } from './row-check.ts';
+export * from './parquet-codec.ts';
+export * from './storage-driver.ts';
+export * from './materialization.ts';

@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/** Where an environment's materializations are kept, addressed by URL. */
+export interface StorageDriver {
+  /**
+   * Stores `bytes` at `location` (a URL under the driver's prefix), replacing what was
+   * there; a reader sees the old file, the new one, or nothing, never part of one.
+   */
+  write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }>;
+  /** The bytes stored at `location`; a `StoredFileNotFoundError` when there are none. */
+  read(location: string): Promise<Uint8Array>;
+}
+
+/** URL schemes `storageDriverFor` has a driver for. */
+export const SUPPORTED_STORAGE_SCHEMES: readonly string[] = ['file'];
+
+/** A storage prefix whose URL scheme no driver handles (or that is not a URL). */
+export class UnsupportedStorageError extends Error {
+  override readonly name = 'UnsupportedStorageError';
+  constructor(
+    readonly storagePrefix: string,
+    /** The prefix's scheme without `:`, or null when it has none. */
+    readonly scheme: string | null,
+  ) {
+    const supported = SUPPORTED_STORAGE_SCHEMES.map((name) => `${name}://`).join(', ');
+    super(
+      scheme === null
+        ? `Storage prefix ${JSON.stringify(storagePrefix)} is not a URL; supported schemes: ${supported} (for example file:///var/lib/envengine/data).`
+        : `Storage scheme "${scheme}://" of ${JSON.stringify(storagePrefix)} is not supported; supported schemes: ${supported}.`,
+    );
+  }
+}
+
+/** A location or prefix that is malformed or points outside the driver's prefix. */
+export class StorageLocationError extends Error {
+  override readonly name = 'StorageLocationError';
+}
+
+/** Nothing is stored at a location. */
+export class StoredFileNotFoundError extends Error {
+  override readonly name = 'StoredFileNotFoundError';
+  constructor(readonly location: string, options?: ErrorOptions) {
+    super(`Nothing is stored at ${location}.`, options);
+  }
+}
+
+/**
+ * The absolute path of a `file://` URL (`file:///abs/path` or `file://localhost/abs/path`),
+ * refusing what the WHATWG URL parser would silently rewrite: `.` and `..` segments (also
+ * percent-encoded), backslashes, empty segments, a query or a fragment.
+ */
+function filePathOf(url: string): string {
+  const match = /^file:\/\/(?:localhost)?(\/.*)$/i.exec(url);
+  if (match === null) {
+    throw new StorageLocationError(`${JSON.stringify(url)} is not an absolute file:// URL (file:///absolute/path).`);
+  }
+  const raw = match[1]!;
+  if (/[\\?#\0]/.test(raw)) throw new StorageLocationError(`${JSON.stringify(url)} has a backslash, query, fragment or NUL.`);
+  const segments = raw.slice(1).split('/');
+  if (segments.at(-1) === '') segments.pop(); // a trailing slash
+  const decoded = segments.map((segment) => {
+    let name: string;
+    try {
+      name = decodeURIComponent(segment);
+    } catch {
+      throw new StorageLocationError(`${JSON.stringify(url)} has a malformed percent-encoding.`);
+    }
+    if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+      throw new StorageLocationError(`${JSON.stringify(url)} has an empty, "." or ".." segment, or an encoded "/".`);
+    }
+    return name;
+  });
+  return `/${decoded.join('/')}`;
+}
+
+/**
+ * Stores files under a `file://` prefix on the local file system: directories are created
+ * as needed, and each file is written to a temporary name in its directory, flushed, then
+ * renamed into place.
+ */
+export class FileStorageDriver implements StorageDriver {
+  /** The absolute directory every location must be under. */
+  readonly rootPath: string;
+
+  /** @param prefix a `file:///absolute/dir` URL every location must be under */
+  constructor(readonly prefix: string) {
+    this.rootPath = filePathOf(prefix);
+  }
+
+  /** The absolute path of a location, which must lie strictly under the prefix. */
+  pathOf(location: string): string {
+    const path = filePathOf(location);
+    // Both paths are absolute with no "." or ".." segments, so a prefix test is exact.
+    if (!path.startsWith(this.rootPath === '/' ? '/' : `${this.rootPath}/`) || path === this.rootPath) {
+      throw new StorageLocationError(`${location} is not under the storage prefix ${this.prefix}.`);
+    }
+    return path;
+  }
+
+  async write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }> {
+    const target = this.pathOf(location);
+    const directory = dirname(target);
+    await mkdir(directory, { recursive: true });
+    // Same directory, so the rename is atomic; the leading dot keeps listings tidy.
+    const temporary = join(directory, `.${basename(target)}.${randomBytes(6).toString('hex')}.partial`);
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(temporary, 'wx', 0o644);
+      await handle.writeFile(bytes);
+      await handle.sync();
+      await handle.close();
+      handle = undefined;
+      await rename(temporary, target);
+    } catch (error) {
+      await handle?.close().catch(() => undefined);
+      await rm(temporary, { force: true });
+      throw error;
+    }
+    await syncDirectory(directory);
+    return { location, bytes: bytes.byteLength };
+  }
+
+  async read(location: string): Promise<Uint8Array> {
+    const path = this.pathOf(location);
+    try {
+      const buffer = await readFile(path);
+      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StoredFileNotFoundError(location, { cause: error });
+      throw error;
+    }
+  }
+}
+
+/** Makes a rename durable: the directory entry is flushed too (best effort where unsupported). */
+async function syncDirectory(directory: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(directory, 'r');
+    await handle.sync();
+  } catch {
+    // Some file systems refuse fsync on a directory; the file itself is already flushed.
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/** The driver for a storage prefix, chosen by its URL scheme. */
+export function storageDriverFor(storagePrefix: string): StorageDriver {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(storagePrefix)?.[1]?.toLowerCase() ?? null;
+  if (scheme === 'file') return new FileStorageDriver(storagePrefix);
+  throw new UnsupportedStorageError(storagePrefix, scheme);
+}
+
+const LOCATION_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/**
+ * Where a materialization is stored: `<storage prefix>/<asset key>/<materialization id>.parquet`,
+ * the prefix's trailing slashes dropped. The key and id must be plain names (letters,
+ * digits, `.`, `_`, `-`, no `..`), so that they stay one path segment each.
+ */
+export function materializationLocation(storagePrefix: string, assetKey: string, materializationId: string): string {
+  for (const [label, value] of [['Asset key', assetKey], ['Materialization id', materializationId]] as const) {
+    if (!LOCATION_SEGMENT.test(value) || value.includes('..')) {
+      throw new StorageLocationError(`${label} ${JSON.stringify(value)} cannot be a path segment (letters, digits, ".", "_", "-"; no "..").`);
+    }
+  }
+  let base = storagePrefix;
+  while (base.endsWith('/') && !base.endsWith('://')) base = base.slice(0, -1);
+  return `${base}/${assetKey}/${materializationId}.parquet`;
+}
