@@ -1,1 +1,2 @@
-export {};
+export * from './attempt-queues.ts';
+export * from './pool-acl.ts';

@@ -88,9 +88,11 @@ describe('writeMaterialization', () => {
   });
 
   it('fails when the file read back is not the one written', async () => {
-    const other = encodeParquet({ columns: [{ name: 'x', type: 'boolean' }] }, [{ x: true }]);
+    const other = encodeParquet({ columns: [{ name: 'x', type: 'boolean' }] }, [{ x: true }, { x: false }]);
     const { driver } = recordingDriver(new FileStorageDriver(prefix), () => other);
-    await expect(writeMaterialization(input({ driver }))).rejects.toThrow(StoredFileMismatchError);
+    const failure = writeMaterialization(input({ driver }));
+    await expect(failure).rejects.toThrow(StoredFileMismatchError);
+    await expect(failure).rejects.toThrow(/does not hold the \d+ bytes just written/);
   });
 
   it('stores nothing when a row does not match the schema', async () => {

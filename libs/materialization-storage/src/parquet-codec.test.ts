@@ -165,6 +165,21 @@ describe('encodeParquet and decodeParquet', () => {
     expect(await decodeParquet(bytes)).toEqual(rows);
   });
 
+  it('stores null for a left-out nullable column named like an Object.prototype member', async () => {
+    const schema: DeclaredSchema = { columns: [{ name: 'id', type: 'integer' }, { name: 'toString', type: 'string', nullable: true }] };
+    expect(await decodeParquet(encodeParquet(schema, [{ id: 1 }, { id: 2, toString: 'own' }]))).toEqual([
+      { id: 1, toString: null },
+      { id: 2, toString: 'own' },
+    ]);
+  });
+
+  it('reads a file from a view into a larger buffer', async () => {
+    const bytes = encodeParquet(SCHEMA, ROWS);
+    const padded = new Uint8Array(bytes.byteLength + 32);
+    padded.set(bytes, 16);
+    expect(await decodeParquet(padded.subarray(16, 16 + bytes.byteLength))).toEqual(EXPECTED);
+  });
+
   it('checks the rows before encoding them', () => {
     expect(() => encodeParquet(SCHEMA, [{ ...ROWS[0], date: '2024-02-30' }])).toThrow(RowSchemaError);
   });

@@ -36,11 +36,11 @@ const ELEMENTS: Record<ColumnType, Omit<SchemaElement, 'name' | 'repetition_type
 
 type Cell = string | number | bigint | boolean | null | object;
 
-/** How a checked value becomes what the writer takes for its Parquet type. */
-const TO_PHYSICAL: Partial<Record<ColumnType, (value: never) => Cell>> = {
-  integer: (value: number | bigint) => (typeof value === 'bigint' ? value : BigInt(value)),
-  timestamp: (value: Date | string) => timestampToMicros(value),
-  date: (value: Date | string) => dateToDays(value),
+/** How a checked value becomes what the writer takes for its Parquet type (the others pass as they are). */
+const TO_PHYSICAL: Partial<Record<ColumnType, (value: unknown) => Cell>> = {
+  integer: (value) => (typeof value === 'bigint' ? value : BigInt(value as number)),
+  timestamp: (value) => timestampToMicros(value as Date | string),
+  date: (value) => dateToDays(value as Date | string),
 };
 
 /**
@@ -54,10 +54,13 @@ export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[]): Uin
   const columns = resolveColumns(schema);
   if (columns.length === 0) throw new TypeError('A schema without columns cannot be stored as Parquet.');
   const columnData: ColumnSource[] = columns.map(({ name, type }) => {
-    const convert = TO_PHYSICAL[type] as ((value: unknown) => Cell) | undefined;
+    const convert = TO_PHYSICAL[type];
+    // As in checkRows: a left-out column named like an Object.prototype member is null, not the member.
+    const inherited = name in Object.prototype;
     const data = new Array<Cell>(rows.length);
     for (let i = 0; i < rows.length; i++) {
-      const value = rows[i]![name];
+      const row = rows[i]!;
+      const value = inherited && !Object.hasOwn(row, name) ? undefined : row[name];
       data[i] = value === undefined || value === null ? null : convert === undefined ? (value as Cell) : convert(value);
     }
     return { name, data };
@@ -199,7 +202,8 @@ const PARSERS = {
 export async function decodeParquet(bytes: Uint8Array): Promise<Row[]> {
   const metadata = readFooter(bytes);
   const { columns } = summarize(metadata);
-  const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  const file = whole ? (bytes.buffer as ArrayBuffer) : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
   let rows: Row[];
   try {
     rows = await parquetReadObjects({ file, metadata, parsers: PARSERS });

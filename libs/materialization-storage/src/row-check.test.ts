@@ -118,6 +118,7 @@ describe('checkRows', () => {
 
   const mismatches: Array<[string, unknown, string]> = [
     ['name', 5, 'expected string, got number 5'],
+    ['name', 'broken \ud800 pair', 'got string "broken \\ud800 pair" with a lone surrogate (not valid Unicode)'],
     ['count', 1.5, 'got number 1.5'],
     ['count', '1', 'got string "1"'],
     ['count', 2 ** 53, 'got number 9007199254740992 (beyond Number.MAX_SAFE_INTEGER: pass a bigint)'],

@@ -30,9 +30,15 @@ const EXPECTED: Record<ColumnType, string> = {
   json: 'JSON value',
 };
 
+/** Parquet strings are UTF-8, which cannot hold a lone UTF-16 surrogate (it would become U+FFFD). */
+function isWellFormed(text: string): boolean {
+  // ES2024 `String.prototype.isWellFormed`, in Node since 20; the repo's `lib` is ES2023.
+  return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
 /** The per-type test, kept branch-light: it runs once per cell. */
 const ACCEPTS: Record<ColumnType, (value: unknown) => boolean> = {
-  string: (value) => typeof value === 'string',
+  string: (value) => typeof value === 'string' && isWellFormed(value),
   integer: (value) =>
     typeof value === 'number' ? Number.isSafeInteger(value) : typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX,
   number: (value) => typeof value === 'number' && Number.isFinite(value),
@@ -78,7 +84,7 @@ export function checkRows(schema: DeclaredSchema, rows: readonly unknown[]): voi
   for (let index = 0; index < rows.length; index++) {
     const row = rows[index];
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new RowSchemaError(index, null, `expected an object of column values, got ${describe(row)}`);
+      throw new RowSchemaError(index, null, `expected an object of column values, got ${describeValue(row)}`);
     }
     for (let c = 0; c < columnCount; c++) {
       const column = columns[c]!;
@@ -100,7 +106,8 @@ export function checkRows(schema: DeclaredSchema, rows: readonly unknown[]): voi
 
 function mismatch(type: ColumnType, value: unknown): string {
   if (type === 'json') return `expected ${EXPECTED.json}, got ${jsonProblem(value)}`;
-  let got = describe(value);
+  let got = describeValue(value);
+  if (type === 'string' && typeof value === 'string') got += ' with a lone surrogate (not valid Unicode)';
   if (type === 'integer' && typeof value === 'number' && Number.isInteger(value)) {
     got += ' (beyond Number.MAX_SAFE_INTEGER: pass a bigint)';
   }
@@ -108,7 +115,7 @@ function mismatch(type: ColumnType, value: unknown): string {
 }
 
 /** A short description of a value: its kind, and the value itself where that explains. */
-export function describe(value: unknown): string {
+function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'array';
@@ -144,13 +151,13 @@ function jsonProblem(value: unknown): string | null {
       case 'boolean':
         return null;
       case 'number':
-        return Number.isFinite(node) ? null : `${describe(node)} at ${path}`;
+        return Number.isFinite(node) ? null : `${describeValue(node)} at ${path}`;
       case 'object': {
         if (node === null) return null;
         if (ancestors.includes(node)) return `a circular reference at ${path}`;
         const isArray = Array.isArray(node);
         const prototype: unknown = Object.getPrototypeOf(node);
-        if (!isArray && prototype !== Object.prototype && prototype !== null) return `${describe(node)} at ${path}`;
+        if (!isArray && prototype !== Object.prototype && prototype !== null) return `${describeValue(node)} at ${path}`;
         ancestors.push(node);
         try {
           if (isArray) {
@@ -173,7 +180,7 @@ function jsonProblem(value: unknown): string | null {
         return null;
       }
       default:
-        return `${describe(node)} at ${path}`;
+        return `${describeValue(node)} at ${path}`;
     }
   };
   return visit(value, '$');

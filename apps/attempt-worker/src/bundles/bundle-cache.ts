@@ -126,7 +126,7 @@ async function unpack(archive: string, into: string): Promise<Record<string, str
       } else if (header.type === 'file') {
         await mkdir(dirname(target), { recursive: true });
         const hash = createHash('sha256');
-        stream.on('data', (chunk: Buffer) => hash.update(chunk));
+        stream.on('data', (chunk: unknown) => hash.update(chunk as Buffer));
         await pipeline(stream, createWriteStream(target));
         files[name] = hash.digest('hex');
       } else {

@@ -142,7 +142,13 @@ export class AttemptRunner {
       schema: (asset.schema as DeclaredSchema | null) ?? inferSchema(rows),
       rows: rows as Row[],
     });
-    await this.api.recordMaterialization(held, asset.key, { id: materializationId, ...written });
+    await this.api.recordMaterialization(held, asset.key, {
+      id: materializationId,
+      location: written.location,
+      bytes: written.bytes,
+      row_count: written.row_count,
+      columns: written.columns,
+    });
   }
 
   /** `ctx.read(key)`: the upstream's latest rows that are not quarantined. */

@@ -7,7 +7,8 @@ import { ApiError } from '@envengine/service-kit';
 import type { Upstream } from './upstream-routes.ts';
 
 /** Request headers a client may pass on to a service. */
-const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept'] as const;
+// x-attempt-lease: the worker API's fence, checked by the placement-service.
+const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'x-attempt-lease'] as const;
 /** Response headers a service may pass back to a client. */
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
 

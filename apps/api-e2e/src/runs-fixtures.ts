@@ -1,0 +1,79 @@
+import { Run } from '@envengine/contracts';
+import { until, type TestTenant } from '@envengine/test-harness';
+
+/** Real asset code: orders → totals through ctx.read, and assets that misbehave on purpose. */
+export const ASSET_CODE: Record<string, string> = {
+  'assets/orders.js': `export default async (ctx) => {
+    ctx.log('making 3 orders');
+    await ctx.emit([{ id: 1, amount: 10.5 }, { id: 2, amount: null }, { id: 3, amount: 20 }]);
+  };`,
+  'assets/totals.js': `export default async (ctx) => {
+    const rows = await ctx.read('orders');
+    const total = rows.reduce((sum, row) => sum + (row.amount ?? 0), 0);
+    ctx.log(\`read \${rows.length} orders, total \${total}\`);
+    await ctx.emit([{ orders: rows.length, total }]);
+  };`,
+  'assets/bad_rows.js': `export default async (ctx) => { await ctx.emit([{ id: 1, amount: 1 }, { id: 2, amount: 'two' }]); };`,
+  'assets/thrower.js': `export default async () => { throw new Error('boom from user code'); };`,
+  'assets/exiter.js': `export default async () => { process.exit(3); };`,
+  'assets/looper.js': `export default async () => { for (;;) {} };`,
+  'assets/hog.js': `export default async () => { const keep = []; for (;;) keep.push(new Array(1e6).fill(Math.random())); };`,
+  'assets/flaky_total.js': `export default async (ctx) => {
+    if (ctx.run.attempt === 1) throw new Error('first attempt fails on purpose');
+    await ctx.emit([{ orders: 1, total: 1 }]);
+  };`,
+  'assets/sleeper.js': `export default async (ctx) => {
+    for (;;) { ctx.log('tick'); await new Promise((resolve) => setTimeout(resolve, 100)); }
+  };`,
+  // Waits until the "gate" binding's config says open (the test opens it), then fails on
+  // attempt 1 when told to, so that a test can act while an attempt is running.
+  'assets/gated.js': `export default async (ctx) => {
+    for (;;) {
+      const gate = await ctx.connection('gate');
+      if (gate.open) { if (gate.fail_attempt === ctx.run.attempt) throw new Error('gate says fail'); break; }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await ctx.emit([{ attempt: ctx.run.attempt }]);
+  };`,
+};
+
+const orders = [{ name: 'id', type: 'integer' }, { name: 'amount', type: 'number', nullable: true }];
+const totals = [{ name: 'orders', type: 'integer' }, { name: 'total', type: 'number' }];
+
+export function runsManifest(binding = 'warehouse'): Record<string, unknown> {
+  const asset = (key: string, columns: unknown[] | null, deps: string[] = [], on = binding) => ({
+    key,
+    binding: on,
+    entry: `assets/${key}.js`,
+    deps,
+    ...(columns ? { schema: { columns } } : {}),
+  });
+  return {
+    version: 1,
+    assets: [
+      asset('orders', orders),
+      asset('totals', totals, ['orders']),
+      asset('bad_rows', orders),
+      asset('thrower', null),
+      asset('exiter', null),
+      asset('looper', null),
+      asset('hog', null),
+      asset('flaky_total', totals, ['orders']),
+      asset('sleeper', null),
+      asset('gated', [{ name: 'attempt', type: 'integer' }], [], 'gate'),
+    ],
+    jobs: [
+      { name: 'all', assets: ['orders', 'totals'] },
+      { name: 'flaky', assets: ['orders', 'flaky_total'] },
+    ],
+    schedules: [],
+  };
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'canceled']);
+
+/** Polls the run until it is terminal (evidence, not a sleep), and returns it. */
+export async function waitForRun(tenant: TestTenant, runId: string, timeoutMs = 30_000): Promise<Run> {
+  const response = await until(() => tenant.api.get(`/runs/${runId}`), (r) => TERMINAL.has(r.body?.data?.status), timeoutMs, 100);
+  return Run.parse(response.body.data);
+}

@@ -1,0 +1,180 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { AssetListing, dataEnvelope, Run } from '@envengine/contracts';
+import { createTenant, makeBundle, until, type TestTenant } from '@envengine/test-harness';
+import { z } from 'zod';
+import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+const AssetList = dataEnvelope(z.array(AssetListing));
+
+describe('runs on the engine host (local)', () => {
+  let tenant: TestTenant;
+  let other: TestTenant;
+  let lake: string;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'runs');
+    other = await createTenant(stack, 'runs-other');
+    lake = join(stack.dataDir, 'lake', tenant.tenantId);
+    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lake}`, executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/prod/bindings/warehouse', { config: { schema: 'analytics' } })).status).toBe(201);
+    expect((await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } })).status).toBe(201);
+    const bundle = await makeBundle(ASSET_CODE);
+    const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
+    const ingest = await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef });
+    expect(ingest.status).toBe(201);
+  });
+
+  it('refuses a run where no deployment is active, and bad bodies, changing nothing', async () => {
+    await tenant.api.post('/environments', { name: 'empty', storage_prefix: `file://${lake}-empty`, executor: 'local' });
+    const none = await tenant.api.post('/environments/empty/runs', { job: 'all' });
+    expect(none.status).toBe(409);
+    expect(none.body.error.code).toBe('no_active_deployment');
+
+    const unknown = await tenant.api.post('/environments/prod/runs', { assets: ['orders', 'nope', 'nada'] });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.error.details).toEqual([
+      { path: 'assets.1', message: 'unknown asset "nope"' },
+      { path: 'assets.2', message: 'unknown asset "nada"' },
+    ]);
+    const unknownJob = await tenant.api.post('/environments/prod/runs', { job: 'missing' });
+    expect([unknownJob.status, unknownJob.body.error.details]).toEqual([422, [{ path: 'job', message: 'unknown job "missing"' }]]);
+    for (const body of [{ job: 'all', assets: ['orders'] }, {}, { job: 'all', max_attempts: 0 }, { job: 'all', max_attempts: 11 }, { job: 'all', priority: 1 }]) {
+      const response = await tenant.api.post('/environments/prod/runs', body);
+      expect([response.status, response.body.error.code]).toEqual([422, 'invalid_request']);
+    }
+    expect((await tenant.api.post('/environments/nope/runs', { job: 'all' })).status).toBe(404);
+    expect((await tenant.api.get('/environments/prod/runs')).body.data).toEqual([]);
+  });
+
+  it('runs a job: assets in dependency order, Parquet files written, materializations visible with the stored columns', async () => {
+    const created = await tenant.api.post('/environments/prod/runs', { job: 'all' });
+    expect(created.status).toBe(201);
+    const run = Run.parse(created.body.data);
+    expect(run).toMatchObject({ status: 'queued', trigger: 'manual', schedule: null, job: 'all', assets: ['orders', 'totals'], max_attempts: 1 });
+    expect(run.attempts).toHaveLength(1);
+    expect(run.attempts[0]).toMatchObject({ number: 1, executor: 'local' });
+
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.finished_at).not.toBeNull();
+    const [attempt] = finished.attempts;
+    expect(attempt).toMatchObject({ status: 'succeeded', executor: 'local', error: null });
+    expect(attempt!.assets.map((asset) => [asset.key, asset.status])).toEqual([
+      ['orders', 'succeeded'],
+      ['totals', 'succeeded'],
+    ]);
+
+    const assets = AssetList.parse((await tenant.api.get('/environments/prod/assets')).body).data;
+    const orders = assets.find((asset) => asset.key === 'orders')!.latest_materialization!;
+    expect(orders).toMatchObject({ status: 'latest', row_count: 3, run_id: run.id, id: attempt!.assets[0]!.materialization_id });
+    expect(orders.columns).toEqual([
+      { name: 'id', type: 'integer', nullable: false },
+      { name: 'amount', type: 'number', nullable: true },
+    ]);
+    expect(orders.location).toBe(`file://${lake}/orders/${orders.id}.parquet`);
+    expect(existsSync(fileURLToPath(orders.location!))).toBe(true);
+    // totals read orders through ctx.read: 3 rows summing to 30.5.
+    const totals = assets.find((asset) => asset.key === 'totals')!.latest_materialization!;
+    expect(totals.row_count).toBe(1);
+
+    const logs = (await tenant.api.get(`/runs/${run.id}/logs`)).body.data as Array<{ message: string; asset: string }>;
+    expect(logs.map((line) => [line.asset, line.message])).toEqual(
+      expect.arrayContaining([
+        ['orders', 'making 3 orders'],
+        ['totals', 'read 3 orders, total 30.5'],
+      ]),
+    );
+    // Paging through the logs with the cursor.
+    const first = (await tenant.api.get(`/runs/${run.id}/logs?limit=1`)).body.data;
+    const rest = (await tenant.api.get(`/runs/${run.id}/logs?after=${encodeURIComponent(first[0].cursor)}`)).body.data;
+    expect([...first, ...rest]).toEqual(logs);
+
+    const list = (await tenant.api.get('/environments/prod/runs?status=succeeded')).body.data as Run[];
+    expect(list.map((item) => item.id)).toContain(run.id);
+    expect((await tenant.api.get('/environments/prod/runs?status=failed')).body.data.map((item: Run) => item.id)).not.toContain(run.id);
+
+    const cancel = await tenant.api.post(`/runs/${run.id}/cancel`, {});
+    expect([cancel.status, cancel.body.error.code]).toEqual([409, 'run_finished']);
+    expect((await tenant.api.get(`/runs/${run.id}`)).body.data.status).toBe('succeeded');
+  });
+
+  it("hides a tenant's runs from another tenant (404 on get, logs and cancel)", async () => {
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    for (const [method, path] of [['GET', `/runs/${run.id}`], ['GET', `/runs/${run.id}/logs`], ['POST', `/runs/${run.id}/cancel`]] as const) {
+      const response = await other.api.request(method, path, method === 'POST' ? { body: {} } : {});
+      expect([response.status, response.body.error.code]).toEqual([404, 'not_found']);
+    }
+    expect((await other.api.get('/environments/prod/runs')).status).toBe(404);
+    await waitForRun(tenant, run.id);
+  });
+
+  it('fails an emit on a read_only binding before any I/O, naming the binding', async () => {
+    await tenant.api.put('/environments/prod/bindings/warehouse', { mode: 'read_only' });
+    try {
+      const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+      const finished = await waitForRun(tenant, run.id);
+      expect(finished.status).toBe('failed');
+      expect(finished.error).toContain('binding "warehouse"');
+      expect(finished.error).toContain('read_only');
+      expect(finished.attempts[0]!.assets[0]).toMatchObject({ key: 'orders', status: 'failed', materialization_id: null });
+    } finally {
+      await tenant.api.put('/environments/prod/bindings/warehouse', { config: { schema: 'analytics' } });
+    }
+  });
+
+  it('fails rows that break the declared schema, naming the column and the row', async () => {
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['bad_rows'] })).body.data);
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('failed');
+    expect(finished.error).toMatch(/row 1/);
+    expect(finished.error).toContain('"amount"');
+  });
+
+  it.each([
+    ['throws', 'thrower', /boom from user code/],
+    ['exits', 'exiter', /exited with code 3/],
+    ['loops forever', 'looper', /time limit/],
+    ['allocates without bound', 'hog', /out of memory/],
+  ])('fails an attempt whose code %s, and the worker survives', async (_what, asset, error) => {
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: [asset] })).body.data);
+    const finished = await waitForRun(tenant, run.id, 30_000);
+    expect(finished.status).toBe('failed');
+    expect(finished.attempts[0]!.error).toMatch(error);
+    const after = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    expect((await waitForRun(tenant, after.id)).status).toBe('succeeded');
+  });
+
+  it('retries a failed attempt as a new attempt, re-running only what no attempt materialized', async () => {
+    // flaky_total fails on attempt 1 after orders succeeded; attempt 2 runs flaky_total only.
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { job: 'flaky', max_attempts: 2 })).body.data);
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.status])).toEqual([
+      [1, 'failed'],
+      [2, 'succeeded'],
+    ]);
+    expect(finished.attempts[1]!.assets.map((asset) => asset.key)).toEqual(['flaky_total']);
+  });
+
+  it('cancels a running attempt: the run is canceled and its code stops', async () => {
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['sleeper'] })).body.data);
+    await until(() => tenant.api.get(`/runs/${run.id}`), (response) => response.body.data.attempts[0].status === 'running', 20_000);
+    const canceled = await tenant.api.post(`/runs/${run.id}/cancel`, {});
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.data).toMatchObject({ status: 'canceled' });
+    expect(canceled.body.data.attempts[0].status).toBe('canceled');
+    // The sleeper logs a tick every 100 ms while alive: the ticks stop once it is killed.
+    const ticks = async () => ((await tenant.api.get(`/runs/${run.id}/logs`)).body.data as unknown[]).length;
+    const settled = await until(
+      async () => [await ticks(), await new Promise((resolve) => setTimeout(resolve, 1500)).then(ticks)],
+      ([before, after]) => before === after,
+      15_000,
+    );
+    expect(settled[0]).toBe(settled[1]);
+    expect((await tenant.api.get(`/runs/${run.id}`)).body.data.status).toBe('canceled');
+  });
+});
