@@ -2,8 +2,8 @@ import { Environment, PoolTokenOwner, type SetActiveDeploymentRequest } from '@e
 import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
-/** Tenant header of a pool-token lookup, which happens before the tenant is known. */
-export const POOL_TOKEN_LOOKUP_TENANT = 'gateway-token-lookup';
+/** Tenant header of a pool-token lookup, which happens before the tenant is known: a reserved id no tenant has (its time part is zero). */
+export const POOL_TOKEN_LOOKUP_TENANT = 'ten_00000000000000000000000000';
 
 /** The placement-service's internal API, as other services use it. */
 export class PlacementClient {

@@ -7,3 +7,4 @@ export * from './bundles.ts';
 export * from './materializations.ts';
 export * from './until.ts';
 export * from './workflow-history.ts';
+export * from './pool-workers.ts';

@@ -1,0 +1,209 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { PoolCredentialIssued, Run } from '@envengine/contracts';
+import { createTenant, makeBundle, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+
+async function deployRunsProject(tenant: TestTenant, executor: 'local' | 'remote'): Promise<string> {
+  const lake = join(stack.dataDir, 'lake', tenant.tenantId);
+  expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lake}`, executor })).status).toBe(201);
+  await tenant.api.put('/environments/prod/bindings/warehouse', {});
+  await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } });
+  const bundle = await makeBundle(ASSET_CODE);
+  const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
+  expect((await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef })).status).toBe(201);
+  return bundleRef;
+}
+
+async function issueCredential(tenant: TestTenant): Promise<PoolCredentialIssued> {
+  const response = await tenant.api.post('/pool/credentials', { label: 'test' });
+  expect(response.status).toBe(201);
+  return PoolCredentialIssued.parse(response.body.data);
+}
+
+const setGate = (tenant: TestTenant, config: Record<string, unknown>) => tenant.api.put('/environments/prod/bindings/gate', { config });
+
+async function waitForAttempt(tenant: TestTenant, runId: string, number: number, status: string): Promise<Run> {
+  const response = await until(
+    () => tenant.api.get(`/runs/${runId}`),
+    (r) => r.body.data.attempts.some((attempt: { number: number; status: string }) => attempt.number === number && attempt.status === status),
+    30_000,
+    100,
+  );
+  return Run.parse(response.body.data);
+}
+
+function workerCall(token: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  return fetch(`${stack.gatewayUrl}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).then(async (response) => ({ status: response.status, body: (await response.json()) as any }));
+}
+
+describe("remote attempts on a tenant's pool", () => {
+  let tenant: TestTenant;
+  let credential: PoolCredentialIssued;
+  let bundleRef: string;
+  const workers: PoolWorker[] = [];
+  const mongo = new MongoClient(stack.mongoUrl);
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'pool');
+    bundleRef = await deployRunsProject(tenant, 'remote');
+    credential = await issueCredential(tenant);
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((worker) => worker.process.stop()));
+    await mongo.close();
+  });
+
+  it('says a remote attempt is waiting for a worker, then runs it on the pool', async () => {
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders', 'totals'] })).body.data);
+    expect(run.waiting_for_worker).toBe(true);
+    expect(run.attempts[0]).toMatchObject({ executor: 'remote', status: 'queued' });
+    const idle = (await tenant.api.get('/pool')).body.data;
+    expect(idle).toMatchObject({ queue: credential.queue, workers: [], attempts: { queued: 1, running: 0 } });
+
+    workers.push(await startPoolWorker(stack, credential, 'w1'));
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.waiting_for_worker).toBe(false);
+    expect(finished.attempts[0]).toMatchObject({ executor: 'remote', worker: 'w1', status: 'succeeded' });
+    const pool = (await tenant.api.get('/pool')).body.data;
+    expect(pool.workers.map((worker: { name: string }) => worker.name)).toEqual(['w1']);
+    expect(pool.workers[0].heartbeat_age_ms).toBeLessThan(3000);
+    expect(pool.attempts).toEqual({ queued: 0, running: 0 });
+  });
+
+  it("keeps pools apart: a pool's Redis user and token reach only its own tenant", async () => {
+    const other = await createTenant(stack, 'pool-other');
+    await deployRunsProject(other, 'remote');
+    const otherCredential = await issueCredential(other);
+    const otherRun = Run.parse((await other.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const otherAttempt = otherRun.attempts[0]!.id;
+
+    const redis = new Redis(stack.redisUrl, { username: credential.redis.username, password: credential.redis.password, maxRetriesPerRequest: 1 });
+    try {
+      const refused = async (...command: [string, ...string[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
+      expect(await refused('LLEN', `envengine:${otherCredential.queue}:wait`)).toMatch(/NOPERM/);
+      expect(await refused('GET', `envengine:${otherCredential.queue}:meta`)).toMatch(/NOPERM/);
+      expect(await refused('KEYS', '*')).toMatch(/NOPERM/);
+      expect(await refused('SCAN', '0')).toMatch(/NOPERM/);
+      expect(await refused('FLUSHALL')).toMatch(/NOPERM/);
+      // Its own queue is reachable (positive control).
+      expect(await refused('LLEN', `envengine:${credential.queue}:wait`)).toBe('allowed');
+    } finally {
+      redis.disconnect();
+    }
+
+    const start = await workerCall(credential.token, 'POST', `/worker/attempts/${otherAttempt}/start`, { worker: { id: 'intruder-1', name: 'intruder', executor: 'remote', concurrency: 1 } });
+    expect([start.status, start.body.error.code]).toEqual([404, 'not_found']);
+    expect((await workerCall(credential.token, 'GET', '/environments')).status).toBe(401);
+    expect((await workerCall(tenant.token, 'POST', '/worker/heartbeat', { worker: { id: 'intruder-1', name: 'x', executor: 'remote', concurrency: 1 }, attempts: [] })).status).toBe(401);
+    expect((await workerCall(otherCredential.token, 'GET', `/runs/${otherRun.id}`)).status).toBe(401);
+    // The other tenant's run is untouched and still queued for its own pool.
+    expect((await other.api.get(`/runs/${otherRun.id}`)).body.data.attempts[0].status).toBe('queued');
+
+    // Revoking takes the token and the Redis user away together.
+    const revoked = await tenant.api.request('DELETE', `/pool/credentials/${otherCredential.id}`);
+    expect(revoked.status).toBe(404);
+    const spare = await issueCredential(tenant);
+    const probe = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
+    expect(await probe.call('AUTH', spare.redis.username, spare.redis.password)).toBe('OK');
+    expect((await tenant.api.request('DELETE', `/pool/credentials/${spare.id}`)).status).toBe(200);
+    await until(() => workerCall(spare.token, 'POST', '/worker/heartbeat', { worker: { id: 'spare-123', name: 'x', executor: 'remote', concurrency: 1 }, attempts: [] }), (r) => r.status === 401, 10_000);
+    // Redis closed the connection authenticated as the revoked user; a new AUTH is refused.
+    const fresh = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
+    await expect(fresh.call('AUTH', spare.redis.username, spare.redis.password)).rejects.toThrow(/WRONGPASS/);
+    fresh.disconnect();
+    probe.disconnect();
+  });
+
+  it('places a retry afresh: the first attempt local, the retry remote after a placement change', async () => {
+    await setGate(tenant, { open: false, fail_attempt: 1 });
+    expect((await tenant.api.post('/environments/prod/placement', { executor: 'local' })).status).toBe(200);
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['gated'], max_attempts: 2 })).body.data);
+    await waitForAttempt(tenant, run.id, 1, 'running');
+    expect((await tenant.api.post('/environments/prod/placement', { executor: 'remote' })).status).toBe(200);
+    await setGate(tenant, { open: true, fail_attempt: 1 });
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.executor, attempt.status])).toEqual([
+      [1, 'local', 'failed'],
+      [2, 'remote', 'succeeded'],
+    ]);
+    await setGate(tenant, { open: false });
+  });
+
+  it('marks an attempt lost when its worker is killed, retries it on a live worker, and refuses the dead worker\'s late writes', async () => {
+    await Promise.all(workers.splice(0).map((worker) => worker.process.stop()));
+    const doomed = await startPoolWorker(stack, credential, 'doomed');
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['gated'], max_attempts: 2 })).body.data);
+    await waitForAttempt(tenant, run.id, 1, 'running');
+    const attempts = mongo.db(stack.databases['placement-service']).collection<{ _id: string; lease: string }>('attempts');
+    const { lease } = (await attempts.findOne({ _id: run.attempts[0]!.id }))!;
+
+    doomed.process.pid && process.kill(doomed.process.pid, 'SIGKILL');
+    const lost = await waitForAttempt(tenant, run.id, 1, 'lost');
+    expect(lost.attempts[0]!.error).toMatch(/doomed stopped reporting; last heartbeat at \d{4}-/);
+    expect(lost.attempts[0]!.finished_at).not.toBeNull();
+
+    const late = await workerCall(credential.token, 'POST', `/worker/attempts/${run.attempts[0]!.id}/finish`, { status: 'succeeded', assets: [] }, { 'x-attempt-lease': lease });
+    expect([late.status, late.body.error.code]).toEqual([409, 'lease_superseded']);
+    const lateLog = await workerCall(credential.token, 'POST', `/worker/attempts/${run.attempts[0]!.id}/logs`, { lines: [{ seq: 99, at: new Date().toISOString(), asset: null, message: 'late' }] }, { 'x-attempt-lease': lease });
+    expect(lateLog.status).toBe(409);
+
+    workers.push(await startPoolWorker(stack, credential, 'survivor'));
+    await setGate(tenant, { open: true });
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.status, attempt.worker])).toEqual([
+      [1, 'lost', 'doomed'],
+      [2, 'succeeded', 'survivor'],
+    ]);
+    await setGate(tenant, { open: false });
+  });
+
+  it('drains on SIGTERM: a running attempt past the deadline is handed back and finished by another worker', async () => {
+    await Promise.all(workers.splice(0).map((worker) => worker.process.stop()));
+    const draining = await startPoolWorker(stack, credential, 'draining', { DRAIN_TIMEOUT_MS: '1000' });
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['gated'] })).body.data);
+    await waitForAttempt(tenant, run.id, 1, 'running');
+    await draining.process.stop(20_000);
+    expect(draining.process.exitStatus).toMatchObject({ code: 0 });
+    const handedBack = await waitForAttempt(tenant, run.id, 1, 'queued');
+    expect(handedBack.status).toBe('running');
+    expect(readFileSync(draining.logFile, 'utf8')).toContain('drain deadline passed');
+
+    workers.push(await startPoolWorker(stack, credential, 'taker'));
+    await setGate(tenant, { open: true });
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.status, attempt.worker])).toEqual([[1, 'succeeded', 'taker']]);
+    await setGate(tenant, { open: false });
+  });
+
+  it('caches a bundle by digest, and refuses a tampered cached copy and fetches it again', async () => {
+    const [worker] = workers;
+    const fetchedLines = () => readFileSync(worker!.logFile, 'utf8').split('\n').filter((line) => line.includes('"bundle fetched"')).length;
+    const runOrders = async () => waitForRun(tenant, Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data).id);
+    expect((await runOrders()).status).toBe('succeeded');
+    const fetches = fetchedLines();
+    expect((await runOrders()).status).toBe('succeeded');
+    expect(fetchedLines()).toBe(fetches);
+
+    const cached = join(worker!.bundleCacheDir, bundleRef.slice('sha256:'.length), 'assets', 'orders.js');
+    writeFileSync(cached, "export default async () => { throw new Error('tampered code ran'); };");
+    const afterTamper = await runOrders();
+    expect(afterTamper.status).toBe('succeeded');
+    expect(readFileSync(worker!.logFile, 'utf8')).toContain('failed its digest check');
+    expect(fetchedLines()).toBe(fetches + 1);
+  });
+});

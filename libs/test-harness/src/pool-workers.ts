@@ -1,0 +1,58 @@
+import { join } from 'node:path';
+import { freePort, ManagedProcess, waitUntil } from '@envengine/backing-servers';
+import type { PoolCredentialIssued } from '@envengine/contracts';
+import { WORKSPACE_ROOT } from '@envengine/dev-stack';
+import type { StackInfo } from './test-stack.ts';
+
+export interface PoolWorker {
+  process: ManagedProcess;
+  name: string;
+  healthUrl: string;
+  logFile: string;
+  bundleCacheDir: string;
+}
+
+/**
+ * A tenant's worker as the README starts one: the built attempt-worker in `--pool` mode
+ * with the credential's token, Redis user and queue, reaching only the gateway and Redis.
+ */
+export async function startPoolWorker(
+  stack: StackInfo,
+  credential: PoolCredentialIssued,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<PoolWorker> {
+  const port = await freePort();
+  const logFile = join(stack.dataDir, 'logs', `pool-worker-${name}.log`);
+  const bundleCacheDir = join(stack.dataDir, `pool-worker-${name}-bundles`);
+  const process_ = new ManagedProcess({
+    name: `pool-worker-${name}`,
+    command: process.execPath,
+    args: ['--enable-source-maps', join(WORKSPACE_ROOT, 'dist', 'apps', 'attempt-worker', 'main.js'), '--pool'],
+    logFile,
+    cwd: WORKSPACE_ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      API_URL: stack.gatewayUrl,
+      REDIS_URL: stack.redisUrl,
+      POOL_TOKEN: credential.token,
+      REDIS_USERNAME: credential.redis.username,
+      REDIS_PASSWORD: credential.redis.password,
+      POOL_QUEUE: credential.queue,
+      WORKER_NAME: name,
+      PORT: String(port),
+      BUNDLE_CACHE_DIR: bundleCacheDir,
+      HEARTBEAT_INTERVAL_MS: '500',
+      ASSET_TIMEOUT_MS: '20000',
+      ...env,
+    },
+  });
+  const healthUrl = `http://127.0.0.1:${port}`;
+  await waitUntil(`pool worker ${name}`, async () => (await fetch(`${healthUrl}/readyz`)).status === 200, {
+    timeoutMs: 30_000,
+    alive: () => process_.running,
+    logFile,
+  });
+  return { process: process_, name, healthUrl, logFile, bundleCacheDir };
+}
