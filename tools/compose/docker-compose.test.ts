@@ -86,7 +86,9 @@ describe('docker-compose.yml', () => {
     expect(secrets.PLACEMENT_SERVICE_URL).toMatch(/^http:\/\//);
     expect(secrets.RESOLVER_CREDENTIAL).toBeTruthy();
     expect(secrets.RESOLVER_CREDENTIAL).not.toBe(secrets.INTERNAL_CREDENTIAL);
-    expect(compose.services['attempt-worker']?.environment?.RESOLVER_CREDENTIAL).toBe(secrets.RESOLVER_CREDENTIAL);
+    expect(compose.services['placement-service']?.environment?.RESOLVER_CREDENTIAL).toBe(secrets.RESOLVER_CREDENTIAL);
+    expect(compose.services['attempt-worker']?.environment?.RESOLVER_CREDENTIAL).toBeUndefined();
+    expect(compose.services['pool-worker']?.environment?.RESOLVER_CREDENTIAL).toBeUndefined();
     expect(compose.services.gateway?.environment?.RESOLVER_CREDENTIAL).toBeUndefined();
   });
 });

@@ -1,6 +1,18 @@
 import { Run } from '@envengine/contracts';
 import { until, type TestTenant } from '@envengine/test-harness';
 
+/**
+ * Short leases and limits so that a lost worker, an endless loop or an undelivered
+ * dispatch is seen in seconds (the defaults are 15 s, 15 min and 5 s).
+ */
+export const RUN_TEST_SETTINGS = {
+  ATTEMPT_LEASE_TTL_MS: '3000',
+  HEARTBEAT_INTERVAL_MS: '500',
+  DISPATCH_RECONCILE_INTERVAL_MS: '1000',
+  ASSET_TIMEOUT_MS: '4000',
+  ASSET_MEMORY_MB: '128',
+};
+
 /** Real asset code: orders → totals through ctx.read, and assets that misbehave on purpose. */
 export const ASSET_CODE: Record<string, string> = {
   'assets/orders.js': `export default async (ctx) => {

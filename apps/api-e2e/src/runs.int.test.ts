@@ -105,7 +105,7 @@ describe('runs on the engine host (local)', () => {
   it("hides a tenant's runs from another tenant (404 on get, logs and cancel)", async () => {
     const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
     for (const [method, path] of [['GET', `/runs/${run.id}`], ['GET', `/runs/${run.id}/logs`], ['POST', `/runs/${run.id}/cancel`]] as const) {
-      const response = await other.api.request(method, path, method === 'POST' ? { body: {} } : {});
+      const response = await other.api.request(method, path, method === 'POST' ? { json: {} } : {});
       expect([response.status, response.body.error.code]).toEqual([404, 'not_found']);
     }
     expect((await other.api.get('/environments/prod/runs')).status).toBe(404);

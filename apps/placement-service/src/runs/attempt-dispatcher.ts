@@ -25,6 +25,7 @@ export interface DispatcherOptions {
  */
 export class AttemptDispatcher {
   private timers: NodeJS.Timeout[] = [];
+  private readonly startedAt = Date.now();
   private sweeping = { reap: false, reconcile: false };
 
   constructor(
@@ -75,6 +76,9 @@ export class AttemptDispatcher {
 
   /** Marks attempts whose lease ran out `lost` and dispatches their retries. */
   async reapOnce(): Promise<number> {
+    // Heartbeats sent while this service was down (a restart) were not the workers'
+    // fault: no lease is judged before a full TTL has passed since it came up.
+    if (Date.now() - this.startedAt < this.options.leaseTtlMs) return 0;
     const cutoff = new Date(Date.now() - this.options.leaseTtlMs);
     const silent = await this.runs.silentAttempts(cutoff, 200);
     let lost = 0;

@@ -1,0 +1,84 @@
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startRedis, type BackingServer } from '@envengine/backing-servers';
+import { Run } from '@envengine/contracts';
+import { createTenant, makeBundle, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, RUN_TEST_SETTINGS, runsManifest } from './runs-fixtures.ts';
+
+const shared = inject('stack');
+const TERMINAL = new Set(['succeeded', 'failed', 'canceled']);
+
+describe('runs through dependency and service restarts (a stack of its own)', () => {
+  let stack: TestStack;
+  let tenant: TestTenant;
+  let restartedRedis: BackingServer | undefined;
+
+  beforeAll(async () => {
+    // Its own Redis (not persisted: a restart loses every queued job, the hardest case).
+    stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
+    tenant = await createTenant(stack.info, 'run-failures');
+    const lake = join(stack.info.dataDir, 'lake');
+    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lake}`, executor: 'local' })).status).toBe(201);
+    await tenant.api.put('/environments/prod/bindings/warehouse', {});
+    await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } });
+    const bundle = await makeBundle(ASSET_CODE);
+    const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
+    expect((await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef })).status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await restartedRedis?.stop();
+  });
+
+  async function allTerminal(ids: string[]): Promise<Run[]> {
+    const runs = await until(
+      () => Promise.all(ids.map(async (id) => Run.parse((await tenant.api.get(`/runs/${id}`)).body.data))),
+      (list) => list.every((run) => TERMINAL.has(run.status)),
+      60_000,
+      250,
+    );
+    return runs;
+  }
+
+  it('answers 503 while Redis is down, and every run created before ends once after it returns', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i += 1) ids.push(Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data).id);
+    const port = Number(new URL(stack.servers.redis.url).port);
+    await stack.servers.redis.stop();
+
+    const down = await until(() => tenant.api.post('/environments/prod/runs', { assets: ['orders'] }), (r) => r.status === 503, 15_000);
+    expect(down.body.error.code).toBe('unavailable');
+    const listed = (await tenant.api.get('/environments/prod/runs?limit=200')).body.data as Run[];
+    expect(listed).toHaveLength(20);
+
+    restartedRedis = await startRedis({ dataDir: stack.info.dataDir, port, persist: false, report: () => undefined });
+    const runs = await allTerminal(ids);
+    expect(runs.map((run) => run.status)).toEqual(ids.map(() => 'succeeded'));
+    // No attempt ran twice: one attempt per run, and one materialization per run.
+    expect(runs.every((run) => run.attempts.length === 1)).toBe(true);
+    const mongo = new MongoClient(shared.mongoUrl);
+    try {
+      const materializations = mongo.db(stack.info.databases['deployment-service']).collection('materializations');
+      expect(await materializations.countDocuments({ run_id: { $in: ids } })).toBe(20);
+    } finally {
+      await mongo.close();
+    }
+    expect((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).status).toBe(201);
+  });
+
+  it('loses nothing when the placement-service restarts while attempts run', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i += 1) ids.push(Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['gated'] })).body.data).id);
+    await until(
+      () => Promise.all(ids.map(async (id) => (await tenant.api.get(`/runs/${id}`)).body.data.attempts[0].status)),
+      (statuses) => statuses.every((status) => status === 'running'),
+      30_000,
+    );
+    await stack.services.restart('placement-service', RUN_TEST_SETTINGS);
+    await tenant.api.put('/environments/prod/bindings/gate', { config: { open: true } });
+    const runs = await allTerminal(ids);
+    expect(runs.map((run) => [run.status, run.attempts.length])).toEqual(ids.map(() => ['succeeded', 1]));
+  });
+});
