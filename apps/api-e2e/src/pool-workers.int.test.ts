@@ -43,7 +43,7 @@ function workerCall(token: string, method: string, path: string, body?: unknown,
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
-  }).then(async (response) => ({ status: response.status, body: (await response.json()) as any }));
+  }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error: { code: string } } }));
 }
 
 describe("remote attempts on a tenant's pool", () => {
@@ -150,7 +150,7 @@ describe("remote attempts on a tenant's pool", () => {
     const attempts = mongo.db(stack.databases['placement-service']).collection<{ _id: string; lease: string }>('attempts');
     const { lease } = (await attempts.findOne({ _id: run.attempts[0]!.id }))!;
 
-    doomed.process.pid && process.kill(doomed.process.pid, 'SIGKILL');
+    process.kill(doomed.process.pid!, 'SIGKILL');
     const lost = await waitForAttempt(tenant, run.id, 1, 'lost');
     expect(lost.attempts[0]!.error).toMatch(/doomed stopped reporting; last heartbeat at \d{4}-/);
     expect(lost.attempts[0]!.finished_at).not.toBeNull();

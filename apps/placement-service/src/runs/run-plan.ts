@@ -46,13 +46,16 @@ export function planRun(manifest: RunManifest, selection: RunSelection): Planned
   }
   const selected = new Set(wanted);
   const ordered: RunAssetSpec[] = [];
-  const placed = new Set<string>();
-  // Depth-first over the manifest's order; the DAG was checked at ingest.
+  const visited = new Set<string>();
+  // Depth-first over the manifest's order, through unselected assets too (a selected
+  // asset may depend on another one only transitively); the DAG was checked at ingest.
   const place = (key: string): void => {
-    if (placed.has(key) || !selected.has(key)) return;
-    placed.add(key);
-    const asset = byKey.get(key)!;
+    if (visited.has(key)) return;
+    visited.add(key);
+    const asset = byKey.get(key);
+    if (!asset) return;
     for (const dep of asset.deps ?? []) place(dep);
+    if (!selected.has(key)) return;
     ordered.push({
       key,
       entry: asset.entry,
