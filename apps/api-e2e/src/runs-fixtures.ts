@@ -6,7 +6,7 @@ import { until, type TestTenant } from '@envengine/test-harness';
  * dispatch is seen in seconds (the defaults are 15 s, 15 min and 5 s).
  */
 export const RUN_TEST_SETTINGS = {
-  ATTEMPT_LEASE_TTL_MS: '3000',
+  ATTEMPT_LEASE_TTL_MS: '4000',
   HEARTBEAT_INTERVAL_MS: '500',
   DISPATCH_RECONCILE_INTERVAL_MS: '1000',
   ASSET_TIMEOUT_MS: '4000',

@@ -120,20 +120,38 @@ export class WorkerApiClient {
   ): Promise<T extends z.ZodType ? z.infer<T> : void> {
     const headers = this.headers(tenantId, lease);
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await this.pool.request({
-      method,
-      path: `/api/v1/worker${path}`,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.body.text();
-    if (response.statusCode < 200 || response.statusCode >= 300) throw await refusal(response.statusCode, text);
+    // A restarting service or gateway (503, a refused connection) is waited out, up to
+    // RETRY_FOR_MS, so that user code's ctx calls survive it; every call is idempotent
+    // or fenced by the lease.
+    const deadline = Date.now() + RETRY_FOR_MS;
+    let statusCode: number;
+    let text: string;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+      try {
+        const response = await this.pool.request({
+          method,
+          path: `/api/v1/worker${path}`,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        statusCode = response.statusCode;
+        text = await response.body.text();
+        if ((statusCode !== 502 && statusCode !== 503) || Date.now() > deadline) break;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+    if (statusCode < 200 || statusCode >= 300) throw await refusal(statusCode, text);
     if (!schema) return undefined as never;
     return schema.parse((JSON.parse(text) as { data: unknown }).data) as never;
   }
 }
 
 const enc = encodeURIComponent;
+
+/** How long a worker API call waits out an unreachable service before it fails. */
+const RETRY_FOR_MS = 30_000;
 
 async function refusal(status: number, text: string): Promise<WorkerApiError> {
   let parsed: unknown;
