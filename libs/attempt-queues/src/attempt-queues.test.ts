@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { attemptJobId, attemptQueueFor, parseAttemptJob, tenantAttemptQueue } from './attempt-queues.ts';
-import { poolAclRules } from './pool-acl.ts';
+import { attemptJobId, attemptQueueFor, isAttemptQueueName, parseAttemptJob, tenantAttemptQueue } from './attempt-queues.ts';
 
 const tenant = 'ten_01m813w5p0mba0fr1w8mf0qssv';
 
@@ -11,7 +10,16 @@ describe('attempt queues', () => {
   });
 
   it('refuses a tenant id that could widen an ACL key pattern', () => {
-    for (const bad of ['ten_*', 'ten_a:b', '', `${tenant}*`]) expect(() => tenantAttemptQueue(bad)).toThrow();
+    for (const bad of ['ten_*', 'ten_a:b', '', `${tenant}*`, `${tenant}:x`, 'ten_01M813W5P0MBA0FR1W8MF0QSSV', `ten_[a-z]${'0'.repeat(21)}`]) {
+      expect(() => tenantAttemptQueue(bad)).toThrow();
+      expect(() => attemptQueueFor('remote', bad)).toThrow();
+    }
+  });
+
+  it('knows its queue names and no others', () => {
+    expect(isAttemptQueueName('attempts-local')).toBe(true);
+    expect(isAttemptQueueName(`attempts-${tenant}`)).toBe(true);
+    for (const other of ['attempts-*', `attempts-${tenant}:wait`, 'deployments', `attempts-${tenant.toUpperCase()}`]) expect(isAttemptQueueName(other)).toBe(false);
   });
 
   it('uses the attempt id as job id, and a new one after a hand-back', () => {
@@ -23,17 +31,9 @@ describe('attempt queues', () => {
     const job = { attempt_id: 'att_01m813w6h15hs4v0df5drka0xx', run_id: 'run_01m813w6h15hs4v0df5drka0xw', tenant_id: tenant, dispatch: 0 };
     expect(parseAttemptJob(job)).toEqual(job);
     expect(() => parseAttemptJob({ ...job, secret: 'x' })).toThrow();
-  });
-
-  it("limits a pool user to its tenant's keys and channels, without KEYS or SCAN", () => {
-    const rules = poolAclRules(tenant);
-    expect(rules.filter((rule) => rule.startsWith('~') || rule.startsWith('&'))).toEqual([
-      `~envengine:attempts-${tenant}:*`,
-      `&envengine:attempts-${tenant}:*`,
-    ]);
-    expect(rules).toEqual(expect.arrayContaining(['-@all', '-@dangerous', '-keys', '-scan']));
-    // Nothing re-grants every key or every command after the restrictions.
-    expect(rules).not.toContain('allkeys');
-    expect(rules).not.toContain('+@all');
+    expect(() => parseAttemptJob({ ...job, tenant_id: 'ten_*' })).toThrow();
+    expect(() => parseAttemptJob({ ...job, dispatch: -1 })).toThrow();
+    const { run_id: _runId, ...withoutRun } = job;
+    expect(() => parseAttemptJob(withoutRun)).toThrow();
   });
 });

@@ -8,7 +8,11 @@ export const ATTEMPT_QUEUE_PREFIX = 'envengine';
 /** The engine's own queue: `local` attempts, taken by `attempt-worker --local`. */
 export const LOCAL_ATTEMPT_QUEUE = 'attempts-local';
 
+export type AttemptExecutor = 'local' | 'remote';
+
+// Crockford base32 ids (`ten_` + 26): no `*`, `?`, `[`, `\` or `:` can reach an ACL key pattern.
 const TENANT_ID = /^ten_[0-9a-z]{26}$/;
+const TENANT_QUEUE = /^attempts-(ten_[0-9a-z]{26})$/;
 
 /** A tenant's queue: its `remote` attempts, taken by its pool. Its name ends up in an ACL key pattern, so it is checked. */
 export function tenantAttemptQueue(tenantId: string): string {
@@ -16,8 +20,13 @@ export function tenantAttemptQueue(tenantId: string): string {
   return `attempts-${tenantId}`;
 }
 
-export function attemptQueueFor(executor: 'local' | 'remote', tenantId: string): string {
+export function attemptQueueFor(executor: AttemptExecutor, tenantId: string): string {
   return executor === 'local' ? LOCAL_ATTEMPT_QUEUE : tenantAttemptQueue(tenantId);
+}
+
+/** True for the engine's queue and for a tenant's queue, nothing else. */
+export function isAttemptQueueName(name: string): boolean {
+  return name === LOCAL_ATTEMPT_QUEUE || TENANT_QUEUE.test(name);
 }
 
 /** A queue payload: ids only, never secret values or user data. */
@@ -42,31 +51,55 @@ export function attemptJobId(job: Pick<AttemptJob, 'attempt_id' | 'dispatch'>): 
   return job.dispatch === 0 ? job.attempt_id : `${job.attempt_id}.${job.dispatch}`;
 }
 
-/** Adds attempts to their queues (the placement-service's side). */
+export interface AttemptQueueCounts {
+  waiting: number;
+  active: number;
+}
+
+/**
+ * Adds attempts to their queues (the placement-service's side), over the one connection it
+ * is given (never closed here). One BullMQ `Queue` per queue name, made on first use.
+ */
 export class AttemptQueueProducer {
   private readonly queues = new Map<string, Queue>();
 
   constructor(private readonly connection: Redis) {}
 
-  async enqueue(job: AttemptJob, executor: 'local' | 'remote'): Promise<void> {
-    await this.queue(attemptQueueFor(executor, job.tenant_id)).add('attempt', job, {
-      jobId: attemptJobId(job),
+  /** Adds the attempt's job (checked against `AttemptJob` first); returns its job id. */
+  async enqueue(job: AttemptJob, executor: AttemptExecutor): Promise<string> {
+    const data = parseAttemptJob(job);
+    const jobId = attemptJobId(data);
+    await this.queue(attemptQueueFor(executor, data.tenant_id)).add('attempt', data, {
+      jobId,
       // Retries are new attempts of the run, decided by the engine: BullMQ never retries.
       attempts: 1,
-      // Finished jobs are removed so that their ids are free again: the attempt row, not
-      // the queue, is the record, and the reconciler may offer a queued attempt again.
+      // Finished jobs are removed so that their ids are free again: BullMQ ignores an add
+      // whose id still exists, even a failed one, and the attempt row (not the queue) is the
+      // record; the reconciler may offer a queued attempt again under the same id.
       removeOnComplete: true,
       removeOnFail: true,
     });
+    return jobId;
   }
 
-  /** Removes a job still waiting (a canceled attempt); a job already taken is refused at start instead. */
-  async remove(job: Pick<AttemptJob, 'attempt_id' | 'tenant_id' | 'dispatch'>, executor: 'local' | 'remote'): Promise<void> {
-    await this.queue(attemptQueueFor(executor, job.tenant_id)).remove(attemptJobId(job));
+  /**
+   * Removes a job not yet taken (a canceled attempt). False when there is none or a worker
+   * holds it (its lock): a job already taken is refused when it starts instead.
+   */
+  async remove(job: Pick<AttemptJob, 'attempt_id' | 'tenant_id' | 'dispatch'>, executor: AttemptExecutor): Promise<boolean> {
+    return (await this.queue(attemptQueueFor(executor, job.tenant_id)).remove(attemptJobId(job))) === 1;
+  }
+
+  /** Jobs waiting to be taken and jobs being worked on, in one queue. */
+  async counts(queueName: string): Promise<AttemptQueueCounts> {
+    if (!isAttemptQueueName(queueName)) throw new Error(`"${queueName}" is not an attempt queue`);
+    const counts = await this.queue(queueName).getJobCounts('wait', 'active');
+    return { waiting: counts['wait'] ?? 0, active: counts['active'] ?? 0 };
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
+    this.queues.clear();
   }
 
   private queue(name: string): Queue {

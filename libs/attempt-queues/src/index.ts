@@ -1,2 +1,3 @@
 export * from './attempt-queues.ts';
 export * from './pool-acl.ts';
+export * from './pool-connection.ts';

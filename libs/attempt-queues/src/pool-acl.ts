@@ -9,10 +9,18 @@ export interface PoolUser {
   tenantId: string;
 }
 
+/** Every pool user's name starts so; `applyAll` removes the ones it was not given. */
+export const POOL_USERNAME_PREFIX = 'pool-';
+
+const CREDENTIAL_ID = /^[0-9a-z_]{1,64}$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
 export function poolRedisUsername(credentialId: string): string {
-  return `pool-${credentialId}`;
+  if (!CREDENTIAL_ID.test(credentialId)) throw new Error(`"${credentialId}" is not a credential id`);
+  return `${POOL_USERNAME_PREFIX}${credentialId}`;
 }
 
+/** 32 random bytes, base64url: shown once, kept only as its SHA-256. */
 export function generatePoolPassword(): string {
   return randomBytes(32).toString('base64url');
 }
@@ -22,24 +30,50 @@ export function sha256Hex(text: string): string {
 }
 
 /**
- * What a pool's Redis user may do: the commands a BullMQ Worker uses, on its tenant's
- * queue keys and channels only. `-@dangerous` takes away KEYS, FLUSHALL, CONFIG, CLIENT,
- * INFO and the like; the three a Worker needs (INFO for the version check, CLIENT
- * SETNAME/GETNAME) are given back one by one; SCAN is taken away too, so that a worker
- * cannot even list other tenants' keys. Found by running a real Worker under it.
+ * What a BullMQ Worker (bullmq 6.7, with ioredis) sends on its own connections, outside its
+ * Lua scripts. Found by running a real Worker under the rules and reading `ACL LOG`:
+ * EVALSHA/EVAL run the scripts (EVAL when a script is not cached yet, e.g. after a restart),
+ * BZPOPMIN is the blocking connection's wait on the queue's marker key, INFO is ioredis's
+ * ready check and BullMQ's version check (without it the Worker does not start), CLIENT
+ * SETNAME names the blocking connection. AUTH and QUIT need no grant.
+ */
+export const POOL_CONNECTION_COMMANDS: readonly string[] = ['evalsha', 'eval', 'bzpopmin', 'info', 'client|setname'];
+
+/**
+ * What the Lua scripts a Worker runs call (ACL rules apply inside scripts too): moveToActive,
+ * moveToFinished, extendLock(s), moveStalledJobsToWait, retryJob, moveToDelayed,
+ * moveJobFromActiveToWait, updateProgress, addLog, updateData, saveStacktrace, releaseLock,
+ * getRateLimitTtl and isMaxed, with their includes. `pool-acl.test.ts` reads the installed
+ * BullMQ's scripts and fails when an upgrade needs another command.
+ */
+export const POOL_SCRIPT_COMMANDS: readonly string[] = [
+  'del', 'exists', 'get', 'set', 'incr', 'pexpire', 'pttl',
+  'hdel', 'hexists', 'hget', 'hgetall', 'hincrby', 'hmget', 'hmset', 'hset',
+  'llen', 'lpush', 'lrange', 'lrem', 'ltrim', 'rpoplpush', 'rpush',
+  'sadd', 'scard', 'smembers', 'srem',
+  'xadd', 'xtrim',
+  'zadd', 'zcard', 'zpopmin', 'zrange', 'zrangebyscore', 'zrem', 'zremrangebyrank', 'zremrangebyscore',
+  'zrevrange', 'zrevrangebyscore', 'zscore',
+];
+
+/** The key pattern of a tenant's queue: `envengine:attempts-<tenant>:*`. */
+export function poolKeyPattern(tenantId: string): string {
+  return `${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(tenantId)}:*`;
+}
+
+/**
+ * The `ACL SETUSER` rules of a pool user: no command but the ones named above (an allow
+ * list, not categories: `@read`/`@keyspace` alone would give RANDOMKEY and DBSIZE, which
+ * show other tenants' keys, and `@scripting` FUNCTION FLUSH and SCRIPT DEBUG), on the keys
+ * of its tenant's queue only, and no pub/sub channel. INFO is the one `@dangerous` command
+ * left, because the Worker will not start without it.
  */
 export function poolAclRules(tenantId: string): string[] {
-  const keys = `${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(tenantId)}:*`;
   return [
-    `~${keys}`,
     'resetchannels',
-    `&${keys}`,
     '-@all',
-    '+@read', '+@write', '+@scripting', '+@stream', '+@list', '+@sortedset', '+@hash', '+@string', '+@keyspace',
-    '+@blocking', '+@connection', '+@pubsub', '+@transaction',
-    '-@dangerous',
-    '+info', '+client|setname', '+client|getname', '+client|id',
-    '-keys', '-scan', '-script|flush', '-script|kill',
+    ...[...POOL_CONNECTION_COMMANDS, ...POOL_SCRIPT_COMMANDS].map((command) => `+${command}`),
+    `~${poolKeyPattern(tenantId)}`,
   ];
 }
 
@@ -47,12 +81,16 @@ export function poolAclRules(tenantId: string): string[] {
 export class PoolAclRegistry {
   constructor(private readonly redis: Redis) {}
 
-  /** (Re)creates the user from scratch: `reset` first, so nothing of an older definition survives. */
+  /**
+   * (Re)creates the user from scratch: `reset` first, so nothing of an older definition
+   * survives. Redis applies the command whole, and keeps the user's open connections
+   * (re-applying at every start does not disturb running workers).
+   */
   async apply(user: PoolUser): Promise<void> {
-    await this.redis.call('ACL', 'SETUSER', user.username, 'reset', 'on', `#${user.passwordSha256}`, ...poolAclRules(user.tenantId));
+    await this.redis.call('ACL', 'SETUSER', ...poolSetUserArguments(user));
   }
 
-  /** Deletes the user; Redis closes its open connections. */
+  /** Deletes the user (no-op if unknown); Redis closes its open connections. */
   async revoke(username: string): Promise<void> {
     await this.redis.call('ACL', 'DELUSER', username);
   }
@@ -61,30 +99,59 @@ export class PoolAclRegistry {
   async applyAll(users: readonly PoolUser[]): Promise<void> {
     const live = new Set(users.map((user) => user.username));
     const existing = (await this.redis.call('ACL', 'USERS')) as string[];
-    for (const username of existing) if (username.startsWith('pool-') && !live.has(username)) await this.revoke(username);
+    for (const username of existing) {
+      if (username.startsWith(POOL_USERNAME_PREFIX) && !live.has(username)) await this.revoke(username);
+    }
     for (const user of users) await this.apply(user);
   }
 }
 
+/** The arguments after `ACL SETUSER`: `<user> reset on #<sha256> <rules…>`. */
+export function poolSetUserArguments(user: PoolUser): string[] {
+  if (!user.username.startsWith(POOL_USERNAME_PREFIX)) throw new Error(`"${user.username}" is not a pool user name`);
+  if (!SHA256_HEX.test(user.passwordSha256)) throw new Error('passwordSha256 must be 64 lowercase hex characters');
+  return [user.username, 'reset', 'on', `#${user.passwordSha256}`, ...poolAclRules(user.tenantId)];
+}
+
+export interface PoolAclLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
 /**
  * ACL users live in Redis's memory: whenever the connection becomes ready (at start and
- * after every reconnect, e.g. a Redis restart), they are made again from `loadUsers`.
+ * after every reconnect, e.g. a Redis restart), they are made again from `loadUsers`. A
+ * 'ready' during a run queues one more run. Returns a function that unhooks it.
  */
-export function reapplyOnReady(
-  redis: Redis,
-  loadUsers: () => Promise<PoolUser[]>,
-  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
-): void {
+export function reapplyOnReady(redis: Redis, loadUsers: () => Promise<PoolUser[]>, log: PoolAclLog): () => void {
   const registry = new PoolAclRegistry(redis);
-  const reapply = async () => {
+  let running = false;
+  let again = false;
+  const reapply = async (): Promise<void> => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
     try {
-      const users = await loadUsers();
-      await registry.applyAll(users);
-      log.info({ users: users.length }, 'pool Redis users applied');
-    } catch (error) {
-      log.warn({ err: (error as Error).message }, 'could not apply pool Redis users; retrying at the next reconnect');
+      do {
+        again = false;
+        try {
+          const users = await loadUsers();
+          await registry.applyAll(users);
+          log.info({ users: users.length }, 'pool Redis users applied');
+        } catch (error) {
+          log.warn({ err: (error as Error).message }, 'could not apply pool Redis users; retrying at the next reconnect');
+        }
+      } while (again);
+    } finally {
+      running = false;
     }
   };
-  redis.on('ready', () => void reapply());
-  if (redis.status === 'ready') void reapply();
+  const onReady = () => void reapply();
+  redis.on('ready', onReady);
+  if (redis.status === 'ready') onReady();
+  return () => {
+    redis.off('ready', onReady);
+  };
 }

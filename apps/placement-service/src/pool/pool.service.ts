@@ -78,7 +78,7 @@ export class PoolService {
     return {
       queue: tenantAttemptQueue(tenantId),
       workers: workers.map((worker) => ({
-        id: worker._id.slice(worker._id.indexOf(':') + 1),
+        id: worker._id.slice(worker._id.lastIndexOf(':') + 1),
         name: worker.name,
         executor: worker.executor,
         credential_id: worker.credential_id,

@@ -257,7 +257,7 @@ export class RunRepository {
     );
     await this.workers.updateOne(
       tenantId,
-      { _id: `${worker.executor}:${worker.id}` },
+      { _id: `${tenantId}:${worker.executor}:${worker.id}` },
       {
         $set: {
           name: worker.name,

@@ -69,7 +69,7 @@ export interface LogLineDocument {
 }
 
 export interface WorkerDocument {
-  /** `<executor>:<worker id>`: one registration per worker process and tenant. */
+  /** `<tenant id>:<executor>:<worker id>`: one registration per worker process and tenant (the local runner serves every tenant). */
   _id: string;
   tenant_id: string;
   name: string;

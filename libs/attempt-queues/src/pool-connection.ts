@@ -1,0 +1,24 @@
+import type { RedisOptions } from 'ioredis';
+
+/**
+ * ioredis options for a pool worker's BullMQ connections: `new Redis(options)` or a
+ * Worker's `connection`. The credential is the pool's own, so a URL that carries one is
+ * refused rather than silently preferred (ioredis lets the URL's win); database 0 only,
+ * where the queues are (the pool user has no SELECT). `maxRetriesPerRequest: null`:
+ * BullMQ's blocking connection must wait out reconnects instead of failing.
+ */
+export function poolRedisOptions(redisUrl: string, username: string, password: string): RedisOptions {
+  const url = new URL(redisUrl);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`"${url.protocol}" is not a Redis URL scheme`);
+  if (url.username || url.password) throw new Error('The Redis URL of a pool worker must not carry credentials; the pool credential is used');
+  const db = url.pathname.replace(/^\//, '');
+  if (db !== '' && db !== '0') throw new Error('Attempt queues live in Redis database 0');
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port ? Number(url.port) : 6379,
+    ...(url.protocol === 'rediss:' ? { tls: {} } : {}),
+    username,
+    password,
+    maxRetriesPerRequest: null,
+  };
+}
