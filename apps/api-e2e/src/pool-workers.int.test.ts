@@ -97,6 +97,8 @@ describe("remote attempts on a tenant's pool", () => {
       expect(await refused('KEYS', '*')).toMatch(/NOPERM/);
       expect(await refused('SCAN', '0')).toMatch(/NOPERM/);
       expect(await refused('FLUSHALL')).toMatch(/NOPERM/);
+      expect(await refused('RANDOMKEY')).toMatch(/NOPERM/);
+      expect(await refused('DBSIZE')).toMatch(/NOPERM/);
       // Its own queue is reachable (positive control).
       expect(await refused('LLEN', `envengine:${credential.queue}:wait`)).toBe('allowed');
     } finally {

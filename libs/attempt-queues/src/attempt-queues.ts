@@ -83,8 +83,9 @@ export class AttemptQueueProducer {
   }
 
   /**
-   * Removes a job not yet taken (a canceled attempt). False when there is none or a worker
-   * holds it (its lock): a job already taken is refused when it starts instead.
+   * Takes a canceled attempt's job out of its queue. True when no worker will get it from
+   * the queue (removed now, or not there); false when a worker already holds it (its lock):
+   * a job already taken is refused when it starts instead.
    */
   async remove(job: Pick<AttemptJob, 'attempt_id' | 'tenant_id' | 'dispatch'>, executor: AttemptExecutor): Promise<boolean> {
     return (await this.queue(attemptQueueFor(executor, job.tenant_id)).remove(attemptJobId(job))) === 1;

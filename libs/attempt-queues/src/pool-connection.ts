@@ -1,4 +1,12 @@
-import type { RedisOptions } from 'ioredis';
+/** Options both `new Redis(options)` (ioredis) and a BullMQ `connection` take. */
+export interface PoolRedisOptions {
+  host: string;
+  port: number;
+  tls?: Record<string, never>;
+  username: string;
+  password: string;
+  maxRetriesPerRequest: null;
+}
 
 /**
  * ioredis options for a pool worker's BullMQ connections: `new Redis(options)` or a
@@ -7,7 +15,7 @@ import type { RedisOptions } from 'ioredis';
  * where the queues are (the pool user has no SELECT). `maxRetriesPerRequest: null`:
  * BullMQ's blocking connection must wait out reconnects instead of failing.
  */
-export function poolRedisOptions(redisUrl: string, username: string, password: string): RedisOptions {
+export function poolRedisOptions(redisUrl: string, username: string, password: string): PoolRedisOptions {
   const url = new URL(redisUrl);
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`"${url.protocol}" is not a Redis URL scheme`);
   if (url.username || url.password) throw new Error('The Redis URL of a pool worker must not carry credentials; the pool credential is used');
