@@ -4,21 +4,10 @@ import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PoolCredentialIssued, Run } from '@envengine/contracts';
-import { createTenant, makeBundle, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
-import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+import { createTenant, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { deployRunsProject, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
-
-async function deployRunsProject(tenant: TestTenant, executor: 'local' | 'remote'): Promise<string> {
-  const lake = join(stack.dataDir, 'lake', tenant.tenantId);
-  expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lake}`, executor })).status).toBe(201);
-  await tenant.api.put('/environments/prod/bindings/warehouse', {});
-  await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } });
-  const bundle = await makeBundle(ASSET_CODE);
-  const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
-  expect((await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef })).status).toBe(201);
-  return bundleRef;
-}
 
 async function issueCredential(tenant: TestTenant): Promise<PoolCredentialIssued> {
   const response = await tenant.api.post('/pool/credentials', { label: 'test' });
@@ -55,7 +44,7 @@ describe("remote attempts on a tenant's pool", () => {
 
   beforeAll(async () => {
     tenant = await createTenant(stack, 'pool');
-    bundleRef = await deployRunsProject(tenant, 'remote');
+    bundleRef = await deployRunsProject(tenant, join(stack.dataDir, 'lake', tenant.tenantId), 'remote');
     credential = await issueCredential(tenant);
   });
 
@@ -84,7 +73,7 @@ describe("remote attempts on a tenant's pool", () => {
 
   it("keeps pools apart: a pool's Redis user and token reach only its own tenant", async () => {
     const other = await createTenant(stack, 'pool-other');
-    await deployRunsProject(other, 'remote');
+    await deployRunsProject(other, join(stack.dataDir, 'lake', other.tenantId), 'remote');
     const otherCredential = await issueCredential(other);
     const otherRun = Run.parse((await other.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
     const otherAttempt = otherRun.attempts[0]!.id;

@@ -3,8 +3,8 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startRedis, type BackingServer } from '@envengine/backing-servers';
 import { Run } from '@envengine/contracts';
-import { createTenant, makeBundle, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
-import { ASSET_CODE, RUN_TEST_SETTINGS, runsManifest } from './runs-fixtures.ts';
+import { createTenant, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { deployRunsProject, RUN_TEST_SETTINGS } from './runs-fixtures.ts';
 
 const shared = inject('stack');
 const TERMINAL = new Set(['succeeded', 'failed', 'canceled']);
@@ -18,13 +18,7 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
     // Its own Redis (not persisted: a restart loses every queued job, the hardest case).
     stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
     tenant = await createTenant(stack.info, 'run-failures');
-    const lake = join(stack.info.dataDir, 'lake');
-    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lake}`, executor: 'local' })).status).toBe(201);
-    await tenant.api.put('/environments/prod/bindings/warehouse', {});
-    await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } });
-    const bundle = await makeBundle(ASSET_CODE);
-    const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
-    expect((await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef })).status).toBe(201);
+    await deployRunsProject(tenant, join(stack.info.dataDir, 'lake'), 'local');
   });
 
   afterAll(async () => {

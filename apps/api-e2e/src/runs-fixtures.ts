@@ -1,5 +1,6 @@
 import { Run } from '@envengine/contracts';
-import { until, type TestTenant } from '@envengine/test-harness';
+import { expect } from 'vitest';
+import { makeBundle, until, type TestTenant } from '@envengine/test-harness';
 
 /**
  * Short leases and limits so that a lost worker, an endless loop or an undelivered
@@ -88,4 +89,18 @@ const TERMINAL = new Set(['succeeded', 'failed', 'canceled']);
 export async function waitForRun(tenant: TestTenant, runId: string, timeoutMs = 30_000): Promise<Run> {
   const response = await until(() => tenant.api.get(`/runs/${runId}`), (r) => TERMINAL.has(r.body?.data?.status), timeoutMs, 100);
   return Run.parse(response.body.data);
+}
+
+/**
+ * Environment `prod` on a `file://` lake under `lakeDir`, with the `warehouse` and (closed)
+ * `gate` bindings, and the runs project deployed and active. Returns the bundle ref.
+ */
+export async function deployRunsProject(tenant: TestTenant, lakeDir: string, executor: 'local' | 'remote'): Promise<string> {
+  expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lakeDir}`, executor })).status).toBe(201);
+  expect((await tenant.api.put('/environments/prod/bindings/warehouse', {})).status).toBe(201);
+  expect((await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } })).status).toBe(201);
+  const bundle = await makeBundle(ASSET_CODE);
+  const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
+  expect((await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef })).status).toBe(201);
+  return bundleRef;
 }

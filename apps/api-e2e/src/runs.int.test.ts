@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { AssetListing, dataEnvelope, Run } from '@envengine/contracts';
-import { createTenant, makeBundle, until, type TestTenant } from '@envengine/test-harness';
+import { createTenant, until, type TestTenant } from '@envengine/test-harness';
 import { z } from 'zod';
-import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+import { deployRunsProject, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 const AssetList = dataEnvelope(z.array(AssetListing));
@@ -19,13 +19,7 @@ describe('runs on the engine host (local)', () => {
     tenant = await createTenant(stack, 'runs');
     other = await createTenant(stack, 'runs-other');
     lake = join(stack.dataDir, 'lake', tenant.tenantId);
-    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lake}`, executor: 'local' })).status).toBe(201);
-    expect((await tenant.api.put('/environments/prod/bindings/warehouse', { config: { schema: 'analytics' } })).status).toBe(201);
-    expect((await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } })).status).toBe(201);
-    const bundle = await makeBundle(ASSET_CODE);
-    const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
-    const ingest = await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef });
-    expect(ingest.status).toBe(201);
+    await deployRunsProject(tenant, lake, 'local');
   });
 
   it('refuses a run where no deployment is active, and bad bodies, changing nothing', async () => {
@@ -122,7 +116,7 @@ describe('runs on the engine host (local)', () => {
       expect(finished.error).toContain('read_only');
       expect(finished.attempts[0]!.assets[0]).toMatchObject({ key: 'orders', status: 'failed', materialization_id: null });
     } finally {
-      await tenant.api.put('/environments/prod/bindings/warehouse', { config: { schema: 'analytics' } });
+      await tenant.api.put('/environments/prod/bindings/warehouse', {});
     }
   });
 

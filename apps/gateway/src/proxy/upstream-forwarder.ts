@@ -6,8 +6,7 @@ import { INTERNAL_HEADERS } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import type { Upstream } from './upstream-routes.ts';
 
-/** Request headers a client may pass on to a service. */
-// x-attempt-lease: the worker API's fence, checked by the placement-service.
+/** Request headers a client may pass on to a service (`x-attempt-lease`: the worker API's fence). */
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'x-attempt-lease'] as const;
 /** Response headers a service may pass back to a client. */
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
