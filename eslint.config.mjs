@@ -30,7 +30,7 @@ export default tseslint.config(
             { sourceTag: 'type:rules', onlyDependOnLibsWithTags: ['type:contracts', 'type:rules'] },
             { sourceTag: 'type:workflows', onlyDependOnLibsWithTags: ['type:contracts', 'type:rules'] },
             { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access'] },
-            { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
+            { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:rules'] },
             { sourceTag: 'type:util', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
             { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:contracts'] },
             { sourceTag: 'type:queues', onlyDependOnLibsWithTags: ['type:contracts'] },
@@ -43,6 +43,8 @@ export default tseslint.config(
             { sourceTag: 'scope:deployment', onlyDependOnLibsWithTags: ['scope:shared', 'scope:deployment'] },
             { sourceTag: 'scope:secrets', onlyDependOnLibsWithTags: ['scope:shared', 'scope:secrets'] },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+            // The command-line client speaks only the public API: contracts and shared helpers.
+            { sourceTag: 'scope:cli', onlyDependOnLibsWithTags: ['scope:shared'] },
             // Operator commands (key rotation, tokens) and the integration suite work across every scope.
             { sourceTag: 'scope:operations', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway', 'scope:placement', 'scope:deployment', 'scope:secrets'] },
           ],

@@ -12,6 +12,9 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * longer is presumed dead, its attempt becomes `lost` and a new one is dispatched.
    */
   ATTEMPT_LEASE_TTL_MS: PositiveIntFromEnv(15_000),
+  /** Temporal, where the environments' schedules run (paused, resumed and described here). */
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
 });

@@ -1,6 +1,8 @@
+import { Client, Connection } from '@temporalio/client';
 import { Router } from 'express';
 import { Redis } from 'ioredis';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
+import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
 import { runInternalService } from '@envengine/service-kit';
 import { loadPlacementConfig } from './config.ts';
@@ -12,7 +14,9 @@ import { poolInternalRouter, poolRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
 import { RunRepository } from './runs/run.repository.ts';
-import { runsRouter } from './runs/runs.routes.ts';
+import { runsInternalRouter, runsRouter } from './runs/runs.routes.ts';
+import { schedulesRouter } from './schedules/schedules.routes.ts';
+import { SchedulesService } from './schedules/schedules.service.ts';
 import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
 import { workerApiRouter } from './worker-api/worker-api.routes.ts';
@@ -26,6 +30,9 @@ const deployments = new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL
 const secrets = new SecretsClient({ origin: config.SECRETS_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const resolver = new SecretResolverClient({ origin: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis);
+// Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
+const temporalConnection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE });
 let dispatcher: AttemptDispatcher | undefined;
 
 await runInternalService({
@@ -60,11 +67,13 @@ await runInternalService({
     const api = Router();
     api.use(environmentsRouter(environments));
     api.use(runsRouter(runsService));
+    api.use(schedulesRouter(new SchedulesService(environments, runs, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));
     api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, secrets, resolver)));
     const internal = Router();
     internal.use(environmentsInternalRouter(environments));
     internal.use(poolInternalRouter(pool));
+    internal.use(runsInternalRouter(runsService));
     return {
       api,
       // Same credential as the gateway's, but under a prefix the gateway never forwards to.
@@ -75,6 +84,7 @@ await runInternalService({
     dispatcher?.stop();
     await queues.close();
     redis.disconnect();
+    await temporalConnection.close();
     await Promise.all([deployments.close(), secrets.close(), resolver.close()]);
   },
 });

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals } from '@envengine/service-kit';
 import { deploymentActivities } from './activities/deployment-activities.ts';
@@ -58,7 +59,15 @@ const worker = await Worker.create({
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
   workflowBundle: { codePath: workflowBundle },
-  activities: deploymentActivities({ ...clients, deployments, bundles, materializations, temporal, taskQueue: config.DEPLOYMENTS_TASK_QUEUE }),
+  activities: deploymentActivities({
+    ...clients,
+    deployments,
+    bundles,
+    materializations,
+    temporal,
+    schedules: new EnvironmentSchedules(temporal),
+    taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
+  }),
   // Workflows here are short and few at a time: a small cache keeps the idle footprint down.
   maxCachedWorkflows: 100,
 });

@@ -11,3 +11,4 @@ export * from './timeouts.ts';
 export * from './runs.ts';
 export * from './pool.ts';
 export * from './worker-api.ts';
+export * from './schedules.ts';

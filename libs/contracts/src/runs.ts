@@ -80,7 +80,12 @@ export const CreateRunRequest = z
 export type CreateRunRequest = z.infer<typeof CreateRunRequest>;
 
 /** What starts a run besides the public body: the schedule path sets the trigger. */
-export const RunOrigin = z.object({ trigger: RunTrigger, schedule: z.string().nullable() });
+export const RunOrigin = z.object({
+  trigger: RunTrigger,
+  schedule: z.string().nullable(),
+  /** A scheduled run's tick (its wall time in the schedule's zone): one run per schedule and tick. */
+  tick: z.string().nullable(),
+});
 export type RunOrigin = z.infer<typeof RunOrigin>;
 
 export const RunPathParams = z.object({ id: z.string().min(1).max(100) });

@@ -1,12 +1,14 @@
 // Names, inputs, signals and activity signatures shared by the deployment-service (which
 // starts the workflows), the workflow-worker (which runs them) and the workflow code itself.
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import type { GitInfo, Recheck, ValidationItem } from '@envengine/contracts';
+import type { GitInfo, Recheck, RunStatus, ScheduledRunOutcome, ValidationItem } from '@envengine/contracts';
 
 export const DEFAULT_TASK_QUEUE = 'deployments';
 export const INGEST_WORKFLOW = 'ingestDeployment';
 export const ACTIVATE_WORKFLOW = 'activateDeployment';
 export const ENVIRONMENT_ACTIVATIONS_WORKFLOW = 'environmentActivations';
+/** What each tick of an environment's Temporal Schedule starts. */
+export const SCHEDULED_RUN_WORKFLOW = 'scheduledRun';
 
 /** Meaningful ids, so the Temporal UI says what each workflow is for. */
 export const ingestWorkflowId = (deploymentId: string) => `ingest-${deploymentId}`;
@@ -116,6 +118,24 @@ export interface ValidationOutcome {
   warnings: number;
 }
 
+/** A schedule's tick: which schedule of which environment, and what it runs. */
+export interface ScheduledRunInput extends EnvironmentScope {
+  schedule: string;
+  job: string;
+  cron: string;
+  timezone: string;
+}
+
+export interface ScheduledTick extends ScheduledRunInput {
+  /** The tick's instant as Temporal scheduled it (ISO 8601). */
+  scheduledAt: string;
+}
+
+export interface ScheduledRunResult extends ScheduledRunOutcome {
+  /** How the run ended; null when no run was started. */
+  status: RunStatus | null;
+}
+
 /** The activities the workflows call; the workflow-worker implements them. */
 export interface DeploymentActivities {
   /**
@@ -132,4 +152,16 @@ export interface DeploymentActivities {
    * environment's activation workflow, so never two at once for one environment.
    */
   activate(input: ActivateInput): Promise<Recheck>;
+  /**
+   * After an activation failed: makes the environment's Temporal Schedules match the
+   * deployment it still points at, undoing what the failed activation changed.
+   */
+  restoreSchedules(input: EnvironmentScope & { failedDeploymentId: string }): Promise<void>;
+  /** A tick's run, through the placement-service's run path (once per tick, nothing while paused). */
+  startScheduledRun(input: ScheduledTick): Promise<ScheduledRunOutcome>;
+  /**
+   * Waits for the run to end (heartbeating), so that the schedule's next tick finds this
+   * one still going and is skipped as an overlap.
+   */
+  awaitRunEnd(input: { tenantId: string; runId: string }): Promise<RunStatus>;
 }

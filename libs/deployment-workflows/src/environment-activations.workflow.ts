@@ -25,7 +25,7 @@ const requestKey = (request: ActivationRequest) => `${request.replyTo.workflowId
  */
 export async function environmentActivations(input: EnvironmentActivationsInput): Promise<void> {
   const retry = input.retry ?? DEFAULT_ACTIVATION_RETRY;
-  const { activate } = proxyActivities<DeploymentActivities>({
+  const { activate, restoreSchedules } = proxyActivities<DeploymentActivities>({
     startToCloseTimeout: '30 seconds',
     scheduleToCloseTimeout: '3 minutes',
     retry: {
@@ -59,6 +59,13 @@ export async function environmentActivations(input: EnvironmentActivationsInput)
     } catch (error) {
       const cause = (error as { cause?: Error }).cause ?? (error as Error);
       outcome = { deploymentId: request.deploymentId, ok: false, error: cause.message };
+      // The pointer did not move: the schedules go back to the deployment it points at.
+      await restoreSchedules({
+        tenantId: input.tenantId,
+        environmentId: input.environmentId,
+        environmentName: input.environmentName,
+        failedDeploymentId: request.deploymentId,
+      }).catch(() => undefined);
     }
     served.push(requestKey(request));
     if (served.length > REMEMBERED_REQUESTS) served.splice(0, served.length - REMEMBERED_REQUESTS);

@@ -2,3 +2,4 @@
 export { ingestDeployment } from './ingest.workflow.ts';
 export { activateDeployment } from './activate.workflow.ts';
 export { environmentActivations } from './environment-activations.workflow.ts';
+export { scheduledRun } from './scheduled-run.workflow.ts';

@@ -24,5 +24,4 @@ export {
 export { validateManifest } from './validate-manifest.ts';
 export { changedAssetKeys } from './contract-changes.ts';
 export { columnSetsDiffer, storedColumnsMismatch } from './column-sets.ts';
-export { cronExpressionProblem } from './cron-expression.ts';
 export { timeZoneProblem } from './time-zone.ts';

@@ -1,4 +1,4 @@
-import { cronExpressionProblem } from './cron-expression.ts';
+import { cronExpressionProblem } from '@envengine/schedule-timing';
 import type { ManifestV1 } from './manifest.schema.ts';
 import { quoted } from './message-values.ts';
 import { timeZoneProblem } from './time-zone.ts';

@@ -1,4 +1,11 @@
-import { Environment, PoolTokenOwner, type SetActiveDeploymentRequest } from '@envengine/contracts';
+import {
+  Environment,
+  PoolTokenOwner,
+  RunProgress,
+  ScheduledRunOutcome,
+  type ScheduledRunRequest,
+  type SetActiveDeploymentRequest,
+} from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
@@ -36,6 +43,21 @@ export class PlacementClient {
       tenantId,
       body: request,
     });
+  }
+
+  /** Internal: a schedule's tick asks for its run (the same run path as a manual run). */
+  startScheduledRun(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
+    return this.http.call(ScheduledRunOutcome, {
+      method: 'POST',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/scheduled-runs`,
+      tenantId,
+      body: request,
+    });
+  }
+
+  /** Internal: where a run stands (its status only). */
+  runProgress(tenantId: string, runId: string): Promise<RunProgress> {
+    return this.http.call(RunProgress, { method: 'GET', path: `/internal/v1/runs/${encodeURIComponent(runId)}/progress`, tenantId });
   }
 
   /**

@@ -25,6 +25,9 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
  * Environments of one tenant at a time: every method takes the tenant id first, so no
  * query can be written without the tenant filter. Returns plain objects only.
  */
+/** Why a new preview environment's schedules are paused. */
+export const PREVIEW_PAUSE_REASON = 'preview environment: schedules start paused; resume to run them';
+
 export class EnvironmentRepository {
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
 
@@ -45,8 +48,9 @@ export class EnvironmentRepository {
       storage_prefix: input.storage_prefix,
       strict: input.strict,
       executor: input.executor,
-      schedules_paused: false,
-      schedules_paused_reason: null,
+      // A preview never writes on a timer by surprise: its schedules wait for an explicit resume.
+      schedules_paused: input.kind === 'preview',
+      schedules_paused_reason: input.kind === 'preview' ? PREVIEW_PAUSE_REASON : null,
       active_deployment_id: null,
       git_ref: null,
       inserted_at: now,

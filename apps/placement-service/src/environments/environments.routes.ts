@@ -2,7 +2,6 @@ import { Router } from 'express';
 import {
   CreateEnvironmentRequest,
   EnvironmentPathParams,
-  ScheduleToggleRequest,
   SetPlacementRequest,
   type Environment,
 } from '@envengine/contracts';
@@ -14,7 +13,7 @@ function found(environment: Environment | undefined, name: string): Environment 
   return environment;
 }
 
-/** Environments, placement and schedule pausing (interface: Environments). */
+/** Environments and placement (interface: Environments); schedule pausing is in `schedules/`. */
 export function environmentsRouter(environments: EnvironmentRepository): Router {
   const router = Router();
 
@@ -50,26 +49,6 @@ export function environmentsRouter(environments: EnvironmentRepository): Router 
     defineRoute({ params: EnvironmentPathParams, body: SetPlacementRequest }, async ({ tenantId, params, body }) => ({
       data: found(await environments.setExecutor(tenantId, params.name, body.executor), params.name),
     })),
-  );
-
-  router.post(
-    '/environments/:name/schedules/pause',
-    defineRoute(
-      { params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true },
-      async ({ tenantId, params, body }) => ({
-        data: found(await environments.pauseSchedules(tenantId, params.name, body.reason ?? undefined), params.name),
-      }),
-    ),
-  );
-
-  router.post(
-    '/environments/:name/schedules/resume',
-    defineRoute(
-      { params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true },
-      async ({ tenantId, params }) => ({
-        data: found(await environments.resumeSchedules(tenantId, params.name), params.name),
-      }),
-    ),
   );
 
   return router;

@@ -133,6 +133,7 @@ export class RunRepository {
       bundle_ref: input.deployment.bundle_ref,
       trigger: input.origin.trigger,
       schedule: input.origin.schedule,
+      schedule_tick: input.origin.tick,
       job: input.job,
       assets: input.assets,
       status: 'queued',
@@ -149,6 +150,22 @@ export class RunRepository {
       const storedAttempt = await this.attempts.insert(tenantId, attempt, { session });
       return { run: storedRun, attempt: storedAttempt };
     });
+  }
+
+  /** The run a schedule's tick already made, if any. */
+  async findScheduledRun(tenantId: string, environmentId: string, schedule: string, tick: string): Promise<RunDocument | undefined> {
+    return (await this.runs.findOne(tenantId, { environment_id: environmentId, schedule, schedule_tick: tick })) ?? undefined;
+  }
+
+  /** The newest run of each named schedule of the environment. */
+  async lastScheduledRuns(tenantId: string, environmentId: string, schedules: string[]): Promise<Map<string, string>> {
+    const last = await Promise.all(
+      schedules.map(async (schedule) => {
+        const [run] = await this.runs.find(tenantId, { environment_id: environmentId, schedule }, { sort: { _id: -1 }, limit: 1, projection: { _id: 1 } });
+        return [schedule, run?._id] as const;
+      }),
+    );
+    return new Map(last.filter((entry): entry is readonly [string, string] => entry[1] !== undefined));
   }
 
   async markEnqueued(tenantId: string, attemptId: string, dispatchSeq: number): Promise<void> {

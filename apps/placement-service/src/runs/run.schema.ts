@@ -11,6 +11,8 @@ export interface RunDocument {
   bundle_ref: string;
   trigger: RunTrigger;
   schedule: string | null;
+  /** A scheduled run's tick; unique per schedule, so a tick fired or retried twice makes one run. */
+  schedule_tick: string | null;
   job: string | null;
   /** The assets with what running them needs, in dependency order (from the deployment's manifest). */
   assets: RunAssetSpec[];
@@ -92,6 +94,7 @@ export const runSchema = new Schema<RunDocument>(
     bundle_ref: { type: String, required: true },
     trigger: { type: String, required: true },
     schedule: { type: String, default: null },
+    schedule_tick: { type: String, default: null },
     job: { type: String, default: null },
     assets: { type: Schema.Types.Mixed, required: true },
     status: { type: String, required: true },
@@ -106,6 +109,12 @@ export const runSchema = new Schema<RunDocument>(
 );
 runSchema.index({ tenant_id: 1, environment_id: 1, _id: -1 });
 runSchema.index({ tenant_id: 1, environment_id: 1, status: 1, _id: -1 });
+runSchema.index(
+  { tenant_id: 1, environment_id: 1, schedule: 1, schedule_tick: 1 },
+  { unique: true, partialFilterExpression: { schedule_tick: { $type: 'string' } } },
+);
+// The last run of each schedule, for the schedules listing.
+runSchema.index({ tenant_id: 1, environment_id: 1, schedule: 1, _id: -1 });
 
 export const attemptSchema = new Schema<AttemptDocument>(
   {

@@ -1,5 +1,13 @@
 import { Router } from 'express';
-import { CancelRunRequest, CreateRunRequest, EnvironmentPathParams, RunListQuery, RunLogsQuery, RunPathParams } from '@envengine/contracts';
+import {
+  CancelRunRequest,
+  CreateRunRequest,
+  EnvironmentPathParams,
+  RunListQuery,
+  RunLogsQuery,
+  RunPathParams,
+  ScheduledRunRequest,
+} from '@envengine/contracts';
 import { defineRoute } from '@envengine/service-kit';
 import type { RunsService } from './runs.service.ts';
 
@@ -11,7 +19,7 @@ export function runsRouter(runs: RunsService): Router {
     '/environments/:name/runs',
     defineRoute({ params: EnvironmentPathParams, body: CreateRunRequest }, async ({ tenantId, params, body, requestId }) => ({
       status: 201,
-      data: await runs.create(tenantId, params.name, body, { trigger: 'manual', schedule: null }, requestId),
+      data: await runs.create(tenantId, params.name, body, { trigger: 'manual', schedule: null, tick: null }, requestId),
     })),
   );
 
@@ -41,5 +49,21 @@ export function runsRouter(runs: RunsService): Router {
     })),
   );
 
+  return router;
+}
+
+/** `/internal/v1`: the scheduled-run workflow's calls (a tick's run, and whether it is over). */
+export function runsInternalRouter(runs: RunsService): Router {
+  const router = Router();
+  router.post(
+    '/environments/:name/scheduled-runs',
+    defineRoute({ params: EnvironmentPathParams, body: ScheduledRunRequest }, async ({ tenantId, params, body }) => ({
+      data: await runs.createScheduled(tenantId, params.name, body),
+    })),
+  );
+  router.get(
+    '/runs/:id/progress',
+    defineRoute({ params: RunPathParams }, async ({ tenantId, params }) => ({ data: await runs.progress(tenantId, params.id) })),
+  );
   return router;
 }

@@ -1,6 +1,16 @@
-import type { CreateRunRequest, Environment, Run, RunListQuery, RunLogLine, RunOrigin } from '@envengine/contracts';
+import {
+  CreateRunRequest,
+  type Environment,
+  type Run,
+  type RunListQuery,
+  type RunLogLine,
+  type RunOrigin,
+  type RunProgress,
+  type ScheduledRunOutcome,
+  type ScheduledRunRequest,
+} from '@envengine/contracts';
 import type { DeploymentClient } from '@envengine/service-clients';
-import { ApiError, notFound } from '@envengine/service-kit';
+import { ApiError, isDuplicateKeyError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
@@ -51,6 +61,33 @@ export class RunsService {
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
     await this.dispatcher.dispatch(attempt);
     return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
+  }
+
+  /**
+   * A schedule's tick: the same path as a manual run, unless the environment's schedules
+   * are paused (the flag is the fence, whatever Temporal's copy of it says) or the tick
+   * already has its run (a repeated wall time, or the workflow's retry).
+   */
+  async createScheduled(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
+    const environment = await this.environment(tenantId, environmentName);
+    if (environment.schedules_paused) return { outcome: 'paused', run_id: null };
+    const earlier = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
+    if (earlier) return { outcome: 'repeat', run_id: earlier._id };
+    const origin: RunOrigin = { trigger: 'schedule', schedule: request.schedule, tick: request.tick };
+    try {
+      const run = await this.create(tenantId, environmentName, CreateRunRequest.parse({ job: request.job }), origin);
+      return { outcome: 'started', run_id: run.id };
+    } catch (error) {
+      if (!isDuplicateKeyError(error)) throw error;
+      const raced = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
+      return { outcome: 'repeat', run_id: raced?._id ?? null };
+    }
+  }
+
+  async progress(tenantId: string, runId: string): Promise<RunProgress> {
+    const run = await this.runs.findRun(tenantId, runId);
+    if (!run) throw notFound(`Run "${runId}"`);
+    return { id: run._id, status: run.status };
   }
 
   async list(tenantId: string, environmentName: string, query: RunListQuery): Promise<Run[]> {

@@ -14,7 +14,9 @@ import {
 import { ManifestV1, validateManifest } from '@envengine/manifest-rules';
 import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { ApiError } from '@envengine/service-kit';
+import type { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { recheckStoredColumns } from '../activation/recheck.ts';
+import { scheduleActivities } from './schedule-activities.ts';
 
 /** Keeps a hostile manifest's findings within a document's and a response's reasonable size. */
 const MAX_ISSUES = 500;
@@ -36,6 +38,8 @@ export interface DeploymentActivityDeps {
   placement: PlacementClient;
   secrets: SecretsClient;
   temporal: Client;
+  /** The environments' Temporal Schedules, reconciled on activation. */
+  schedules: EnvironmentSchedules;
   taskQueue: string;
 }
 
@@ -52,8 +56,11 @@ function finalIfNotFound(error: unknown): never {
  */
 export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentActivities {
   const { deployments, bundles, materializations, placement, secrets, temporal } = deps;
+  const { reconcileTo, ...tickActivities } = scheduleActivities(deps);
 
   return {
+    ...tickActivities,
+
     async validateAndRecord(input) {
       const recorded = await deployments.find(input.tenantId, input.deploymentId);
       if (recorded) {
@@ -117,6 +124,8 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
       if (row.status !== 'ready') throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${row.status}`, 'NotReady');
       const manifest = await deployments.manifest(tenantId, deploymentId);
       const recheck = await recheckStoredColumns(materializations, { tenantId, environmentId, deploymentId, manifest });
+      // Before the pointer moves: a failure here fails the activation with the pointer where it was.
+      await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId, []);
       await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
       return recheck;
     },

@@ -1,6 +1,7 @@
-// Standard five-field cron (minute hour day-of-month month day-of-week), the dialect every
-// scheduler we may hand a schedule to understands; Quartz extensions (`?`, `L`, `W`, `#`,
-// seconds) and `a/n` without a range are refused rather than guessed at.
+// Standard five-field cron (minute hour day-of-month month day-of-week), or six fields
+// with seconds first (`*/5 * * * * *`), the form Vixie-cron descendants with seconds use.
+// Quartz extensions (`?`, `L`, `W`, `#`, a year field) and `a/n` without a range are
+// refused rather than guessed at.
 
 interface CronField {
   readonly name: string;
@@ -9,6 +10,8 @@ interface CronField {
   /** Names accepted in place of numbers, case-insensitively; the first one stands for `min`. */
   readonly names?: readonly string[];
 }
+
+const SECOND_FIELD: CronField = { name: 'second', min: 0, max: 59 };
 
 const CRON_FIELDS: readonly CronField[] = [
   { name: 'minute', min: 0, max: 59 },
@@ -24,15 +27,30 @@ const CRON_FIELDS: readonly CronField[] = [
   { name: 'day of week', min: 0, max: 7, names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] },
 ];
 
-const CRON_MACROS: ReadonlySet<string> = new Set([
-  '@yearly',
-  '@annually',
-  '@monthly',
-  '@weekly',
-  '@daily',
-  '@midnight',
-  '@hourly',
+const CRON_MACROS: ReadonlyMap<string, string> = new Map([
+  ['@yearly', '0 0 1 1 *'],
+  ['@annually', '0 0 1 1 *'],
+  ['@monthly', '0 0 1 * *'],
+  ['@weekly', '0 0 * * 0'],
+  ['@daily', '0 0 * * *'],
+  ['@midnight', '0 0 * * *'],
+  ['@hourly', '0 * * * *'],
 ]);
+
+/** A valid expression as the values each field allows; day of week 7 is folded into 0. */
+export interface ParsedCron {
+  seconds: readonly number[];
+  minutes: readonly number[];
+  hours: readonly number[];
+  daysOfMonth: readonly number[];
+  months: readonly number[];
+  daysOfWeek: readonly number[];
+  /** Whether the day fields were written as `*`: cron matches either day field when both are restricted. */
+  anyDayOfMonth: boolean;
+  anyDayOfWeek: boolean;
+  /** Whether the expression names seconds (six fields). */
+  hasSeconds: boolean;
+}
 
 const DIGITS = /^[0-9]+$/;
 const MAX_SHOWN_LENGTH = 40;
@@ -46,22 +64,65 @@ const shown = (text: string) =>
  * "… is not valid: <reason>", or null when it is valid.
  */
 export function cronExpressionProblem(expression: string): string | null {
+  const parsed = parseCronExpression(expression);
+  return typeof parsed === 'string' ? parsed : null;
+}
+
+/** The values each field of `expression` allows, or why it is not valid (as `cronExpressionProblem`). */
+export function parseCronExpression(expression: string): ParsedCron | string {
   // A real expression is short; the bound also keeps the work below small for any input.
   if (expression.length > MAX_CRON_LENGTH) return `it is longer than ${MAX_CRON_LENGTH} characters`;
   // Only spaces and tabs separate fields; a line break stays inside a field and is refused.
   const trimmed = expression.replace(/^[ \t]+|[ \t]+$/g, '');
   if (trimmed.startsWith('@')) {
-    return CRON_MACROS.has(trimmed) ? null : `${shown(trimmed)} is not one of ${[...CRON_MACROS].join(', ')}`;
+    const expansion = CRON_MACROS.get(trimmed);
+    return expansion === undefined ? `${shown(trimmed)} is not one of ${[...CRON_MACROS.keys()].join(', ')}` : parseCronExpression(expansion);
   }
   const fields = trimmed.split(/[ \t]+/).filter((field) => field.length > 0);
-  if (fields.length !== CRON_FIELDS.length) {
-    return `it has ${fields.length} fields, but needs 5 (minute hour day-of-month month day-of-week)`;
+  const hasSeconds = fields.length === CRON_FIELDS.length + 1;
+  if (fields.length !== CRON_FIELDS.length && !hasSeconds) {
+    return `it has ${fields.length} fields, but needs 5 (minute hour day-of-month month day-of-week) or 6 (second first)`;
   }
-  for (let index = 0; index < CRON_FIELDS.length; index += 1) {
-    const problem = fieldProblem(fields[index]!, CRON_FIELDS[index]!);
-    if (problem !== null) return problem;
+  const layout = hasSeconds ? [SECOND_FIELD, ...CRON_FIELDS] : CRON_FIELDS;
+  const values: number[][] = [];
+  for (let index = 0; index < layout.length; index += 1) {
+    const allowed = fieldValues(fields[index]!, layout[index]!);
+    if (typeof allowed === 'string') return allowed;
+    values.push(allowed);
   }
-  return null;
+  const [seconds, minutes, hours, daysOfMonth, months, daysOfWeek] = hasSeconds ? values : [[0], ...values];
+  const dayFields = hasSeconds ? fields.slice(3) : fields.slice(2);
+  return {
+    seconds: seconds!,
+    minutes: minutes!,
+    hours: hours!,
+    daysOfMonth: daysOfMonth!,
+    months: months!,
+    daysOfWeek: [...new Set(daysOfWeek!.map((day) => day % 7))].sort((a, b) => a - b),
+    anyDayOfMonth: dayFields[0]!.startsWith('*'),
+    anyDayOfWeek: dayFields[2]!.startsWith('*'),
+    hasSeconds,
+  };
+}
+
+/** The sorted values a field allows, or the problem with it. */
+function fieldValues(text: string, field: CronField): number[] | string {
+  const problem = fieldProblem(text, field);
+  if (problem !== null) return problem;
+  const allowed = new Set<number>();
+  for (const item of text.split(',')) {
+    const [range, step] = item.split('/') as [string, string | undefined];
+    const [low, high] =
+      range === '*'
+        ? [field.min, field.max]
+        : (() => {
+            const bounds = range.split('-').map((bound) => fieldValue(bound, field) as number);
+            // "a/n" is refused above, so a single value has no step.
+            return [bounds[0]!, bounds[1] ?? bounds[0]!];
+          })();
+    for (let value = low; value <= high; value += Number(step ?? 1)) allowed.add(value);
+  }
+  return [...allowed].sort((a, b) => a - b);
 }
 
 function fieldProblem(text: string, field: CronField): string | null {

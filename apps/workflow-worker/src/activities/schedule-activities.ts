@@ -1,0 +1,89 @@
+import { Context } from '@temporalio/activity';
+import { schedulesOfManifest, TERMINAL_RUN_STATUSES, type RunStatus, type ScheduleDefinition } from '@envengine/contracts';
+import type { DeploymentRepository } from '@envengine/deployment-data';
+import {
+  SCHEDULED_RUN_WORKFLOW,
+  searchAttributesOf,
+  type DeploymentActivities,
+  type EnvironmentScope,
+  type ScheduledRunInput,
+} from '@envengine/deployment-workflows';
+import type { EnvironmentSchedules, ReconcileOutcome } from '@envengine/environment-schedules';
+import { tickKeyOf } from '@envengine/schedule-timing';
+import type { PlacementClient } from '@envengine/service-clients';
+
+export interface ScheduleActivityDeps {
+  deployments: DeploymentRepository;
+  placement: PlacementClient;
+  schedules: EnvironmentSchedules;
+  taskQueue: string;
+}
+
+/** How often a tick's workflow asks whether its run is over: quickly at first (most runs are short), then once a second. */
+const FIRST_PROGRESS_POLL_MS = 100;
+const LONGEST_PROGRESS_POLL_MS = 1000;
+
+/** The deployment's schedules as its stored manifest declares them. */
+async function schedulesOf(deployments: DeploymentRepository, tenantId: string, deploymentId: string | null): Promise<ScheduleDefinition[]> {
+  if (deploymentId === null) return [];
+  return schedulesOfManifest(await deployments.manifest(tenantId, deploymentId));
+}
+
+/**
+ * The schedule side of activation and the activities of a schedule's tick. Reconciling
+ * is idempotent (Temporal's schedule ids are the environment's and the schedule's names),
+ * and a tick's run is made once per tick by the placement-service, so retries are safe.
+ */
+export function scheduleActivities(deps: ScheduleActivityDeps) {
+  const { deployments, placement, schedules } = deps;
+
+  /** Makes the environment's schedules those of `deploymentId`; `alsoDelete` names schedules another deployment may have made. */
+  async function reconcileTo(scope: EnvironmentScope, deploymentId: string | null, alsoDelete: string[]): Promise<ReconcileOutcome> {
+    const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
+    if (!environment) throw new Error(`environment ${scope.environmentName} does not exist`);
+    const [target, active] = await Promise.all([
+      schedulesOf(deployments, scope.tenantId, deploymentId),
+      schedulesOf(deployments, scope.tenantId, environment.active_deployment_id),
+    ]);
+    return schedules.reconcile(scope, target, {
+      paused: environment.schedules_paused,
+      mayExist: [...active.map((schedule) => schedule.name), ...alsoDelete],
+      now: Date.now(),
+      action: {
+        workflowType: SCHEDULED_RUN_WORKFLOW,
+        taskQueue: deps.taskQueue,
+        searchAttributes: searchAttributesOf(scope),
+        args: (definition): [ScheduledRunInput] => [
+          { ...scope, schedule: definition.name, job: definition.job, cron: definition.cron, timezone: definition.timezone },
+        ],
+      },
+    });
+  }
+
+  const activities: Pick<DeploymentActivities, 'restoreSchedules' | 'startScheduledRun' | 'awaitRunEnd'> = {
+    async restoreSchedules({ failedDeploymentId, ...scope }) {
+      const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
+      if (!environment) return;
+      await reconcileTo(scope, environment.active_deployment_id, (await schedulesOf(deployments, scope.tenantId, failedDeploymentId)).map((s) => s.name));
+    },
+
+    async startScheduledRun(tick) {
+      return placement.startScheduledRun(tick.tenantId, tick.environmentName, {
+        schedule: tick.schedule,
+        job: tick.job,
+        tick: tickKeyOf(Date.parse(tick.scheduledAt), tick.timezone),
+      });
+    },
+
+    async awaitRunEnd({ tenantId, runId }) {
+      const context = Context.current();
+      for (let wait = FIRST_PROGRESS_POLL_MS; ; wait = Math.min(wait * 2, LONGEST_PROGRESS_POLL_MS)) {
+        const { status } = await placement.runProgress(tenantId, runId);
+        if ((TERMINAL_RUN_STATUSES as readonly RunStatus[]).includes(status)) return status;
+        context.heartbeat(status);
+        await context.sleep(wait);
+      }
+    },
+  };
+  return { ...activities, reconcileTo };
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { EnvironmentPathParams } from './environment.ts';
+import { RunStatus } from './runs.ts';
+
+/** A schedule as a deployment's manifest declares it (validated at ingest). */
+export const ScheduleDefinition = z.object({ name: z.string(), job: z.string(), cron: z.string(), timezone: z.string() });
+export type ScheduleDefinition = z.infer<typeof ScheduleDefinition>;
+
+/** The schedules of a stored manifest; a manifest without any has none. */
+export function schedulesOfManifest(manifest: unknown): ScheduleDefinition[] {
+  const parsed = z.object({ schedules: z.array(ScheduleDefinition).optional() }).safeParse(manifest);
+  return parsed.success ? (parsed.data.schedules ?? []) : [];
+}
+
+/** `GET /environments/:name/schedules`: the active deployment's schedules as they fire now. */
+export const Schedule = z.object({
+  name: z.string(),
+  job: z.string(),
+  cron: z.string(),
+  timezone: z.string(),
+  /** The environment's pause flag: schedules pause and resume together. */
+  paused: z.boolean(),
+  /** UTC; `null` while paused. */
+  next_run_at: z.iso.datetime().nullable(),
+  last_run_id: z.string().nullable(),
+  /** Ticks skipped because the schedule's previous run was still going. */
+  skipped_overlap: z.number().int().nonnegative(),
+});
+export type Schedule = z.infer<typeof Schedule>;
+
+export const SchedulePathParams = EnvironmentPathParams.extend({ schedule: z.string().min(1).max(200) });
+export type SchedulePathParams = z.infer<typeof SchedulePathParams>;
+
+export const MAX_NEXT_FIRE_TIMES = 500;
+export const ScheduleNextQuery = z.strictObject({
+  count: z.coerce.number().int().min(1).max(MAX_NEXT_FIRE_TIMES).default(10),
+});
+export type ScheduleNextQuery = z.infer<typeof ScheduleNextQuery>;
+
+/**
+ * `GET /environments/:name/schedules/:schedule/next`: the next fire times (UTC), by the
+ * clock-change rule (a skipped wall time fires once after the jump, a repeated one once
+ * at its first occurrence). Computed whether or not the schedule is paused.
+ */
+export const ScheduleNextFireTimes = z.object({
+  name: z.string(),
+  cron: z.string(),
+  timezone: z.string(),
+  paused: z.boolean(),
+  next: z.array(z.iso.datetime()),
+});
+export type ScheduleNextFireTimes = z.infer<typeof ScheduleNextFireTimes>;
+
+/** Internal: a schedule's tick asks for a run through the same path as a manual run. */
+export const ScheduledRunRequest = z.strictObject({
+  schedule: z.string().min(1).max(200),
+  job: z.string().min(1).max(200),
+  /** The tick's wall time in the schedule's zone; one run per (schedule, tick). */
+  tick: z.string().min(1).max(40),
+});
+export type ScheduledRunRequest = z.infer<typeof ScheduledRunRequest>;
+
+/** `started` (a new run), `repeat` (this tick already has its run), or `paused` (nothing started). */
+export const ScheduledRunOutcome = z.object({
+  outcome: z.enum(['started', 'repeat', 'paused']),
+  run_id: z.string().nullable(),
+});
+export type ScheduledRunOutcome = z.infer<typeof ScheduledRunOutcome>;
+
+/** Internal: where a run stands, for the scheduled-run workflow that waits for it. */
+export const RunProgress = z.object({ id: z.string(), status: RunStatus });
+export type RunProgress = z.infer<typeof RunProgress>;

@@ -1,0 +1,2 @@
+export * from './environment-schedules.ts';
+export * from './schedule-spec.ts';
