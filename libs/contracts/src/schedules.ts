@@ -31,9 +31,11 @@ export type Schedule = z.infer<typeof Schedule>;
 export const SchedulePathParams = EnvironmentPathParams.extend({ schedule: z.string().min(1).max(200) });
 export type SchedulePathParams = z.infer<typeof SchedulePathParams>;
 
-export const MAX_NEXT_FIRE_TIMES = 500;
+export const MAX_NEXT_FIRE_TIMES = 1000;
 export const ScheduleNextQuery = z.strictObject({
   count: z.coerce.number().int().min(1).max(MAX_NEXT_FIRE_TIMES).default(10),
+  /** Preview from this instant instead of now (e.g. to see a past or future clock change). */
+  after: z.iso.datetime({ offset: true }).optional(),
 });
 export type ScheduleNextQuery = z.infer<typeof ScheduleNextQuery>;
 
@@ -47,6 +49,7 @@ export const ScheduleNextFireTimes = z.object({
   cron: z.string(),
   timezone: z.string(),
   paused: z.boolean(),
+  after: z.iso.datetime(),
   next: z.array(z.iso.datetime()),
 });
 export type ScheduleNextFireTimes = z.infer<typeof ScheduleNextFireTimes>;

@@ -17,7 +17,7 @@ export function schedulesRouter(schedules: SchedulesService): Router {
   router.get(
     '/environments/:name/schedules/:schedule/next',
     defineRoute({ params: SchedulePathParams, query: ScheduleNextQuery }, async ({ tenantId, params, query, requestId }) => ({
-      data: await schedules.next(tenantId, params.name, params.schedule, query.count, requestId),
+      data: await schedules.next(tenantId, params.name, params.schedule, query, requestId),
     })),
   );
 

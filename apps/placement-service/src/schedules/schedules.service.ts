@@ -50,16 +50,24 @@ export class SchedulesService {
     }));
   }
 
-  async next(tenantId: string, environmentName: string, scheduleName: string, count: number, requestId?: string): Promise<ScheduleNextFireTimes> {
+  async next(
+    tenantId: string,
+    environmentName: string,
+    scheduleName: string,
+    query: { count: number; after?: string },
+    requestId?: string,
+  ): Promise<ScheduleNextFireTimes> {
     const environment = await this.environment(tenantId, environmentName);
     const definition = (await this.declared(tenantId, environment, requestId)).find((declared) => declared.name === scheduleName);
     if (!definition) throw notFound(`Schedule "${scheduleName}" of environment "${environmentName}"`);
+    const after = query.after === undefined ? Date.now() : Date.parse(query.after);
     return {
       name: definition.name,
       cron: definition.cron,
       timezone: definition.timezone,
       paused: environment.schedules_paused,
-      next: nextFireTimes(parsedCronOf(definition), definition.timezone, Date.now(), count).map((instant) => new Date(instant).toISOString()),
+      after: new Date(after).toISOString(),
+      next: nextFireTimes(parsedCronOf(definition), definition.timezone, after, query.count).map((instant) => new Date(instant).toISOString()),
     };
   }
 
