@@ -61,6 +61,7 @@ export class EnvironmentSchedules {
     options: { paused: boolean; mayExist: string[]; action: ScheduleAction; now: number },
   ): Promise<ReconcileOutcome> {
     const outcome: ReconcileOutcome = { created: [], updated: [], deleted: [] };
+    const listed = this.listedNames(scope.environmentId);
     await Promise.all(
       target.map(async (definition) => {
         const change = await this.upsert(scope, definition, options);
@@ -68,7 +69,7 @@ export class EnvironmentSchedules {
       }),
     );
     const wanted = new Set(target.map((definition) => definition.name));
-    const existing = new Set([...options.mayExist, ...(await this.listedNames(scope.environmentId))]);
+    const existing = new Set([...options.mayExist, ...(await listed)]);
     await Promise.all(
       [...existing]
         .filter((name) => !wanted.has(name))
@@ -126,25 +127,22 @@ export class EnvironmentSchedules {
       typedSearchAttributes: options.action.searchAttributes,
     };
     const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: CATCHUP_WINDOW, pauseOnFailure: false };
-    const existing = await this.describe(scope.environmentId, definition.name);
-    if (!existing) {
-      try {
-        await this.client.schedule.create({
-          scheduleId,
-          spec,
-          action,
-          policies,
-          state: { paused: options.paused, note: options.paused ? 'created paused: the environment is paused' : undefined },
-          memo: { tenant_id: scope.tenantId, environment: scope.environmentName, job: definition.job },
-          typedSearchAttributes: options.action.searchAttributes,
-        });
-        return 'created';
-      } catch (error) {
-        // A retry of this activity after the create went through: update it below.
-        if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-      }
+    // Create first: one call for a new schedule; an existing one answers "already running".
+    try {
+      await this.client.schedule.create({
+        scheduleId,
+        spec,
+        action,
+        policies,
+        state: { paused: options.paused, note: options.paused ? 'created paused: the environment is paused' : undefined },
+        memo: { tenant_id: scope.tenantId, environment: scope.environmentName, job: definition.job },
+        typedSearchAttributes: options.action.searchAttributes,
+      });
+      return 'created';
+    } catch (error) {
+      if (!(error instanceof ScheduleAlreadyRunning)) throw error;
     }
-    const previous = existing ?? (await this.describe(scope.environmentId, definition.name));
+    const previous = await this.describe(scope.environmentId, definition.name);
     const unchanged =
       previous !== undefined &&
       previous.action.type === 'startWorkflow' &&

@@ -7,6 +7,7 @@ import { firstInstantAfterWallTime, formatWallTime, instantsOfWallTime, offsetAt
 
 const SECOND_MS = 1000;
 const DAY_MS = 86_400_000;
+const WEEK_MS = 7 * DAY_MS;
 /** How far ahead a search looks; an expression that matches nothing in it ("0 0 30 2 *") has no fire time. */
 const SEARCH_DAYS = 5 * 366;
 
@@ -69,12 +70,14 @@ export function nextFireTimes(cron: ParsedCron, timeZone: string, after: number,
  */
 export function springForwardFires(cron: ParsedCron, timeZone: string, from: number, to: number): number[] {
   const fires: number[] = [];
-  for (let instant = from; instant < to; instant += DAY_MS) {
+  // Zones change their offset at most a few times a year, never twice in a week: look a
+  // week at a time, and bisect only a week whose offset changed.
+  for (let instant = from; instant < to; instant += WEEK_MS) {
     const before = offsetAt(instant, timeZone);
-    const after = offsetAt(instant + DAY_MS, timeZone);
+    const after = offsetAt(instant + WEEK_MS, timeZone);
     if (after <= before) continue;
-    // Clocks jumped forward within this day: the wall times [jump + before, jump + after) never occur.
-    const jump = firstJumpInstant(instant, instant + DAY_MS, timeZone, before);
+    // Clocks jumped forward within this week: the wall times [jump + before, jump + after) never occur.
+    const jump = firstJumpInstant(instant, instant + WEEK_MS, timeZone, before);
     const skipped = matchingWallTimes(cron, jump + before, jump + after - SECOND_MS).next();
     if (!skipped.done && jump >= from && jump <= to) fires.push(jump);
   }
