@@ -16,6 +16,7 @@ import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
 import { RunRepository } from './runs/run.repository.ts';
 import { runsInternalRouter, runsRouter } from './runs/runs.routes.ts';
 import { schedulesRouter } from './schedules/schedules.routes.ts';
+import { ScheduleOverlapRepository } from './schedules/schedule-overlap.repository.ts';
 import { SchedulesService } from './schedules/schedules.service.ts';
 import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
@@ -43,7 +44,8 @@ await runInternalService({
     const environments = new EnvironmentRepository(mongo);
     const runs = new RunRepository(mongo, (tenantId, environmentId, session) => environments.executorOf(tenantId, environmentId, session));
     const credentials = new PoolCredentialRepository(mongo);
-    await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), credentials.ensureIndexes()]);
+    const overlaps = new ScheduleOverlapRepository(mongo);
+    await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);
 
     const acl = new PoolAclRegistry(redis);
     // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
@@ -58,7 +60,7 @@ await runInternalService({
       reconcileIntervalMs: config.DISPATCH_RECONCILE_INTERVAL_MS,
     });
     dispatcher.start();
-    const runsService = new RunsService(environments, runs, deployments, dispatcher, {
+    const runsService = new RunsService(environments, runs, deployments, dispatcher, overlaps, {
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
     });
@@ -67,7 +69,7 @@ await runInternalService({
     const api = Router();
     api.use(environmentsRouter(environments));
     api.use(runsRouter(runsService));
-    api.use(schedulesRouter(new SchedulesService(environments, runs, deployments, new EnvironmentSchedules(temporal))));
+    api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));
     api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, secrets, resolver)));
     const internal = Router();

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { EnvironmentPathParams } from './environment.ts';
-import { RunStatus } from './runs.ts';
 
 /** A schedule as a deployment's manifest declares it (validated at ingest). */
 export const ScheduleDefinition = z.object({ name: z.string(), job: z.string(), cron: z.string(), timezone: z.string() });
@@ -63,13 +62,12 @@ export const ScheduledRunRequest = z.strictObject({
 });
 export type ScheduledRunRequest = z.infer<typeof ScheduledRunRequest>;
 
-/** `started` (a new run), `repeat` (this tick already has its run), or `paused` (nothing started). */
+/**
+ * `started` (a new run), `repeat` (this tick already has its run), `paused` (nothing
+ * started), or `skipped_overlap` (the schedule's previous run is still going; counted).
+ */
 export const ScheduledRunOutcome = z.object({
-  outcome: z.enum(['started', 'repeat', 'paused']),
+  outcome: z.enum(['started', 'repeat', 'paused', 'skipped_overlap']),
   run_id: z.string().nullable(),
 });
 export type ScheduledRunOutcome = z.infer<typeof ScheduledRunOutcome>;
-
-/** Internal: where a run stands, for the scheduled-run workflow that waits for it. */
-export const RunProgress = z.object({ id: z.string(), status: RunStatus });
-export type RunProgress = z.infer<typeof RunProgress>;

@@ -1,7 +1,7 @@
 // Names, inputs, signals and activity signatures shared by the deployment-service (which
 // starts the workflows), the workflow-worker (which runs them) and the workflow code itself.
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import type { GitInfo, Recheck, RunStatus, ScheduledRunOutcome, ValidationItem } from '@envengine/contracts';
+import type { GitInfo, Recheck, ScheduledRunOutcome, ValidationItem } from '@envengine/contracts';
 
 export const DEFAULT_TASK_QUEUE = 'deployments';
 export const INGEST_WORKFLOW = 'ingestDeployment';
@@ -131,11 +131,6 @@ export interface ScheduledTick extends ScheduledRunInput {
   scheduledAt: string;
 }
 
-export interface ScheduledRunResult extends ScheduledRunOutcome {
-  /** How the run ended; null when no run was started. */
-  status: RunStatus | null;
-}
-
 /** The activities the workflows call; the workflow-worker implements them. */
 export interface DeploymentActivities {
   /**
@@ -157,11 +152,6 @@ export interface DeploymentActivities {
    * deployment it still points at, undoing what the failed activation changed.
    */
   restoreSchedules(input: EnvironmentScope & { failedDeploymentId: string }): Promise<void>;
-  /** A tick's run, through the placement-service's run path (once per tick, nothing while paused). */
+  /** A tick's run, through the placement-service's run path (once per tick; nothing while paused or while the last one runs). */
   startScheduledRun(input: ScheduledTick): Promise<ScheduledRunOutcome>;
-  /**
-   * Waits for the run to end (heartbeating), so that the schedule's next tick finds this
-   * one still going and is skipped as an overlap.
-   */
-  awaitRunEnd(input: { tenantId: string; runId: string }): Promise<RunStatus>;
 }

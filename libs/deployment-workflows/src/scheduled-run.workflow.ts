@@ -1,6 +1,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { DeploymentActivities, ScheduledRunInput, ScheduledRunResult } from './definitions.ts';
+import type { ScheduledRunOutcome } from '@envengine/contracts';
+import type { DeploymentActivities, ScheduledRunInput } from './definitions.ts';
 
 /** Set by Temporal on every workflow a schedule starts: the tick it was started for. */
 const SCHEDULED_START_TIME = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
@@ -11,24 +12,15 @@ const { startScheduledRun } = proxyActivities<DeploymentActivities>({
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 20 },
 });
 
-const { awaitRunEnd } = proxyActivities<DeploymentActivities>({
-  // A run may take hours; the heartbeat finds a dead worker within a minute.
-  startToCloseTimeout: '7 days',
-  heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 50 },
-});
-
 /**
- * `scheduled-<environment id>-<schedule>-<time>`: one tick of a schedule. It starts the
- * tick's run through the placement-service (which refuses while the environment is paused
- * and makes one run per tick), then stays open until the run ends, so that Temporal's
- * overlap policy (skip) sees a tick that comes while the run is still going.
+ * `scheduled-<environment id>-<schedule>-<time>`: one tick of a schedule. It asks the
+ * placement-service for the tick's run, which starts nothing while the environment is
+ * paused or the schedule's previous run is still going (skipped and counted), and makes
+ * one run per tick. The workflow ends there: holding it open for the run's length would
+ * hold a worker slot per running schedule.
  */
-export async function scheduledRun(input: ScheduledRunInput): Promise<ScheduledRunResult> {
+export async function scheduledRun(input: ScheduledRunInput): Promise<ScheduledRunOutcome> {
   const info = workflowInfo();
   const scheduledAt: Date = info.typedSearchAttributes.get(SCHEDULED_START_TIME) ?? info.startTime;
-  const started = await startScheduledRun({ ...input, scheduledAt: scheduledAt.toISOString() });
-  if (started.outcome !== 'started' || started.run_id === null) return { ...started, status: null };
-  const status = await awaitRunEnd({ tenantId: input.tenantId, runId: started.run_id });
-  return { ...started, status };
+  return startScheduledRun({ ...input, scheduledAt: scheduledAt.toISOString() });
 }

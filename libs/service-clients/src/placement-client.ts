@@ -1,7 +1,6 @@
 import {
   Environment,
   PoolTokenOwner,
-  RunProgress,
   ScheduledRunOutcome,
   type ScheduledRunRequest,
   type SetActiveDeploymentRequest,
@@ -53,11 +52,6 @@ export class PlacementClient {
       tenantId,
       body: request,
     });
-  }
-
-  /** Internal: where a run stands (its status only). */
-  runProgress(tenantId: string, runId: string): Promise<RunProgress> {
-    return this.http.call(RunProgress, { method: 'GET', path: `/internal/v1/runs/${encodeURIComponent(runId)}/progress`, tenantId });
   }
 
   /**

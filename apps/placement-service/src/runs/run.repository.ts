@@ -157,6 +157,16 @@ export class RunRepository {
     return (await this.runs.findOne(tenantId, { environment_id: environmentId, schedule, schedule_tick: tick })) ?? undefined;
   }
 
+  /** The schedule's run that is still queued or running, if any (its newest). */
+  async unfinishedScheduledRun(tenantId: string, environmentId: string, schedule: string): Promise<RunDocument | undefined> {
+    const [run] = await this.runs.find(
+      tenantId,
+      { environment_id: environmentId, schedule, status: { $in: ['queued', 'running'] } },
+      { sort: { _id: -1 }, limit: 1 },
+    );
+    return run;
+  }
+
   /** The newest run of each named schedule of the environment. */
   async lastScheduledRuns(tenantId: string, environmentId: string, schedules: string[]): Promise<Map<string, string>> {
     const last = await Promise.all(

@@ -52,7 +52,7 @@ export function runsRouter(runs: RunsService): Router {
   return router;
 }
 
-/** `/internal/v1`: the scheduled-run workflow's calls (a tick's run, and whether it is over). */
+/** `/internal/v1`: a schedule's tick asks for its run. */
 export function runsInternalRouter(runs: RunsService): Router {
   const router = Router();
   router.post(
@@ -60,10 +60,6 @@ export function runsInternalRouter(runs: RunsService): Router {
     defineRoute({ params: EnvironmentPathParams, body: ScheduledRunRequest }, async ({ tenantId, params, body }) => ({
       data: await runs.createScheduled(tenantId, params.name, body),
     })),
-  );
-  router.get(
-    '/runs/:id/progress',
-    defineRoute({ params: RunPathParams }, async ({ tenantId, params }) => ({ data: await runs.progress(tenantId, params.id) })),
   );
   return router;
 }

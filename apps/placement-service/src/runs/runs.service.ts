@@ -5,13 +5,13 @@ import {
   type RunListQuery,
   type RunLogLine,
   type RunOrigin,
-  type RunProgress,
   type ScheduledRunOutcome,
   type ScheduledRunRequest,
 } from '@envengine/contracts';
 import type { DeploymentClient } from '@envengine/service-clients';
 import { ApiError, isDuplicateKeyError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
+import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
 import { toRun, type RunRepository } from './run.repository.ts';
@@ -31,6 +31,7 @@ export class RunsService {
     private readonly runs: RunRepository,
     private readonly deployments: DeploymentClient,
     private readonly dispatcher: AttemptDispatcher,
+    private readonly overlaps: ScheduleOverlapRepository,
     private readonly options: RunsServiceOptions,
   ) {}
 
@@ -73,6 +74,12 @@ export class RunsService {
     if (environment.schedules_paused) return { outcome: 'paused', run_id: null };
     const earlier = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
     if (earlier) return { outcome: 'repeat', run_id: earlier._id };
+    // Overlap policy skip: a schedule's ticks come one at a time, so this check cannot race another tick of it.
+    const unfinished = await this.runs.unfinishedScheduledRun(tenantId, environment.id, request.schedule);
+    if (unfinished) {
+      await this.overlaps.countSkip(tenantId, environment.id, request.schedule);
+      return { outcome: 'skipped_overlap', run_id: unfinished._id };
+    }
     const origin: RunOrigin = { trigger: 'schedule', schedule: request.schedule, tick: request.tick };
     try {
       const run = await this.create(tenantId, environmentName, CreateRunRequest.parse({ job: request.job }), origin);
@@ -82,12 +89,6 @@ export class RunsService {
       const raced = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
       return { outcome: 'repeat', run_id: raced?._id ?? null };
     }
-  }
-
-  async progress(tenantId: string, runId: string): Promise<RunProgress> {
-    const run = await this.runs.findRun(tenantId, runId);
-    if (!run) throw notFound(`Run "${runId}"`);
-    return { id: run._id, status: run.status };
   }
 
   async list(tenantId: string, environmentName: string, query: RunListQuery): Promise<Run[]> {

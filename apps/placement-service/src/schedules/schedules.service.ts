@@ -5,6 +5,7 @@ import { nextFireTimes } from '@envengine/schedule-timing';
 import type { DeploymentClient } from '@envengine/service-clients';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
+import type { ScheduleOverlapRepository } from './schedule-overlap.repository.ts';
 
 const iso = (instant: number | undefined) => (instant === undefined ? null : new Date(instant).toISOString());
 
@@ -29,6 +30,7 @@ export class SchedulesService {
   constructor(
     private readonly environments: EnvironmentRepository,
     private readonly runs: RunRepository,
+    private readonly overlaps: ScheduleOverlapRepository,
     private readonly deployments: DeploymentClient,
     private readonly temporal: EnvironmentSchedules,
   ) {}
@@ -36,17 +38,17 @@ export class SchedulesService {
   async list(tenantId: string, environmentName: string, requestId?: string): Promise<Schedule[]> {
     const environment = await this.environment(tenantId, environmentName);
     const definitions = await this.declared(tenantId, environment, requestId);
-    const [lastRuns, described] = await Promise.all([
+    const [lastRuns, skipped] = await Promise.all([
       this.runs.lastScheduledRuns(tenantId, environment.id, definitions.map((definition) => definition.name)),
-      throughTemporal(() => Promise.all(definitions.map((definition) => this.temporal.describe(environment.id, definition.name)))),
+      this.overlaps.skippedOf(tenantId, environment.id),
     ]);
     const now = Date.now();
-    return definitions.map((definition, index) => ({
+    return definitions.map((definition) => ({
       ...definition,
       paused: environment.schedules_paused,
       next_run_at: environment.schedules_paused ? null : iso(nextFireTimes(parsedCronOf(definition), definition.timezone, now, 1)[0]),
       last_run_id: lastRuns.get(definition.name) ?? null,
-      skipped_overlap: described[index]?.info.numActionsSkippedOverlap ?? 0,
+      skipped_overlap: skipped.get(definition.name) ?? 0,
     }));
   }
 

@@ -1,5 +1,4 @@
-import { Context } from '@temporalio/activity';
-import { schedulesOfManifest, TERMINAL_RUN_STATUSES, type RunStatus, type ScheduleDefinition } from '@envengine/contracts';
+import { schedulesOfManifest, type ScheduleDefinition } from '@envengine/contracts';
 import type { DeploymentRepository } from '@envengine/deployment-data';
 import {
   SCHEDULED_RUN_WORKFLOW,
@@ -18,10 +17,6 @@ export interface ScheduleActivityDeps {
   schedules: EnvironmentSchedules;
   taskQueue: string;
 }
-
-/** How often a tick's workflow asks whether its run is over: quickly at first (most runs are short), then once a second. */
-const FIRST_PROGRESS_POLL_MS = 100;
-const LONGEST_PROGRESS_POLL_MS = 1000;
 
 /** The deployment's schedules as its stored manifest declares them. */
 async function schedulesOf(deployments: DeploymentRepository, tenantId: string, deploymentId: string | null): Promise<ScheduleDefinition[]> {
@@ -60,7 +55,7 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
     });
   }
 
-  const activities: Pick<DeploymentActivities, 'restoreSchedules' | 'startScheduledRun' | 'awaitRunEnd'> = {
+  const activities: Pick<DeploymentActivities, 'restoreSchedules' | 'startScheduledRun'> = {
     async restoreSchedules({ failedDeploymentId, ...scope }) {
       const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
       if (!environment) return;
@@ -75,15 +70,6 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
       });
     },
 
-    async awaitRunEnd({ tenantId, runId }) {
-      const context = Context.current();
-      for (let wait = FIRST_PROGRESS_POLL_MS; ; wait = Math.min(wait * 2, LONGEST_PROGRESS_POLL_MS)) {
-        const { status } = await placement.runProgress(tenantId, runId);
-        if ((TERMINAL_RUN_STATUSES as readonly RunStatus[]).includes(status)) return status;
-        context.heartbeat(status);
-        await context.sleep(wait);
-      }
-    },
   };
   return { ...activities, reconcileTo };
 }

@@ -1,0 +1,132 @@
+// Schedules: (1) activation with five schedules to reconcile against activation with
+// none, one environment each, alternating, same bundle; (2) 500 per-minute schedules over
+// 100 environments firing for five minutes, every tick's run counted from the runs
+// collection (one per schedule and tick, none missing, none twice).
+import { MongoClient } from 'mongodb';
+import { makeBundle, manifestOf } from '@envengine/test-harness';
+import { median, percentile, runConcurrently, type Bench } from './harness.ts';
+import type { SuiteContext } from './suite-context.ts';
+
+const ACTIVATION_ENVIRONMENTS = 100;
+const SCHEDULES_PER_ENVIRONMENT = 5;
+const FIRING_ENVIRONMENTS = 100;
+const FIRING_MINUTES = 5;
+const MINUTE_MS = 60_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: SuiteContext): Promise<string[]> {
+  const { services, servers } = stack;
+  const api = `${services.gatewayUrl}/api/v1`;
+  const json = { ...auth, 'content-type': 'application/json' };
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${api}${path}`, { method, headers: json, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await response.text();
+    if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${text.slice(0, 300)}`);
+    return JSON.parse(text) as { data: Record<string, unknown> };
+  };
+  const createEnvironment = async (name: string) => {
+    await call('POST', '/environments', { name, storage_prefix: `file://${dataDir}/bench-lake/${name}`, executor: 'local' });
+    await call('PUT', `/environments/${name}/bindings/warehouse`, {});
+  };
+
+  const bundle = await makeBundle({ 'assets/tick.js': 'export default async () => {}' });
+  const uploaded = await fetch(`${api}/bundles`, { method: 'POST', headers: { ...auth, 'content-type': 'application/gzip' }, body: bundle });
+  const bundleRef = ((await uploaded.json()) as { data: { bundle_ref: string } }).data.bundle_ref;
+  const manifest = (cron: string | null) => ({
+    ...manifestOf([{ key: 'tick' }]),
+    jobs: [{ name: 'tick', assets: ['tick'] }],
+    schedules: cron === null ? [] : Array.from({ length: SCHEDULES_PER_ENVIRONMENT }, (_, i) => ({ name: `s${i}`, job: 'tick', cron, timezone: 'UTC' })),
+  });
+  const deploy = async (environment: string, cron: string | null) => {
+    const started = performance.now();
+    const deployed = await call('POST', `/environments/${environment}/deployments`, { manifest: manifest(cron), bundle_ref: bundleRef });
+    if (deployed.data['status'] !== 'ready' || deployed.data['active'] !== true) throw new Error(`deployment into ${environment}: ${JSON.stringify(deployed.data)}`);
+    return performance.now() - started;
+  };
+
+  // (1) Activation with and without schedules, alternating so that drift hits both alike.
+  console.error(`schedules: ${ACTIVATION_ENVIRONMENTS} environments with ${SCHEDULES_PER_ENVIRONMENT} schedules, ${ACTIVATION_ENVIRONMENTS} without`);
+  await runConcurrently(ACTIVATION_ENVIRONMENTS, 4, async (i) => {
+    await createEnvironment(`plain-${i}`);
+    await createEnvironment(`scheduled-${i}`);
+  });
+  const without: number[] = [];
+  const withSchedules: number[] = [];
+  for (let i = 0; i < ACTIVATION_ENVIRONMENTS; i += 1) {
+    without.push(await deploy(`plain-${i}`, null));
+    // Yearly: created and reconciled, never fired during the benchmark.
+    withSchedules.push(await deploy(`scheduled-${i}`, '0 0 1 1 *'));
+  }
+  const ratio = median(withSchedules) / median(without);
+  console.error(`  activation p50 ${median(without).toFixed(0)} ms without, ${median(withSchedules).toFixed(0)} ms with 5 schedules (${ratio.toFixed(2)}x)`);
+
+  // (2) 500 per-minute schedules: created paused, resumed together, counted over five whole minutes.
+  console.error(`schedules: ${FIRING_ENVIRONMENTS * SCHEDULES_PER_ENVIRONMENT} per-minute schedules for ${FIRING_MINUTES} minutes`);
+  const firing = Array.from({ length: FIRING_ENVIRONMENTS }, (_, i) => `ticking-${i}`);
+  await runConcurrently(firing.length, 4, async (i) => {
+    await createEnvironment(firing[i]!);
+    await call('POST', `/environments/${firing[i]}/schedules/pause`, { reason: 'benchmark set-up' });
+    await deploy(firing[i]!, '* * * * *');
+  });
+  await runConcurrently(firing.length, 8, async (i) => void (await call('POST', `/environments/${firing[i]}/schedules/resume`)));
+  const resumedAt = Date.now();
+  // The window: the first whole minute after every environment was resumed, and four more.
+  const windowStart = Math.ceil((resumedAt + 1000) / MINUTE_MS) * MINUTE_MS;
+  const ticks = Array.from({ length: FIRING_MINUTES }, (_, i) => windowStart + i * MINUTE_MS);
+  await sleep(ticks.at(-1)! + 30_000 - Date.now());
+  await runConcurrently(firing.length, 8, async (i) => void (await call('POST', `/environments/${firing[i]}/schedules/pause`, {})));
+
+  const mongo = await MongoClient.connect(servers.mongo.url);
+  try {
+    const runs = mongo.db(services.databases['placement-service']).collection('runs');
+    const environmentIds = await Promise.all(firing.map(async (name) => (await call('GET', `/environments/${name}`)).data['id'] as string));
+    const scope = { environment_id: { $in: environmentIds }, trigger: 'schedule' };
+    // Wait until every scheduled run has ended (evidence), at most ten minutes.
+    for (let waited = 0; (await runs.countDocuments({ ...scope, status: { $in: ['queued', 'running'] } })) > 0 && waited < 600; waited += 1) await sleep(1000);
+    const rows = await runs
+      .find(scope, { projection: { environment_id: 1, schedule: 1, schedule_tick: 1, status: 1, inserted_at: 1 } })
+      .toArray();
+    const tickKeys = new Set(ticks.map((tick) => new Date(tick).toISOString().slice(0, 19)));
+    const perTick = new Map<string, number>();
+    const lateness: number[] = [];
+    let outside = 0;
+    let succeeded = 0;
+    for (const row of rows) {
+      if (!tickKeys.has(row['schedule_tick'] as string)) {
+        outside += 1;
+        continue;
+      }
+      const key = `${row['environment_id']}/${row['schedule']}/${row['schedule_tick']}`;
+      perTick.set(key, (perTick.get(key) ?? 0) + 1);
+      lateness.push((row['inserted_at'] as Date).getTime() - Date.parse(`${row['schedule_tick']}Z`));
+      if (row['status'] === 'succeeded') succeeded += 1;
+    }
+    const expected = firing.length * SCHEDULES_PER_ENVIRONMENT * FIRING_MINUTES;
+    const overlaps = await mongo.db(services.databases['placement-service']).collection('schedule_overlaps')
+      .aggregate<{ skipped: number }>([{ $match: { environment_id: { $in: environmentIds } } }, { $group: { _id: null, skipped: { $sum: '$skipped_overlap' } } }])
+      .toArray();
+    const skipped = overlaps[0]?.skipped ?? 0;
+    const duplicates = [...perTick.values()].filter((count) => count > 1).length;
+    const found = perTick.size;
+    console.error(`  ${found}/${expected} ticks have a run, ${duplicates} twice, ${skipped} skipped for overlap, ${succeeded} succeeded; tick to run p50 ${median(lateness)} ms`);
+    return [
+      '### Schedules',
+      '',
+      `Activation of one deployment (ingest and activation through the gateway, 1 in flight), ${ACTIVATION_ENVIRONMENTS} environments each, alternating:`,
+      '',
+      '| activation | p50 ms | p99 ms | ratio to none |',
+      '|---|---:|---:|---:|',
+      `| without schedules | ${median(without).toFixed(0)} | ${percentile(without, 99).toFixed(0)} | 1.00x |`,
+      `| reconciling ${SCHEDULES_PER_ENVIRONMENT} new schedules | ${median(withSchedules).toFixed(0)} | ${percentile(withSchedules, 99).toFixed(0)} | ${ratio.toFixed(2)}x (target <= 1.5x) |`,
+      '',
+      `${FIRING_ENVIRONMENTS * SCHEDULES_PER_ENVIRONMENT} per-minute schedules (${FIRING_ENVIRONMENTS} environments × ${SCHEDULES_PER_ENVIRONMENT}) over ${FIRING_MINUTES} whole minutes, runs on the local runner, counted from the runs collection by (schedule, tick):`,
+      '',
+      '| ticks expected | ticks with a run | ticks with two runs | ticks skipped (previous run still going) | runs succeeded | tick to run created p50 / p99 ms | runs outside the window |',
+      '|---:|---:|---:|---:|---:|---:|---:|',
+      `| ${expected} | ${found} | ${duplicates} | ${skipped} | ${succeeded} | ${median(lateness)} / ${percentile(lateness, 99)} | ${outside} |`,
+    ];
+  } finally {
+    await mongo.close();
+  }
+}
