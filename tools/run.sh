@@ -13,7 +13,7 @@ if [ ! -x node_modules/.bin/node ] || [ "$(cat "$stamp_file" 2>/dev/null)" != "$
   # tolerates optional platform builds (other OSes' @swc/core, msgpackr-extract) that a
   # registry mirror lacks and that npm therefore leaves out of the lockfile, which
   # `npm ci` rejects as out of sync.
-  npm install --no-audit --no-fund
+  npm install --no-audit --no-fund >&2
   stamp=$(cat package.json package-lock.json apps/*/package.json libs/*/package.json | sha256sum | cut -d' ' -f1)
   echo "$stamp" > "$stamp_file"
 fi
@@ -46,8 +46,19 @@ case "$cmd" in
   admin)
     exec node --import tsx tools/admin/admin.ts "$@"
     ;;
+  envctl)
+    # The command-line client (docs/cli.md), built first when its sources changed (cached
+    # by Nx otherwise). The build's output is shown (on stderr) only when it fails, so that
+    # stdout carries only envctl's data.
+    if ! build_log=$(nx run-many -t build -p cli attempt-worker --outputStyle=static 2>&1); then
+      echo "$build_log" >&2
+      echo "envctl: the build failed (above)" >&2
+      exit 1
+    fi
+    exec node dist/apps/cli/main.js "$@"
+    ;;
   *)
-    echo "usage: tools/run.sh {stack up|test|bench|admin ...}" >&2
+    echo "usage: tools/run.sh {stack up|test|bench|admin ...|envctl ...}" >&2
     exit 2
     ;;
 esac

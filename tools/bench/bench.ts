@@ -10,11 +10,13 @@ import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
 import { Bench } from './harness.ts';
 import { deploymentsSuite } from './deployments-suite.ts';
+import { runsSuite } from './runs-suite.ts';
 import { scaleSuite } from './scale-suite.ts';
+import { schedulesSuite } from './schedules-suite.ts';
 import { secretsSuite } from './secrets-suite.ts';
 import type { SuiteContext } from './suite-context.ts';
 
-const SUITES = { gateway: gatewaySuite, secrets: secretsSuite, deployments: deploymentsSuite, scale: scaleSuite } as const;
+const SUITES = { gateway: gatewaySuite, secrets: secretsSuite, deployments: deploymentsSuite, scale: scaleSuite, runs: runsSuite, schedules: schedulesSuite } as const;
 
 const { values } = parseArgs({
   options: {
@@ -57,7 +59,7 @@ try {
   const { tenant, token } = await withTokenStore(servers.mongo.url, services.databases.gateway, (tokens) =>
     issueToken(tokens, 'bench', 'bench'),
   );
-  const context: SuiteContext = { stack, tenantId: tenant.id, auth: { authorization: `Bearer ${token.token}` } };
+  const context: SuiteContext = { stack, dataDir, tenantId: tenant.id, token: token.token, auth: { authorization: `Bearer ${token.token}` } };
   const { connections, warmup, duration } = bench.settings;
   console.error(`measuring: ${connections} connections, ${warmup} s warm-up, ${duration} s each`);
   const lines = [

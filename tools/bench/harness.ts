@@ -36,17 +36,45 @@ export interface Measurement {
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSecondsOf(pid: number | undefined): number {
+  return clockTicksOf(pid, 11) / 100;
+}
+
+/** CPU seconds (user + system) of a process's children that have ended (and been waited for), from /proc. */
+export function endedChildrenCpuSecondsOf(pid: number | undefined): number {
+  return clockTicksOf(pid, 13) / 100;
+}
+
+/** The user and system clock ticks at `field` and the one after it in /proc/<pid>/stat (counted after the command name). */
+function clockTicksOf(pid: number | undefined, field: number): number {
   if (!pid) return 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return Number(fields[field]) + Number(fields[field + 1]);
   } catch {
     return 0;
   }
 }
 
 export const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
+
+/** The value below which `p` percent of `numbers` fall (nearest rank). */
+export const percentile = (numbers: number[], p: number) => {
+  const sorted = [...numbers].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+/** Runs `operation` for 0…count-1 with `inFlight` calls at once; answers the seconds it took. */
+export async function runConcurrently(count: number, inFlight: number, operation: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      for (let i = next++; i < count; i = next++) await operation(i);
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
 
 export class Bench {
   /** Processes whose CPU use each measurement accounts for. */

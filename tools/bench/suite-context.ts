@@ -4,7 +4,11 @@ import type { RunningStack } from '@envengine/dev-stack';
 /** What every suite gets: the running stack and one tenant's token. */
 export interface SuiteContext {
   stack: RunningStack;
+  /** The stack's data directory (its logs, and room for a suite's files). */
+  dataDir: string;
   tenantId: string;
+  /** The tenant's API token; `auth` is the same as a header. */
+  token: string;
   auth: { authorization: string };
 }
 

@@ -3,17 +3,11 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PoolCredentialIssued, Run } from '@envengine/contracts';
+import { Run, type PoolCredentialIssued } from '@envengine/contracts';
 import { createTenant, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
-import { deployRunsProject, waitForRun } from './runs-fixtures.ts';
+import { deployRunsProject, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
-
-async function issueCredential(tenant: TestTenant): Promise<PoolCredentialIssued> {
-  const response = await tenant.api.post('/pool/credentials', { label: 'test' });
-  expect(response.status).toBe(201);
-  return PoolCredentialIssued.parse(response.body.data);
-}
 
 const setGate = (tenant: TestTenant, config: Record<string, unknown>) => tenant.api.put('/environments/prod/bindings/gate', { config });
 

@@ -1,6 +1,6 @@
-import { Run } from '@envengine/contracts';
+import { PoolCredentialIssued, Run } from '@envengine/contracts';
 import { expect } from 'vitest';
-import { makeBundle, until, type TestTenant } from '@envengine/test-harness';
+import { deployProject, until, type TestTenant } from '@envengine/test-harness';
 
 /**
  * Short leases and limits so that a lost worker, an endless loop or an undelivered
@@ -95,12 +95,20 @@ export async function waitForRun(tenant: TestTenant, runId: string, timeoutMs = 
  * Environment `prod` on a `file://` lake under `lakeDir`, with the `warehouse` and (closed)
  * `gate` bindings, and the runs project deployed and active. Returns the bundle ref.
  */
-export async function deployRunsProject(tenant: TestTenant, lakeDir: string, executor: 'local' | 'remote'): Promise<string> {
-  expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: `file://${lakeDir}`, executor })).status).toBe(201);
-  expect((await tenant.api.put('/environments/prod/bindings/warehouse', {})).status).toBe(201);
-  expect((await tenant.api.put('/environments/prod/bindings/gate', { config: { open: false } })).status).toBe(201);
-  const bundle = await makeBundle(ASSET_CODE);
-  const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;
-  expect((await tenant.api.post('/environments/prod/deployments', { manifest: runsManifest(), bundle_ref: bundleRef })).status).toBe(201);
-  return bundleRef;
+export function deployRunsProject(tenant: TestTenant, lakeDir: string, executor: 'local' | 'remote'): Promise<string> {
+  return deployProject(tenant.api, {
+    environment: 'prod',
+    storagePrefix: `file://${lakeDir}`,
+    executor,
+    bindings: { warehouse: {}, gate: { config: { open: false } } },
+    files: ASSET_CODE,
+    manifest: runsManifest(),
+  });
+}
+
+/** A pool credential of the tenant: its token opens the worker API only. */
+export async function issueCredential(tenant: TestTenant): Promise<PoolCredentialIssued> {
+  const response = await tenant.api.post('/pool/credentials', { label: 'test' });
+  expect(response.status).toBe(201);
+  return PoolCredentialIssued.parse(response.body.data);
 }

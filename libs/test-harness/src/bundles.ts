@@ -1,14 +1,8 @@
-import { gzipSync } from 'node:zlib';
-import tar from 'tar-stream';
+import { packReproducible } from '@envengine/bundle-packing';
 
-/** A tar.gz holding the given files (path → content), as the CLI uploads a project. */
-export async function makeBundle(files: Record<string, string>): Promise<Buffer> {
-  const pack = tar.pack();
-  for (const [name, content] of Object.entries(files)) pack.entry({ name }, content);
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of pack) chunks.push(chunk as Buffer);
-  return gzipSync(Buffer.concat(chunks));
+/** A tar.gz holding the given files (path → content), packed as envctl packs a project. */
+export function makeBundle(files: Record<string, string>): Promise<Buffer> {
+  return packReproducible(Object.entries(files).map(([path, content]) => ({ path, content })));
 }
 
 /** A small valid version-1 manifest over `assets` keys stored on `binding`, each an entry `assets/<key>.js`. */

@@ -8,3 +8,4 @@ export * from './materializations.ts';
 export * from './until.ts';
 export * from './workflow-history.ts';
 export * from './pool-workers.ts';
+export * from './deploy-project.ts';

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startStack, type BackingServers, type RunningServices } from '@envengine/dev-stack';
+import { startStack, type BackingServers, type RunningServices, type RunningStack } from '@envengine/dev-stack';
 
 /** What a test needs to reach the stack; plain data, so vitest can hand it to test files. */
 export interface StackInfo {
@@ -41,7 +41,7 @@ export interface TestStackOptions {
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'envengine-test-'));
   const report = (line: string) => process.stderr.write(`[test-stack] ${line}\n`);
-  const { servers, services, stop } = await startStack({
+  const stack = await startStack({
     dataDir,
     report,
     ports: 'random',
@@ -54,20 +54,20 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     databasePrefix: `t${Date.now().toString(36)}_`,
     env: options.env,
   });
+  return { info: stackInfoOf(stack, dataDir), servers: stack.servers, services: stack.services, stop: stack.stop };
+}
+
+/** The `StackInfo` of a stack started with `dataDir` (by `startTestStack`, or by the benchmark). */
+export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' | 'services'>, dataDir: string): StackInfo {
   return {
-    info: {
-      gatewayUrl: services.gatewayUrl,
-      urls: services.urls,
-      databases: services.databases,
-      resolverCredential: services.resolverCredential,
-      internalCredential: services.internalCredential,
-      mongoUrl: servers.mongo.url,
-      redisUrl: servers.redis.url,
-      temporalAddress: servers.temporal.url,
-      dataDir,
-    },
-    servers,
-    services,
-    stop,
+    gatewayUrl: services.gatewayUrl,
+    urls: services.urls,
+    databases: services.databases,
+    resolverCredential: services.resolverCredential,
+    internalCredential: services.internalCredential,
+    mongoUrl: servers.mongo.url,
+    redisUrl: servers.redis.url,
+    temporalAddress: servers.temporal.url,
+    dataDir,
   };
 }

@@ -1,0 +1,388 @@
+// envctl against the real stack, as a user runs it: the built CLI as a subprocess, its
+// stdout parsed with the contracts, its exit codes checked.
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { Binding, Deployment, Environment, PoolCredentialIssued, PoolStatus, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
+import { WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { createTenant, until, type TestTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+const CLI = join(WORKSPACE_ROOT, 'dist', 'apps', 'cli', 'main.js');
+const EXAMPLE = join(WORKSPACE_ROOT, 'examples', 'orders');
+const SECRET = `orders-key-${Date.now().toString(36)}-canary`;
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface Invocation {
+  input?: string;
+  env?: Record<string, string>;
+  /** Called with the child's pid once it runs, before its stdin is written. */
+  whileRunning?: (pid: number) => Promise<void> | void;
+}
+
+let home: string;
+let baseEnv: Record<string, string>;
+
+/** Runs envctl with a clean environment (no terminal, so JSON on stdout) and collects everything. */
+function envctl(args: string[], invocation: Invocation = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...baseEnv, ...invocation.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    void (async () => {
+      if (invocation.whileRunning) await invocation.whileRunning(child.pid!);
+      child.stdin.end(invocation.input ?? '');
+    })().catch(reject);
+  });
+}
+
+const json = (result: Result) => JSON.parse(result.stdout) as unknown;
+const ndjson = (result: Result) => result.stdout.trim().split('\n').map((line) => JSON.parse(line) as unknown);
+const DeployResult = z.object({ outcome: z.enum(['ready', 'failed', 'unchanged', 'pending']), bundle_ref: z.string(), uploaded: z.boolean(), deployment: Deployment });
+const WatchLine = z.union([z.strictObject({ log: RunLogLine }), z.strictObject({ run: Run })]);
+
+function expectExit(result: Result, code: number): void {
+  expect(result.code, `stdout: ${result.stdout}\nstderr: ${result.stderr}`).toBe(code);
+}
+
+/** A copy of the example project whose files all carry `mtime`. */
+function cloneExample(mtime: Date): string {
+  const dir = join(mkdtempSync(join(tmpdir(), 'envctl-clone-')), 'orders');
+  cpSync(EXAMPLE, dir, { recursive: true });
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) utimesSync(join(entry.parentPath, entry.name), mtime, mtime);
+  }
+  return dir;
+}
+
+/** The example with one more column on `orders`, declared and emitted: a contract change. */
+function exampleWithCurrencyColumn(): string {
+  const dir = cloneExample(new Date());
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+  manifest.assets[1].schema.columns.push({ name: 'currency', type: 'string' });
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2));
+  const code = readFileSync(join(dir, 'assets/orders.js'), 'utf8');
+  writeFileSync(join(dir, 'assets/orders.js'), code.replace('day: new Date(row.ordered_at).toISOString().slice(0, 10),', '$&\n      currency: reporting,'));
+  return dir;
+}
+
+async function unusedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('envctl against the stack', () => {
+  let tenant: TestTenant;
+  let lake: string;
+  let firstDeployment: Deployment;
+
+  beforeAll(async () => {
+    expect(statSync(CLI).isFile()).toBe(true);
+    tenant = await createTenant(stack, 'cli');
+    lake = join(stack.dataDir, 'lake', tenant.tenantId);
+    home = mkdtempSync(join(tmpdir(), 'envctl-home-'));
+    baseEnv = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), ENVCTL_URL: stack.gatewayUrl, ENVCTL_TOKEN: tenant.token };
+  });
+
+  it('sets up a strict environment, a secret from stdin and a binding, printing JSON that matches the contracts', async () => {
+    const created = await envctl(['env', 'create', 'dev', '--storage-prefix', `file://${lake}`, '--executor', 'local', '--strict']);
+    expectExit(created, 0);
+    expect(Environment.parse(json(created))).toMatchObject({ name: 'dev', strict: true, executor: 'local', active_deployment_id: null });
+    expectExit(await envctl(['env', 'create', 'dev', '--storage-prefix', `file://${lake}`, '--executor', 'local']), 1);
+
+    const secret = await envctl(['secrets', 'set', 'orders-api-key', '--env', 'dev'], { input: `${SECRET}\n` });
+    expectExit(secret, 0);
+    expect(SecretRow.parse(json(secret))).toMatchObject({ name: 'orders-api-key', version: 1 });
+    const binding = await envctl(['bindings', 'set', 'warehouse', '--env', 'dev', '--secret-ref', 'api_key=orders-api-key', '--config', '{"reporting_currency":"EUR"}', '--set', 'rates={"USD_EUR":0.92}']);
+    expectExit(binding, 0);
+    expect(Binding.parse(json(binding))).toMatchObject({ config: { reporting_currency: 'EUR', rates: { USD_EUR: 0.92 } }, secret_refs: { api_key: 'orders-api-key' }, mode: 'live' });
+
+    expect(z.array(Environment).parse(json(await envctl(['env', 'list']))).map((environment) => environment.name)).toEqual(['dev']);
+    expect(Environment.parse(json(await envctl(['env', 'pause', 'dev', '--reason', 'maintenance'])))).toMatchObject({ schedules_paused: true, schedules_paused_reason: 'maintenance' });
+    expect(Environment.parse(json(await envctl(['env', 'resume', 'dev'])))).toMatchObject({ schedules_paused: false, schedules_paused_reason: null });
+    expect(z.array(SecretRow).parse(json(await envctl(['secrets', 'list', '--env', 'dev']))).map((row) => row.name)).toEqual(['orders-api-key']);
+    expect(z.array(Binding).parse(json(await envctl(['bindings', 'list', '--env', 'dev']))).map((row) => row.name)).toEqual(['warehouse']);
+  });
+
+  it('deploys the example: ready and active, with the CLI tag and the sdk version', async () => {
+    const deployed = await envctl(['deploy', EXAMPLE, '--env', 'dev']);
+    expectExit(deployed, 0);
+    const result = DeployResult.parse(json(deployed));
+    expect(result).toMatchObject({ outcome: 'ready', uploaded: true });
+    expect(result.deployment).toMatchObject({ status: 'ready', active: true, created_by: 'envctl', bundle_ref: result.bundle_ref, validation: { errors: [], warnings: [] } });
+    expect(result.deployment.sdk_version).toMatch(/^\d+\.\d+\.\d+/);
+    expect(deployed.stderr).toContain('Packed ');
+    firstDeployment = result.deployment;
+    const viaApi = (await tenant.api.get(`/deployments/${firstDeployment.id}`)).body.data;
+    expect(viaApi).toMatchObject({ id: firstDeployment.id, active: true });
+  });
+
+  it('says "unchanged" for the same bundle and manifest, from another clone with other mtimes too, and deploys again with --force', async () => {
+    const again = await envctl(['deploy', EXAMPLE, '--env', 'dev', '-o', 'table']);
+    expectExit(again, 0);
+    expect(again.stdout).toContain(`Unchanged: ${firstDeployment.id}`);
+    const clone = cloneExample(new Date('2001-02-03T04:05:06Z'));
+    const fromClone = DeployResult.parse(json(await envctl(['deploy', clone, '--env', 'dev'])));
+    expect(fromClone).toMatchObject({ outcome: 'unchanged', bundle_ref: firstDeployment.bundle_ref, deployment: { id: firstDeployment.id } });
+    expect((await tenant.api.get('/environments/dev/deployments')).body.data).toHaveLength(1);
+
+    const forced = DeployResult.parse(json(await envctl(['deploy', EXAMPLE, '--env', 'dev', '--force', '--no-activate'])));
+    expect(forced).toMatchObject({ outcome: 'ready', uploaded: false, deployment: { active: false, bundle_ref: firstDeployment.bundle_ref } });
+    expect((await tenant.api.get('/environments/dev/deployments')).body.data).toHaveLength(2);
+    expect((await tenant.api.get('/environments/dev')).body.data.active_deployment_id).toBe(firstDeployment.id);
+  });
+
+  it('packs the same files into the same bundle_ref in two clones with different mtimes, one of them a git checkout', async () => {
+    const first = cloneExample(new Date('2010-01-01T00:00:00Z'));
+    const second = cloneExample(new Date('2030-12-31T23:59:59Z'));
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: second });
+    git('init', '-q', '-b', 'main');
+    git('add', '.');
+    git('commit', '-q', '-m', 'orders');
+    const [a, b] = await Promise.all([envctl(['pack', first]), envctl(['pack', second])]);
+    expectExit(a, 0);
+    const packed = z.object({ bundle_ref: z.string(), size: z.number(), files: z.array(z.string()) });
+    expect(packed.parse(json(a)).bundle_ref).toBe(packed.parse(json(b)).bundle_ref);
+    expect(packed.parse(json(a)).bundle_ref).toBe(firstDeployment.bundle_ref);
+    expect(packed.parse(json(a)).files).toEqual(['.envctlignore', 'assets/daily_revenue.js', 'assets/orders.js', 'assets/raw_orders.js', 'data/orders.csv', 'lib/csv.js', 'manifest.json', 'package.json']);
+
+    // From the checkout: its branch and commit; an untracked file (ignored by the bundle) marks it dirty.
+    const sha = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: second }).toString().trim();
+    const clean = DeployResult.parse(json(await envctl(['deploy', second, '--env', 'dev', '--force', '--no-activate'])));
+    expect(clean.deployment.git).toEqual({ branch: 'main', sha });
+    writeFileSync(join(second, 'notes.log'), 'not packed');
+    const dirty = DeployResult.parse(json(await envctl(['deploy', second, '--env', 'dev', '--force', '--no-activate'])));
+    expect(dirty).toMatchObject({ bundle_ref: firstDeployment.bundle_ref, deployment: { git: { branch: 'main', sha: `${sha}-dirty` } } });
+  });
+
+  it('starts and watches a run to success: NDJSON log lines, then the run', async () => {
+    const watched = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch']);
+    expectExit(watched, 0);
+    const lines = ndjson(watched).map((line) => WatchLine.parse(line));
+    const last = lines[lines.length - 1]!;
+    expect('run' in last && last.run.status).toBe('succeeded');
+    const logs = lines.flatMap((line) => ('log' in line ? [`${line.log.asset}: ${line.log.message}`] : []));
+    expect(logs).toEqual(expect.arrayContaining(['raw_orders: loaded 6 orders from data/orders.csv', 'orders: kept 5 of 6 orders, amounts in EUR']));
+    expect(watched.stderr).toMatch(/run_\w+ (queued|running) · attempt 1\/1 on local/);
+    const runId = 'run' in last ? last.run.id : '';
+
+    const logsJson = await envctl(['runs', 'logs', runId]);
+    expect(ndjson(logsJson).map((line) => RunLogLine.parse(line).message)).toEqual(expect.arrayContaining(['loaded 6 orders from data/orders.csv']));
+    const followed = await envctl(['runs', 'logs', runId, '--follow']);
+    expectExit(followed, 0);
+    expect(followed.stdout).toBe(logsJson.stdout);
+    expect(Run.parse(json(await envctl(['runs', 'get', runId]))).status).toBe('succeeded');
+    expect(z.array(Run).parse(json(await envctl(['runs', 'list', '--env', 'dev']))).map((run) => run.id)).toContain(runId);
+    const table = await envctl(['runs', 'get', runId, '-o', 'table']);
+    expect(table.stdout).toMatch(/daily_revenue +succeeded +mat_/);
+  });
+
+  it('refuses a schema change in the strict environment (exit 1, asset and code printed), then accepts it when allowed', async () => {
+    const changed = exampleWithCurrencyColumn();
+    const refused = await envctl(['deploy', changed, '--env', 'dev', '-o', 'table']);
+    expectExit(refused, 1);
+    expect(refused.stdout).toMatch(/error +orders +contract_change_not_allowed +Asset "orders" changes its declared columns/);
+    expect(refused.stderr).toMatch(/error: deployment_failed: deployment dep_\w+ failed validation/);
+    const failedJson = DeployResult.parse(json(await envctl(['deploy', changed, '--env', 'dev'])));
+    expect(failedJson).toMatchObject({ outcome: 'failed', deployment: { status: 'failed', active: false } });
+
+    const allowed = await envctl(['deploy', changed, '--env', 'dev', '--allow-contract-change', 'orders']);
+    expectExit(allowed, 0);
+    const result = DeployResult.parse(json(allowed));
+    expect(result.deployment).toMatchObject({ status: 'ready', active: true, allow_contract_changes: ['orders'] });
+    // The stored orders lack the new column: the activation re-check quarantines them.
+    expect(result.deployment.recheck).toEqual({ checked: 3, quarantined: ['orders'] });
+
+    expectExit(await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch']), 0);
+  });
+
+  it('rolls back to the previous ready deployment and prints the re-check report', async () => {
+    const before = (await tenant.api.get('/environments/dev')).body.data.active_deployment_id;
+    const table = await envctl(['rollback', '--env', 'dev', '-o', 'table']);
+    expectExit(table, 0);
+    // The previous ready deployment is the last --no-activate one (same bundle as the first).
+    expect(table.stdout).toMatch(new RegExp(`Rolled back dev: ${before} → dep_\\w+`));
+    expect(table.stdout).toContain('Re-check: 3 assets checked, quarantined: orders.');
+    const active = Deployment.parse((await tenant.api.get('/environments/dev/deployments?active=true')).body.data[0]);
+    expect(active.bundle_ref).toBe(firstDeployment.bundle_ref);
+
+    const back = await envctl(['rollback', '--env', 'dev', '--to', before]);
+    expectExit(back, 0);
+    // The orders with the new column were quarantined by the rollback: nothing left to quarantine.
+    expect(Deployment.parse(json(back))).toMatchObject({ id: before, active: true, recheck: { checked: 3, quarantined: [] } });
+    expect(z.array(Deployment).parse(json(await envctl(['deployments', 'list', '--env', 'dev']))).length).toBe(7);
+  });
+
+  it('lists the schedules and previews fire times', async () => {
+    const listed = await envctl(['schedules', 'list', '--env', 'dev']);
+    expectExit(listed, 0);
+    expect(z.array(Schedule).parse(json(listed))).toEqual([
+      expect.objectContaining({ name: 'nightly', job: 'refresh', cron: '0 2 * * *', timezone: 'UTC', paused: false, skipped_overlap: 0 }),
+    ]);
+    const table = await envctl(['schedules', 'list', '--env', 'dev', '-o', 'table']);
+    expect(table.stdout).toMatch(/nightly\s+refresh\s+0 2 \* \* \*\s+UTC\s+running/);
+    const next = await envctl(['schedules', 'next', 'nightly', '--env', 'dev', '--count', '2', '--after', '2026-03-28T12:00:00Z']);
+    expectExit(next, 0);
+    expect(ScheduleNextFireTimes.parse(json(next)).next).toEqual(['2026-03-29T02:00:00.000Z', '2026-03-30T02:00:00.000Z']);
+    expectExit(await envctl(['schedules', 'next', 'no_such', '--env', 'dev']), 4);
+    expectExit(await envctl(['schedules', 'next', 'nightly', '--env', 'dev', '--count', '0']), 2);
+  });
+
+  it('watches a failing run to its end: exit 1 and the error on stderr', async () => {
+    expectExit(await envctl(['bindings', 'set', 'warehouse', '--env', 'dev', '--secret-ref', 'api_key=orders-api-key', '--config', '{"reporting_currency":"EUR","rates":{"USD_EUR":0.92}}', '--mode', 'read_only']), 0);
+    try {
+      const watched = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch', '-o', 'table']);
+      expectExit(watched, 1);
+      expect(watched.stdout).toMatch(/Run run_\w+ failed/);
+      expect(watched.stderr).toMatch(/error: run_failed: run run_\w+ failed: .*binding "warehouse"/);
+    } finally {
+      expectExit(await envctl(['bindings', 'set', 'warehouse', '--env', 'dev', '--secret-ref', 'api_key=orders-api-key', '--config', '{"reporting_currency":"EUR","rates":{"USD_EUR":0.92}}']), 0);
+    }
+  });
+
+  it('never puts a secret in its process arguments or in any output', async () => {
+    const value = `${SECRET}-rotated`;
+    let cmdline = '';
+    const rotated = await envctl(['secrets', 'set', 'orders-api-key', '--env', 'dev', '-o', 'table'], {
+      input: value,
+      // stdin is still open here: the process waits for the value.
+      whileRunning: async (pid) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      },
+    });
+    expectExit(rotated, 0);
+    expect(cmdline).toContain('secrets\u0000set\u0000orders-api-key');
+    expect(cmdline).not.toContain(value);
+    expect(rotated.stderr).toContain('Rotated secret orders-api-key in dev: version 2.');
+    const outputs: Result[] = [rotated, await envctl(['secrets', 'list', '--env', 'dev']), await envctl(['bindings', 'list', '--env', 'dev', '-o', 'table'])];
+    for (const output of outputs) expect(output.stdout + output.stderr).not.toContain(SECRET);
+    // The run resolves it (raw_orders needs api_key) without ever printing it.
+    const run = await envctl(['runs', 'start', '--env', 'dev', '--asset', 'raw_orders', '--watch']);
+    expectExit(run, 0);
+    expect(run.stdout + run.stderr).not.toContain(SECRET);
+  });
+
+  it('answers every exit code: 2 usage, 3 authentication, 4 not found, 5 unreachable (naming the URL), 6 timed out', async () => {
+    const usage = await envctl(['deploy', '--env', 'dev', '--colour']);
+    expectExit(usage, 2);
+    expect(usage.stderr).toMatch(/^error: usage: /);
+    expectExit(await envctl(['runs', 'start', '--env', 'dev']), 2);
+    expectExit(await envctl(['runs', 'start', '--env', 'dev', '--job', 'nope']), 2);
+
+    const noToken = await envctl(['env', 'list'], { env: { ENVCTL_TOKEN: '' } });
+    expectExit(noToken, 3);
+    expect(noToken.stderr).toContain('error: missing_token: no API token');
+    const badToken = await envctl(['env', 'list'], { env: { ENVCTL_TOKEN: 'eek_not-a-real-token' } });
+    expectExit(badToken, 3);
+    expect(badToken.stderr).toMatch(/^error: unauthorized: /);
+    expect(badToken.stderr).not.toContain('eek_not-a-real-token');
+
+    const missing = await envctl(['env', 'get', 'nope']);
+    expectExit(missing, 4);
+    expect(missing.stderr).toMatch(/^error: not_found: /);
+    expectExit(await envctl(['runs', 'watch', 'run_00000000000000000000000000']), 4);
+
+    const url = `http://127.0.0.1:${await unusedPort()}`;
+    const unreachable = await envctl(['env', 'list', '--url', url]);
+    expectExit(unreachable, 5);
+    expect(unreachable.stderr).toContain(`error: unreachable: cannot reach ${url}`);
+
+    // A remote run with no worker in the pool stays queued: the wait runs out.
+    expectExit(await envctl(['env', 'placement', 'dev', 'remote']), 0);
+    try {
+      const started = Run.parse(json(await envctl(['runs', 'start', '--env', 'dev', '--asset', 'raw_orders'])));
+      const timedOut = await envctl(['runs', 'watch', started.id, '--timeout', '1']);
+      expectExit(timedOut, 6);
+      expect(timedOut.stderr).toContain(`error: timed_out: run ${started.id} was still queued`);
+      expect(timedOut.stderr).toContain('waiting for a worker of the pool');
+      const canceled = await envctl(['runs', 'cancel', started.id]);
+      expectExit(canceled, 0);
+      expect(Run.parse(json(canceled)).status).toBe('canceled');
+      const again = await envctl(['runs', 'cancel', started.id]);
+      expectExit(again, 1);
+      expect(again.stderr).toMatch(/^error: run_finished: /);
+    } finally {
+      expectExit(await envctl(['placement', 'set', 'local']), 0);
+    }
+    expect(PoolStatus.parse(json(await envctl(['pool', 'status']))).workers).toEqual([]);
+  });
+
+  it('starts a worker of the pool with a saved credential, passed through the environment, and runs a remote attempt on it', async () => {
+    const credentialFile = join(mkdtempSync(join(tmpdir(), 'envctl-pool-')), 'worker.json');
+    const issued = await envctl(['pool', 'credentials', 'create', '--label', 'cli-test', '--save', credentialFile]);
+    expectExit(issued, 0);
+    expect(statSync(credentialFile).mode & 0o777).toBe(0o600);
+    const credential = PoolCredentialIssued.parse(JSON.parse(readFileSync(credentialFile, 'utf8')));
+    expect(issued.stdout + issued.stderr).not.toContain(credential.token);
+    expect(json(issued)).toMatchObject({ id: credential.id, saved_to: credentialFile });
+
+    const worker = spawn(process.execPath, [CLI, 'worker', 'start', '--credentials', credentialFile, '--name', 'cli-worker'], {
+      env: { ...baseEnv, ENVCTL_REDIS_URL: stack.redisUrl, PORT: String(await unusedPort()), HEARTBEAT_INTERVAL_MS: '500' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let workerStderr = '';
+    worker.stderr.on('data', (chunk: Buffer) => (workerStderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
+    try {
+      expectExit(await envctl(['env', 'placement', 'dev', 'remote']), 0);
+      const live = await until(() => envctl(['pool', 'status']), (result) => PoolStatus.parse(json(result)).workers.some((entry) => entry.name === 'cli-worker'), 30_000, 250);
+      expect(PoolStatus.parse(json(live)).credentials.map((entry) => entry.id)).toContain(credential.id);
+      // The attempt-worker is envctl's child; neither has the pool token in its arguments.
+      const children = readFileSync(`/proc/${worker.pid}/task/${worker.pid}/children`, 'utf8').trim().split(/\s+/);
+      expect(children).toHaveLength(1);
+      for (const pid of [worker.pid!, Number(children[0])]) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(credential.token);
+      expect(readFileSync(`/proc/${children[0]}/cmdline`, 'utf8')).toContain('--pool');
+
+      const watched = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch']);
+      expectExit(watched, 0);
+      const last = WatchLine.parse(ndjson(watched).at(-1));
+      expect('run' in last && last.run.attempts[0]).toMatchObject({ executor: 'remote', status: 'succeeded', worker: 'cli-worker' });
+    } finally {
+      worker.kill('SIGTERM');
+      expect(await exited, workerStderr).toBe(0);
+      expectExit(await envctl(['placement', 'set', 'local']), 0);
+    }
+    const revoked = await envctl(['pool', 'credentials', 'revoke', credential.id]);
+    expectExit(revoked, 0);
+    expect(json(revoked)).toMatchObject({ id: credential.id });
+  });
+
+  it('takes the token from a flag over the environment over the config file written by login (mode 0600)', async () => {
+    const configHome = mkdtempSync(join(tmpdir(), 'envctl-xdg-'));
+    const env = { XDG_CONFIG_HOME: configHome, ENVCTL_TOKEN: '' };
+    const login = await envctl(['login'], { env, input: `${tenant.token}\n` });
+    expectExit(login, 0);
+    const file = join(configHome, 'envctl', 'config.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(login.stdout + login.stderr).not.toContain(tenant.token);
+
+    expectExit(await envctl(['env', 'get', 'dev'], { env }), 0);
+    expectExit(await envctl(['env', 'get', 'dev'], { env: { ...env, ENVCTL_TOKEN: 'eek_wrong' } }), 3);
+    const tokenFile = join(configHome, 'token');
+    writeFileSync(tokenFile, `${tenant.token}\n`, { mode: 0o600 });
+    expectExit(await envctl(['env', 'get', 'dev', '--token-file', tokenFile], { env: { ...env, ENVCTL_TOKEN: 'eek_wrong' } }), 0);
+    const shown = await envctl(['config', 'show', '--token-file', tokenFile], { env: { ...env, ENVCTL_TOKEN: 'eek_wrong' } });
+    expect(json(shown)).toEqual({ url: stack.gatewayUrl, url_source: 'environment', token_source: 'flag', config_file: file });
+    expect(shown.stdout).not.toContain(tenant.token);
+
+    const refused = await envctl(['login'], { env: { ...env, XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'envctl-xdg-')) }, input: 'eek_wrong\n' });
+    expectExit(refused, 3);
+  });
+});

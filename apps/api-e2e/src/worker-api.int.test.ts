@@ -1,0 +1,253 @@
+import { join } from 'node:path';
+import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, Run, type ErrorCode } from '@envengine/contracts';
+import { newId } from '@envengine/resource-ids';
+import { createTenant, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+import { deployRunsProject, issueCredential } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+
+/** An attempt this file holds as a pool worker would: started through the worker API, with its lease. */
+interface Held {
+  runId: string;
+  attemptId: string;
+  lease: string;
+}
+
+/** One worker API call as a worker makes it; `lease` goes in the lease header, `raw` replaces the JSON body. */
+interface WorkerCall {
+  method: 'GET' | 'POST';
+  path: string;
+  json?: unknown;
+  raw?: string;
+  lease?: string;
+}
+
+type Route = 'heartbeat' | 'logs' | 'upstream' | 'connection' | 'materialization' | 'bundle' | 'release' | 'finish';
+
+const WORKER = { id: 'owner-worker-1', name: 'owner-worker', executor: 'remote', concurrency: 2 } as const;
+const MATERIALIZATION_ID = newId('mat');
+const LOG_MESSAGE = 'written by the worker API test';
+
+/**
+ * A valid call on each worker route about `held`, as its own pool's worker would make it
+ * (the last test proves each succeeds); the other tests send them with something wrong.
+ */
+function callsAbout(held: Held, bundleRef: string): Record<Route, WorkerCall> {
+  const attempt = `/worker/attempts/${held.attemptId}`;
+  const { lease } = held;
+  const columns = [{ name: 'id', type: 'integer', nullable: false }, { name: 'amount', type: 'number', nullable: true }];
+  return {
+    heartbeat: { method: 'POST', path: '/worker/heartbeat', json: { worker: WORKER, attempts: [{ id: held.attemptId, lease, asset: 'orders' }] } },
+    logs: { method: 'POST', path: `${attempt}/logs`, lease, json: { lines: [{ seq: 0, at: new Date().toISOString(), asset: 'orders', message: LOG_MESSAGE }] } },
+    upstream: { method: 'GET', path: `${attempt}/upstreams/orders`, lease },
+    connection: { method: 'POST', path: `${attempt}/connections/warehouse`, lease, json: {} },
+    materialization: {
+      method: 'POST',
+      path: `${attempt}/assets/orders/materializations`,
+      lease,
+      json: { id: MATERIALIZATION_ID, location: 'file:///lake/orders/written.parquet', bytes: 100, row_count: 3, columns },
+    },
+    bundle: { method: 'GET', path: `/worker/bundles/${bundleRef}` },
+    release: { method: 'POST', path: `${attempt}/release`, lease, json: { reason: 'handed back by the test' } },
+    finish: { method: 'POST', path: `${attempt}/finish`, lease, json: { status: 'succeeded', error: null, assets: [{ key: 'orders', status: 'succeeded', error: null }] } },
+  };
+}
+
+function send(api: ApiClient, call: WorkerCall) {
+  const headers: Record<string, string> = call.lease === undefined ? {} : { [ATTEMPT_LEASE_HEADER]: call.lease };
+  if (call.raw !== undefined) return api.request(call.method, call.path, { raw: call.raw, headers: { ...headers, 'content-type': 'application/json' } });
+  return api.request(call.method, call.path, { json: call.json, headers });
+}
+
+/** What the tests compare: the status, and the error code or (on success) the data. */
+function outcome(response: ApiResponse<{ data?: unknown } | undefined>): [number, unknown] {
+  if (response.status < 300) return [response.status, response.body?.data ?? '(a body that is not JSON)'];
+  const error = ErrorBody.safeParse(response.body);
+  return [response.status, error.success ? error.data.error.code : `not an error body: ${response.text.slice(0, 200)}`];
+}
+
+interface BadCall {
+  title: string;
+  route: Route;
+  /** The valid call made wrong; `sibling` is another running attempt of the same tenant. */
+  change: (call: WorkerCall, sibling: Held) => WorkerCall;
+  status: number;
+  code: ErrorCode;
+  /** A field the error's details must name. */
+  detailPath?: string;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each edit knows the body it changes.
+const body = (edit: (json: any) => unknown) => (call: WorkerCall): WorkerCall => ({ ...call, json: edit(call.json) });
+const lease = (value: string | undefined) => (call: WorkerCall): WorkerCall => ({ ...call, lease: value });
+const siblingLease = (call: WorkerCall, sibling: Held): WorkerCall => ({ ...call, lease: sibling.lease });
+const firstLine = (json: { lines: object[] }, edit: object) => ({ lines: [{ ...json.lines[0], ...edit }] });
+
+const BAD_CALLS: BadCall[] = [
+  { title: 'logs without the lease header', route: 'logs', change: lease(undefined), status: 422, code: 'invalid_request', detailPath: ATTEMPT_LEASE_HEADER },
+  { title: 'a materialization without the lease header', route: 'materialization', change: lease(undefined), status: 422, code: 'invalid_request', detailPath: ATTEMPT_LEASE_HEADER },
+  { title: 'a release without the lease header', route: 'release', change: lease(undefined), status: 422, code: 'invalid_request', detailPath: ATTEMPT_LEASE_HEADER },
+  { title: 'logs with a malformed lease', route: 'logs', change: lease('not a lease!'), status: 422, code: 'invalid_request', detailPath: ATTEMPT_LEASE_HEADER },
+  { title: 'a finish with a lease of 201 characters', route: 'finish', change: lease('a'.repeat(201)), status: 422, code: 'invalid_request', detailPath: ATTEMPT_LEASE_HEADER },
+  { title: 'a finish with a made-up lease', route: 'finish', change: lease('made-up-lease-0123456789'), status: 409, code: 'lease_superseded' },
+  { title: 'a finish with the lease of another attempt', route: 'finish', change: siblingLease, status: 409, code: 'lease_superseded' },
+  { title: 'logs with the lease of another attempt', route: 'logs', change: siblingLease, status: 409, code: 'lease_superseded' },
+  { title: 'an upstream read with the lease of another attempt', route: 'upstream', change: siblingLease, status: 409, code: 'lease_superseded' },
+  { title: 'a connection with the lease of another attempt', route: 'connection', change: siblingLease, status: 409, code: 'lease_superseded' },
+  { title: 'a materialization with the lease of another attempt', route: 'materialization', change: siblingLease, status: 409, code: 'lease_superseded' },
+  { title: 'a release with the lease of another attempt', route: 'release', change: siblingLease, status: 409, code: 'lease_superseded' },
+  { title: 'a finish of an unknown attempt', route: 'finish', change: (call) => ({ ...call, path: `/worker/attempts/${newId('att')}/finish` }), status: 404, code: 'not_found' },
+  { title: 'a finish of an attempt id of 101 characters', route: 'finish', change: (call) => ({ ...call, path: `/worker/attempts/${'a'.repeat(101)}/finish` }), status: 422, code: 'invalid_request', detailPath: 'path.id' },
+  { title: 'a finish with status outside its enum', route: 'finish', change: body((json) => ({ ...json, status: 'done' })), status: 422, code: 'invalid_request', detailPath: 'status' },
+  { title: 'a finish with assets not a list', route: 'finish', change: body((json) => ({ ...json, assets: 'orders' })), status: 422, code: 'invalid_request', detailPath: 'assets' },
+  { title: 'a finish with an unknown field', route: 'finish', change: body((json) => ({ ...json, run_status: 'succeeded' })), status: 422, code: 'invalid_request' },
+  { title: 'logs with seq as a string', route: 'logs', change: body((json) => firstLine(json, { seq: '0' })), status: 422, code: 'invalid_request', detailPath: 'lines.0.seq' },
+  { title: 'logs with at not a date-time', route: 'logs', change: body((json) => firstLine(json, { at: 'yesterday' })), status: 422, code: 'invalid_request', detailPath: 'lines.0.at' },
+  { title: 'logs with an unknown field in a line', route: 'logs', change: body((json) => firstLine(json, { level: 'info' })), status: 422, code: 'invalid_request' },
+  { title: 'logs with no lines', route: 'logs', change: body(() => ({ lines: [] })), status: 422, code: 'invalid_request', detailPath: 'lines' },
+  { title: 'logs that are not JSON', route: 'logs', change: (call) => ({ ...call, raw: '{"lines": [' }), status: 400, code: 'invalid_json' },
+  { title: 'a materialization whose id is not mat_…', route: 'materialization', change: body((json) => ({ ...json, id: 'mine' })), status: 422, code: 'invalid_request', detailPath: 'id' },
+  { title: 'a materialization with bytes as a string', route: 'materialization', change: body((json) => ({ ...json, bytes: '100' })), status: 422, code: 'invalid_request', detailPath: 'bytes' },
+  { title: 'a materialization with an unknown field', route: 'materialization', change: body((json) => ({ ...json, status: 'latest' })), status: 422, code: 'invalid_request' },
+  {
+    title: 'a materialization of an asset outside the attempt',
+    route: 'materialization',
+    change: (call) => ({ ...call, path: call.path.replace('/assets/orders/', '/assets/totals/') }),
+    status: 422,
+    code: 'invalid_request',
+    detailPath: 'key',
+  },
+  { title: 'a connection with an unknown field', route: 'connection', change: body(() => ({ binding: 'warehouse' })), status: 422, code: 'invalid_request' },
+  { title: 'a release with a reason that is not a string', route: 'release', change: body(() => ({ reason: 7 })), status: 422, code: 'invalid_request', detailPath: 'reason' },
+  { title: 'a heartbeat with concurrency as a string', route: 'heartbeat', change: body((json) => ({ ...json, worker: { ...json.worker, concurrency: '2' } })), status: 422, code: 'invalid_request', detailPath: 'worker.concurrency' },
+  { title: 'a heartbeat with an unknown field', route: 'heartbeat', change: body((json) => ({ ...json, status: 'ok' })), status: 422, code: 'invalid_request' },
+];
+
+describe('the worker API refuses other tenants and bad input, and changes nothing', () => {
+  let owner: TestTenant;
+  let ownerPool: ApiClient;
+  let intruderPool: ApiClient;
+  let bundleRef: string;
+  /** The attempt every call is about, and another running attempt of the same tenant. */
+  let mine: Held;
+  let sibling: Held;
+  let before: Awaited<ReturnType<typeof stateOf>>;
+
+  /** A queued attempt of the owner (no worker runs for its pool), started as its pool's worker starts one. */
+  async function start(attemptId: string): Promise<string> {
+    const started = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER });
+    expect(started.status).toBe(200);
+    return AttemptStarted.parse(started.body.data).lease;
+  }
+
+  async function hold(): Promise<Held> {
+    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const attemptId = run.attempts[0]!.id;
+    return { runId: run.id, attemptId, lease: await start(attemptId) };
+  }
+
+  /** What the owner sees of the held attempt: its run, log lines, pool and assets. */
+  async function stateOf(held: Held) {
+    const [run, logs, pool, assets] = await Promise.all([
+      owner.api.get(`/runs/${held.runId}`),
+      owner.api.get(`/runs/${held.runId}/logs`),
+      owner.api.get('/pool'),
+      owner.api.get('/environments/prod/assets'),
+    ]);
+    return {
+      run: Run.parse(run.body.data),
+      logs: logs.body.data as unknown[],
+      // Heartbeat ages change by the millisecond; which workers are there does not.
+      pool: { workers: pool.body.data.workers.map((worker: { name: string }) => worker.name), attempts: pool.body.data.attempts },
+      assets: assets.body.data as unknown[],
+    };
+  }
+
+  beforeAll(async () => {
+    owner = await createTenant(stack, 'worker-api');
+    const intruder = await createTenant(stack, 'worker-api-intruder');
+    // `remote`, and no worker runs for the owner's pool: the attempts wait for this file.
+    bundleRef = await deployRunsProject(owner, join(stack.dataDir, 'lake', owner.tenantId), 'remote');
+    ownerPool = owner.api.withToken((await issueCredential(owner)).token);
+    intruderPool = intruder.api.withToken((await issueCredential(intruder)).token);
+    mine = await hold();
+    sibling = await hold();
+  });
+
+  beforeEach(async () => {
+    // Renews both leases (4 s in tests) so that the reaper changes nothing during a test.
+    const alive = await ownerPool.post('/worker/heartbeat', {
+      worker: WORKER,
+      attempts: [mine, sibling].map((held) => ({ id: held.attemptId, lease: held.lease, asset: null })),
+    });
+    expect([alive.status, alive.body.data]).toEqual([200, { superseded: [] }]);
+    before = await stateOf(mine);
+    expect(before.run.attempts[0]!.status).toBe('running');
+  });
+
+  it("answers another tenant's pool 404 on every route, even with the attempt's own lease", async () => {
+    const answers: unknown[] = [];
+    for (const [route, call] of Object.entries(callsAbout(mine, bundleRef))) {
+      answers.push([route, ...outcome(await send(intruderPool, call))]);
+    }
+    answers.push(['start', ...outcome(await intruderPool.post(`/worker/attempts/${mine.attemptId}/start`, { worker: WORKER }))]);
+    expect(answers).toEqual([
+      // A heartbeat is about the worker, not one attempt: the lease is not renewed, and the worker is told to stop.
+      ['heartbeat', 200, { superseded: [mine.attemptId] }],
+      ['logs', 404, 'not_found'],
+      ['upstream', 404, 'not_found'],
+      ['connection', 404, 'not_found'],
+      ['materialization', 404, 'not_found'],
+      ['bundle', 404, 'not_found'],
+      ['release', 404, 'not_found'],
+      ['finish', 404, 'not_found'],
+      ['start', 404, 'not_found'],
+    ]);
+    expect(await stateOf(mine)).toEqual(before);
+  });
+
+  it('answers an API token 401 on every worker route', async () => {
+    for (const [route, call] of Object.entries(callsAbout(mine, bundleRef))) {
+      expect([route, ...outcome(await send(owner.api, call))]).toEqual([route, 401, 'unauthorized']);
+    }
+    expect(await stateOf(mine)).toEqual(before);
+  });
+
+  it.each(BAD_CALLS)('$title → $status $code', async (bad) => {
+    const response = await send(ownerPool, bad.change(callsAbout(mine, bundleRef)[bad.route], sibling));
+    expect(outcome(response)).toEqual([bad.status, bad.code]);
+    const { error } = ErrorBody.parse(response.body);
+    expect(error.message.length).toBeGreaterThan(0);
+    if (bad.detailPath) expect(error.details.map((detail) => detail.path)).toContain(bad.detailPath);
+    expect(await stateOf(mine)).toEqual(before);
+  });
+
+  // The control: the calls the tests above refused, unchanged and from the attempt's own
+  // pool, succeed and change what those tests found unchanged.
+  it("takes the same calls from the attempt's own pool", async () => {
+    const calls = callsAbout(mine, bundleRef);
+    const heartbeat = await send(ownerPool, calls.heartbeat);
+    expect([heartbeat.status, heartbeat.body.data]).toEqual([200, { superseded: [] }]);
+    const logs = await send(ownerPool, calls.logs);
+    expect([logs.status, logs.body.data]).toEqual([200, { stored: 1 }]);
+    const connection = await send(ownerPool, calls.connection);
+    expect([connection.status, connection.body.data.name]).toEqual([200, 'warehouse']);
+    const materialization = await send(ownerPool, calls.materialization);
+    expect([materialization.status, materialization.body.data.id]).toEqual([201, MATERIALIZATION_ID]);
+    const upstream = await send(ownerPool, calls.upstream);
+    expect([upstream.status, upstream.body.data.materialization_id]).toEqual([200, MATERIALIZATION_ID]);
+    const bundle = await send(ownerPool, calls.bundle);
+    expect([bundle.status, bundle.headers.get('content-type')]).toEqual([200, 'application/gzip']);
+    const release = await send(ownerPool, calls.release);
+    expect([release.status, release.body.data.status]).toEqual([200, 'queued']);
+    // Released, the attempt is queued again: started anew it has a new lease to finish under.
+    const finish = await send(ownerPool, { ...calls.finish, lease: await start(mine.attemptId) });
+    expect([finish.status, finish.body.data.status]).toEqual([200, 'succeeded']);
+
+    const after = await stateOf(mine);
+    expect(after.run.status).toBe('succeeded');
+    expect(after.logs).toEqual([expect.objectContaining({ message: LOG_MESSAGE })]);
+    expect(after.assets).toContainEqual(expect.objectContaining({ key: 'orders', latest_materialization: expect.objectContaining({ id: MATERIALIZATION_ID }) }));
+  });
+});

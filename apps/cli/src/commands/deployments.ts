@@ -1,0 +1,172 @@
+import { ActivateRequest, Deployment, Environment } from '@envengine/contracts';
+import { z } from 'zod';
+import type { ApiClient } from '../api-client.ts';
+import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec, type OptionValues } from '../command-line.ts';
+import type { CommandContext } from '../command-context.ts';
+import { CliError, ExitCode } from '../exit-codes.ts';
+import type { Output } from '../output.ts';
+import { ENV_OPTION, requestBody, segment } from './request-body.ts';
+
+export const TIMEOUT_OPTION: Record<string, OptionSpec> = {
+  timeout: { type: 'string', value: 'SECONDS', description: 'how long to wait (default 600); exit 6 if still going' },
+};
+
+export function timeoutMsOf(values: OptionValues, defaultSeconds = 600): number {
+  return (integerOption(values, 'timeout', { min: 1, max: 86_400 }) ?? defaultSeconds) * 1000;
+}
+
+export const shortSha = (sha: string) => (/^[0-9a-f]{40}/.test(sha) ? `${sha.slice(0, 12)}${sha.slice(40)}` : sha);
+
+export function recheckLine(deployment: Deployment): string | undefined {
+  if (!deployment.recheck) return undefined;
+  const { checked, quarantined } = deployment.recheck;
+  return `Re-check: ${checked} asset${checked === 1 ? '' : 's'} checked, ${quarantined.length === 0 ? 'none quarantined' : `quarantined: ${quarantined.join(', ')}`}.`;
+}
+
+export function deploymentFields(out: Output, deployment: Deployment): string {
+  return out.fields([
+    ['id', deployment.id],
+    ['status', { text: deployment.status, color: deployment.status === 'ready' ? 'green' : 'red' }],
+    ['active', deployment.active],
+    ['bundle', deployment.bundle_ref],
+    ['git', `${deployment.git.branch} @ ${shortSha(deployment.git.sha)}`],
+    ['sdk version', deployment.sdk_version],
+    ['created by', deployment.created_by],
+    ['allowed changes', deployment.allow_contract_changes.join(', ') || '-'],
+    ['errors', deployment.validation.errors.length],
+    ['warnings', deployment.validation.warnings.length],
+    ['created', deployment.inserted_at],
+  ]);
+}
+
+export function deploymentTable(out: Output, deployments: readonly Deployment[]): string {
+  return out.table(
+    ['ID', 'STATUS', 'ACTIVE', 'GIT', 'BUNDLE', 'CREATED BY', 'CREATED'],
+    deployments.map((deployment) => [
+      deployment.id,
+      { text: deployment.status, color: deployment.status === 'ready' ? 'green' : 'red' },
+      deployment.active ? { text: 'active', color: 'green' } : '',
+      `${deployment.git.branch}@${shortSha(deployment.git.sha)}`,
+      deployment.bundle_ref.slice(0, 19),
+      deployment.created_by,
+      deployment.inserted_at,
+    ]),
+  );
+}
+
+/** Every deployment of an environment, newest first, a page at a time. */
+export async function* deploymentsOf(api: ApiClient, environment: string): AsyncGenerator<Deployment> {
+  let cursor: string | undefined;
+  for (;;) {
+    const query = new URLSearchParams({ limit: '200', ...(cursor ? { cursor } : {}) });
+    const { data } = await api.call('GET', `/environments/${segment(environment)}/deployments?${query}`, { data: z.array(Deployment) });
+    yield* data;
+    if (data.length < 200) return;
+    cursor = data[data.length - 1]!.id;
+  }
+}
+
+/**
+ * Activates a ready deployment and answers it with its re-check report. An activation
+ * still running when the server stops waiting answers 503; asking again waits for the
+ * same workflow, until `timeoutMs` (then exit 6).
+ */
+export async function activateAndWait(ctx: CommandContext, api: ApiClient, id: string, timeoutMs: number): Promise<Deployment> {
+  const deadline = ctx.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { data } = await api.call('POST', `/deployments/${segment(id)}/activate`, { data: Deployment, json: requestBody(ActivateRequest, {}), idempotent: true });
+      return data;
+    } catch (error) {
+      if (!(error instanceof CliError) || error.code !== 'unavailable' || ctx.now() >= deadline) {
+        if (error instanceof CliError && error.code === 'unavailable') throw new CliError(ExitCode.timedOut, 'timed_out', `the activation of ${id} was still running after ${timeoutMs / 1000} s; run the command again to wait for it`);
+        throw error;
+      }
+      ctx.out.info(`The activation of ${id} is still running; waiting…`);
+    }
+  }
+}
+
+function printActivation(ctx: CommandContext, deployment: Deployment, environment: string, previous: string | null): void {
+  ctx.out.data(deployment, () =>
+    [
+      previous && previous !== deployment.id ? `Rolled back ${environment}: ${previous} → ${deployment.id} (git ${deployment.git.branch} @ ${shortSha(deployment.git.sha)}).` : `Activated ${deployment.id} on ${environment}.`,
+      recheckLine(deployment) ?? '',
+    ].filter(Boolean).join('\n'),
+  );
+}
+
+async function environmentOf(api: ApiClient, name: string): Promise<Environment> {
+  return (await api.call('GET', `/environments/${segment(name)}`, { data: Environment })).data;
+}
+
+export const deploymentCommands: CommandSpec[] = [
+  {
+    path: ['deployments', 'list'],
+    summary: "list an environment's deployments, newest first",
+    options: { ...ENV_OPTION, limit: { type: 'string', value: 'N', description: 'at most N (1-200, default 20)' }, active: { type: 'boolean', description: 'only the active one' } },
+    async run(ctx, { values }) {
+      const env = requiredOption(values, 'env', 'deployments list');
+      const limit = integerOption(values, 'limit', { min: 1, max: 200 }) ?? 20;
+      const query = new URLSearchParams(values.active === true ? { active: 'true' } : { limit: String(limit) });
+      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/deployments?${query}`, { data: z.array(Deployment) });
+      ctx.out.data(data, () => deploymentTable(ctx.out, data));
+    },
+  },
+  {
+    path: ['deployments', 'get'],
+    summary: 'show one deployment with its validation errors and warnings',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    async run(ctx, { positionals }) {
+      const { data } = await (await ctx.api()).call('GET', `/deployments/${segment(positionals[0]!)}`, { data: Deployment });
+      ctx.out.data(data, () => {
+        const items = [...data.validation.errors.map((item) => ['error', item] as const), ...data.validation.warnings.map((item) => ['warning', item] as const)];
+        const list = items.length === 0 ? '' : `\n\n${ctx.out.table(['LEVEL', 'PATH', 'CODE', 'MESSAGE'], items.map(([level, item]) => [{ text: level, color: level === 'error' ? 'red' : 'yellow' }, item.path, item.code, item.message]))}`;
+        return `${deploymentFields(ctx.out, data)}${list}`;
+      });
+    },
+  },
+  {
+    path: ['deployments', 'activate'],
+    summary: 'point its environment at a ready deployment (re-checks stored columns)',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    options: { ...TIMEOUT_OPTION },
+    async run(ctx, { values, positionals }) {
+      const api = await ctx.api();
+      const data = await activateAndWait(ctx, api, positionals[0]!, timeoutMsOf(values, 120));
+      printActivation(ctx, data, data.environment_id, null);
+    },
+  },
+  {
+    path: ['rollback'],
+    summary: 'activate the previous ready deployment (or --to ID) and print the re-check report',
+    options: { ...ENV_OPTION, to: { type: 'string', value: 'ID', description: 'the deployment to go back to (default: the newest ready one older than the active one)' }, ...TIMEOUT_OPTION },
+    async run(ctx, { values }) {
+      const env = requiredOption(values, 'env', 'rollback');
+      const api = await ctx.api();
+      const environment = await environmentOf(api, env);
+      const activeId = environment.active_deployment_id;
+      let targetId = stringOption(values, 'to');
+      if (targetId === undefined) {
+        if (activeId === null) throw new CliError(ExitCode.failed, 'nothing_to_roll_back', `${env} has no active deployment`);
+        let seenActive = false;
+        for await (const deployment of deploymentsOf(api, env)) {
+          if (deployment.id === activeId) seenActive = true;
+          else if (seenActive && deployment.status === 'ready') {
+            targetId = deployment.id;
+            break;
+          }
+        }
+        if (targetId === undefined) throw new CliError(ExitCode.failed, 'nothing_to_roll_back', `${env} has no ready deployment older than the active one (${activeId})`);
+      } else {
+        const target = (await api.call('GET', `/deployments/${segment(targetId)}`, { data: Deployment })).data;
+        if (target.environment_id !== environment.id) throw new CliError(ExitCode.notFound, 'not_found', `deployment ${targetId} is not a deployment of ${env}`);
+      }
+      ctx.out.info(`Rolling ${env} back to ${targetId}…`);
+      const data = await activateAndWait(ctx, api, targetId, timeoutMsOf(values, 120));
+      printActivation(ctx, data, env, activeId);
+    },
+  },
+];

@@ -1,0 +1,128 @@
+import { CreateEnvironmentRequest, Environment, PlacementResult, ScheduleToggleRequest, SetPlacementRequest } from '@envengine/contracts';
+import { z } from 'zod';
+import { flagOption, stringOption, type CommandSpec } from '../command-line.ts';
+import type { CommandContext } from '../command-context.ts';
+import { usageError } from '../exit-codes.ts';
+import type { Output } from '../output.ts';
+import { requestBody, segment } from './request-body.ts';
+
+export function environmentTable(out: Output, environments: readonly Environment[]): string {
+  return out.table(
+    ['NAME', 'EXECUTOR', 'KIND', 'STRICT', 'SCHEDULES', 'ACTIVE DEPLOYMENT', 'GIT REF'],
+    environments.map((environment) => [
+      environment.name,
+      environment.executor,
+      environment.kind,
+      environment.strict ? 'yes' : 'no',
+      environment.schedules_paused ? { text: 'paused', color: 'yellow' } : 'running',
+      environment.active_deployment_id,
+      environment.git_ref,
+    ]),
+  );
+}
+
+function environmentFields(out: Output, environment: Environment): string {
+  return out.fields([
+    ['name', environment.name],
+    ['id', environment.id],
+    ['kind', environment.kind],
+    ['executor', environment.executor],
+    ['strict', environment.strict],
+    ['storage prefix', environment.storage_prefix],
+    ['schedules', environment.schedules_paused ? { text: `paused${environment.schedules_paused_reason ? ` (${environment.schedules_paused_reason})` : ''}`, color: 'yellow' } : 'running'],
+    ['active deployment', environment.active_deployment_id],
+    ['git ref', environment.git_ref],
+    ['created', environment.inserted_at],
+  ]);
+}
+
+function printEnvironment(ctx: CommandContext, environment: Environment): void {
+  ctx.out.data(environment, () => environmentFields(ctx.out, environment));
+}
+
+function executorArgument(value: string): 'local' | 'remote' {
+  if (value !== 'local' && value !== 'remote') throw usageError(`the executor is "local" or "remote", not "${value}"`);
+  return value;
+}
+
+export const environmentCommands: CommandSpec[] = [
+  {
+    path: ['env', 'list'],
+    summary: 'list your environments',
+    async run(ctx) {
+      const { data } = await (await ctx.api()).call('GET', '/environments', { data: z.array(Environment) });
+      ctx.out.data(data, () => environmentTable(ctx.out, data));
+    },
+  },
+  {
+    path: ['env', 'get'],
+    summary: 'show one environment',
+    args: 'NAME',
+    positionals: { min: 1, max: 1 },
+    async run(ctx, { positionals }) {
+      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(positionals[0]!)}`, { data: Environment });
+      printEnvironment(ctx, data);
+    },
+  },
+  {
+    path: ['env', 'create'],
+    summary: 'create an environment',
+    args: 'NAME',
+    positionals: { min: 1, max: 1 },
+    options: {
+      'storage-prefix': { type: 'string', value: 'PREFIX', description: '(required) where its materializations go, e.g. file:///data/lake/prod' },
+      executor: { type: 'string', value: 'local|remote', description: '(required) where its attempts run' },
+      kind: { type: 'string', value: 'persistent|preview', description: 'default persistent' },
+      strict: { type: 'boolean', description: 'accept a schema change only when the deploy lists it (--allow-contract-change)' },
+    },
+    async run(ctx, { values, positionals }) {
+      const body = requestBody(CreateEnvironmentRequest, {
+        name: positionals[0],
+        storage_prefix: stringOption(values, 'storage-prefix'),
+        executor: stringOption(values, 'executor'),
+        ...(stringOption(values, 'kind') ? { kind: stringOption(values, 'kind') } : {}),
+        strict: flagOption(values, 'strict'),
+      });
+      const { data } = await (await ctx.api()).call('POST', '/environments', { data: Environment, json: body, idempotent: true });
+      ctx.out.info(`Created environment ${data.name} (${data.id}).`);
+      printEnvironment(ctx, data);
+    },
+  },
+  {
+    path: ['env', 'placement'],
+    summary: 'set where the attempts of one environment run',
+    args: 'NAME local|remote',
+    positionals: { min: 2, max: 2 },
+    async run(ctx, { positionals }) {
+      const body = requestBody(SetPlacementRequest, { executor: executorArgument(positionals[1]!) });
+      const { data } = await (await ctx.api()).call('POST', `/environments/${segment(positionals[0]!)}/placement`, { data: Environment, json: body, idempotent: true });
+      printEnvironment(ctx, data);
+    },
+  },
+  ...(['pause', 'resume'] as const).map(
+    (action): CommandSpec => ({
+      path: ['env', action],
+      summary: action === 'pause' ? "pause an environment's schedules (manual runs still start)" : "resume an environment's schedules",
+      args: 'NAME',
+      positionals: { min: 1, max: 1 },
+      options: action === 'pause' ? { reason: { type: 'string', value: 'TEXT', description: 'why, shown on the environment' } } : {},
+      async run(ctx, { values, positionals }) {
+        const reason = stringOption(values, 'reason');
+        const body = requestBody(ScheduleToggleRequest, reason === undefined ? {} : { reason });
+        const { data } = await (await ctx.api()).call('POST', `/environments/${segment(positionals[0]!)}/schedules/${action}`, { data: Environment, json: body, idempotent: true });
+        printEnvironment(ctx, data);
+      },
+    }),
+  ),
+  {
+    path: ['placement', 'set'],
+    summary: 'set where the attempts of all your environments run',
+    args: 'local|remote',
+    positionals: { min: 1, max: 1 },
+    async run(ctx, { positionals }) {
+      const body = requestBody(SetPlacementRequest, { executor: executorArgument(positionals[0]!) });
+      const { data } = await (await ctx.api()).call('POST', '/placement', { data: PlacementResult, json: body, idempotent: true });
+      ctx.out.data(data, () => `Every environment now runs on ${data.executor}:\n${environmentTable(ctx.out, data.environments)}`);
+    },
+  },
+];

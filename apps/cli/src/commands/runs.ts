@@ -1,0 +1,246 @@
+import { CancelRunRequest, CreateRunRequest, Run, RunLogLine, TERMINAL_RUN_STATUSES, type Attempt } from '@envengine/contracts';
+import { z } from 'zod';
+import type { ApiClient } from '../api-client.ts';
+import { flagOption, integerOption, listOption, requiredOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
+import type { CommandContext } from '../command-context.ts';
+import { CliError, ExitCode, usageError, type ExitCode as ExitCodeValue } from '../exit-codes.ts';
+import type { Output } from '../output.ts';
+import { StatusLine } from '../status-line.ts';
+import { ENV_OPTION, requestBody, segment } from './request-body.ts';
+
+const POLL_MS = 500;
+const LOG_PAGE = 1000;
+const TERMINAL = new Set<string>(TERMINAL_RUN_STATUSES);
+
+const WAIT_OPTION = { timeout: { type: 'string', value: 'SECONDS', description: 'stop waiting after SECONDS (exit 6, the run goes on); default: until it ends' } } as const;
+
+function waitLimitMs(values: OptionValues): number | undefined {
+  const seconds = integerOption(values, 'timeout', { min: 1, max: 7 * 86_400 });
+  return seconds === undefined ? undefined : seconds * 1000;
+}
+
+async function getRun(api: ApiClient, id: string): Promise<Run> {
+  return (await api.call('GET', `/runs/${segment(id)}`, { data: Run })).data;
+}
+
+/** Every log line after `cursor`, a page at a time. */
+async function logsAfter(api: ApiClient, id: string, cursor: string | undefined): Promise<RunLogLine[]> {
+  const lines: RunLogLine[] = [];
+  for (;;) {
+    const query = new URLSearchParams({ limit: String(LOG_PAGE), ...(cursor ? { after: cursor } : {}) });
+    const { data } = await api.call('GET', `/runs/${segment(id)}/logs?${query}`, { data: z.array(RunLogLine) });
+    lines.push(...data);
+    if (data.length < LOG_PAGE) return lines;
+    cursor = data[data.length - 1]!.cursor;
+  }
+}
+
+function logText(out: Output, line: RunLogLine): string {
+  return `${out.paint(line.at.slice(11, 23), 'dim')} ${out.paint(`#${line.attempt}`, 'dim')} ${line.asset ?? '-'}: ${line.message}`;
+}
+
+function elapsedOf(run: Run, now: number): string {
+  const from = Date.parse(run.started_at ?? run.inserted_at);
+  const to = run.finished_at ? Date.parse(run.finished_at) : now;
+  return `${(Math.max(0, to - from) / 1000).toFixed(1)}s`;
+}
+
+function currentAttempt(run: Run): Attempt | undefined {
+  return run.attempts[run.attempts.length - 1];
+}
+
+/** The live status line of `runs watch`: attempt, executor, asset in progress, elapsed. */
+export function describeRun(run: Run, now: number): string {
+  const attempt = currentAttempt(run);
+  const parts = [`${run.id} ${run.status}`];
+  if (attempt) {
+    parts.push(`attempt ${attempt.number}/${run.max_attempts} on ${attempt.executor}${attempt.worker ? ` (${attempt.worker})` : ''}`);
+    const running = attempt.assets.find((asset) => asset.status === 'running');
+    const done = attempt.assets.filter((asset) => asset.status === 'succeeded').length;
+    if (running) parts.push(`asset ${running.key} (${done}/${attempt.assets.length} done)`);
+  }
+  if (run.waiting_for_worker) parts.push('waiting for a worker of the pool');
+  parts.push(elapsedOf(run, now));
+  return parts.join(' · ');
+}
+
+function attemptsTable(out: Output, run: Run): string {
+  return out.table(
+    ['ATTEMPT', 'EXECUTOR', 'STATUS', 'WORKER', 'ERROR'],
+    run.attempts.map((attempt) => [attempt.number, attempt.executor, { text: attempt.status, color: statusColorOf(attempt.status) }, attempt.worker, attempt.error]),
+  );
+}
+
+function assetsTable(out: Output, run: Run): string {
+  const rows = run.attempts.flatMap((attempt) =>
+    attempt.assets.map((asset) => [attempt.number, asset.key, { text: asset.status, color: statusColorOf(asset.status) }, asset.materialization_id, asset.error] as const),
+  );
+  return out.table(['ATTEMPT', 'ASSET', 'STATUS', 'MATERIALIZATION', 'ERROR'], rows);
+}
+
+function statusColorOf(status: string) {
+  return status === 'succeeded' ? ('green' as const) : ['failed', 'lost', 'canceled'].includes(status) ? ('red' as const) : ('yellow' as const);
+}
+
+function runSummary(out: Output, run: Run, now: number): string {
+  const what = run.job ? `job ${run.job}` : `assets ${run.assets.join(', ')}`;
+  return [
+    `Run ${out.paint(run.id, 'bold')} ${out.status(run.status)} after ${elapsedOf(run, now)} (${what}, deployment ${run.deployment_id}, ${run.trigger}).`,
+    ...(run.error ? [`Error: ${run.error}`] : []),
+    '',
+    attemptsTable(out, run),
+    '',
+    assetsTable(out, run),
+  ].join('\n');
+}
+
+function exitOf(ctx: CommandContext, run: Run): ExitCodeValue {
+  if (run.status === 'succeeded') return ExitCode.ok;
+  ctx.out.error(`run_${run.status}`, `run ${run.id} ${run.status}${run.error ? `: ${run.error}` : ''}`);
+  return ExitCode.failed;
+}
+
+/**
+ * Follows a run to its end: its log lines as they come (NDJSON `{"log": line}` in json
+ * mode), a live status line on stderr, then the result (`{"run": run}`). Exit 0 when it
+ * succeeded, 1 when it failed or was canceled, 6 when `timeoutMs` ran out first.
+ */
+export async function watchRun(ctx: CommandContext, api: ApiClient, id: string, timeoutMs: number | undefined): Promise<ExitCodeValue> {
+  const deadline = timeoutMs === undefined ? Infinity : ctx.now() + timeoutMs;
+  const status = new StatusLine(ctx.out);
+  let cursor: string | undefined;
+  const printLogs = (lines: readonly RunLogLine[]) => {
+    if (lines.length === 0) return;
+    status.clear();
+    for (const line of lines) ctx.out.line({ log: line }, () => logText(ctx.out, line));
+    cursor = lines[lines.length - 1]!.cursor;
+  };
+  try {
+    for (;;) {
+      const run = await getRun(api, id);
+      printLogs(await logsAfter(api, id, cursor));
+      if (TERMINAL.has(run.status)) {
+        // Lines shipped just before the finish report.
+        printLogs(await logsAfter(api, id, cursor));
+        status.done();
+        ctx.out.line({ run }, () => `\n${runSummary(ctx.out, run, ctx.now())}`);
+        return exitOf(ctx, run);
+      }
+      status.update(describeRun(run, ctx.now()));
+      if (ctx.now() >= deadline) {
+        status.done();
+        throw new CliError(ExitCode.timedOut, 'timed_out', `run ${id} was still ${run.status} after ${timeoutMs! / 1000} s (it goes on; envctl runs watch ${id} follows it again)`);
+      }
+      await ctx.sleep(POLL_MS);
+    }
+  } finally {
+    status.done();
+  }
+}
+
+export const runCommands: CommandSpec[] = [
+  {
+    path: ['runs', 'start'],
+    summary: "start a run of a job or of assets on the environment's active deployment",
+    options: {
+      ...ENV_OPTION,
+      job: { type: 'string', value: 'NAME', description: 'the job to run' },
+      asset: { type: 'string', multiple: true, value: 'KEY', description: 'an asset to run (instead of --job)' },
+      'max-attempts': { type: 'string', value: 'N', description: 'attempts allowed (1-10, default 1)' },
+      watch: { type: 'boolean', description: 'follow it to its end, as runs watch does' },
+      ...WAIT_OPTION,
+    },
+    async run(ctx, { values }) {
+      const env = requiredOption(values, 'env', 'runs start');
+      const job = stringOption(values, 'job');
+      const assets = listOption(values, 'asset');
+      if ((job === undefined) === (assets.length === 0)) throw usageError('give --job NAME or --asset KEY (one or more), not both');
+      const maxAttempts = integerOption(values, 'max-attempts', { min: 1, max: 10 });
+      const body = requestBody(CreateRunRequest, { ...(job ? { job } : { assets }), ...(maxAttempts ? { max_attempts: maxAttempts } : {}) });
+      const api = await ctx.api();
+      const { data } = await api.call('POST', `/environments/${segment(env)}/runs`, { data: Run, json: body, idempotent: true });
+      if (flagOption(values, 'watch')) {
+        ctx.out.info(`Started run ${data.id}.`);
+        return watchRun(ctx, api, data.id, waitLimitMs(values));
+      }
+      ctx.out.info(`Started run ${data.id}; follow it with: envctl runs watch ${data.id}`);
+      ctx.out.data(data, () => data.id);
+    },
+  },
+  {
+    path: ['runs', 'list'],
+    summary: "list an environment's runs, newest first",
+    options: {
+      ...ENV_OPTION,
+      status: { type: 'string', value: 'STATUS', description: 'only runs in this status (queued, running, succeeded, failed, canceled)' },
+      limit: { type: 'string', value: 'N', description: 'at most N (1-200, default 20)' },
+    },
+    async run(ctx, { values }) {
+      const env = requiredOption(values, 'env', 'runs list');
+      const status = stringOption(values, 'status');
+      const query = new URLSearchParams({ limit: String(integerOption(values, 'limit', { min: 1, max: 200 }) ?? 20), ...(status ? { status } : {}) });
+      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/runs?${query}`, { data: z.array(Run) });
+      ctx.out.data(data, () =>
+        ctx.out.table(
+          ['ID', 'STATUS', 'JOB/ASSETS', 'ATTEMPTS', 'TRIGGER', 'CREATED', 'ERROR'],
+          data.map((run) => [run.id, { text: run.status, color: statusColorOf(run.status) }, run.job ?? run.assets.join(','), `${run.attempts.length}/${run.max_attempts}`, run.trigger, run.inserted_at, run.error]),
+        ),
+      );
+    },
+  },
+  {
+    path: ['runs', 'get'],
+    summary: 'show one run with its attempts and assets',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    async run(ctx, { positionals }) {
+      const run = await getRun(await ctx.api(), positionals[0]!);
+      ctx.out.data(run, () => runSummary(ctx.out, run, ctx.now()));
+    },
+  },
+  {
+    path: ['runs', 'watch'],
+    summary: 'follow a run to its end: live status, its logs, then the result (exit 1 if it failed)',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    options: { ...WAIT_OPTION },
+    async run(ctx, { values, positionals }) {
+      return watchRun(ctx, await ctx.api(), positionals[0]!, waitLimitMs(values));
+    },
+  },
+  {
+    path: ['runs', 'logs'],
+    summary: "print a run's log lines (NDJSON in json mode); --follow streams new ones until it ends",
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    options: { follow: { type: 'boolean', short: 'f', description: 'keep printing new lines until the run ends' }, ...WAIT_OPTION },
+    async run(ctx, { values, positionals }) {
+      const api = await ctx.api();
+      const id = positionals[0]!;
+      const follow = flagOption(values, 'follow');
+      const limitMs = waitLimitMs(values);
+      const deadline = limitMs === undefined ? Infinity : ctx.now() + limitMs;
+      let cursor: string | undefined;
+      for (;;) {
+        // Read the status before the lines, so that the last read after the end gets every line.
+        const finished = follow ? TERMINAL.has((await getRun(api, id)).status) : true;
+        const lines = await logsAfter(api, id, cursor);
+        for (const line of lines) ctx.out.line(line, () => logText(ctx.out, line));
+        if (lines.length > 0) cursor = lines[lines.length - 1]!.cursor;
+        if (finished) return;
+        if (ctx.now() >= deadline) throw new CliError(ExitCode.timedOut, 'timed_out', `run ${id} was still going after ${limitMs! / 1000} s`);
+        await ctx.sleep(POLL_MS);
+      }
+    },
+  },
+  {
+    path: ['runs', 'cancel'],
+    summary: 'cancel a run (its open attempt is stopped)',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    async run(ctx, { positionals }) {
+      const { data } = await (await ctx.api()).call('POST', `/runs/${segment(positionals[0]!)}/cancel`, { data: Run, json: requestBody(CancelRunRequest, {}), idempotent: true });
+      ctx.out.data(data, () => `Run ${data.id} is ${ctx.out.status(data.status)}.`);
+    },
+  },
+];

@@ -1,0 +1,52 @@
+import { MAX_NEXT_FIRE_TIMES, Schedule, ScheduleNextFireTimes } from '@envengine/contracts';
+import { z } from 'zod';
+import { integerOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
+import { ENV_OPTION, segment } from './request-body.ts';
+
+export const scheduleCommands: CommandSpec[] = [
+  {
+    path: ['schedules', 'list'],
+    summary: "list an environment's schedules: cron, zone, paused, next run (UTC), last run, ticks skipped for overlap",
+    options: { ...ENV_OPTION },
+    async run(ctx, { values }) {
+      const env = requiredOption(values, 'env', 'schedules list');
+      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/schedules`, { data: z.array(Schedule) });
+      ctx.out.data(data, () =>
+        ctx.out.table(
+          ['NAME', 'JOB', 'CRON', 'TIMEZONE', 'STATE', 'NEXT RUN (UTC)', 'LAST RUN', 'SKIPPED'],
+          data.map((schedule) => [
+            schedule.name,
+            schedule.job,
+            schedule.cron,
+            schedule.timezone,
+            schedule.paused ? { text: 'paused', color: 'yellow' } : 'running',
+            schedule.next_run_at ?? '-',
+            schedule.last_run_id ?? '-',
+            String(schedule.skipped_overlap),
+          ]),
+        ),
+      );
+    },
+  },
+  {
+    path: ['schedules', 'next'],
+    summary: "preview a schedule's next fire times (UTC), by the clock-change rule; --after to look from another instant",
+    args: 'SCHEDULE',
+    positionals: { min: 1, max: 1 },
+    options: {
+      ...ENV_OPTION,
+      count: { type: 'string', short: 'n', description: `how many (1-${MAX_NEXT_FIRE_TIMES}, default 10)` },
+      after: { type: 'string', description: 'an ISO 8601 instant to preview from (default now)' },
+    },
+    async run(ctx, { values, positionals }) {
+      const env = requiredOption(values, 'env', 'schedules next');
+      const count = integerOption(values, 'count', { min: 1, max: MAX_NEXT_FIRE_TIMES }) ?? 10;
+      const after = stringOption(values, 'after');
+      const query = new URLSearchParams({ count: String(count), ...(after ? { after } : {}) });
+      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/schedules/${segment(positionals[0]!)}/next?${query}`, {
+        data: ScheduleNextFireTimes,
+      });
+      ctx.out.data(data, () => ctx.out.table(['NEXT (UTC)'], data.next.map((instant) => [instant])));
+    },
+  },
+];

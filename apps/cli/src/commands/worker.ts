@@ -1,0 +1,83 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { PoolCredentialIssued } from '@envengine/contracts';
+import { integerOption, stringOption, type CommandSpec } from '../command-line.ts';
+import type { CommandContext } from '../command-context.ts';
+import { CliError, ExitCode, usageError } from '../exit-codes.ts';
+import { readStdin } from '../prompts.ts';
+
+/** The attempt-worker built beside envctl (dist/apps/attempt-worker/main.js). */
+const BUILT_WORKER = fileURLToPath(new URL('../attempt-worker/main.js', import.meta.url));
+
+async function credentialOf(ctx: CommandContext, file: string | undefined): Promise<PoolCredentialIssued> {
+  let text: string;
+  if (file !== undefined) {
+    text = await readFile(file, 'utf8').catch((error: Error) => {
+      throw usageError(`cannot read --credentials ${file}: ${error.message}`);
+    });
+  } else if (!ctx.io.stdin.isTTY) {
+    text = (await readStdin(ctx.io)).toString('utf8');
+  } else {
+    throw usageError('give --credentials FILE (from envctl pool credentials create --save FILE), or pipe the credential JSON on stdin');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw usageError('the credential is not JSON (expected the output of envctl pool credentials create --save FILE)');
+  }
+  const parsed = PoolCredentialIssued.safeParse(json);
+  if (!parsed.success) throw usageError(`the credential lacks ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`);
+  return parsed.data;
+}
+
+export const workerCommand: CommandSpec = {
+  path: ['worker', 'start'],
+  summary: 'run an attempt-worker of your pool here, with a pool credential (passed to it through its environment, never its arguments)',
+  options: {
+    credentials: { type: 'string', value: 'FILE', description: 'the credential file (envctl pool credentials create --save FILE); else stdin' },
+    'redis-url': { type: 'string', value: 'URL', description: "the engine's Redis (else ENVCTL_REDIS_URL)" },
+    name: { type: 'string', value: 'NAME', description: 'the worker name shown by pool status (default host-pid)' },
+    concurrency: { type: 'string', value: 'N', description: 'attempts at once (default 4)' },
+  },
+  async run(ctx, { values }) {
+    const settings = await ctx.settings();
+    const redisUrl = stringOption(values, 'redis-url') ?? ctx.env.redisUrl;
+    if (!redisUrl) throw usageError("worker start needs the engine's Redis: --redis-url URL or ENVCTL_REDIS_URL");
+    const credential = await credentialOf(ctx, stringOption(values, 'credentials'));
+    const program = ctx.env.workerBin ?? BUILT_WORKER;
+    if (!existsSync(program)) throw new CliError(ExitCode.usage, 'worker_missing', `no attempt-worker at ${program}; build it (npx nx run attempt-worker:build) or set ENVCTL_WORKER_BIN`);
+    const concurrency = integerOption(values, 'concurrency', { min: 1, max: 256 });
+    const name = stringOption(values, 'name');
+    const env: Record<string, string> = {
+      ...ctx.env.inherited,
+      API_URL: settings.url,
+      REDIS_URL: redisUrl,
+      POOL_TOKEN: credential.token,
+      REDIS_USERNAME: credential.redis.username,
+      REDIS_PASSWORD: credential.redis.password,
+      POOL_QUEUE: credential.queue,
+      ...(name ? { WORKER_NAME: name } : {}),
+      ...(concurrency ? { CONCURRENCY: String(concurrency) } : {}),
+    };
+    ctx.out.info(`Starting a worker of pool ${credential.queue} (credential ${credential.id}) against ${settings.url}; Ctrl-C drains it.`);
+    const child = spawn(process.execPath, ['--enable-source-maps', program, '--pool'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+    const onInt = forward('SIGINT');
+    const onTerm = forward('SIGTERM');
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+    try {
+      const code = await new Promise<number>((resolve, reject) => {
+        child.once('error', reject);
+        child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === 'SIGTERM' || signal === 'SIGINT' ? 0 : 1)));
+      });
+      return code === 0 ? ExitCode.ok : ExitCode.failed;
+    } finally {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+    }
+  },
+};

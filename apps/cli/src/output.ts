@@ -1,0 +1,131 @@
+/** The streams envctl talks through; tests pass their own. */
+export interface CliIo {
+  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown; isTTY?: boolean; columns?: number };
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+}
+
+export type OutputMode = 'table' | 'json';
+
+export interface OutputOptions {
+  /** `--output`; default: table on a terminal, json when stdout is piped. */
+  mode: OutputMode | undefined;
+  noColor: boolean;
+  dumbTerminal: boolean;
+}
+
+const COLORS = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;
+export type Color = keyof typeof COLORS;
+
+/** Colour of a status word wherever it is shown. */
+export function statusColor(status: string): Color | undefined {
+  if (['ready', 'succeeded', 'active', 'live', 'latest'].includes(status)) return 'green';
+  if (['failed', 'lost', 'quarantined', 'canceled'].includes(status)) return 'red';
+  if (['running', 'queued', 'pending', 'read_only'].includes(status)) return 'yellow';
+  return undefined;
+}
+
+export type Cell = string | number | boolean | null | undefined | { text: string; color?: Color };
+
+function cellText(cell: Cell): string {
+  if (cell === null || cell === undefined) return '-';
+  if (typeof cell === 'object') return cell.text;
+  return String(cell);
+}
+
+/**
+ * Data on stdout, progress and errors on stderr; tables on a terminal, JSON when piped;
+ * colour only on a terminal and never with NO_COLOR.
+ */
+export class Output {
+  readonly mode: OutputMode;
+  private readonly colorOut: boolean;
+  private readonly colorErr: boolean;
+
+  constructor(
+    readonly io: CliIo,
+    options: OutputOptions,
+  ) {
+    this.mode = options.mode ?? (io.stdout.isTTY ? 'table' : 'json');
+    const colorAllowed = !options.noColor && !options.dumbTerminal;
+    this.colorOut = colorAllowed && io.stdout.isTTY === true;
+    this.colorErr = colorAllowed && io.stderr.isTTY === true;
+  }
+
+  get json(): boolean {
+    return this.mode === 'json';
+  }
+
+  get stderrIsTty(): boolean {
+    return this.io.stderr.isTTY === true;
+  }
+
+  paint(text: string, color: Color | undefined, stream: 'out' | 'err' = 'out'): string {
+    const enabled = stream === 'out' ? this.colorOut : this.colorErr;
+    return enabled && color ? `\u001b[${COLORS[color]}m${text}\u001b[0m` : text;
+  }
+
+  /** A status word, coloured by what it means. */
+  status(status: string, stream: 'out' | 'err' = 'out'): string {
+    return this.paint(status, statusColor(status), stream);
+  }
+
+  /** One document of data: JSON in json mode, else what `render` makes of it. */
+  data(value: unknown, render: () => string): void {
+    this.io.stdout.write(this.json ? `${JSON.stringify(value, null, 2)}\n` : ensureNewline(render()));
+  }
+
+  /** One line of a stream (NDJSON in json mode). */
+  line(value: unknown, render: () => string): void {
+    this.io.stdout.write(this.json ? `${JSON.stringify(value)}\n` : ensureNewline(render()));
+  }
+
+  /** Progress and notes for a person: stderr, never stdout. */
+  info(text: string): void {
+    this.io.stderr.write(ensureNewline(text));
+  }
+
+  warn(text: string): void {
+    this.io.stderr.write(`${this.paint('warning', 'yellow', 'err')}: ${text}\n`);
+  }
+
+  error(code: string, message: string, details: readonly string[] = []): void {
+    this.io.stderr.write(`${this.paint('error', 'red', 'err')}: ${code}: ${message}\n`);
+    for (const detail of details) this.io.stderr.write(`  - ${detail}\n`);
+  }
+
+  /** Columns padded to their widest cell, a header line, no borders. */
+  table(headers: readonly string[], rows: ReadonlyArray<readonly Cell[]>): string {
+    return renderTable(headers, rows, (cell, text) => (typeof cell === 'object' && cell !== null ? this.paint(text, cell.color) : text));
+  }
+
+  /** `key: value` lines for one object. */
+  fields(entries: ReadonlyArray<readonly [string, Cell]>): string {
+    const width = Math.max(...entries.map(([key]) => key.length));
+    return entries
+      .map(([key, cell]) => {
+        const text = cellText(cell);
+        return `${`${key}:`.padEnd(width + 2)}${typeof cell === 'object' && cell !== null ? this.paint(text, cell.color) : text}`;
+      })
+      .join('\n');
+  }
+}
+
+export function renderTable(headers: readonly string[], rows: ReadonlyArray<readonly Cell[]>, paint: (cell: Cell, text: string) => string = (_cell, text) => text): string {
+  if (rows.length === 0) return '(none)';
+  const texts = rows.map((row) => row.map(cellText));
+  const widths = headers.map((header, column) => Math.max(header.length, ...texts.map((row) => (row[column] ?? '').length)));
+  const line = (cells: readonly string[], raw: readonly Cell[] | undefined) =>
+    cells
+      .map((text, column) => {
+        const padded = column === cells.length - 1 ? text : text.padEnd(widths[column]!);
+        return raw ? paint(raw[column], padded) : padded;
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(headers, undefined), ...texts.map((row, index) => line(row, rows[index]))].join('\n');
+}
+
+function ensureNewline(text: string): string {
+  return text.endsWith('\n') ? text : `${text}\n`;
+}
