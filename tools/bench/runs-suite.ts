@@ -137,7 +137,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}`);
   const credential = PoolCredentialIssued.parse(issued.body.data);
   const stackInfo = stackInfoOf(stack, dataDir);
-  // The pool worker as the README starts one, with the product's heartbeat interval.
+  // The pool worker as docs/api.md#worker-pools starts one, with the product's heartbeat interval.
   const startWorker = (name: string) =>
     startPoolWorker(stackInfo, credential, name, { CONCURRENCY: String(POOL_CONCURRENCY), HEARTBEAT_INTERVAL_MS: '2000', ASSET_TIMEOUT_MS: '120000' });
 

@@ -13,7 +13,7 @@ export interface PoolWorker {
 }
 
 /**
- * A tenant's worker as the README starts one: the built attempt-worker in `--pool` mode
+ * A tenant's worker as docs/api.md#worker-pools starts one: the built attempt-worker in `--pool` mode
  * with the credential's token, Redis user and queue, reaching only the gateway and Redis.
  */
 export async function startPoolWorker(
