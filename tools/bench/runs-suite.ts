@@ -251,12 +251,14 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       rows.push(...(await rawRows(inFlight, count)));
       const dispatched = await dispatchRows(inFlight, count);
       rows.push(...dispatched.rows);
+      for (const row of rows.slice(-4)) console.error(`  ${row.name}, ${inFlight} in flight: p50 ${percentile(row.latencies, 50).toFixed(1)} ms, p99 ${percentile(row.latencies, 99).toFixed(1)} ms, ${row.perSecond.toFixed(1)}/s`);
       breakdowns.push({ inFlight, runs: dispatched.runs });
       cpuPerRun.push({ inFlight, cpu: dispatched.cpu });
     }
     // Throughput: more in flight than the worker takes at once, so that its queue never runs dry.
     const saturated = await dispatchRows(3 * POOL_CONCURRENCY, 300, ', throughput');
     rows.push(saturated.rows[1]!);
+    console.error(`  throughput: ${saturated.rows[1]!.perSecond.toFixed(1)} runs/s`);
     cpuPerRun.push({ inFlight: 3 * POOL_CONCURRENCY, cpu: saturated.cpu });
 
     spawnFloor = await sandboxedSpawnFloor(dataDir, 20);
@@ -324,7 +326,13 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     for (let i = 0; i < EMIT_REPEATS; i += 1) {
       const rows = makeRows(EMIT_ROWS);
       const started = performance.now();
-      const columnData = Object.entries(WIDE_PARQUET_TYPES).map(([name, type]) => ({ name, type, nullable: false, data: rows.map((row) => row[name]) }));
+      // INT64 columns take bigints, as the engine's codec converts them.
+      const columnData = Object.entries(WIDE_PARQUET_TYPES).map(([name, type]) => ({
+        name,
+        type,
+        nullable: false,
+        data: type === 'INT64' ? rows.map((row) => BigInt(row[name] as number)) : rows.map((row) => row[name]),
+      }));
       await writeFile(join(dataDir, `direct-${i}.parquet`), new Uint8Array(parquetWriteBuffer({ columnData })));
       directMs.push(performance.now() - started);
     }
