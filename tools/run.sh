@@ -2,7 +2,11 @@
 # Entry point of every README command. Installs what is missing (npm packages, which
 # include Node 24 itself), then runs the command on Node 24 from node_modules.
 set -euo pipefail
+# envctl works on the caller's folder (`envctl deploy` packs it); npm runs scripts from the
+# package root and says where it was called from in INIT_CWD.
+if [ "${npm_lifecycle_event:-}" = envctl ] && [ -n "${INIT_CWD:-}" ]; then caller_dir=$INIT_CWD; else caller_dir=$PWD; fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo_dir=$PWD
 
 # Reinstall when package.json or the lockfile changed since the last install.
 stamp_file=node_modules/.envengine-install-stamp
@@ -55,7 +59,8 @@ case "$cmd" in
       echo "envctl: the build failed (above)" >&2
       exit 1
     fi
-    exec node dist/apps/cli/main.js "$@"
+    cd "$caller_dir"
+    exec node "$repo_dir/dist/apps/cli/main.js" "$@"
     ;;
   *)
     echo "usage: tools/run.sh {stack up|test|bench|admin ...|envctl ...}" >&2

@@ -108,7 +108,13 @@ const ms = (iso: string | null | undefined) => (iso ? Date.parse(iso) : Number.N
 export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteContext): Promise<string[]> {
   const { servers, services } = stack;
   const api = new ApiClient(`${services.gatewayUrl}/api/v1`, token);
-  const redis = () => new Redis(servers.redis.url, { maxRetriesPerRequest: null });
+  // BullMQ leaves connections it was given open: each is closed here at the end.
+  const redisClients: Redis[] = [];
+  const redis = () => {
+    const client = new Redis(servers.redis.url, { maxRetriesPerRequest: null });
+    redisClients.push(client);
+    return client;
+  };
 
   // Who ran the counted asset: "<run id> <attempt>" → executions, reported by the code itself.
   const executions = new Map<string, number>();
@@ -272,6 +278,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     await rawQueue.obliterate({ force: true }).catch(() => undefined);
     await rawQueue.close();
     await poolEvents.close();
+    for (const client of redisClients) client.disconnect();
     counter.close();
   }
 

@@ -2,7 +2,9 @@
 // none, one environment each, alternating, same bundle; (2) 500 per-minute schedules over
 // 100 environments firing for five minutes, every tick's run counted from the runs
 // collection (one per schedule and tick, none missing, none twice).
+import { Client, Connection } from '@temporalio/client';
 import { MongoClient } from 'mongodb';
+import { scheduleIdOf } from '@envengine/environment-schedules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
 import { median, percentile, runConcurrently, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
@@ -75,6 +77,24 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: Su
   const windowStart = Math.ceil((resumedAt + 1000) / MINUTE_MS) * MINUTE_MS;
   const ticks = Array.from({ length: FIRING_MINUTES }, (_, i) => windowStart + i * MINUTE_MS);
   await sleep(ticks.at(-1)! + 30_000 - Date.now());
+  // Temporal's own account of the schedules, read before they are paused: actions taken and ticks it let pass.
+  const temporal = new Client({ connection: await Connection.connect({ address: servers.temporal.url }) });
+  const temporalCounts = { taken: 0, missedCatchup: 0, skippedOverlap: 0, undescribed: 0 };
+  const firingIds = await Promise.all(firing.map(async (name) => (await call('GET', `/environments/${name}`)).data['id'] as string));
+  await runConcurrently(firingIds.length * SCHEDULES_PER_ENVIRONMENT, 4, async (i) => {
+    // A Temporal still busy with the ticks may time a describe out: counted, not fatal.
+    const described = await temporal.schedule
+      .getHandle(scheduleIdOf(firingIds[Math.floor(i / SCHEDULES_PER_ENVIRONMENT)]!, `s${i % SCHEDULES_PER_ENVIRONMENT}`))
+      .describe()
+      .catch(() => undefined);
+    if (!described) return void (temporalCounts.undescribed += 1);
+    const { info } = described;
+    temporalCounts.taken += info.numActionsTaken;
+    temporalCounts.missedCatchup += info.numActionsMissedCatchupWindow;
+    temporalCounts.skippedOverlap += info.numActionsSkippedOverlap;
+  });
+  await temporal.connection.close();
+  console.error(`  Temporal: ${temporalCounts.taken} actions taken, ${temporalCounts.missedCatchup} missed the catch-up window, ${temporalCounts.skippedOverlap} skipped for overlap, ${temporalCounts.undescribed} not described (timed out)`);
   await runConcurrently(firing.length, 8, async (i) => void (await call('POST', `/environments/${firing[i]}/schedules/pause`, {})));
 
   const mongo = await MongoClient.connect(servers.mongo.url);
@@ -125,6 +145,8 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: Su
       '| ticks expected | ticks with a run | ticks with two runs | ticks skipped (previous run still going) | runs succeeded | tick to run created p50 / p99 ms | runs outside the window |',
       '|---:|---:|---:|---:|---:|---:|---:|',
       `| ${expected} | ${found} | ${duplicates} | ${skipped} | ${succeeded} | ${median(lateness)} / ${percentile(lateness, 99)} | ${outside} |`,
+      '',
+      `Temporal's own counts over the schedules' lives (to the end of the window plus 30 s, the set-up minute included): ${temporalCounts.taken} actions taken, ${temporalCounts.missedCatchup} ticks let pass for missing the catch-up window, ${temporalCounts.skippedOverlap} skipped for overlap (${temporalCounts.undescribed} of the ${firingIds.length * SCHEDULES_PER_ENVIRONMENT} schedules could not be described: the describe timed out).`,
     ];
   } finally {
     await mongo.close();
