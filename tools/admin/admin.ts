@@ -18,8 +18,8 @@ gateways about a revocation at once, REDIS_URL (default redis://127.0.0.1:6379).
 
 master-key rewrap re-wraps every data key of the local secret backend under
 SECRETS_MASTER_KEY, opening them with SECRETS_PREVIOUS_MASTER_KEYS (comma-separated),
-in the database SECRETS_MONGO_DB (default envengine_secrets). See the README for the
-rotation steps.`;
+in the database SECRETS_MONGO_DB (default envengine_secrets).
+See docs/api.md (Secrets and bindings) for the rotation steps.`;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
