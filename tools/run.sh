@@ -37,8 +37,10 @@ case "$cmd" in
     exec node --import tsx tools/stack/stack.ts "$@"
     ;;
   test)
-    # Unit tests, types and lint per project (cached by Nx), then the integration suite
-    # through the gateway against real Temporal, MongoDB (a replica set) and Redis servers.
+    # The servers' binaries first (some libs' own tests start a Redis), then unit tests,
+    # types and lint per project (cached by Nx), then the integration suite through the
+    # gateway against real Temporal, MongoDB (a replica set) and Redis servers.
+    node --import tsx tools/servers/install.ts
     nx run-many -t lint typecheck test --outputStyle=static
     nx run-many -t build --outputStyle=static
     exec nx run api-e2e:e2e --outputStyle=static

@@ -6,3 +6,4 @@ export * from './mongo-server.ts';
 export * from './redis-server.ts';
 export * from './temporal-server.ts';
 export * from './mongod-wheel.ts';
+export * from './install-servers.ts';
