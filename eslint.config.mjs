@@ -36,7 +36,7 @@ export default tseslint.config(
             { sourceTag: 'type:queues', onlyDependOnLibsWithTags: ['type:contracts'] },
             { sourceTag: 'type:dev-infra', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:dev-infra'] },
             { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
-            { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing', 'type:workflows', 'type:queues'] },
+            { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing', 'type:workflows', 'type:queues', 'type:rules'] },
             { sourceTag: 'type:tools', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing', 'type:rules', 'type:queues'] },
             { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway'] },
             { sourceTag: 'scope:placement', onlyDependOnLibsWithTags: ['scope:shared', 'scope:placement'] },

@@ -1,8 +1,11 @@
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+// The SDK's own Timestamp conversions (the gRPC request takes protobuf Timestamps).
+import { msToTs, tsToMs } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { dataEnvelope, Environment, Run, Schedule, ScheduleNextFireTimes } from '@envengine/contracts';
+import { isDroppedTick, parseCronExpression, type ParsedCron } from '@envengine/schedule-timing';
 import { createTenant, deployProject, until, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
 
@@ -37,11 +40,11 @@ function manifestWith(schedules: object[]): Record<string, unknown> {
 
 /**
  * The UTC instants at which `HH:30` for each hour in `hours` falls on every local day of
- * 2026 in `timeZone`, by the rule: a repeated wall time fires at its first occurrence, a
+ * `year` in `timeZone`, by the rule: a repeated wall time fires at its first occurrence, a
  * skipped one at the first instant after the jump. Worked out half hour by half hour from
  * the zone's offsets, independently of the product's calendar walk.
  */
-function expectedFireTable(timeZone: string, hours: number[]): string[] {
+function expectedFireTable(timeZone: string, hours: number[], year = 2026): string[] {
   const format = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' });
   const wallOf = (instant: number) => {
     const parts = Object.fromEntries(format.formatToParts(new Date(instant)).map((part) => [part.type, part.value]));
@@ -50,7 +53,7 @@ function expectedFireTable(timeZone: string, hours: number[]): string[] {
   // Both zones change their offset on whole hours: one lookup per UTC hour gives the wall
   // time of its :00 and :30, which is all a schedule at :30 and a jump on the hour need.
   const minutes: Array<{ instant: number; wall: string }> = [];
-  for (let hour = Date.parse('2025-12-31T12:00:00Z'); hour < Date.parse('2027-01-01T12:00:00Z'); hour += 3_600_000) {
+  for (let hour = Date.parse(`${year - 1}-12-31T12:00:00Z`); hour < Date.parse(`${year + 1}-01-01T12:00:00Z`); hour += 3_600_000) {
     const wallAtHour = wallOf(hour);
     const base = Date.parse(`${wallAtHour.replace(' ', 'T')}:00Z`);
     for (const minute of [0, 30]) {
@@ -60,7 +63,7 @@ function expectedFireTable(timeZone: string, hours: number[]): string[] {
   const firstAt = new Map<string, number>();
   for (const { instant, wall } of minutes) if (!firstAt.has(wall)) firstAt.set(wall, instant);
   const fires: number[] = [];
-  for (let day = Date.parse('2026-01-01T00:00:00Z'); day < Date.parse('2027-01-01T00:00:00Z'); day += 86_400_000) {
+  for (let day = Date.parse(`${year}-01-01T00:00:00Z`); day < Date.parse(`${year + 1}-01-01T00:00:00Z`); day += 86_400_000) {
     for (const hour of hours) {
       const wall = `${new Date(day).toISOString().slice(0, 10)} ${String(hour).padStart(2, '0')}:30`;
       fires.push(firstAt.get(wall) ?? minutes.find((minute) => minute.wall > wall)!.instant);
@@ -158,6 +161,84 @@ describe('schedules', () => {
     expect(berlin).toEqual(['2026-03-29T00:30:00.000Z', '2026-03-29T01:00:00.000Z']);
     const berlinAutumn = (await tenant.api.get('/environments/prod/schedules/nightly_berlin/next?count=2&after=2026-10-24T23:00:00Z')).body.data.next;
     expect(berlinAutumn).toEqual(['2026-10-24T23:30:00.000Z', '2026-10-25T00:30:00.000Z']);
+  });
+
+  it("fires by the same rule in Temporal itself: its matching times, less the ticks the engine drops, are next year's table", async () => {
+    // Temporal puts a repeated wall time at Go's choice of occurrence (the second in Berlin,
+    // the first in New York) and repeats an hour's matches across the repeated hour; the
+    // product adds one-offs to its spec and drops the extra ticks.
+    const DST = [
+      { name: 'at_0230_berlin', job: 'quick', cron: '30 2 * * *', timezone: 'Europe/Berlin', hours: [2] },
+      { name: 'at_0130_berlin', job: 'quick', cron: '30 1 * * *', timezone: 'Europe/Berlin', hours: [1] },
+      { name: 'at_0130_new_york', job: 'quick', cron: '30 1 * * *', timezone: 'America/New_York', hours: [1] },
+      { name: 'at_0230_new_york', job: 'quick', cron: '30 2 * * *', timezone: 'America/New_York', hours: [2] },
+      { ...NIGHTLY_BERLIN, hours: [1, 2] },
+      { ...NIGHTLY_NEW_YORK, hours: [1, 2] },
+    ];
+    const bundleRef = (await tenant.api.get(`/deployments/${firstDeploymentId}`)).body.data.bundle_ref as string;
+    expect((await tenant.api.post('/environments', { name: 'dst', storage_prefix: 'file:///tmp/unused', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments/dst/schedules/pause', {})).status).toBe(200);
+    for (const binding of ['warehouse', 'gate']) expect((await tenant.api.put(`/environments/dst/bindings/${binding}`, {})).status).toBe(201);
+    const schedules = DST.map(({ hours: _hours, ...definition }) => definition);
+    const deployed = await tenant.api.post('/environments/dst/deployments', { manifest: manifestWith(schedules), bundle_ref: bundleRef });
+    expect(deployed.status, deployed.text).toBe(201);
+    const dst = Environment.parse((await tenant.api.get('/environments/dst')).body.data);
+
+    const year = new Date().getUTCFullYear() + 1;
+    const matchingTimes = async (scheduleId: string) => {
+      const { startTime } = await temporal.workflowService.listScheduleMatchingTimes({
+        namespace: 'default',
+        scheduleId,
+        startTime: msToTs(Date.parse(`${year}-01-01T00:00:00Z`) - 1000),
+        endTime: msToTs(Date.parse(`${year + 1}-01-01T00:00:00Z`) - 1000),
+      });
+      return (startTime ?? []).map((time) => tsToMs(time));
+    };
+    const iso = (instants: number[]) => instants.map((instant) => new Date(instant).toISOString());
+    for (const schedule of DST) {
+      const cron = parseCronExpression(schedule.cron) as ParsedCron;
+      const expected = expectedFireTable(schedule.timezone, schedule.hours, year);
+      const matching = await matchingTimes(`sched-${dst.id}-${schedule.name}`);
+      expect(iso(matching.filter((instant) => !isDroppedTick(cron, schedule.timezone, instant))), schedule.name).toEqual(expected);
+
+      // The control: the bare cron in Temporal, without the engine's one-offs and drops,
+      // departs from the table for each of these schedules (a spring gap skipped, a repeated
+      // time at its second occurrence or at both, an hour's match carried into the repeat).
+      const bareId = `bare-${dst.id}-${schedule.name}`;
+      const bare = await temporal.schedule.create({
+        scheduleId: bareId,
+        spec: { cronExpressions: [schedule.cron], timezone: schedule.timezone },
+        action: { type: 'startWorkflow', workflowType: 'neverRun', taskQueue: 'no-such-queue', args: [] },
+        state: { paused: true },
+      });
+      try {
+        expect(iso(await matchingTimes(bareId)), schedule.name).not.toEqual(expected);
+      } finally {
+        await bare.delete();
+      }
+    }
+
+    // The drop at work: New York's repeated 01:30 of 2026, backfilled (both occurrences
+    // ticked by Temporal), starts one run, for the first; the second tick starts nothing.
+    expect((await tenant.api.post('/environments/dst/schedules/resume', {})).status).toBe(200);
+    const scheduleId = `sched-${dst.id}-at_0130_new_york`;
+    await temporal.schedule.getHandle(scheduleId).backfill({
+      start: new Date('2026-11-01T05:00:00Z'),
+      end: new Date('2026-11-01T07:00:00Z'),
+      overlap: ScheduleOverlapPolicy.ALLOW_ALL,
+    });
+    const listTicks = async () => {
+      const closed = [];
+      for await (const execution of temporal.workflow.list({ query: `TemporalScheduledById = '${scheduleId}' AND ExecutionStatus = 'Completed'` })) closed.push(execution);
+      return closed;
+    };
+    const ticks = await until(listTicks, (closed) => closed.length >= 2, 30_000);
+    expect(ticks).toHaveLength(2);
+    const outcomes = await Promise.all(ticks.map(async (tick) => (await temporal.workflow.getHandle(tick.workflowId, tick.runId).result()) as { outcome: string }));
+    expect(outcomes.map((outcome) => outcome.outcome).sort()).toEqual(['not_a_fire_time', 'started']);
+    const dstRuns = RunList.parse((await tenant.api.get('/environments/dst/runs')).body).data.filter((run) => run.schedule === 'at_0130_new_york');
+    expect(dstRuns).toHaveLength(1);
+    expect((await tenant.api.post('/environments/dst/schedules/pause', {})).status).toBe(200);
   });
 
   it('pause stops the ticks, a manual run still starts, and resume fires no catch-up burst', async () => {

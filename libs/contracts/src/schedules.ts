@@ -64,10 +64,12 @@ export type ScheduledRunRequest = z.infer<typeof ScheduledRunRequest>;
 
 /**
  * `started` (a new run), `repeat` (this tick already has its run), `paused` (nothing
- * started), or `skipped_overlap` (the schedule's previous run is still going; counted).
+ * started), `skipped_overlap` (the schedule's previous run is still going; counted), or
+ * `not_a_fire_time` (a tick Temporal started in a repeated hour that the clock-change rule
+ * does not fire: nothing asked of the placement-service).
  */
 export const ScheduledRunOutcome = z.object({
-  outcome: z.enum(['started', 'repeat', 'paused', 'skipped_overlap']),
+  outcome: z.enum(['started', 'repeat', 'paused', 'skipped_overlap', 'not_a_fire_time']),
   run_id: z.string().nullable(),
 });
 export type ScheduledRunOutcome = z.infer<typeof ScheduledRunOutcome>;

@@ -152,9 +152,10 @@ export class EnvironmentSchedules {
     const unchanged =
       previous !== undefined &&
       previous.action.type === 'startWorkflow' &&
-      // The args carry the cron, zone and job; the calendars' count follows the spring-forward fires.
+      // The args carry the cron, zone and job; the one-offs' counts follow the clock changes ahead.
       JSON.stringify(previous.action.args) === JSON.stringify(action.args) &&
-      JSON.stringify(springForwardEntries(previous.spec.calendars)) === JSON.stringify(springForwardEntries(spec.calendars)) &&
+      springForwardEntries(previous.spec.calendars) === springForwardEntries(spec.calendars) &&
+      (previous.spec.intervals ?? []).length === (spec.intervals ?? []).length &&
       previous.spec.timezone === spec.timezone;
     if (unchanged) return null;
     await this.client.schedule.getHandle(scheduleId).update((current) => ({

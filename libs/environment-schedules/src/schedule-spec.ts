@@ -1,11 +1,12 @@
-import type { CalendarSpec, ScheduleSpec } from '@temporalio/client';
+import type { CalendarSpec, IntervalSpec, ScheduleSpec } from '@temporalio/client';
 import type { ScheduleDefinition } from '@envengine/contracts';
-import { parseCronExpression, springForwardFires, wallTimeAt, type ParsedCron } from '@envengine/schedule-timing';
+import { fallBackFires, parseCronExpression, springForwardFires, wallTimeAt, type ParsedCron } from '@envengine/schedule-timing';
 
 
-/** How far ahead the one-off spring-forward fires are written into a schedule's spec; each activation renews them. */
-export const SPRING_FORWARD_HORIZON_DAYS = 800;
 const DAY_MS = 86_400_000;
+
+/** How far ahead the one-off clock-change fires are written into a schedule's spec; each activation renews them. */
+export const CLOCK_CHANGE_HORIZON_DAYS = 800;
 export const SPRING_FORWARD_COMMENT = 'spring-forward: a skipped wall time fires once after the jump';
 
 const MONTHS = [
@@ -24,20 +25,37 @@ export function parsedCronOf(definition: Pick<ScheduleDefinition, 'cron'>): Pars
 
 /**
  * Temporal's spec for a schedule: the cron in its zone (shown as such in the Temporal UI),
- * plus one-off calendar entries at the spring-forward jumps where a matching wall time is
- * skipped, because Temporal's matching skips those times while our rule fires them once
- * after the jump. Temporal reads a six-field cron as ending in a year, so our seconds-first
- * six fields are given as seven (`… *`).
+ * plus one-off entries where Temporal's matching departs from our clock-change rule:
+ * calendar entries at the spring-forward jumps where a matching wall time is skipped
+ * (Temporal skips those times; we fire them once after the jump), and intervals at the
+ * first occurrences of repeated wall times that Temporal puts at the second occurrence
+ * (its second-occurrence ticks are then dropped: `isDroppedTick`). Temporal reads a
+ * six-field cron as ending in a year, so our seconds-first six fields are given as seven
+ * (`… *`).
  */
 export function temporalSpecOf(definition: ScheduleDefinition, now: number): ScheduleSpec {
   const cron = parsedCronOf(definition);
   const expression = definition.cron.trim();
-  const springForward = springForwardFires(cron, definition.timezone, now, now + SPRING_FORWARD_HORIZON_DAYS * DAY_MS);
+  const horizon = now + CLOCK_CHANGE_HORIZON_DAYS * DAY_MS;
+  const springForward = springForwardFires(cron, definition.timezone, now, horizon);
+  const fallBack = fallBackFires(cron, definition.timezone, now, horizon);
   return {
     cronExpressions: [cron.hasSeconds ? `${expression} *` : expression],
     calendars: springForward.map((instant) => calendarAt(wallTimeAt(instant, definition.timezone))),
+    intervals: fallBack.map(oneOffAt),
     timezone: definition.timezone,
   };
+}
+
+/**
+ * A one-off at an instant. Temporal's calendars are read in the schedule's zone, where a
+ * repeated wall time's first occurrence cannot be named; an interval counts from the Unix
+ * epoch. Temporal takes an interval's next time after t as (t div every + 1) * every, so
+ * "every <instant since the epoch>" fires at the instant, and next at twice it, decades on
+ * (renewed by every activation long before).
+ */
+function oneOffAt(instant: number): IntervalSpec {
+  return { every: instant };
 }
 
 function calendarAt(wallTime: number): CalendarSpec {

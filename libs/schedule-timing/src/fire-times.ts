@@ -84,6 +84,70 @@ export function springForwardFires(cron: ParsedCron, timeZone: string, from: num
   return fires;
 }
 
+/**
+ * Where Temporal's server puts a wall time: Go's `time.Date` reads the wall time as UTC,
+ * takes the zone's offset there, and keeps it if the result lies in the same offset
+ * period, else takes the offset of the result. For a repeated wall time that picks the
+ * second occurrence in zones east of UTC (Berlin) and the first west of it (New York).
+ */
+function goDateInstant(wallTime: number, timeZone: string): number {
+  const guessed = offsetAt(wallTime, timeZone);
+  const actual = offsetAt(wallTime - guessed, timeZone);
+  return wallTime - (actual === guessed ? guessed : actual);
+}
+
+/** How many fall-back one-offs one spec carries at most (a per-minute cron in Berlin needs 60 a year), so that a spec stays small. */
+const MAX_FALL_BACK_FIRES = 200;
+
+/**
+ * The instants in [from, to] at which the schedule fires a repeated wall time's first
+ * occurrence (fall back) that Temporal's calendar matching puts at the second one (see
+ * `goDateInstant`). The engine hands them to Temporal as extra one-off times; the second
+ * occurrence, which Temporal fires as well, is dropped by `isDroppedTick`.
+ */
+export function fallBackFires(cron: ParsedCron, timeZone: string, from: number, to: number): number[] {
+  const fires: number[] = [];
+  for (let instant = from; instant < to; instant += WEEK_MS) {
+    const before = offsetAt(instant, timeZone);
+    const after = offsetAt(instant + WEEK_MS, timeZone);
+    if (after >= before) continue;
+    // Clocks went back within this week: the wall times [jump + after, jump + before) occur twice.
+    const jump = firstJumpInstant(instant, instant + WEEK_MS, timeZone, before);
+    for (const wallTime of matchingWallTimes(cron, jump + after, jump + before - SECOND_MS)) {
+      const first = wallTime - before;
+      if (first < from || first > to || goDateInstant(wallTime, timeZone) === first) continue;
+      fires.push(first);
+      if (fires.length === MAX_FALL_BACK_FIRES) return fires;
+    }
+  }
+  return fires;
+}
+
+/** Whether the cron matches a wall time to the second. */
+function matchesWallTime(cron: ParsedCron, wallTime: number): boolean {
+  const date = new Date(wallTime);
+  return (
+    dayMatches(cron, wallTime) &&
+    cron.hours.includes(date.getUTCHours()) &&
+    cron.minutes.includes(date.getUTCMinutes()) &&
+    cron.seconds.includes(date.getUTCSeconds())
+  );
+}
+
+/**
+ * Whether a tick Temporal started at `instant` starts nothing: it lies in a repeated hour
+ * and is not the schedule's fire there by the clock-change rule (the second occurrence of
+ * a matching wall time, or a time Temporal's carry over the repeated hour matched by the
+ * hour before's fields). Ticks anywhere else, a trigger from the Temporal UI included,
+ * are Temporal's to decide.
+ */
+export function isDroppedTick(cron: ParsedCron, timeZone: string, instant: number): boolean {
+  const wallTime = wallTimeAt(instant, timeZone);
+  const occurrences = instantsOfWallTime(wallTime, timeZone);
+  if (occurrences.length < 2) return false;
+  return !(matchesWallTime(cron, wallTime) && occurrences[0] === Math.floor(instant / SECOND_MS) * SECOND_MS);
+}
+
 /** The first instant in (low, high] whose offset differs from `offset`, by bisection over seconds. */
 function firstJumpInstant(low: number, high: number, timeZone: string, offset: number): number {
   let lowSecond = Math.floor(low / SECOND_MS);

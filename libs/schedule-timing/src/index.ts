@@ -1,3 +1,3 @@
 export { cronExpressionProblem, parseCronExpression, type ParsedCron } from './cron-expression.ts';
-export { nextFireTimes, springForwardFires, tickKeyOf } from './fire-times.ts';
+export { fallBackFires, isDroppedTick, nextFireTimes, springForwardFires, tickKeyOf } from './fire-times.ts';
 export { wallTimeAt } from './zoned-time.ts';

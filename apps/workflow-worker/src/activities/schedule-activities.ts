@@ -8,7 +8,7 @@ import {
   type ScheduledRunInput,
 } from '@envengine/deployment-workflows';
 import type { EnvironmentSchedules, ReconcileOutcome } from '@envengine/environment-schedules';
-import { tickKeyOf } from '@envengine/schedule-timing';
+import { isDroppedTick, parseCronExpression, tickKeyOf } from '@envengine/schedule-timing';
 import type { PlacementClient } from '@envengine/service-clients';
 
 export interface ScheduleActivityDeps {
@@ -63,10 +63,14 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
     },
 
     async startScheduledRun(tick) {
+      const instant = Date.parse(tick.scheduledAt);
+      const cron = parseCronExpression(tick.cron);
+      // Validation refused a bad cron before the schedule existed; a tick of one starts nothing.
+      if (typeof cron === 'string' || isDroppedTick(cron, tick.timezone, instant)) return { outcome: 'not_a_fire_time', run_id: null };
       return placement.startScheduledRun(tick.tenantId, tick.environmentName, {
         schedule: tick.schedule,
         job: tick.job,
-        tick: tickKeyOf(Date.parse(tick.scheduledAt), tick.timezone),
+        tick: tickKeyOf(instant, tick.timezone),
       });
     },
 
