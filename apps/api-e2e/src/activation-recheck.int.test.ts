@@ -37,9 +37,9 @@ describe('activation re-check and assets', () => {
     await recordMaterialization(stack, tenant.tenantId, { environment_id: environmentId, asset_key: 'customers', columns: [{ name: 'id', type: 'integer', nullable: false }], row_count: 3 });
 
     let listing = AssetList.parse((await tenant.api.get('/environments/prod/assets')).body).data;
-    expect(listing.map((asset) => [asset.key, asset.latest_materialization?.status])).toEqual([
-      ['orders', 'latest'],
-      ['customers', 'latest'],
+    expect(listing.map((asset) => [asset.key, asset.status, asset.latest_materialization?.status])).toEqual([
+      ['orders', 'latest', 'latest'],
+      ['customers', 'latest', 'latest'],
     ]);
 
     // v2 changes orders' id to string: activating it quarantines the v1-shaped latest.
@@ -54,6 +54,7 @@ describe('activation re-check and assets', () => {
 
     listing = AssetList.parse((await tenant.api.get('/environments/prod/assets')).body).data;
     const orders = listing.find((asset) => asset.key === 'orders')!;
+    expect(orders.status).toBe('quarantined');
     expect(orders.latest_materialization).toMatchObject({ status: 'quarantined', row_count: 10 });
     expect(orders.latest_materialization!.quarantine).toMatchObject({ deployment_id: second.body.data.id, reason: expect.stringContaining('id') });
     expect(orders.schema).toEqual({ columns: v2.map((c) => ({ nullable: false, ...c })) });

@@ -67,7 +67,6 @@ describe('bad input gets the documented status and code, and changes nothing', (
     { title: 'a name with a slash', method: 'POST', path: '/environments', options: create({ ...valid, name: 'a/b' }), status: 422, code: 'invalid_request', detailPath: 'name' },
     { title: 'a name with a space', method: 'POST', path: '/environments', options: create({ ...valid, name: 'a b' }), status: 422, code: 'invalid_request', detailPath: 'name' },
     { title: 'the name ..', method: 'POST', path: '/environments', options: create({ ...valid, name: '..' }), status: 422, code: 'invalid_request', detailPath: 'name' },
-    { title: 'a name containing ..', method: 'POST', path: '/environments', options: create({ ...valid, name: 'a..b' }), status: 422, code: 'invalid_request', detailPath: 'name' },
     { title: 'a name of 300 characters', method: 'POST', path: '/environments', options: create({ ...valid, name: 'a'.repeat(300) }), status: 422, code: 'invalid_request', detailPath: 'name' },
     { title: 'an empty name', method: 'POST', path: '/environments', options: create({ ...valid, name: '' }), status: 422, code: 'invalid_request', detailPath: 'name' },
     { title: 'a duplicate name', method: 'POST', path: '/environments', options: create({ ...valid, name: 'prod' }), status: 409, code: 'environment_exists' },

@@ -134,7 +134,7 @@ describe('deployments: ingest, reads and activation', () => {
     }
     expect((await tenant.api.get('/environments/nowhere/deployments')).status).toBe(404);
     expect((await tenant.api.post('/environments/nowhere/deployments', { manifest: {}, bundle_ref: bundleRef })).status).toBe(404);
-    expect((await tenant.api.post('/environments/bad..name/deployments', { manifest: {}, bundle_ref: bundleRef })).status).toBe(422);
+    expect((await tenant.api.post('/environments/-bad-name/deployments', { manifest: {}, bundle_ref: bundleRef })).status).toBe(422);
     const notJson = await tenant.api.request('POST', `/environments/${env}/deployments`, { raw: '{"manifest":', headers: { 'content-type': 'application/json' } });
     expect(notJson.status).toBe(400);
   });

@@ -46,7 +46,7 @@ describe('secret canary', () => {
     await record('value in an array', api.put('/environments/prod/secrets/canary', { value: [first] }));
     await record('value in an object', api.put('/environments/prod/secrets/canary', { value: { v: first } }));
     await record('bad secret name', api.put('/environments/prod/secrets/bad%20name', { value: first }));
-    await record('bad environment name', api.put('/environments/bad..env/secrets/canary', { value: first }));
+    await record('bad environment name', api.put('/environments/-bad-env/secrets/canary', { value: first }));
     await record('unknown environment', api.put('/environments/nowhere/secrets/canary', { value: first }));
     await record('another tenant', intruder.api.put('/environments/prod/secrets/canary', { value: first }));
     await record('wrong method', api.post('/environments/prod/secrets/canary', { value: first }));

@@ -200,7 +200,7 @@ describe('secrets', () => {
 
     it('a bad environment name is 422 for every verb', async () => {
       for (const method of ['GET', 'PUT', 'DELETE']) {
-        const path = method === 'GET' ? '/environments/bad..name/secrets' : '/environments/bad..name/secrets/a';
+        const path = method === 'GET' ? '/environments/-bad-name/secrets' : '/environments/-bad-name/secrets/a';
         const response = await tenant.api.request(method, path, method === 'PUT' ? { json: { value: 'v' } } : {});
         expect(response.status, method).toBe(422);
         expect(response.body.error.code).toBe('invalid_request');

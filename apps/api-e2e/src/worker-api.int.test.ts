@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, Run, type ErrorCode } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { createTenant, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+import { anotherTokenOf, createTenant, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, issueCredential } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -127,6 +127,7 @@ const BAD_CALLS: BadCall[] = [
 describe('the worker API refuses other tenants and bad input, and changes nothing', () => {
   let owner: TestTenant;
   let ownerPool: ApiClient;
+  let readers: ApiClient[];
   let intruderPool: ApiClient;
   let bundleRef: string;
   /** The attempt every call is about, and another running attempt of the same tenant. */
@@ -147,13 +148,17 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     return { runId: run.id, attemptId, lease: await start(attemptId) };
   }
 
-  /** What the owner sees of the held attempt: its run, log lines, pool and assets. */
+  /**
+   * What the owner sees of the held attempt: its run, log lines, pool and assets. Read
+   * before and after every call of this file, each through a token of its own, so that no
+   * token reaches the per-token rate limit however fast the calls go.
+   */
   async function stateOf(held: Held) {
     const [run, logs, pool, assets] = await Promise.all([
-      owner.api.get(`/runs/${held.runId}`),
-      owner.api.get(`/runs/${held.runId}/logs`),
-      owner.api.get('/pool'),
-      owner.api.get('/environments/prod/assets'),
+      readers[0]!.get(`/runs/${held.runId}`),
+      readers[1]!.get(`/runs/${held.runId}/logs`),
+      readers[2]!.get('/pool'),
+      readers[3]!.get('/environments/prod/assets'),
     ]);
     return {
       run: Run.parse(run.body.data),
@@ -166,6 +171,7 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
 
   beforeAll(async () => {
     owner = await createTenant(stack, 'worker-api');
+    readers = await Promise.all([0, 1, 2, 3].map(() => anotherTokenOf(stack, owner)));
     const intruder = await createTenant(stack, 'worker-api-intruder');
     // `remote`, and no worker runs for the owner's pool: the attempts wait for this file.
     bundleRef = await deployRunsProject(owner, join(stack.dataDir, 'lake', owner.tenantId), 'remote');

@@ -22,6 +22,10 @@ const common = {
   ASSET_TIMEOUT_MS: PositiveIntFromEnv(15 * 60_000),
   /** V8 heap limit of one asset's child process. */
   ASSET_MEMORY_MB: PositiveIntFromEnv(512),
+  /** Sandboxed children forked ahead of need (each still runs one asset); 0 forks each on demand. */
+  WARM_SANDBOXES: z.coerce.number().int().min(0).max(64).default(2),
+  /** A child forked ahead and unused for this long is stopped. */
+  WARM_SANDBOX_IDLE_MS: PositiveIntFromEnv(60_000),
   /** On SIGTERM: how long running attempts may go on before they are handed back. */
   DRAIN_TIMEOUT_MS: PositiveIntFromEnv(30_000),
   /** Bundles, cached by digest. */

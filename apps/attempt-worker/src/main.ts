@@ -8,6 +8,8 @@ import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig } from './config.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
 import { LeaseKeeper } from './execution/lease-keeper.ts';
+import { forkSandbox } from './sandbox/asset-runner.ts';
+import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
 
 const config = loadWorkerConfig(process.argv.slice(2), process.env);
@@ -25,6 +27,13 @@ const api = new WorkerApiClient(
 );
 // A pool worker's tenant is its token's; the gateway ignores what is named here.
 const poolTenant = config.mode === 'pool' ? config.POOL_QUEUE.slice('attempts-'.length) : undefined;
+// The children's whole environment: never the worker's own, which holds its credentials.
+const childEnv = { TZ: 'UTC', LANG: 'C.UTF-8' };
+const sandboxes = new WarmSandboxes({
+  capacity: config.WARM_SANDBOXES,
+  idleMs: config.WARM_SANDBOX_IDLE_MS,
+  fork: (bundleRoot, memoryMb) => forkSandbox(bundleRoot, memoryMb, childEnv),
+});
 const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant);
 // One runner per tenant: bundles are fetched with the tenant's identity (the engine's
 // runner serves every tenant), and cached by digest on disk.
@@ -40,7 +49,7 @@ const runnerFor = (tenantId: string): AttemptRunner => {
     runner = new AttemptRunner(api, bundles, leases, identity, log, {
       assetTimeoutMs: config.ASSET_TIMEOUT_MS,
       assetMemoryMb: config.ASSET_MEMORY_MB,
-      childEnv: { TZ: 'UTC', LANG: 'C.UTF-8' },
+      sandboxes,
       logFlushMs: 250,
     });
     runners.set(tenantId, runner);
@@ -90,6 +99,7 @@ stopOnSignals(log, async () => {
     await closing;
   }
   leases.stop();
+  sandboxes.close();
   await server.close();
   await api.close();
   connection.disconnect();

@@ -107,11 +107,13 @@ export const Materialization = z.object({
 });
 export type Materialization = z.infer<typeof Materialization>;
 
-/** One asset of the active deployment, with its latest materialization (or null). */
+/** One asset of the active deployment, with its latest materialization (or null) and that one's status. */
 export const AssetListing = z.object({
   key: z.string(),
   binding: z.string(),
   schema: z.object({ columns: z.array(StoredColumn) }).nullable(),
+  /** `latest` or `quarantined` (DESIGN.md §5), the latest materialization's; null before the first. */
+  status: MaterializationStatus.nullable(),
   latest_materialization: Materialization.nullable(),
 });
 export type AssetListing = z.infer<typeof AssetListing>;

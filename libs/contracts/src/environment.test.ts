@@ -4,11 +4,11 @@ import { detailsFromZodError, httpStatusFor, ErrorCode } from './errors.ts';
 import { ResourceName } from './names.ts';
 
 describe('ResourceName', () => {
-  it.each(['prod', 'a', 'A1', 'pr-42.preview_x', 'x'.repeat(63), '0day'])('accepts %s', (name) => {
+  it.each(['prod', 'a', 'A1', 'pr-42.preview_x', 'a..b', 'x'.repeat(63), '0day'])('accepts %s', (name) => {
     expect(ResourceName.safeParse(name).success).toBe(true);
   });
 
-  it.each(['', 'a/b', 'a b', '..', 'a..b', '.hidden', '-dash', '_under', 'x'.repeat(64), 'é', 'a\nb'])('rejects %j', (name) => {
+  it.each(['', 'a/b', 'a b', '..', '.hidden', '-dash', '_under', 'x'.repeat(64), 'é', 'a\nb'])('rejects %j', (name) => {
     expect(ResourceName.safeParse(name).success).toBe(false);
   });
 });

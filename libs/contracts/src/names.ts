@@ -8,6 +8,5 @@ export const ResourceName = z
   .regex(RESOURCE_NAME_PATTERN, {
     message:
       'must be 1-63 characters of letters, digits, ".", "_" or "-", starting with a letter or digit',
-  })
-  .refine((name) => !name.includes('..'), { message: 'must not contain ".."' });
+  });
 export type ResourceName = z.infer<typeof ResourceName>;

@@ -5,9 +5,12 @@ import { EnvironmentPathParams } from './environment.ts';
 export const ScheduleDefinition = z.object({ name: z.string(), job: z.string(), cron: z.string(), timezone: z.string() });
 export type ScheduleDefinition = z.infer<typeof ScheduleDefinition>;
 
+/** A schedule of a stored manifest: stored as sent, so without its zone when the manifest left the default. */
+const StoredSchedule = ScheduleDefinition.extend({ timezone: z.string().default('UTC') });
+
 /** The schedules of a stored manifest; a manifest without any has none. */
 export function schedulesOfManifest(manifest: unknown): ScheduleDefinition[] {
-  const parsed = z.object({ schedules: z.array(ScheduleDefinition).optional() }).safeParse(manifest);
+  const parsed = z.object({ schedules: z.array(StoredSchedule).optional() }).safeParse(manifest);
   return parsed.success ? (parsed.data.schedules ?? []) : [];
 }
 

@@ -1,12 +1,15 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { ScheduledRunOutcome } from '@envengine/contracts';
 import type { DeploymentActivities, ScheduledRunInput } from './definitions.ts';
 
 /** Set by Temporal on every workflow a schedule starts: the tick it was started for. */
 const SCHEDULED_START_TIME = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
 
-const { startScheduledRun } = proxyActivities<DeploymentActivities>({
+// A local activity: one call to the placement-service, run by the worker that runs the
+// tick, with no activity task to schedule, match and record in Temporal (hundreds of
+// schedules tick in the same second).
+const { startScheduledRun } = proxyLocalActivities<DeploymentActivities>({
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '5 minutes',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 20 },

@@ -29,6 +29,16 @@ export async function createTenant(stack: StackInfo, prefix = 'tenant'): Promise
   };
 }
 
+/**
+ * A client with another token of the same tenant. Each token has its own rate limit, so a
+ * test that reads back everything after each of many calls spreads its reads over a few
+ * and stays within the limit however fast the machine answers.
+ */
+export async function anotherTokenOf(stack: StackInfo, tenant: TestTenant): Promise<ApiClient> {
+  const { token } = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => issueToken(tokens, tenant.tenantName, 'test'));
+  return new ApiClient(`${stack.gatewayUrl}/api/v1`, token.token);
+}
+
 /** Revokes a token as the admin command does: in the store, then broadcast to gateways. */
 export async function revokeToken(stack: StackInfo, tokenId: string): Promise<void> {
   const revoked = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => tokens.revoke(tokenId));

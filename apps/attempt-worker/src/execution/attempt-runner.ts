@@ -4,6 +4,7 @@ import { readMaterialization, writeMaterialization, type DeclaredSchema, type Ro
 import type { Logger } from '@envengine/service-kit';
 import type { BundleCache } from '../bundles/bundle-cache.ts';
 import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
+import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
 import { LogShipper } from './log-shipper.ts';
@@ -11,8 +12,8 @@ import { LogShipper } from './log-shipper.ts';
 export interface AttemptRunnerOptions {
   assetTimeoutMs: number;
   assetMemoryMb: number;
-  /** The child's whole environment (never the worker's own, which holds its credentials). */
-  childEnv: Record<string, string>;
+  /** Sandboxed children, forked ahead of need with their whole environment (never the worker's own, which holds its credentials). */
+  sandboxes: WarmSandboxes;
   logFlushMs: number;
 }
 
@@ -110,7 +111,7 @@ export class AttemptRunner {
         timeoutMs: this.options.assetTimeoutMs,
         memoryMb: this.options.assetMemoryMb,
         signal,
-        env: this.options.childEnv,
+        sandboxes: this.options.sandboxes,
         handlers: {
           emit: (rows) => this.emit(held, plan, asset, rows),
           read: (key) => this.read(held, key),

@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import type { ParentMessage } from './sandbox-protocol.ts';
+import type { WarmSandboxes } from './warm-sandboxes.ts';
 
 /** What the worker does for the user code's ctx calls. */
 export interface AssetHandlers {
@@ -42,6 +43,8 @@ export interface RunAssetOptions {
    * holds its credentials, is never inherited; pass only basics such as TZ or LANG.
    */
   env?: Record<string, string>;
+  /** Children forked ahead of need (with their own environment); without it the child is forked here. */
+  sandboxes?: WarmSandboxes;
   handlers: AssetHandlers;
 }
 
@@ -89,6 +92,22 @@ export function sandboxFlags(bundleRoot: string, memoryMb: number): string[] {
     `--max-old-space-size=${memoryMb}`,
     '--no-addons',
   ];
+}
+
+/**
+ * Forks a sandboxed child for one asset of the bundle at `bundleRoot` (a real path); it
+ * waits for its `run` message.
+ */
+export function forkSandbox(bundleRoot: string, memoryMb: number, env: Record<string, string> = {}): ChildProcess {
+  return fork(childScript, [], {
+    cwd: bundleRoot,
+    env: { ...env },
+    execPath: process.execPath,
+    // Replaces the worker's own flags (a loader, inspector or heap size must not leak in).
+    execArgv: sandboxFlags(bundleRoot, memoryMb),
+    serialization: 'advanced',
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
 }
 
 export async function runAssetInSandbox(options: RunAssetOptions): Promise<AssetOutcome> {
@@ -148,15 +167,7 @@ class SandboxedAsset {
   ) {
     this.subject = `asset ${options.assetKey}`;
     this.outcome = new Promise((resolveOutcome) => (this.resolveOutcome = resolveOutcome));
-    this.child = fork(childScript, [], {
-      cwd: bundleRoot,
-      env: { ...options.env },
-      execPath: process.execPath,
-      // Replaces the worker's own flags (a loader, inspector or heap size must not leak in).
-      execArgv: sandboxFlags(bundleRoot, options.memoryMb),
-      serialization: 'advanced',
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
+    this.child = options.sandboxes ? options.sandboxes.take(bundleRoot, options.memoryMb) : forkSandbox(bundleRoot, options.memoryMb, options.env);
     this.child.on('error', (error) => this.onChildError(error));
     this.child.on('message', (message) => this.onMessage(message));
     this.child.on('disconnect', () => this.onDisconnect());

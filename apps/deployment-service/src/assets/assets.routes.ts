@@ -17,12 +17,16 @@ export function assetsRouter(placement: PlacementClient, deployments: Deployment
       const manifest = ManifestV1.safeParse(await deployments.manifest(tenantId, environment.active_deployment_id));
       if (!manifest.success) return { data: [] };
       const latest = await materializations.latest(tenantId, environment.id, manifest.data.assets.map((asset) => asset.key));
-      const listing: AssetListing[] = manifest.data.assets.map((asset) => ({
-        key: asset.key,
-        binding: asset.binding,
-        schema: asset.schema ? { columns: asset.schema.columns.map((column) => ({ ...column, nullable: column.nullable ?? false })) } : null,
-        latest_materialization: latest.get(asset.key) ?? null,
-      }));
+      const listing: AssetListing[] = manifest.data.assets.map((asset) => {
+        const materialization = latest.get(asset.key) ?? null;
+        return {
+          key: asset.key,
+          binding: asset.binding,
+          schema: asset.schema ? { columns: asset.schema.columns.map((column) => ({ ...column, nullable: column.nullable ?? false })) } : null,
+          status: materialization?.status ?? null,
+          latest_materialization: materialization,
+        };
+      });
       return { data: listing };
     }),
   );

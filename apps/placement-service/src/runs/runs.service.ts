@@ -1,5 +1,6 @@
 import {
   CreateRunRequest,
+  type DeploymentRunSpec,
   type Environment,
   type Run,
   type RunListQuery,
@@ -9,7 +10,7 @@ import {
   type ScheduledRunRequest,
 } from '@envengine/contracts';
 import type { DeploymentClient } from '@envengine/service-clients';
-import { ApiError, isDuplicateKeyError, notFound } from '@envengine/service-kit';
+import { ApiError, isDuplicateKeyError, notFound, TtlCache } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
@@ -26,6 +27,12 @@ export interface RunsServiceOptions {
 
 /** Runs of the caller's environments: created against the active deployment, read, canceled. */
 export class RunsService {
+  /**
+   * Deployments' run specs (manifest and bundle): a deployment never changes once stored,
+   * so each is asked of the deployment scope once, not once per run.
+   */
+  private readonly runSpecs = new TtlCache<DeploymentRunSpec | undefined>({ ttlMs: 10 * 60_000, maxEntries: 100 });
+
   constructor(
     private readonly environments: EnvironmentRepository,
     private readonly runs: RunRepository,
@@ -44,7 +51,8 @@ export class RunsService {
     if (!environment.active_deployment_id) {
       throw new ApiError('no_active_deployment', `Environment "${environmentName}" has no active deployment; deploy one first.`);
     }
-    const spec = await this.deployments.runSpec(tenantId, environment.active_deployment_id, requestId);
+    const deploymentId = environment.active_deployment_id;
+    const spec = await this.runSpecs.get(`${tenantId}/${deploymentId}`, () => this.deployments.runSpec(tenantId, deploymentId, requestId));
     if (!spec) throw new ApiError('no_active_deployment', `The active deployment of "${environmentName}" was not found.`);
     const plan = planRun(spec.manifest as RunManifest, request.job !== undefined ? { job: request.job } : { assets: request.assets! });
     if (!plan.ok) throw new ApiError('invalid_request', 'The run names jobs or assets the active deployment does not have.', { details: plan.details });
