@@ -22,8 +22,8 @@ const common = {
   ASSET_TIMEOUT_MS: PositiveIntFromEnv(15 * 60_000),
   /** V8 heap limit of one asset's child process. */
   ASSET_MEMORY_MB: PositiveIntFromEnv(512),
-  /** Sandboxed children forked ahead of need (each still runs one asset); 0 forks each on demand. */
-  WARM_SANDBOXES: z.coerce.number().int().min(0).max(64).default(2),
+  /** Sandboxed children forked ahead of need (each still runs one asset); 0 forks each on demand. Default: CONCURRENCY. */
+  WARM_SANDBOXES: z.coerce.number().int().min(0).max(256).optional(),
   /** A child forked ahead and unused for this long is stopped. */
   WARM_SANDBOX_IDLE_MS: PositiveIntFromEnv(60_000),
   /** On SIGTERM: how long running attempts may go on before they are handed back. */

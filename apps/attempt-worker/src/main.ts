@@ -30,7 +30,7 @@ const poolTenant = config.mode === 'pool' ? config.POOL_QUEUE.slice('attempts-'.
 // The children's whole environment: never the worker's own, which holds its credentials.
 const childEnv = { TZ: 'UTC', LANG: 'C.UTF-8' };
 const sandboxes = new WarmSandboxes({
-  capacity: config.WARM_SANDBOXES,
+  capacity: config.WARM_SANDBOXES ?? config.CONCURRENCY,
   idleMs: config.WARM_SANDBOX_IDLE_MS,
   fork: (bundleRoot, memoryMb) => forkSandbox(bundleRoot, memoryMb, childEnv),
 });
