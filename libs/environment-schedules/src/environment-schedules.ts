@@ -33,11 +33,13 @@ export interface ReconcileOutcome {
 }
 
 /**
- * How late Temporal may still start a tick. Hundreds of schedules due in the same second
- * keep a busy Temporal behind by more than its 10-second minimum (500 per-minute schedules
- * on the 2-core dev server missed 2,188 of 2,500 ticks with it); an outage longer than a
- * minute is not made up for, and the ticks it does make up are cut to one run per schedule
- * by the overlap rule (the first one's run is still queued).
+ * How late Temporal may still start a tick. The 2-core dev server starts at most about
+ * 5–6 scheduled ticks a second (500 per-minute schedules: about 1,750 of 2,500 ticks
+ * fired). With a one-minute window the rest are let pass and counted by Temporal, and the
+ * ticks that fire are about 10 s late (p50); with five minutes, lateness grew to 50 s and
+ * Temporal's overlap policy dropped the ticks that queued up instead. Temporal's minimum is
+ * 10 s, too short for a busy server (2,188 of 2,500 ticks let pass). A paused schedule lets
+ * its ticks pass without counting them, whatever this window: resume fires no catch-up.
  */
 const CATCHUP_WINDOW = '1 minute';
 
@@ -132,6 +134,8 @@ export class EnvironmentSchedules {
       workflowId: `scheduled-${scope.environmentId}-${definition.name}`,
       typedSearchAttributes: options.action.searchAttributes,
     };
+    // SKIP also keeps a schedule's ticks one at a time, which the placement-service's
+    // overlap check (on the schedule's previous run) relies on.
     const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: CATCHUP_WINDOW, pauseOnFailure: false };
     // Create first: one call for a new schedule; an existing one answers "already running".
     try {
