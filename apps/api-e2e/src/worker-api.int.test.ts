@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, Run, type ErrorCode } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
@@ -227,6 +228,33 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect(error.message.length).toBeGreaterThan(0);
     if (bad.detailPath) expect(error.details.map((detail) => detail.path)).toContain(bad.detailPath);
     expect(await stateOf(mine)).toEqual(before);
+  });
+
+  it('answers a materialization racing its attempt\'s cancel 201 with the record kept, or 409 with no record left', async () => {
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    try {
+      const records = mongo.db(stack.databases['deployment-service']).collection('materializations');
+      const answers = new Map<number, number>();
+      for (let round = 0; round < 12; round += 1) {
+        const held = await hold();
+        const call = callsAbout(held, bundleRef).materialization;
+        const id = newId('mat');
+        // The cancel lands before the lease check, after the outcome, or between the record and the outcome.
+        const [written, canceled] = await Promise.all([
+          send(ownerPool, { ...call, json: { ...(call.json as object), id } }),
+          owner.api.post(`/runs/${held.runId}/cancel`, {}),
+        ]);
+        expect(canceled.status).toBe(200);
+        expect([201, 409]).toContain(written.status);
+        answers.set(written.status, (answers.get(written.status) ?? 0) + 1);
+        expect(await records.countDocuments({ _id: id as never }), `round ${round}: answered ${written.status}`).toBe(written.status === 201 ? 1 : 0);
+        // Kept ones would be newer than the one the control below records.
+        await records.deleteOne({ _id: id as never });
+      }
+      console.log(`materialization racing a cancel: ${JSON.stringify(Object.fromEntries(answers))}`);
+    } finally {
+      await mongo.close();
+    }
   });
 
   // The control: the calls the tests above refused, unchanged and from the attempt's own

@@ -1,5 +1,13 @@
 import { Router } from 'express';
-import { DeploymentPathParams, LatestMaterializationParams, RecordMaterializationRequest, type DeploymentRunSpec } from '@envengine/contracts';
+import {
+  DeploymentPathParams,
+  LatestMaterializationParams,
+  MaterializationPathParams,
+  RecordMaterializationRequest,
+  RetractMaterializationRequest,
+  type DeploymentRunSpec,
+  type MaterializationRetracted,
+} from '@envengine/contracts';
 import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { defineRoute, notFound } from '@envengine/service-kit';
 
@@ -18,6 +26,14 @@ export function internalRouter(deps: { deployments: DeploymentRepository; materi
       status: 201,
       data: await deps.materializations.record(tenantId, body),
     })),
+  );
+
+  router.post(
+    '/materializations/:id/retract',
+    defineRoute({ params: MaterializationPathParams, body: RetractMaterializationRequest }, async ({ tenantId, params, body }) => {
+      const answer: MaterializationRetracted = { id: params.id, retracted: await deps.materializations.retract(tenantId, params.id, body.attempt_id) };
+      return { data: answer };
+    }),
   );
 
   router.get(

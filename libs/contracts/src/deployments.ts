@@ -145,6 +145,17 @@ export type DeploymentRunSpec = z.infer<typeof DeploymentRunSpec>;
 export const LatestMaterializationParams = z.object({ environmentId: z.string().min(1).max(100), key: z.string().min(1).max(200) });
 export type RecordMaterializationRequest = z.infer<typeof RecordMaterializationRequest>;
 
+/**
+ * Internal: takes back a materialization recorded for an attempt whose lease was
+ * superseded before the attempt's outcome could name it (the worker's write is refused,
+ * so it must change nothing). Only the attempt that recorded it can take it back.
+ */
+export const RetractMaterializationRequest = z.strictObject({ attempt_id: z.string().min(1).max(100) });
+export type RetractMaterializationRequest = z.infer<typeof RetractMaterializationRequest>;
+export const MaterializationPathParams = z.object({ id: z.string().regex(/^mat_[0-9a-z]{26}$/, { message: 'must be a materialization id' }) });
+export const MaterializationRetracted = z.object({ id: z.string(), retracted: z.boolean() });
+export type MaterializationRetracted = z.infer<typeof MaterializationRetracted>;
+
 /** Internal: moves an environment's pointer (the activation workflow's last step). */
 export const SetActiveDeploymentRequest = z.strictObject({ deployment_id: z.string().min(1), git_ref: z.string().min(1) });
 export type SetActiveDeploymentRequest = z.infer<typeof SetActiveDeploymentRequest>;

@@ -1,6 +1,7 @@
 import {
   DeploymentRunSpec,
   Materialization,
+  MaterializationRetracted,
   type RecordMaterializationRequest,
 } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
@@ -21,6 +22,17 @@ export class DeploymentClient {
 
   recordMaterialization(tenantId: string, request: RecordMaterializationRequest): Promise<Materialization> {
     return this.http.call(Materialization, { method: 'POST', path: '/internal/v1/materializations', tenantId, body: request });
+  }
+
+  /** Takes back a materialization `attemptId` recorded (its lease was superseded before the outcome was written). */
+  async retractMaterialization(tenantId: string, id: string, attemptId: string): Promise<boolean> {
+    const answer = await this.http.call(MaterializationRetracted, {
+      method: 'POST',
+      path: `/internal/v1/materializations/${encodeURIComponent(id)}/retract`,
+      tenantId,
+      body: { attempt_id: attemptId },
+    });
+    return answer.retracted;
   }
 
   /** The deployment with its manifest, or undefined when the tenant has no such deployment. */

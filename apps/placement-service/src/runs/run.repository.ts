@@ -338,12 +338,14 @@ export class RunRepository {
   }
 
   /** Records an asset's outcome on the attempt, while the lease holds. */
-  async setAssetOutcome(check: LeaseCheck, outcome: AttemptAssetDocument): Promise<void> {
-    await this.attempts.updateOne(
+  /** Writes one asset's outcome while the lease still holds; whether it did. */
+  async setAssetOutcome(check: LeaseCheck, outcome: AttemptAssetDocument): Promise<boolean> {
+    const result = await this.attempts.updateOne(
       check.tenantId,
       { _id: check.attemptId, lease: check.lease, status: 'running', 'assets.key': outcome.key },
       { $set: { 'assets.$': outcome } },
     );
+    return result.matched === 1;
   }
 
   /**
@@ -511,7 +513,7 @@ function newAttempt(runId: string, environmentId: string, number: number, execut
   };
 }
 
-function leaseSuperseded(attempt: AttemptDocument): ApiError {
+export function leaseSuperseded(attempt: AttemptDocument): ApiError {
   return new ApiError(
     'lease_superseded',
     attempt.status === 'running'

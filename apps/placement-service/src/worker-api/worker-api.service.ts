@@ -15,7 +15,7 @@ import type { DeploymentClient, SecretResolverClient, SecretsClient } from '@env
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
-import { toAttempt, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
+import { leaseSuperseded, toAttempt, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
 
 /**
  * The worker API's logic: every call about an attempt is checked against its lease, so a
@@ -83,7 +83,12 @@ export class WorkerApiService {
     return { name: resolved.name, mode: resolved.mode, config: resolved.config };
   }
 
-  /** After `ctx.emit` wrote its file: the materialization is recorded and the asset succeeded. */
+  /**
+   * After `ctx.emit` wrote its file: the materialization is recorded and the asset
+   * succeeded. The record lives in the deployment scope and the outcome here, so the
+   * lease is checked again by the outcome's conditional write; a lease superseded in
+   * between has its record taken back before the write is refused, and changes nothing.
+   */
   async recordMaterialization(check: LeaseCheck, assetKey: string, written: MaterializationWritten): Promise<Materialization> {
     const attempt = await this.runs.checkLease(check);
     if (!attempt.assets.some((asset) => asset.key === assetKey)) {
@@ -102,7 +107,13 @@ export class WorkerApiService {
       run_id: attempt.run_id,
       attempt_id: attempt._id,
     });
-    await this.runs.setAssetOutcome(check, { key: assetKey, status: 'succeeded', materialization_id: materialization.id, error: null });
+    const outcomeWritten = await this.runs.setAssetOutcome(check, { key: assetKey, status: 'succeeded', materialization_id: materialization.id, error: null });
+    if (!outcomeWritten) {
+      await this.deployments.retractMaterialization(check.tenantId, materialization.id, attempt._id);
+      // Refused with the attempt's state now (a newer lease, or its end).
+      await this.runs.checkLease(check);
+      throw leaseSuperseded(attempt);
+    }
     return materialization;
   }
 

@@ -86,6 +86,11 @@ export class MaterializationRepository {
     return toMaterialization(doc);
   }
 
+  /** Removes a materialization recorded by `attemptId` (and by no other); whether there was one. */
+  retract(tenantId: string, id: string, attemptId: string): Promise<boolean> {
+    return this.materializations.deleteOne(tenantId, { _id: id, attempt_id: attemptId });
+  }
+
   /** The newest materialization of each asset key given. */
   async latest(tenantId: string, environmentId: string, assetKeys: readonly string[]): Promise<Map<string, Materialization>> {
     if (assetKeys.length === 0) return new Map();
