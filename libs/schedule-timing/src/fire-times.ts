@@ -70,18 +70,27 @@ export function nextFireTimes(cron: ParsedCron, timeZone: string, after: number,
  */
 export function springForwardFires(cron: ParsedCron, timeZone: string, from: number, to: number): number[] {
   const fires: number[] = [];
-  // Zones change their offset at most a few times a year, never twice in a week: look a
-  // week at a time, and bisect only a week whose offset changed.
-  for (let instant = from; instant < to; instant += WEEK_MS) {
-    const before = offsetAt(instant, timeZone);
-    const after = offsetAt(instant + WEEK_MS, timeZone);
+  for (const { jump, before, after } of clockChanges(timeZone, from, to)) {
     if (after <= before) continue;
-    // Clocks jumped forward within this week: the wall times [jump + before, jump + after) never occur.
-    const jump = firstJumpInstant(instant, instant + WEEK_MS, timeZone, before);
+    // Clocks jumped forward: the wall times [jump + before, jump + after) never occur.
     const skipped = matchingWallTimes(cron, jump + before, jump + after - SECOND_MS).next();
     if (!skipped.done && jump >= from && jump <= to) fires.push(jump);
   }
   return fires;
+}
+
+/**
+ * The zone's offset changes from `from` on, up to a week past `to`: the first instant of
+ * the new offset, and the offsets before and after it. Zones change their offset at most
+ * a few times a year, never twice in a week: look a week at a time, and bisect only a week
+ * whose offset changed.
+ */
+function* clockChanges(timeZone: string, from: number, to: number): Generator<{ jump: number; before: number; after: number }> {
+  for (let instant = from; instant < to; instant += WEEK_MS) {
+    const before = offsetAt(instant, timeZone);
+    const after = offsetAt(instant + WEEK_MS, timeZone);
+    if (after !== before) yield { jump: firstJumpInstant(instant, instant + WEEK_MS, timeZone, before), before, after };
+  }
 }
 
 /**
@@ -107,12 +116,9 @@ const MAX_FALL_BACK_FIRES = 200;
  */
 export function fallBackFires(cron: ParsedCron, timeZone: string, from: number, to: number): number[] {
   const fires: number[] = [];
-  for (let instant = from; instant < to; instant += WEEK_MS) {
-    const before = offsetAt(instant, timeZone);
-    const after = offsetAt(instant + WEEK_MS, timeZone);
+  for (const { jump, before, after } of clockChanges(timeZone, from, to)) {
     if (after >= before) continue;
-    // Clocks went back within this week: the wall times [jump + after, jump + before) occur twice.
-    const jump = firstJumpInstant(instant, instant + WEEK_MS, timeZone, before);
+    // Clocks went back: the wall times [jump + after, jump + before) occur twice.
     for (const wallTime of matchingWallTimes(cron, jump + after, jump + before - SECOND_MS)) {
       const first = wallTime - before;
       if (first < from || first > to || goDateInstant(wallTime, timeZone) === first) continue;

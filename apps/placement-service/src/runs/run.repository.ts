@@ -337,8 +337,7 @@ export class RunRepository {
     }));
   }
 
-  /** Records an asset's outcome on the attempt, while the lease holds. */
-  /** Writes one asset's outcome while the lease still holds; whether it did. */
+  /** Records an asset's outcome on the attempt while the lease holds; whether it did. */
   async setAssetOutcome(check: LeaseCheck, outcome: AttemptAssetDocument): Promise<boolean> {
     const result = await this.attempts.updateOne(
       check.tenantId,
