@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+import { MongoClient } from 'mongodb';
 // The SDK's own Timestamp conversions (the gRPC request takes protobuf Timestamps).
 import { msToTs, tsToMs } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { dataEnvelope, Environment, Run, Schedule, ScheduleNextFireTimes } from '@envengine/contracts';
 import { isDroppedTick, parseCronExpression, type ParsedCron } from '@envengine/schedule-timing';
+import { PlacementClient } from '@envengine/service-clients';
 import { createTenant, deployProject, until, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
 
@@ -249,14 +251,15 @@ describe('schedules', () => {
     for (const schedule of await listSchedules()) expect(schedule).toMatchObject({ paused: true, next_run_at: null });
     expect(await temporalState('every_second')).toBe('paused');
 
-    // Manual runs are the clock: they start while paused, and they go on until several periods have passed.
+    // Manual runs are the clock: they start while paused, at least one, and they go on until
+    // several periods have passed (however slowly the steps above went).
     let manualRuns = 0;
-    while (Date.now() - pausedAt < 4000) {
+    do {
       const manual = await tenant.api.post('/environments/prod/runs', { job: 'quick' });
       expect(manual.status).toBe(201);
       expect((await waitForRun(tenant, manual.body.data.id)).status).toBe('succeeded');
       manualRuns += 1;
-    }
+    } while (Date.now() - pausedAt < 4000);
     expect(manualRuns).toBeGreaterThan(0);
     const duringPause = (await scheduledRuns()).filter((run) => Date.parse(run.inserted_at) > pausedAt);
     expect(duringPause).toEqual([]);
@@ -274,6 +277,47 @@ describe('schedules', () => {
     // Three ticks at most (the four-plus ticks missed while paused are not made up for).
     expect(firstSeconds.length).toBeGreaterThan(0);
     expect(firstSeconds.length).toBeLessThanOrEqual(3);
+  });
+
+  it("admits no tick once the pause has returned, not even one whose run's transaction was under way", async () => {
+    // A tick as the scheduled-run workflow sends it, straight to the placement-service. It
+    // reads the flag (not paused), then its run's transaction is held back by the test's own
+    // uncommitted run of the same tick while the pause lands; released, it must start nothing.
+    const placement = new PlacementClient({ origin: stack.urls['placement-service'], credential: stack.internalCredential });
+    const bundleRef = (await tenant.api.get(`/deployments/${firstDeploymentId}`)).body.data.bundle_ref as string;
+    expect((await tenant.api.post('/environments', { name: 'fence', storage_prefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, 'fence')}`, executor: 'local' })).status).toBe(201);
+    for (const binding of ['warehouse', 'gate']) expect((await tenant.api.put(`/environments/fence/bindings/${binding}`, {})).status).toBe(201);
+    expect((await tenant.api.post('/environments/fence/deployments', { manifest: manifestWith([]), bundle_ref: bundleRef })).status).toBe(201);
+    const fenceId = Environment.parse((await tenant.api.get('/environments/fence')).body.data).id;
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
+    const runs = mongo.db(stack.databases['placement-service']).collection<{ _id: string; tenant_id: string; environment_id: string; schedule: string; schedule_tick: string }>('runs');
+    const abortedTransactions = async () => (await mongo.db('admin').command({ serverStatus: 1 }))['transactions']['totalAborted'] as number;
+    const session = mongo.startSession();
+    try {
+      const tick = { schedule: 'held', job: 'quick', tick: '2026-11-25T12:00:00' };
+      // Control: the same tick on a free path starts its run.
+      const free = await placement.startScheduledRun(tenant.tenantId, 'fence', { ...tick, schedule: 'free' });
+      expect(free.outcome).toBe('started');
+
+      session.startTransaction();
+      await runs.insertOne(
+        { _id: 'run_held_by_test', tenant_id: tenant.tenantId, environment_id: fenceId, schedule: tick.schedule, schedule_tick: tick.tick },
+        { session },
+      );
+      const abortedBefore = await abortedTransactions();
+      const outcome = placement.startScheduledRun(tenant.tenantId, 'fence', tick);
+      // Evidence that the tick is in its transaction, past the flag's first reading: its
+      // transaction is aborted by the conflict, and retried, over and over.
+      await until(async () => (await abortedTransactions()) - abortedBefore, (aborted) => aborted >= 3, 30_000, 5);
+      expect((await tenant.api.post('/environments/fence/schedules/pause', {})).status).toBe(200);
+      await session.abortTransaction();
+
+      expect(await outcome).toEqual({ outcome: 'paused', run_id: null });
+      expect(await runs.countDocuments({ tenant_id: tenant.tenantId, environment_id: fenceId, schedule: tick.schedule })).toBe(0);
+    } finally {
+      await session.endSession();
+      await mongo.close();
+    }
   });
 
   it('keeps the pause through a new deployment and a rollback, and the schedules follow the deployment', async () => {

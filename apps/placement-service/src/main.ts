@@ -42,7 +42,7 @@ await runInternalService({
   routes: async ({ mongo, log }) => {
     redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
     const environments = new EnvironmentRepository(mongo);
-    const runs = new RunRepository(mongo, (tenantId, environmentId, session) => environments.executorOf(tenantId, environmentId, session));
+    const runs = new RunRepository(mongo, environments);
     const credentials = new PoolCredentialRepository(mongo);
     const overlaps = new ScheduleOverlapRepository(mongo);
     await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);

@@ -91,6 +91,16 @@ export class EnvironmentRepository {
     return doc?.executor;
   }
 
+  /**
+   * Admits a schedule's run inside the caller's transaction unless the schedules are paused.
+   * The count is written so that a pause racing the transaction conflicts with it instead of
+   * passing it unseen (a transaction's reads alone do not conflict with anything).
+   */
+  async admitScheduledRun(tenantId: string, id: string, session: ClientSession): Promise<boolean> {
+    const { matched } = await this.environments.updateOne(tenantId, { _id: id, schedules_paused: false }, { $inc: { scheduled_runs_admitted: 1 } }, { session });
+    return matched === 1;
+  }
+
   async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {
     return this.update(tenantId, name, { executor });
   }

@@ -14,6 +14,8 @@ export interface EnvironmentDocument {
   schedules_paused_reason: string | null;
   active_deployment_id: string | null;
   git_ref: string | null;
+  /** Schedule runs admitted while unpaused; written by each so that a racing pause conflicts. */
+  scheduled_runs_admitted?: number;
   inserted_at: Date;
   updated_at: Date;
 }
@@ -31,6 +33,7 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     schedules_paused_reason: { type: String, default: null },
     active_deployment_id: { type: String, default: null },
     git_ref: { type: String, default: null },
+    scheduled_runs_admitted: { type: Number, default: 0 },
     inserted_at: { type: Date, required: true },
     updated_at: { type: Date, required: true },
   },

@@ -87,6 +87,21 @@ export interface NewRun {
   maxAttempts: number;
 }
 
+/** What run transactions need of the environment they belong to. */
+export interface EnvironmentFences {
+  /** The environment's executor now, where a retry is placed. */
+  executorOf(tenantId: string, environmentId: string, session: ClientSession): Promise<Executor | undefined>;
+  /** False when its schedules are paused; otherwise a write that a concurrent pause conflicts with. */
+  admitScheduledRun(tenantId: string, environmentId: string, session: ClientSession): Promise<boolean>;
+}
+
+/** A schedule's tick that reached the run's transaction after its environment's schedules were paused. */
+export class SchedulesPausedError extends Error {
+  constructor() {
+    super('the environment\'s schedules are paused');
+  }
+}
+
 /** A run after a transition, and the attempt that now needs a queue add (a retry), if any. */
 export interface Transition {
   attempt: AttemptDocument;
@@ -105,12 +120,12 @@ export class RunRepository {
   private readonly workers: TenantScopedModel<WorkerDocument>;
 
   /**
-   * @param executorOf the environment's executor now (the placement scope's environments),
-   * read inside the retry's transaction.
+   * @param environments the placement scope's environments, read and fenced inside this
+   * repository's transactions.
    */
   constructor(
     private readonly connection: Connection,
-    private readonly executorOf: (tenantId: string, environmentId: string, session: ClientSession) => Promise<Executor | undefined>,
+    private readonly environments: EnvironmentFences,
   ) {
     this.runs = TenantScopedModel.of(connection, 'Run', runSchema);
     this.attempts = TenantScopedModel.of(connection, 'Attempt', attemptSchema);
@@ -146,6 +161,11 @@ export class RunRepository {
     };
     const attempt = newAttempt(run._id, input.environment.id, 1, input.environment.executor, input.assets.map((asset) => asset.key), now);
     return inTransaction(this.connection, async (session) => {
+      // The pause flag read in the same transaction as the insert, through a write: a pause
+      // that has returned admits no tick after it (it waits for, or aborts, this transaction).
+      if (input.origin.trigger === 'schedule' && !(await this.environments.admitScheduledRun(tenantId, input.environment.id, session))) {
+        throw new SchedulesPausedError();
+      }
       const storedRun = await this.runs.insert(tenantId, run, { session });
       const storedAttempt = await this.attempts.insert(tenantId, attempt, { session });
       return { run: storedRun, attempt: storedAttempt };
@@ -471,7 +491,7 @@ export class RunRepository {
       return null;
     }
     // Placed afresh: the environment's executor now, not the failed attempt's.
-    const executor = await this.executorOf(tenantId, run.environment_id, session);
+    const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
     const earlier = await this.attempts.find(tenantId, { run_id: run._id }, { session });
     const materialized = new Set(earlier.flatMap((attempt) => attempt.assets.filter((asset) => asset.status === 'succeeded').map((asset) => asset.key)));
     const remaining = run.assets.map((asset) => asset.key).filter((key) => !materialized.has(key));

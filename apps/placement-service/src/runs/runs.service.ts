@@ -15,7 +15,7 @@ import type { EnvironmentRepository } from '../environments/environment.reposito
 import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
-import { toRun, type RunRepository } from './run.repository.ts';
+import { SchedulesPausedError, toRun, type RunRepository } from './run.repository.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
 
 export interface RunsServiceOptions {
@@ -74,8 +74,10 @@ export class RunsService {
 
   /**
    * A schedule's tick: the same path as a manual run, unless the environment's schedules
-   * are paused (the flag is the fence, whatever Temporal's copy of it says) or the tick
-   * already has its run (a repeated wall time, or the workflow's retry).
+   * are paused (the flag is the fence, whatever Temporal's copy of it says: read here to
+   * answer early, and checked again inside the run's transaction so that a pause that has
+   * returned is never followed by a run of a tick) or the tick already has its run (a
+   * repeated wall time, or the workflow's retry).
    */
   async createScheduled(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
     const environment = await this.environment(tenantId, environmentName);
@@ -93,6 +95,7 @@ export class RunsService {
       const run = await this.create(tenantId, environmentName, CreateRunRequest.parse({ job: request.job }), origin);
       return { outcome: 'started', run_id: run.id };
     } catch (error) {
+      if (error instanceof SchedulesPausedError) return { outcome: 'paused', run_id: null };
       if (!isDuplicateKeyError(error)) throw error;
       const raced = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
       return { outcome: 'repeat', run_id: raced?._id ?? null };
