@@ -167,31 +167,4 @@ describe('checkRows', () => {
     expect(() => checkRows({ columns: [{ name: 'a', type: 'string' }, { name: 'a', type: 'integer' }] }, [])).toThrow(/declared twice/);
     expect(() => checkRows({ columns: [{ name: 'a', type: 'float' as 'number' }] }, [])).toThrow(/declared types are/);
   });
-
-  it('checks 100,000 rows of 5 columns well under 100 ms', () => {
-    const schema: DeclaredSchema = {
-      columns: [
-        { name: 'id', type: 'integer' },
-        { name: 'customer', type: 'string' },
-        { name: 'amount', type: 'number', nullable: true },
-        { name: 'paid', type: 'boolean' },
-        { name: 'created_at', type: 'timestamp' },
-      ],
-    };
-    const start = Date.UTC(2024, 0, 1);
-    const rows = Array.from({ length: 100_000 }, (_, i) => ({
-      id: i,
-      customer: `customer-${i % 5000}`,
-      amount: i % 17 === 0 ? null : i * 1.25,
-      paid: i % 3 === 0,
-      created_at: new Date(start + i * 61_000).toISOString(),
-    }));
-    let best = Number.POSITIVE_INFINITY;
-    for (let run = 0; run < 4; run++) {
-      const began = performance.now();
-      checkRows(schema, rows);
-      best = Math.min(best, performance.now() - began);
-    }
-    expect(best).toBeLessThan(100);
-  });
 });
