@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import type { DeclaredSchema } from './declared-schema.ts';
 import { checkRows, RowSchemaError } from './row-check.ts';
