@@ -1,15 +1,41 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
+import type { SandboxSettings } from './os-sandbox.ts';
 
-// Each case writes a tiny bundle into a temp dir and runs it in a real child process.
+// Each case writes a tiny bundle into a temp dir and runs it in a real child process, in
+// the OS sandbox (bubblewrap, installed by the test command's first step) unless a case
+// says otherwise.
 let workDir: string;
+
+/** Marks this file's children in their environment, so that a test can find them on the host. */
+const CHILD_MARK = `asset-runner-test-${randomBytes(6).toString('hex')}`;
+const bwrapSandbox: SandboxSettings = { mode: 'bwrap', memoryMb: 128, cpuSeconds: 60, tmpMb: 16, env: { TZ: 'UTC', ENVENGINE_TEST_MARK: CHILD_MARK } };
+const permissionModelOnly: SandboxSettings = { ...bwrapSandbox, mode: 'off' };
+
+/** Host processes that carry this file's mark (their environment is readable as root, or as their owner). */
+function markedProcesses(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^[0-9]+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'latin1').includes(CHILD_MARK);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
 beforeAll(async () => {
   workDir = await mkdtemp(join(tmpdir(), 'asset-sandbox-'));
+  // The sandbox runs as an unprivileged user, who must be able to reach the bundles.
+  await chmod(workDir, 0o755);
 });
 
 afterAll(async () => {
@@ -65,7 +91,7 @@ async function runBundle(
     entry: 'assets/asset.js',
     assetKey: 'raw_orders',
     timeoutMs: 20_000,
-    memoryMb: 128,
+    sandbox: bwrapSandbox,
     handlers: recorded.handlers,
     ...options,
   });
@@ -177,18 +203,19 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
         const kept = [];
         while (true) kept.push(new Array(100_000).fill(Math.random()));
       };`,
-      { memoryMb: 64, timeoutMs: 60_000 },
+      { sandbox: { ...bwrapSandbox, memoryMb: 64 }, timeoutMs: 60_000 },
     );
     expect(outcome).toEqual({ status: 'failed', reason: 'out-of-memory', error: 'asset raw_orders ran out of memory (limit 64 MB)' });
   }, 90_000);
 
+  // Node's permission model alone (SANDBOX=off): the second layer inside the OS sandbox.
   describe('permission model', () => {
     it('lets user code write no file', async () => {
       const target = join(workDir, 'written-by-user-code.txt');
       const { outcome } = await runBundle(`
         import { writeFileSync } from 'node:fs';
         export default async () => { writeFileSync(${JSON.stringify(target)}, 'x'); };
-      `);
+      `, { sandbox: permissionModelOnly });
       expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/Access to this API has been restricted/) });
       expect(existsSync(target)).toBe(false);
     });
@@ -197,7 +224,7 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       const bundleDir = await writeBundle({
         'assets/asset.js': `import { writeFileSync } from 'node:fs'; export default async () => { writeFileSync('assets/extra.js', 'x'); };`,
       });
-      const { outcome } = await runBundle({ dir: bundleDir });
+      const { outcome } = await runBundle({ dir: bundleDir }, { sandbox: permissionModelOnly });
       expect(outcome).toMatchObject({ status: 'failed', reason: 'threw' });
       expect(existsSync(join(bundleDir, 'assets', 'extra.js'))).toBe(false);
     });
@@ -206,7 +233,7 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       const { outcome } = await runBundle(`
         import { readFileSync } from 'node:fs';
         export default async () => { readFileSync('/etc/hostname', 'utf8'); };
-      `);
+      `, { sandbox: permissionModelOnly });
       expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/Access to this API has been restricted/) });
     });
 
@@ -214,45 +241,148 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       const { outcome } = await runBundle(`
         import { execFileSync } from 'node:child_process';
         export default async () => { execFileSync('/bin/true'); };
-      `);
+      `, { sandbox: permissionModelOnly });
       expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/Access to this API has been restricted/) });
     });
 
     it("passes none of the worker's environment", async () => {
       process.env['SANDBOX_TEST_SECRET'] = 'must-not-leak';
       try {
-        const { outcome, emitted } = await runBundle(`export default (ctx) => ctx.emit([{ env: { ...process.env } }]);`, { env: { TZ: 'UTC' } });
-        expect(outcome).toEqual({ status: 'succeeded' });
-        const env = emitted[0]?.[0]?.['env'] as Record<string, string>;
-        expect(env['SANDBOX_TEST_SECRET']).toBeUndefined();
-        expect(env['TZ']).toBe('UTC');
+        for (const sandbox of [permissionModelOnly, bwrapSandbox]) {
+          const { outcome, emitted } = await runBundle(`export default (ctx) => ctx.emit([{ env: { ...process.env } }]);`, { sandbox });
+          expect(outcome).toEqual({ status: 'succeeded' });
+          const env = emitted[0]?.[0]?.['env'] as Record<string, string>;
+          expect(env['SANDBOX_TEST_SECRET']).toBeUndefined();
+          expect(env['TZ']).toBe('UTC');
+        }
       } finally {
         delete process.env['SANDBOX_TEST_SECRET'];
       }
     });
   });
 
-  it('kills the child at once when the signal aborts, and reports canceled', async () => {
+  // The OS layer (bubblewrap, rlimits): what hostile code tries, each refused or failing its asset.
+  describe('OS sandbox', () => {
+    let listener: Server;
+    let listenerPort: number;
+    beforeAll(async () => {
+      listener = createServer((socket) => socket.end('host service'));
+      await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+      listenerPort = (listener.address() as AddressInfo).port;
+    });
+    afterAll(() => listener.close());
+
+    // Node's permission model off, so that what is refused is refused by the OS layer alone.
+    const osLayerOnly: SandboxSettings = { ...bwrapSandbox, nodePermissionModel: false };
+    const probe = (body: string) =>
+      runBundle(`
+        import * as fs from 'node:fs';
+        import * as net from 'node:net';
+        export default async (ctx) => { const report = {}; ${body}; await ctx.emit([report]); };
+      `, { sandbox: osLayerOnly });
+    const connectAttempt = (host: string, port: number) => `
+      report.connect = await new Promise((resolve) => {
+        const socket = net.connect({ host: ${JSON.stringify(host)}, port: ${port}, timeout: 3000 });
+        socket.on('connect', () => { socket.destroy(); resolve('connected'); });
+        socket.on('timeout', () => { socket.destroy(); resolve('timeout'); });
+        socket.on('error', (error) => resolve(error.code));
+      });`;
+
+    it('reaches no port of the host: its loopback is its own (the same asset without the sandbox connects)', async () => {
+      const sandboxed = await probe(connectAttempt('127.0.0.1', listenerPort));
+      expect(sandboxed.outcome).toEqual({ status: 'succeeded' });
+      expect(sandboxed.emitted[0]![0]!['connect']).toBe('ECONNREFUSED');
+      const control = await runBundle(
+        `import * as net from 'node:net'; export default async (ctx) => { const report = {}; ${connectAttempt('127.0.0.1', listenerPort)}; await ctx.emit([report]); };`,
+        { sandbox: permissionModelOnly },
+      );
+      expect(control.emitted[0]![0]!['connect']).toBe('connected');
+    });
+
+    it('reaches no link-local address (cloud metadata)', async () => {
+      const { emitted } = await probe(connectAttempt('169.254.169.254', 80));
+      expect(emitted[0]![0]!['connect']).toBe('ENETUNREACH');
+    });
+
+    it("runs as an unprivileged user, sees only its own processes, and cannot reach the worker's", async () => {
+      const { outcome, emitted } = await probe(`
+        report.uid = process.getuid(); report.gid = process.getgid(); report.pid = process.pid;
+        report.processes = fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name)).length;
+        report.root = fs.readdirSync('/').sort();
+      `);
+      expect(outcome).toEqual({ status: 'succeeded' });
+      expect(emitted[0]![0]).toMatchObject({ uid: 65534, gid: 65534, pid: 2, processes: 2 });
+      expect(emitted[0]![0]!['root']).toEqual(['bin', 'bundle', 'dev', 'lib', 'lib64', 'proc', 'sandbox', 'tmp', 'usr']);
+      // Its parent is the sandbox's own init, which a SIGKILL from inside does not reach; the worker is not in its namespace.
+      const signalled = await probe(`process.kill(process.ppid, 'SIGKILL'); report.signalled = process.ppid;`);
+      expect(signalled.outcome).toEqual({ status: 'succeeded' });
+      expect(signalled.emitted[0]![0]).toEqual({ signalled: 1 });
+    });
+
+    it('writes only to its private /tmp, and reads nothing of the host', async () => {
+      const { outcome, emitted } = await probe(`
+        fs.writeFileSync('/tmp/scratch', 'x'); report.tmp = fs.readFileSync('/tmp/scratch', 'utf8');
+        for (const path of ['/bundle/extra.js', '/usr/evil']) { try { fs.writeFileSync(path, 'x'); report[path] = 'written'; } catch (error) { report[path] = error.code; } }
+        for (const path of ['/etc/passwd', '/root', ${JSON.stringify(workDir)}]) { try { fs.readdirSync(path); report[path] = 'read'; } catch (error) { report[path] = error.code; } }
+      `);
+      expect(outcome).toEqual({ status: 'succeeded' });
+      const report = emitted[0]![0]!;
+      expect(report['tmp']).toBe('x');
+      for (const path of ['/bundle/extra.js', '/usr/evil', '/etc/passwd', '/root', workDir]) expect(report[path]).toMatch(/^E[A-Z]+$/);
+    });
+
+    it('caps memory, Buffers included: twice the limit cannot be allocated', async () => {
+      const { outcome } = await runBundle(
+        `export default async () => { const kept = []; for (let i = 0; i < 8; i++) kept.push(Buffer.alloc(32 * 1024 * 1024, 1)); };`,
+        { sandbox: { ...bwrapSandbox, memoryMb: 128 } },
+      );
+      expect(outcome).toEqual({ status: 'failed', reason: 'out-of-memory', error: 'asset raw_orders ran out of memory (limit 128 MB): Failed to allocate memory' });
+      // Control: the same allocation passes without the cap.
+      const control = await runBundle(
+        `export default async () => { const kept = []; for (let i = 0; i < 8; i++) kept.push(Buffer.alloc(32 * 1024 * 1024, 1)); };`,
+        { sandbox: { ...permissionModelOnly, memoryMb: 128 } },
+      );
+      expect(control.outcome).toEqual({ status: 'succeeded' });
+    });
+
+    it('kills a CPU spinner at its CPU time limit', async () => {
+      const { outcome } = await runBundle(`export default async () => { while (true) {} };`, { sandbox: { ...bwrapSandbox, cpuSeconds: 1 }, timeoutMs: 120_000 });
+      expect(outcome).toEqual({ status: 'failed', reason: 'cpu-limit', error: 'asset raw_orders was killed after using its CPU time limit of 1 s' });
+    }, 130_000);
+
+    it('bounds output without newlines: cut into one capped line and a note of what was dropped', async () => {
+      const { outcome, logs } = await runBundle(
+        `export default async () => { const chunk = 'y'.repeat(1 << 20); for (let i = 0; i < 100; i++) await new Promise((resolve) => process.stdout.write(chunk, resolve)); };`,
+        { timeoutMs: 120_000 },
+      );
+      expect(outcome).toEqual({ status: 'succeeded' });
+      expect(logs).toHaveLength(2);
+      expect(logs[0]).toHaveLength(MAX_OUTPUT_LINE_CHARS);
+      expect(logs[1]).toBe(`… (${100 * (1 << 20) - MAX_OUTPUT_LINE_CHARS} more characters of that line, which had no newline within ${MAX_OUTPUT_LINE_CHARS}, were dropped)`);
+    }, 130_000);
+  });
+
+  it('kills the child at once when the signal aborts, and reports canceled (the sandboxed process too)', async () => {
     const abort = new AbortController();
-    let childPid: number | undefined;
+    let running: number[] = [];
     const { outcome } = await runBundle(
       `export default async (ctx) => {
-        ctx.log('pid', process.pid);
+        ctx.log('waiting');
         await new Promise((resolve) => setTimeout(resolve, 600_000));
       };`,
       { signal: abort.signal },
       {
         log: (message) => {
-          const announced = /^pid (\d+)$/.exec(message);
-          if (!announced) return;
-          childPid = Number(announced[1]);
+          if (message !== 'waiting') return;
+          running = markedProcesses();
           abort.abort();
         },
       },
     );
     expect(outcome).toEqual({ status: 'failed', reason: 'canceled', error: 'canceled' });
-    expect(childPid).toBeGreaterThan(0);
-    expect(() => process.kill(childPid!, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+    // prlimit became bwrap, which started the sandbox's init and the child: all of them marked.
+    expect(running.length).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => markedProcesses().filter((pid) => running.includes(pid)), { timeout: 10_000 }).toEqual([]);
   });
 
   it('fails with the message of a handler that throws, even if the user code swallows it', async () => {

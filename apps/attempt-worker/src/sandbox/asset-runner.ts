@@ -1,14 +1,16 @@
-// Runs one asset's user code in a child process with a time limit and a memory limit, so
-// that a crash, an endless loop or a runaway allocation fails the attempt, not the worker
-// (DESIGN.md). The child runs under Node's permission model: it may read its bundle and
-// its own script, write nothing, start no process, thread or addon; rows, logs, upstream
-// reads and connections go through ctx, relayed over IPC to the handlers given here.
-import { fork, type ChildProcess } from 'node:child_process';
+// Runs one asset's user code in a child process with a time limit, so that a crash, an
+// endless loop or a runaway allocation fails the attempt, not the worker (DESIGN.md). The
+// child runs in the OS sandbox of os-sandbox.ts (memory and CPU capped, no network, no
+// view of the host), and under Node's permission model inside it: it may read its bundle
+// and its own script, write only its private /tmp, start no process, thread or addon;
+// rows, logs, upstream reads and connections go through ctx, relayed over IPC to the
+// handlers given here.
+import type { ChildProcess } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
 import type { ParentMessage } from './sandbox-protocol.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
@@ -34,16 +36,11 @@ export interface RunAssetOptions {
   run?: { id: string; attempt: number };
   /** Wall-clock limit from spawn to the end, after which the child is killed. */
   timeoutMs: number;
-  /** V8 old-space limit of the child (`--max-old-space-size`). */
-  memoryMb: number;
+  /** The sandbox and its limits; its environment is the child's whole environment (never the worker's own). */
+  sandbox: SandboxSettings;
   /** Aborting kills the child at once; the outcome is then `canceled`. */
   signal?: AbortSignal;
-  /**
-   * The child's whole environment (default: empty). The worker's own environment, which
-   * holds its credentials, is never inherited; pass only basics such as TZ or LANG.
-   */
-  env?: Record<string, string>;
-  /** Children forked ahead of need (with their own environment); without it the child is forked here. */
+  /** Children started ahead of need with the same settings; without it the child is started here. */
   sandboxes?: WarmSandboxes;
   handlers: AssetHandlers;
 }
@@ -61,20 +58,21 @@ export type AssetFailureReason =
   | 'exited'
   | 'timed-out'
   | 'out-of-memory'
+  /** Past its CPU time limit (SIGXCPU). */
+  | 'cpu-limit'
   | 'canceled';
 
 export type AssetOutcome = { status: 'succeeded' } | { status: 'failed'; reason: AssetFailureReason; error: string };
-
-// The child entry sits beside this module in the source tree (run by Node's type
-// stripping) and beside main.js in the build (tools/build/build-app.mjs bundles every
-// `src/**/*-child.ts` to `dist/<app>/<name>.js`).
-const childScript = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './asset-child.ts' : './asset-child.js', import.meta.url));
 
 /** How long a child that has reported its outcome (or lost its channel) may take to exit before it is killed. */
 const EXIT_GRACE_MS = 2000;
 /** How much of the child's stderr is kept to recognise V8's out-of-memory report. */
 const STDERR_TAIL_CHARS = 8192;
-const OUT_OF_MEMORY_TEXT = /JavaScript heap out of memory|Reached heap limit/;
+const OUT_OF_MEMORY_TEXT = /JavaScript heap out of memory|Reached heap limit|Fatal process out of memory/;
+/** What user code sees when the memory cap refuses a Buffer or an ArrayBuffer. */
+const ALLOCATION_FAILED_TEXT = /^(Failed to allocate memory|Array buffer allocation failed)/;
+/** Output without a newline is cut into lines of at most this many characters, so that it cannot grow the worker. */
+export const MAX_OUTPUT_LINE_CHARS = 16_384;
 
 const ChildMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('call'), id: z.number().int(), method: z.enum(['emit', 'read', 'connection']), arg: z.unknown() }),
@@ -82,33 +80,6 @@ const ChildMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('done') }),
   z.object({ type: z.literal('failed'), error: z.object({ message: z.string(), stack: z.string().optional() }) }),
 ]);
-
-/** The child's command-line flags: the permission model and the memory limit. */
-export function sandboxFlags(bundleRoot: string, memoryMb: number): string[] {
-  return [
-    '--permission',
-    `--allow-fs-read=${bundleRoot}`,
-    `--allow-fs-read=${childScript}`,
-    `--max-old-space-size=${memoryMb}`,
-    '--no-addons',
-  ];
-}
-
-/**
- * Forks a sandboxed child for one asset of the bundle at `bundleRoot` (a real path); it
- * waits for its `run` message.
- */
-export function forkSandbox(bundleRoot: string, memoryMb: number, env: Record<string, string> = {}): ChildProcess {
-  return fork(childScript, [], {
-    cwd: bundleRoot,
-    env: { ...env },
-    execPath: process.execPath,
-    // Replaces the worker's own flags (a loader, inspector or heap size must not leak in).
-    execArgv: sandboxFlags(bundleRoot, memoryMb),
-    serialization: 'advanced',
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-}
 
 export async function runAssetInSandbox(options: RunAssetOptions): Promise<AssetOutcome> {
   if (options.signal?.aborted) return { status: 'failed', reason: 'canceled', error: 'canceled' };
@@ -167,7 +138,7 @@ class SandboxedAsset {
   ) {
     this.subject = `asset ${options.assetKey}`;
     this.outcome = new Promise((resolveOutcome) => (this.resolveOutcome = resolveOutcome));
-    this.child = options.sandboxes ? options.sandboxes.take(bundleRoot, options.memoryMb) : forkSandbox(bundleRoot, options.memoryMb, options.env);
+    this.child = options.sandboxes ? options.sandboxes.take(bundleRoot) : spawnAssetChild(options.sandbox, bundleRoot);
     this.child.on('error', (error) => this.onChildError(error));
     this.child.on('message', (message) => this.onMessage(message));
     this.child.on('disconnect', () => this.onDisconnect());
@@ -191,7 +162,7 @@ class SandboxedAsset {
       ),
     );
     options.signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.send({ type: 'run', entryUrl: pathToFileURL(entryPath).href, assetKey: options.assetKey, run: options.run ?? null });
+    this.send({ type: 'run', entryUrl: entryUrlInSandbox(options.sandbox, bundleRoot, entryPath), assetKey: options.assetKey, run: options.run ?? null });
   }
 
   /** Records the first verdict; `kill` ends the child at once (SIGKILL), otherwise it gets a grace period to exit. */
@@ -252,7 +223,12 @@ class SandboxedAsset {
         this.maybeSettle();
         return;
       case 'failed':
-        this.decide({ status: 'failed', reason: 'threw', error: message.error.message }, false);
+        this.decide(
+          ALLOCATION_FAILED_TEXT.test(message.error.message)
+            ? { status: 'failed', reason: 'out-of-memory', error: `${this.subject} ran out of memory (limit ${this.options.sandbox.memoryMb} MB): ${message.error.message}` }
+            : { status: 'failed', reason: 'threw', error: message.error.message },
+          false,
+        );
         return;
       case 'call':
         this.track(this.answer(message.id, message.method, message.arg));
@@ -353,9 +329,13 @@ class SandboxedAsset {
 
   /** Why a child that reported nothing ended. */
   private exitOutcome(): AssetOutcome {
-    const { code, signal } = this.exit;
+    const { code } = this.exit;
+    const signal = signalOfExit(this.options.sandbox, code, this.exit.signal);
     if (OUT_OF_MEMORY_TEXT.test(this.stderrTail)) {
-      return { status: 'failed', reason: 'out-of-memory', error: `${this.subject} ran out of memory (limit ${this.options.memoryMb} MB)` };
+      return { status: 'failed', reason: 'out-of-memory', error: `${this.subject} ran out of memory (limit ${this.options.sandbox.memoryMb} MB)` };
+    }
+    if (signal === 'SIGXCPU') {
+      return { status: 'failed', reason: 'cpu-limit', error: `${this.subject} was killed after using its CPU time limit of ${this.options.sandbox.cpuSeconds} s` };
     }
     if (signal !== null) return { status: 'failed', reason: 'exited', error: `${this.subject} was killed by ${signal} before finishing` };
     return { status: 'failed', reason: 'exited', error: `${this.subject} exited with code ${code ?? 'unknown'} before finishing` };
@@ -372,21 +352,47 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Calls `onLine` for each line of a stream, and for a last unterminated one. */
-function forwardLines(stream: Readable, onLine: (line: string) => void): void {
+/**
+ * Calls `onLine` for each line of a stream, and for a last unterminated one. A line longer
+ * than MAX_OUTPUT_LINE_CHARS is passed on cut, with a note, and the rest of it up to its
+ * newline is dropped and counted: output without newlines holds at most one line's worth
+ * of the worker's memory.
+ */
+export function forwardLines(stream: Readable, onLine: (line: string) => void): void {
   let buffered = '';
+  /** Characters dropped so far of a line past the cap; null while the line is within it. */
+  let dropped: number | null = null;
+  const take = (text: string) => {
+    if (dropped !== null) {
+      dropped += text.length;
+      return;
+    }
+    const room = MAX_OUTPUT_LINE_CHARS - buffered.length;
+    if (text.length <= room) {
+      buffered += text;
+      return;
+    }
+    onLine(buffered + text.slice(0, room));
+    buffered = '';
+    dropped = text.length - room;
+  };
+  const endLine = () => {
+    if (dropped === null) onLine(buffered);
+    else onLine(`… (${dropped} more characters of that line, which had no newline within ${MAX_OUTPUT_LINE_CHARS}, were dropped)`);
+    buffered = '';
+    dropped = null;
+  };
   stream.setEncoding('utf8');
   stream.on('data', (chunk: string) => {
-    buffered += chunk;
-    let newline: number;
-    while ((newline = buffered.indexOf('\n')) !== -1) {
-      onLine(buffered.slice(0, newline));
-      buffered = buffered.slice(newline + 1);
+    const parts = chunk.split('\n');
+    for (let index = 0; index < parts.length - 1; index++) {
+      take(parts[index]!);
+      endLine();
     }
+    take(parts.at(-1)!);
   });
   stream.on('end', () => {
-    if (buffered !== '') onLine(buffered);
-    buffered = '';
+    if (buffered !== '' || dropped !== null) endLine();
   });
   stream.on('error', () => undefined);
 }

@@ -1,18 +1,24 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { forkSandbox, runAssetInSandbox } from './asset-runner.ts';
+import { runAssetInSandbox } from './asset-runner.ts';
+import { spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
 import { WarmSandboxes } from './warm-sandboxes.ts';
 
 // Real children: each asset logs its process id, so a test sees which child ran it.
 let workDir: string;
+// Without the OS sandbox: these cases tell children apart by their host pid, which a child
+// in its own PID namespace cannot see (asset-runner.test.ts runs children in the sandbox).
+const sandbox: SandboxSettings = { mode: 'off', memoryMb: 128, cpuSeconds: 60, tmpMb: 16, env: { TZ: 'UTC' } };
 let pools: WarmSandboxes[] = [];
 
 beforeAll(async () => {
   workDir = await realpath(await mkdtemp(join(tmpdir(), 'warm-sandboxes-')));
+  // The sandbox runs as an unprivileged user, who must be able to reach the bundles.
+  await chmod(workDir, 0o755);
 });
 
 afterEach(() => {
@@ -37,8 +43,8 @@ function recordingPool(capacity: number, idleMs = 60_000) {
   const pool = new WarmSandboxes({
     capacity,
     idleMs,
-    fork: (bundleRoot, memoryMb) => {
-      const child = forkSandbox(bundleRoot, memoryMb, { TZ: 'UTC' });
+    fork: (bundleRoot) => {
+      const child = spawnAssetChild(sandbox, bundleRoot);
       forked.push(child);
       return child;
     },
@@ -55,7 +61,7 @@ async function runIn(pool: WarmSandboxes, bundleDir: string): Promise<number> {
     entry: 'assets/asset.js',
     assetKey: 'asset',
     timeoutMs: 20_000,
-    memoryMb: 128,
+    sandbox,
     sandboxes: pool,
     handlers: { emit: async () => undefined, read: async () => [], connection: async () => ({}), log: (line) => logs.push(line) },
   });

@@ -11,8 +11,8 @@ export interface WarmSandboxesOptions {
   capacity: number;
   /** A spare unused for this long is stopped. */
   idleMs: number;
-  /** Forks a child that waits for its `run` message (the sandbox's flags, its environment). */
-  fork: (bundleRoot: string, memoryMb: number) => ChildProcess;
+  /** Starts a child that waits for its `run` message (in the worker's sandbox, with its limits and environment). */
+  fork: (bundleRoot: string) => ChildProcess;
 }
 
 interface Spare {
@@ -23,7 +23,7 @@ interface Spare {
 const isAlive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null && child.connected;
 
 export class WarmSandboxes {
-  /** Ready children by bundle and memory limit, the least recently used bundle first. */
+  /** Ready children by bundle, the least recently used bundle first. */
   private readonly spares = new Map<string, Spare[]>();
   private size = 0;
   private closed = false;
@@ -31,8 +31,8 @@ export class WarmSandboxes {
   constructor(private readonly options: WarmSandboxesOptions) {}
 
   /** A child for one asset of this bundle: a spare when one is ready, else forked now. */
-  take(bundleRoot: string, memoryMb: number): ChildProcess {
-    const key = `${memoryMb}:${bundleRoot}`;
+  take(bundleRoot: string): ChildProcess {
+    const key = bundleRoot;
     let child: ChildProcess | undefined;
     const ready = this.spares.get(key) ?? [];
     while (child === undefined && ready.length > 0) {
@@ -45,8 +45,8 @@ export class WarmSandboxes {
     // Re-inserted, so this bundle counts as the most recently used.
     this.spares.delete(key);
     if (ready.length > 0) this.spares.set(key, ready);
-    child ??= this.options.fork(bundleRoot, memoryMb);
-    this.forkSpare(key, bundleRoot, memoryMb);
+    child ??= this.options.fork(bundleRoot);
+    this.forkSpare(key, bundleRoot);
     return child;
   }
 
@@ -63,10 +63,10 @@ export class WarmSandboxes {
     this.size = 0;
   }
 
-  private forkSpare(key: string, bundleRoot: string, memoryMb: number): void {
+  private forkSpare(key: string, bundleRoot: string): void {
     if (this.closed || this.options.capacity === 0) return;
     if (this.size >= this.options.capacity && !this.evictOldest(key)) return;
-    const child = this.options.fork(bundleRoot, memoryMb);
+    const child = this.options.fork(bundleRoot);
     const spare: Spare = { child, idleTimer: setTimeout(() => this.drop(key, spare), this.options.idleMs) };
     spare.idleTimer.unref();
     // A spare that dies while it waits is only dropped; its outcome matters to nobody.

@@ -1,0 +1,176 @@
+// The operating system's sandbox around each asset's child process (DESIGN.md §6).
+// Tenants' code is hostile until proven otherwise: bubblewrap (Flatpak's sandbox, from
+// Debian's `bubblewrap`) gives the child its own user, network, PID, mount, IPC and UTS
+// namespaces, an unprivileged uid, no capabilities and no new privileges (bwrap sets
+// PR_SET_NO_NEW_PRIVS), and a file system of only the runtime (/usr, read-only), the
+// Node binary, the child script, its bundle (read-only) and a size-capped private /tmp.
+// Its network namespace holds only its own loopback: no address of the engine host is
+// reachable. Memory (heap and Buffers alike) and CPU time are capped by rlimits set with
+// util-linux's `prlimit`, beside the worker's wall-clock limit. Node's permission model
+// stays inside as a second layer.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import { delimiter, extname, join, relative } from 'node:path';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export type SandboxMode = 'bwrap' | 'off';
+
+export interface SandboxSettings {
+  /** `bwrap` (the default) or `off`, which runs user code under Node's permission model alone. */
+  mode: SandboxMode;
+  /** Heap limit of the child's V8, and the size of its memory budget beside the runtime's own reservations. */
+  memoryMb: number;
+  /** CPU time one child may use (RLIMIT_CPU); past it the child is killed with SIGXCPU. */
+  cpuSeconds: number;
+  /** Size of the child's private /tmp (a tmpfs, counted in memory). */
+  tmpMb: number;
+  /** The child's whole environment (the worker's own, which holds its credentials, is never inherited). */
+  env: Record<string, string>;
+  /**
+   * Node's permission model inside the OS sandbox (default on). Off only in the tests
+   * that prove the OS layer holds by itself.
+   */
+  nodePermissionModel?: boolean;
+}
+
+/**
+ * What V8 and Node reserve before user code runs (code range, thread stacks, the
+ * allocator's arenas): RLIMIT_DATA counts these although most is never resident, so the
+ * data limit is the user's memory limit on top of them. Measured at 560-580 MB for Node 24
+ * on x86_64 (a child under a 600 MB limit could allocate 32 MB more).
+ */
+const RUNTIME_DATA_RESERVE_MB = 640;
+/** The unprivileged user the sandbox runs as when the worker runs as root: `nobody`. */
+const SANDBOX_UID = 65534;
+const SANDBOX_GID = 65534;
+
+// Paths inside the sandbox.
+const SANDBOX_NODE = '/sandbox/node';
+
+const SANDBOX_BUNDLE = '/bundle';
+
+// The child entry sits beside this module in the source tree (run by Node's type
+// stripping) and beside main.js in the build (tools/build/build-app.mjs bundles every
+// `src/**/*-child.ts` to `dist/<app>/<name>.js`).
+export const CHILD_SCRIPT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './asset-child.ts' : './asset-child.js', import.meta.url));
+/** The same extension inside, so that Node strips the types of the source tree's `.ts`. */
+const SANDBOX_CHILD_SCRIPT = `/sandbox/asset-child${extname(CHILD_SCRIPT)}`;
+
+/** Node's own flags for the child: the permission model, the heap limit, no addons. */
+function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: string): string[] {
+  const flags: string[] = [];
+  if (settings.nodePermissionModel !== false || settings.mode === 'off') {
+    flags.push('--permission', `--allow-fs-read=${bundleRoot}`, `--allow-fs-read=${childScript}`);
+    if (settings.mode === 'bwrap') flags.push('--allow-fs-read=/tmp', '--allow-fs-write=/tmp');
+  }
+  return [...flags, `--max-old-space-size=${settings.memoryMb}`, '--no-addons'];
+}
+
+/** The child's command inside the sandbox. */
+function sandboxedChildCommand(settings: SandboxSettings): string[] {
+  return [SANDBOX_NODE, ...nodeFlags(settings, SANDBOX_BUNDLE, SANDBOX_CHILD_SCRIPT), SANDBOX_CHILD_SCRIPT];
+}
+
+/** The bwrap arguments for one child: everything unshared, then only what it needs bound in. */
+export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command = sandboxedChildCommand(settings)): string[] {
+  return [
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop', 'ALL',
+    '--uid', String(SANDBOX_UID),
+    '--gid', String(SANDBOX_GID),
+    '--hostname', 'sandbox',
+    // The dynamic loader and libraries Node links against; Debian's /lib, /lib64 and /bin are links into /usr.
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', 'usr/lib', '/lib',
+    '--symlink', 'usr/lib64', '/lib64',
+    '--symlink', 'usr/bin', '/bin',
+    '--ro-bind', process.execPath, SANDBOX_NODE,
+    '--ro-bind', CHILD_SCRIPT, SANDBOX_CHILD_SCRIPT,
+    '--ro-bind', bundleRoot, SANDBOX_BUNDLE,
+    '--proc', '/proc',
+    '--dev', '/dev',
+    '--size', String(settings.tmpMb * 1024 * 1024), '--tmpfs', '/tmp',
+    '--chdir', SANDBOX_BUNDLE,
+    '--',
+    ...command,
+  ];
+}
+
+/** `prlimit` before bwrap: the child's data segment (heap and Buffers) and CPU time. */
+function rlimitArgs(settings: SandboxSettings): string[] {
+  const dataBytes = (settings.memoryMb + RUNTIME_DATA_RESERVE_MB) * 1024 * 1024;
+  // Soft then hard: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
+  return [`--data=${dataBytes}:${dataBytes}`, `--cpu=${settings.cpuSeconds}:${settings.cpuSeconds + 1}`, '--'];
+}
+
+/** Where the child sees an entry module of its bundle. */
+export function entryUrlInSandbox(settings: SandboxSettings, bundleRoot: string, entryPath: string): string {
+  if (settings.mode === 'off') return pathToFileURL(entryPath).href;
+  return pathToFileURL(join(SANDBOX_BUNDLE, relative(bundleRoot, entryPath))).href;
+}
+
+/**
+ * Starts a child for one asset of the bundle at `bundleRoot` (a real path); it waits for
+ * its `run` message on the IPC channel (fd 3, which bwrap passes through).
+ */
+export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string): ChildProcess {
+  const common = { env: { ...settings.env }, serialization: 'advanced', stdio: ['ignore', 'pipe', 'pipe', 'ipc'] } as const;
+  if (settings.mode === 'off') {
+    return spawn(process.execPath, [...nodeFlags(settings, bundleRoot, CHILD_SCRIPT), CHILD_SCRIPT], { ...common, cwd: bundleRoot });
+  }
+  return spawn('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot)], {
+    ...common,
+    cwd: '/',
+    // As root, bwrap itself starts as `nobody`, so that the sandbox's uid is unprivileged on the host too.
+    ...(process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+  });
+}
+
+/**
+ * The signal that ended a sandboxed child: bwrap reports a child killed by signal N as
+ * exit code 128 + N.
+ */
+export function signalOfExit(settings: SandboxSettings, code: number | null, signal: NodeJS.Signals | null): NodeJS.Signals | null {
+  if (signal !== null || settings.mode === 'off' || code === null || code <= 128) return signal;
+  const number = code - 128;
+  const name = Object.entries(osConstants.signals).find(([, value]) => value === number)?.[0];
+  return (name as NodeJS.Signals | undefined) ?? null;
+}
+
+/** Whether `command` is a file in one of PATH's directories. */
+function onPath(command: string, path: string | undefined): boolean {
+  return (path ?? '').split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, command)));
+}
+
+/**
+ * Checks at start-up that the sandbox works here: the tools are installed, user
+ * namespaces are allowed, and the sandbox user can read `readableDir` (the bundle cache)
+ * and the runtime. Returns null when it does, else a message saying what is missing and
+ * how to get it.
+ */
+export function checkSandbox(settings: SandboxSettings, readableDir: string, path: string | undefined): string | null {
+  if (settings.mode === 'off') return null;
+  for (const [command, pkg] of [['bwrap', 'bubblewrap'], ['prlimit', 'util-linux']] as const) {
+    if (!onPath(command, path)) {
+      return `The OS sandbox for tenants' code needs "${command}" (Debian/Ubuntu: apt-get install ${pkg}); or set SANDBOX=off to run user code under Node's permission model alone, which is no protection against hostile code.`;
+    }
+  }
+  const probe = spawnSync('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, readableDir, [SANDBOX_NODE, '--version'])], {
+    encoding: 'utf8',
+    cwd: '/',
+    env: { ...settings.env },
+    timeout: 30_000,
+    ...(process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+  });
+  if (probe.status === 0 && probe.stdout.trim() === process.version) return null;
+  const said = `${probe.stderr ?? ''}${probe.error ? probe.error.message : ''}`.trim() || `exit code ${probe.status ?? probe.signal}`;
+  return (
+    `The OS sandbox for tenants' code could not start here (${said}). It needs unprivileged user namespaces ` +
+    `(sysctl kernel.unprivileged_userns_clone=1 where that exists; in a container, a seccomp/AppArmor profile that allows them), ` +
+    `and the user ${SANDBOX_UID} (nobody) must be able to read ${readableDir}, ${process.execPath} and ${CHILD_SCRIPT} ` +
+    `(every directory above them searchable). Or set SANDBOX=off to run user code under Node's permission model alone, which is no protection against hostile code.`
+  );
+}
