@@ -88,10 +88,10 @@ describe("remote attempts on a tenant's pool", () => {
       redis.disconnect();
     }
 
-    const start = await workerCall(credential.token, 'POST', `/worker/attempts/${otherAttempt}/start`, { worker: { id: 'intruder-1', name: 'intruder', executor: 'remote', concurrency: 1 } });
+    const start = await workerCall(credential.token, 'POST', `/worker/attempts/${otherAttempt}/start`, { worker: { id: 'intruder-1', name: 'intruder', executor: 'remote', concurrency: 1, sandbox: 'bwrap' } });
     expect([start.status, start.body.error.code]).toEqual([404, 'not_found']);
     expect((await workerCall(credential.token, 'GET', '/environments')).status).toBe(401);
-    expect((await workerCall(tenant.token, 'POST', '/worker/heartbeat', { worker: { id: 'intruder-1', name: 'x', executor: 'remote', concurrency: 1 }, attempts: [] })).status).toBe(401);
+    expect((await workerCall(tenant.token, 'POST', '/worker/heartbeat', { worker: { id: 'intruder-1', name: 'x', executor: 'remote', concurrency: 1, sandbox: 'bwrap' }, attempts: [] })).status).toBe(401);
     expect((await workerCall(otherCredential.token, 'GET', `/runs/${otherRun.id}`)).status).toBe(401);
     // The other tenant's run is untouched and still queued for its own pool.
     expect((await other.api.get(`/runs/${otherRun.id}`)).body.data.attempts[0].status).toBe('queued');
@@ -103,7 +103,7 @@ describe("remote attempts on a tenant's pool", () => {
     const probe = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
     expect(await probe.call('AUTH', spare.redis.username, spare.redis.password)).toBe('OK');
     expect((await tenant.api.request('DELETE', `/pool/credentials/${spare.id}`)).status).toBe(200);
-    await until(() => workerCall(spare.token, 'POST', '/worker/heartbeat', { worker: { id: 'spare-123', name: 'x', executor: 'remote', concurrency: 1 }, attempts: [] }), (r) => r.status === 401, 10_000);
+    await until(() => workerCall(spare.token, 'POST', '/worker/heartbeat', { worker: { id: 'spare-123', name: 'x', executor: 'remote', concurrency: 1, sandbox: 'bwrap' }, attempts: [] }), (r) => r.status === 401, 10_000);
     // Redis closed the connection authenticated as the revoked user; a new AUTH is refused.
     const fresh = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
     await expect(fresh.call('AUTH', spare.redis.username, spare.redis.password)).rejects.toThrow(/WRONGPASS/);

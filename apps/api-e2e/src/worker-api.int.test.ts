@@ -26,7 +26,7 @@ interface WorkerCall {
 
 type Route = 'heartbeat' | 'logs' | 'upstream' | 'connection' | 'materialization' | 'bundle' | 'release' | 'finish';
 
-const WORKER = { id: 'owner-worker-1', name: 'owner-worker', executor: 'remote', concurrency: 2 } as const;
+const WORKER = { id: 'owner-worker-1', name: 'owner-worker', executor: 'remote', concurrency: 2, sandbox: 'bwrap' } as const;
 const MATERIALIZATION_ID = newId('mat');
 const LOG_MESSAGE = 'written by the worker API test';
 

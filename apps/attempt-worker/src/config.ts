@@ -20,8 +20,18 @@ const common = {
   HEARTBEAT_INTERVAL_MS: PositiveIntFromEnv(2_000),
   /** Wall-clock limit of one asset's user code. */
   ASSET_TIMEOUT_MS: PositiveIntFromEnv(15 * 60_000),
-  /** V8 heap limit of one asset's child process. */
+  /** Memory limit of one asset's child process: its V8 heap, and its Buffers beside the runtime's own reservations. */
   ASSET_MEMORY_MB: PositiveIntFromEnv(512),
+  /** CPU time one asset's child may use; past it the child is killed (SIGXCPU). */
+  ASSET_CPU_SECONDS: PositiveIntFromEnv(15 * 60),
+  /** Size of each child's private /tmp (memory-backed). */
+  ASSET_TMP_MB: PositiveIntFromEnv(64),
+  /**
+   * `bwrap` (default): every asset runs in a bubblewrap sandbox (DESIGN.md §6). `off` runs
+   * user code under Node's permission model alone, which is no protection against hostile
+   * code; it must be set explicitly, is logged as a warning and shown in the pool view.
+   */
+  SANDBOX: z.enum(['bwrap', 'off'], { message: 'must be "bwrap" (the default) or "off"' }).default('bwrap'),
   /** Sandboxed children forked ahead of need (each still runs one asset); 0 forks each on demand. Default: CONCURRENCY. */
   WARM_SANDBOXES: z.coerce.number().int().min(0).max(256).optional(),
   /** A child forked ahead and unused for this long is stopped. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob } from '@envengine/attempt-queues';
@@ -8,7 +9,7 @@ import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig } from './config.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
 import { LeaseKeeper } from './execution/lease-keeper.ts';
-import { forkSandbox } from './sandbox/asset-runner.ts';
+import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/os-sandbox.ts';
 import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
 
@@ -19,7 +20,26 @@ const identity: WorkerIdentity = {
   name: config.WORKER_NAME,
   executor: config.mode === 'local' ? 'local' : 'remote',
   concurrency: config.CONCURRENCY,
+  sandbox: config.SANDBOX,
 };
+// The children's whole environment: never the worker's own, which holds its credentials.
+const sandbox: SandboxSettings = {
+  mode: config.SANDBOX,
+  memoryMb: config.ASSET_MEMORY_MB,
+  cpuSeconds: config.ASSET_CPU_SECONDS,
+  tmpMb: config.ASSET_TMP_MB,
+  env: { TZ: 'UTC', LANG: 'C.UTF-8' },
+};
+// Tenants' code never runs unsandboxed by accident: a sandbox that cannot start here stops the worker.
+await mkdir(config.BUNDLE_CACHE_DIR, { recursive: true });
+const sandboxProblem = checkSandbox(sandbox, config.BUNDLE_CACHE_DIR, process.env.PATH);
+if (sandboxProblem) {
+  log.fatal({ sandbox: config.SANDBOX }, sandboxProblem);
+  process.exit(78); // EX_CONFIG
+}
+if (config.SANDBOX === 'off') {
+  log.warn({ sandbox: 'off' }, "SANDBOX=off: tenants' code runs under Node's permission model alone, which is no protection against hostile code");
+}
 
 const api = new WorkerApiClient(
   config.API_URL,
@@ -27,12 +47,10 @@ const api = new WorkerApiClient(
 );
 // A pool worker's tenant is its token's; the gateway ignores what is named here.
 const poolTenant = config.mode === 'pool' ? config.POOL_QUEUE.slice('attempts-'.length) : undefined;
-// The children's whole environment: never the worker's own, which holds its credentials.
-const childEnv = { TZ: 'UTC', LANG: 'C.UTF-8' };
 const sandboxes = new WarmSandboxes({
   capacity: config.WARM_SANDBOXES ?? config.CONCURRENCY,
   idleMs: config.WARM_SANDBOX_IDLE_MS,
-  fork: (bundleRoot, memoryMb) => forkSandbox(bundleRoot, memoryMb, childEnv),
+  fork: (bundleRoot) => spawnAssetChild(sandbox, bundleRoot),
 });
 const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant);
 // One runner per tenant: bundles are fetched with the tenant's identity (the engine's
@@ -48,7 +66,7 @@ const runnerFor = (tenantId: string): AttemptRunner => {
     );
     runner = new AttemptRunner(api, bundles, leases, identity, log, {
       assetTimeoutMs: config.ASSET_TIMEOUT_MS,
-      assetMemoryMb: config.ASSET_MEMORY_MB,
+      sandbox,
       sandboxes,
       logFlushMs: 250,
     });

@@ -7,3 +7,4 @@ export * from './redis-server.ts';
 export * from './temporal-server.ts';
 export * from './mongod-wheel.ts';
 export * from './install-servers.ts';
+export * from './sandbox-tools.ts';

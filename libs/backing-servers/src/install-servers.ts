@@ -1,12 +1,15 @@
 import type { Reporter } from './binaries.ts';
 import { mongodBinary } from './mongo-server.ts';
 import { redisServerBinary } from './redis-server.ts';
+import { bubblewrapBinary } from './sandbox-tools.ts';
 import { temporalBinary } from './temporal-server.ts';
 
 export interface InstalledServers {
   mongod: string | undefined;
   redisServer: string | undefined;
   temporal: string | undefined;
+  /** The OS sandbox of the engine's runner (not a server, but obtained the same way). */
+  bubblewrap: string | undefined;
 }
 
 /**
@@ -20,5 +23,6 @@ export async function installServerBinaries(report: Reporter, env: NodeJS.Proces
     redisServer: env.REDIS_URL ? undefined : redisServerBinary(report, env)?.path,
     mongod: env.MONGO_URL ? undefined : (await mongodBinary(report, env))?.path,
     temporal: env.TEMPORAL_ADDRESS ? undefined : (await temporalBinary(report, env))?.path,
+    bubblewrap: env.SANDBOX === 'off' ? undefined : bubblewrapBinary(report, env),
   };
 }

@@ -32,6 +32,8 @@ export const PoolWorker = z.object({
   running: z.array(z.string()),
   concurrency: z.number().int().positive(),
   draining: z.boolean(),
+  /** `bwrap` when user code runs in the OS sandbox; `off` when the worker was started with SANDBOX=off. */
+  sandbox: z.enum(['bwrap', 'off']),
 });
 export type PoolWorker = z.infer<typeof PoolWorker>;
 
@@ -39,6 +41,8 @@ export type PoolWorker = z.infer<typeof PoolWorker>;
 export const PoolStatus = z.object({
   queue: z.string(),
   workers: z.array(PoolWorker),
+  /** The engine's own runners (executor `local`) that reported for this tenant's attempts lately, with how they sandbox user code. */
+  engine_runners: z.array(PoolWorker),
   attempts: z.object({ queued: z.number().int().nonnegative(), running: z.number().int().nonnegative() }),
   credentials: z.array(z.object({ id: z.string(), label: z.string().nullable(), redis_username: z.string(), created_at: z.iso.datetime() })),
 });

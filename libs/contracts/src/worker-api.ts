@@ -17,6 +17,8 @@ export const WorkerIdentity = z.strictObject({
   name: z.string().min(1).max(200),
   executor: Executor,
   concurrency: z.number().int().min(1).max(1000),
+  /** How the worker runs user code: `bwrap` (the OS sandbox) or `off` (Node's permission model alone). */
+  sandbox: z.enum(['bwrap', 'off']),
 });
 export type WorkerIdentity = z.infer<typeof WorkerIdentity>;
 

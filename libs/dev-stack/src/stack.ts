@@ -1,3 +1,4 @@
+import { bubblewrapBinary } from '@envengine/backing-servers';
 import { startBackingServers, type BackingServerOptions, type BackingServers } from './backing.ts';
 import { startServiceProcesses, type RunningServices } from './service-processes.ts';
 
@@ -18,6 +19,8 @@ export interface RunningStack {
 
 /** The backing servers, then every service wired to them: what `npm start`, tests and benchmarks run. */
 export async function startStack(options: StackOptions): Promise<RunningStack> {
+  // The engine's runner refuses to run tenants' code without its OS sandbox unless told SANDBOX=off.
+  if ((options.env?.['SANDBOX'] ?? process.env.SANDBOX) !== 'off') bubblewrapBinary(options.report);
   const servers = await startBackingServers(options);
   let services: RunningServices;
   try {

@@ -4,6 +4,7 @@ import { readMaterialization, writeMaterialization, type DeclaredSchema, type Ro
 import type { Logger } from '@envengine/service-kit';
 import type { BundleCache } from '../bundles/bundle-cache.ts';
 import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
+import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
@@ -11,8 +12,9 @@ import { LogShipper } from './log-shipper.ts';
 
 export interface AttemptRunnerOptions {
   assetTimeoutMs: number;
-  assetMemoryMb: number;
-  /** Sandboxed children, forked ahead of need with their whole environment (never the worker's own, which holds its credentials). */
+  /** The OS sandbox, its limits and the children's whole environment (never the worker's own, which holds its credentials). */
+  sandbox: SandboxSettings;
+  /** Sandboxed children started ahead of need with those settings. */
   sandboxes: WarmSandboxes;
   logFlushMs: number;
 }
@@ -109,7 +111,7 @@ export class AttemptRunner {
         assetKey: asset.key,
         run: { id: plan.run_id, attempt: plan.attempt_number },
         timeoutMs: this.options.assetTimeoutMs,
-        memoryMb: this.options.assetMemoryMb,
+        sandbox: this.options.sandbox,
         signal,
         sandboxes: this.options.sandboxes,
         handlers: {

@@ -8,7 +8,7 @@
 // reachable. Memory (heap and Buffers alike) and CPU time are capped by rlimits set with
 // util-linux's `prlimit`, beside the worker's wall-clock limit. Node's permission model
 // stays inside as a second layer.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { delimiter, extname, join, relative } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -117,7 +117,7 @@ export function entryUrlInSandbox(settings: SandboxSettings, bundleRoot: string,
  * its `run` message on the IPC channel (fd 3, which bwrap passes through).
  */
 export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string): ChildProcess {
-  const common = { env: { ...settings.env }, serialization: 'advanced', stdio: ['ignore', 'pipe', 'pipe', 'ipc'] } as const;
+  const common: SpawnOptions = { env: { ...settings.env }, serialization: 'advanced', stdio: ['ignore', 'pipe', 'pipe', 'ipc'] };
   if (settings.mode === 'off') {
     return spawn(process.execPath, [...nodeFlags(settings, bundleRoot, CHILD_SCRIPT), CHILD_SCRIPT], { ...common, cwd: bundleRoot });
   }

@@ -1,10 +1,11 @@
 import type { Redis } from 'ioredis';
 import { generatePoolToken, hashToken, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { generatePoolPassword, poolRedisUsername, sha256Hex, tenantAttemptQueue, type PoolAclRegistry } from '@envengine/attempt-queues';
-import type { PoolCredentialIssued, PoolStatus, PoolTokenOwner } from '@envengine/contracts';
+import type { PoolCredentialIssued, PoolStatus, PoolTokenOwner, PoolWorker } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { notFound, type Logger } from '@envengine/service-kit';
 import type { RunRepository } from '../runs/run.repository.ts';
+import type { WorkerDocument } from '../runs/run.schema.ts';
 import type { PoolCredentialRepository } from './pool-credential.repository.ts';
 
 /**
@@ -69,26 +70,17 @@ export class PoolService {
   }
 
   async status(tenantId: string): Promise<PoolStatus> {
-    const [workers, attempts, credentials] = await Promise.all([
+    const [workers, engineRunners, attempts, credentials] = await Promise.all([
       this.runs.liveWorkers(tenantId, 'remote', this.workerLivenessMs),
+      this.runs.liveWorkers(tenantId, 'local', this.workerLivenessMs),
       this.runs.attemptCounts(tenantId, 'remote'),
       this.credentials.active(tenantId),
     ]);
     const now = Date.now();
     return {
       queue: tenantAttemptQueue(tenantId),
-      workers: workers.map((worker) => ({
-        id: worker._id.slice(worker._id.lastIndexOf(':') + 1),
-        name: worker.name,
-        executor: worker.executor,
-        credential_id: worker.credential_id,
-        started_at: worker.started_at.toISOString(),
-        last_heartbeat_at: worker.last_heartbeat_at.toISOString(),
-        heartbeat_age_ms: Math.max(0, now - worker.last_heartbeat_at.getTime()),
-        running: worker.running,
-        concurrency: worker.concurrency,
-        draining: worker.draining,
-      })),
+      workers: workers.map((worker) => toPoolWorker(worker, now)),
+      engine_runners: engineRunners.map((worker) => toPoolWorker(worker, now)),
       attempts,
       credentials: credentials.map((credential) => ({
         id: credential._id,
@@ -98,4 +90,20 @@ export class PoolService {
       })),
     };
   }
+}
+
+function toPoolWorker(worker: WorkerDocument, now: number): PoolWorker {
+  return {
+    id: worker._id.slice(worker._id.lastIndexOf(':') + 1),
+    name: worker.name,
+    executor: worker.executor,
+    credential_id: worker.credential_id,
+    started_at: worker.started_at.toISOString(),
+    last_heartbeat_at: worker.last_heartbeat_at.toISOString(),
+    heartbeat_age_ms: Math.max(0, now - worker.last_heartbeat_at.getTime()),
+    running: worker.running,
+    concurrency: worker.concurrency,
+    draining: worker.draining,
+    sandbox: worker.sandbox,
+  };
 }

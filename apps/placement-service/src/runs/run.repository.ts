@@ -312,6 +312,7 @@ export class RunRepository {
           credential_id: worker.credentialId,
           concurrency: worker.concurrency,
           draining: worker.draining,
+          sandbox: worker.sandbox,
           running: renewed.filter((entry) => entry.held).map((entry) => entry.id),
           last_heartbeat_at: now,
         },

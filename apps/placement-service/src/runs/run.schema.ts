@@ -79,6 +79,7 @@ export interface WorkerDocument {
   credential_id: string | null;
   concurrency: number;
   draining: boolean;
+  sandbox: 'bwrap' | 'off';
   running: string[];
   started_at: Date;
   last_heartbeat_at: Date;
@@ -171,6 +172,7 @@ export const workerSchema = new Schema<WorkerDocument>(
     credential_id: { type: String, default: null },
     concurrency: { type: Number, required: true },
     draining: { type: Boolean, required: true },
+    sandbox: { type: String, enum: ['bwrap', 'off'], required: true, default: 'bwrap' },
     running: { type: [String], required: true },
     started_at: { type: Date, required: true },
     last_heartbeat_at: { type: Date, required: true },
