@@ -133,7 +133,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
 
   await deployProject(api, {
     environment: ENVIRONMENT,
-    storagePrefix: `file://${join(dataDir, 'runs-lake')}`,
+    storagePrefix: `file://${join(dataDir, 'lake', 'runs')}`,
     executor: 'remote',
     bindings: { warehouse: {} },
     files: assetCode(counterUrl),

@@ -28,7 +28,7 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: Su
     return JSON.parse(text) as { data: Record<string, unknown> };
   };
   const createEnvironment = async (name: string) => {
-    await call('POST', '/environments', { name, storage_prefix: `file://${dataDir}/bench-lake/${name}`, executor: 'local' });
+    await call('POST', '/environments', { name, storage_prefix: `file://${dataDir}/lake/bench/${name}`, executor: 'local' });
     await call('PUT', `/environments/${name}/bindings/warehouse`, {});
   };
 

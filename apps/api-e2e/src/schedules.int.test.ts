@@ -178,7 +178,7 @@ describe('schedules', () => {
       { ...NIGHTLY_NEW_YORK, hours: [1, 2] },
     ];
     const bundleRef = (await tenant.api.get(`/deployments/${firstDeploymentId}`)).body.data.bundle_ref as string;
-    expect((await tenant.api.post('/environments', { name: 'dst', storage_prefix: 'file:///tmp/unused', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: 'dst', storage_prefix: `file://${join(stack.dataDir, 'lake', 'unused')}`, executor: 'local' })).status).toBe(201);
     expect((await tenant.api.post('/environments/dst/schedules/pause', {})).status).toBe(200);
     for (const binding of ['warehouse', 'gate']) expect((await tenant.api.put(`/environments/dst/bindings/${binding}`, {})).status).toBe(201);
     const schedules = DST.map(({ hours: _hours, ...definition }) => definition);
@@ -381,7 +381,7 @@ describe('schedules', () => {
   });
 
   it('starts the schedules of a preview environment paused until it is resumed', async () => {
-    const created = await tenant.api.post('/environments', { name: 'preview-1', kind: 'preview', storage_prefix: 'file:///tmp/preview-1', executor: 'local' });
+    const created = await tenant.api.post('/environments', { name: 'preview-1', kind: 'preview', storage_prefix: `file://${join(stack.dataDir, 'lake', 'preview-1')}`, executor: 'local' });
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ kind: 'preview', schedules_paused: true });
     expect(created.body.data.schedules_paused_reason).toMatch(/preview/);

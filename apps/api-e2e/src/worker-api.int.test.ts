@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, Run, type ErrorCode } from '@envengine/contracts';
+import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, INTERNAL_HEADERS, Run, type ErrorCode } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { anotherTokenOf, createTenant, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+import { anotherTokenOf, createTenant, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, issueCredential } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -29,6 +29,10 @@ type Route = 'heartbeat' | 'logs' | 'upstream' | 'connection' | 'materialization
 const WORKER = { id: 'owner-worker-1', name: 'owner-worker', executor: 'remote', concurrency: 2, sandbox: 'bwrap' } as const;
 const MATERIALIZATION_ID = newId('mat');
 const LOG_MESSAGE = 'written by the worker API test';
+/** The owner's `prod` lake, set once its tenant exists. */
+let lake: string;
+/** Where the engine stores a materialization of `orders` with this id: the only location it records. */
+const ordersLocation = (id: string) => `file://${lake}/orders/${id}.parquet`;
 
 /**
  * A valid call on each worker route about `held`, as its own pool's worker would make it
@@ -42,12 +46,12 @@ function callsAbout(held: Held, bundleRef: string): Record<Route, WorkerCall> {
     heartbeat: { method: 'POST', path: '/worker/heartbeat', json: { worker: WORKER, attempts: [{ id: held.attemptId, lease, asset: 'orders' }] } },
     logs: { method: 'POST', path: `${attempt}/logs`, lease, json: { lines: [{ seq: 0, at: new Date().toISOString(), asset: 'orders', message: LOG_MESSAGE }] } },
     upstream: { method: 'GET', path: `${attempt}/upstreams/orders`, lease },
-    connection: { method: 'POST', path: `${attempt}/connections/warehouse`, lease, json: {} },
+    connection: { method: 'POST', path: `${attempt}/connections/warehouse`, lease, json: { asset: 'orders' } },
     materialization: {
       method: 'POST',
       path: `${attempt}/assets/orders/materializations`,
       lease,
-      json: { id: MATERIALIZATION_ID, location: 'file:///lake/orders/written.parquet', bytes: 100, row_count: 3, columns },
+      json: { id: MATERIALIZATION_ID, location: ordersLocation(MATERIALIZATION_ID), bytes: 100, row_count: 3, columns },
     },
     bundle: { method: 'GET', path: `/worker/bundles/${bundleRef}` },
     release: { method: 'POST', path: `${attempt}/release`, lease, json: { reason: 'handed back by the test' } },
@@ -119,7 +123,36 @@ const BAD_CALLS: BadCall[] = [
     code: 'invalid_request',
     detailPath: 'key',
   },
-  { title: 'a connection with an unknown field', route: 'connection', change: body(() => ({ binding: 'warehouse' })), status: 422, code: 'invalid_request' },
+  { title: 'a connection with an unknown field', route: 'connection', change: body((json) => ({ ...json, binding: 'warehouse' })), status: 422, code: 'invalid_request' },
+  { title: 'a connection that names no asset', route: 'connection', change: body(() => ({})), status: 422, code: 'invalid_request', detailPath: 'asset' },
+  // An asset resolves only the binding its manifest entry declares (orders declares warehouse).
+  {
+    title: 'a connection of a binding the asset does not declare',
+    route: 'connection',
+    change: (call) => ({ ...call, path: call.path.replace('/connections/warehouse', '/connections/gate') }),
+    status: 422,
+    code: 'invalid_request',
+    detailPath: 'name',
+  },
+  { title: 'a connection for an asset outside the attempt', route: 'connection', change: body(() => ({ asset: 'gated' })), status: 422, code: 'invalid_request', detailPath: 'key' },
+  // The location is the engine's to compute: anything else is refused and nothing is recorded.
+  { title: 'a materialization at a forged location', route: 'materialization', change: body((json) => ({ ...json, location: 'file:///etc/envengine/stolen.parquet' })), status: 422, code: 'invalid_request', detailPath: 'location' },
+  {
+    title: 'a materialization at a location escaping the prefix',
+    route: 'materialization',
+    change: body((json) => ({ ...json, location: `file://${lake}/orders/../../../other/orders/${json.id}.parquet` })),
+    status: 422,
+    code: 'invalid_request',
+    detailPath: 'location',
+  },
+  {
+    title: 'a materialization at the location of another id',
+    route: 'materialization',
+    change: body((json) => ({ ...json, location: ordersLocation(newId('mat')) })),
+    status: 422,
+    code: 'invalid_request',
+    detailPath: 'location',
+  },
   { title: 'a release with a reason that is not a string', route: 'release', change: body(() => ({ reason: 7 })), status: 422, code: 'invalid_request', detailPath: 'reason' },
   { title: 'a heartbeat with concurrency as a string', route: 'heartbeat', change: body((json) => ({ ...json, worker: { ...json.worker, concurrency: '2' } })), status: 422, code: 'invalid_request', detailPath: 'worker.concurrency' },
   { title: 'a heartbeat with an unknown field', route: 'heartbeat', change: body((json) => ({ ...json, status: 'ok' })), status: 422, code: 'invalid_request' },
@@ -175,7 +208,8 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     readers = await Promise.all([0, 1, 2, 3].map(() => anotherTokenOf(stack, owner)));
     const intruder = await createTenant(stack, 'worker-api-intruder');
     // `remote`, and no worker runs for the owner's pool: the attempts wait for this file.
-    bundleRef = await deployRunsProject(owner, join(stack.dataDir, 'lake', owner.tenantId), 'remote');
+    lake = join(stack.dataDir, 'lake', owner.tenantId);
+    bundleRef = await deployRunsProject(owner, lake, 'remote');
     ownerPool = owner.api.withToken((await issueCredential(owner)).token);
     intruderPool = intruder.api.withToken((await issueCredential(intruder)).token);
     mine = await hold();
@@ -241,7 +275,7 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
         const id = newId('mat');
         // The cancel lands before the lease check, after the outcome, or between the record and the outcome.
         const [written, canceled] = await Promise.all([
-          send(ownerPool, { ...call, json: { ...(call.json as object), id } }),
+          send(ownerPool, { ...call, json: { ...(call.json as object), id, location: ordersLocation(id) } }),
           owner.api.post(`/runs/${held.runId}/cancel`, {}),
         ]);
         expect(canceled.status).toBe(200);
@@ -254,6 +288,33 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
       console.log(`materialization racing a cancel: ${JSON.stringify(Object.fromEntries(answers))}`);
     } finally {
       await mongo.close();
+    }
+  });
+
+  it("starts no attempt of the other kind: a pool token gets 404 on a local attempt, the engine's runner on a remote one", async () => {
+    // A remote attempt (no pool worker runs for the owner): the engine's credential may not start it.
+    const remote = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const asEngine = await fetch(`${stack.gatewayUrl}/api/v1/worker/attempts/${remote.attempts[0]!.id}/start`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.internalCredential}`, [INTERNAL_HEADERS.tenantId]: owner.tenantId, 'content-type': 'application/json' },
+      body: JSON.stringify({ worker: { ...WORKER, id: 'engine-runner-1', executor: 'local' } }),
+    });
+    expect([asEngine.status, ((await asEngine.json()) as { error: { code: string } }).error.code]).toEqual([404, 'not_found']);
+    expect(Run.parse((await owner.api.get(`/runs/${remote.id}`)).body.data).attempts[0]!.status).toBe('queued');
+    await owner.api.post(`/runs/${remote.id}/cancel`, {});
+
+    // A local attempt: the pool's token may not start it, whether or not the engine's runner took it first.
+    expect((await owner.api.post('/environments/prod/placement', { executor: 'local' })).status).toBe(200);
+    try {
+      // An asset that records nothing, so the owner's materializations stay as the control below expects.
+      const local = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['thrower'] })).body.data);
+      expect(local.attempts[0]!.executor).toBe('local');
+      const asPool = await ownerPool.post(`/worker/attempts/${local.attempts[0]!.id}/start`, { worker: WORKER });
+      expect(outcome(asPool)).toEqual([404, 'not_found']);
+      const ran = await until(() => owner.api.get(`/runs/${local.id}`), (r) => ['succeeded', 'failed'].includes(r.body?.data?.status), 30_000, 100);
+      expect(Run.parse(ran.body.data).attempts[0]!.worker).not.toBe(WORKER.name);
+    } finally {
+      expect((await owner.api.post('/environments/prod/placement', { executor: 'remote' })).status).toBe(200);
     }
   });
 

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
 
@@ -17,6 +18,11 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   TEMPORAL_NAMESPACE: z.string().default('default'),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
+  /**
+   * The engine's storage root: a `file://` storage prefix must lie under it (the engine's
+   * runner writes there for tenants). Relative to the working directory.
+   */
+  STORAGE_ROOT: z.string().min(1).default('.envengine/lake/').transform((path) => resolve(path)),
 });
 
 export type PlacementConfig = z.infer<typeof placementConfigSchema>;

@@ -67,7 +67,7 @@ await runInternalService({
     const pool = new PoolService(credentials, runs, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS);
 
     const api = Router();
-    api.use(environmentsRouter(environments));
+    api.use(environmentsRouter(environments, config.STORAGE_ROOT));
     api.use(runsRouter(runsService));
     api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));

@@ -103,7 +103,13 @@ export const UpstreamLocation = z.object({
 export type UpstreamLocation = z.infer<typeof UpstreamLocation>;
 
 /** `ctx.connection(name)`: the binding's config with its secrets resolved (audited). */
-export const ResolvedConnection = z.object({ name: z.string(), mode: BindingMode, config: z.record(z.string(), z.unknown()) });
+export const ResolvedConnection = z.object({
+  name: z.string(),
+  mode: BindingMode,
+  config: z.record(z.string(), z.unknown()),
+  /** The config settings that hold secret values: the worker masks those values in the attempt's log lines. */
+  secret_settings: z.array(z.string()),
+});
 export type ResolvedConnection = z.infer<typeof ResolvedConnection>;
 
 export const FinishAttemptRequest = z.strictObject({
@@ -119,4 +125,6 @@ export const AttemptFinished = Attempt;
 export const ReleaseAttemptRequest = z.strictObject({ reason: z.string().max(500).default('worker is shutting down') });
 
 /** `POST …/connections/:name`: nothing but the lease (in its header). */
-export const ConnectionRequest = z.strictObject({});
+/** `ctx.connection(name)` of one asset of the attempt: only the binding that asset declares resolves. */
+export const ConnectionRequest = z.strictObject({ asset: z.string().min(1).max(200) });
+export type ConnectionRequest = z.infer<typeof ConnectionRequest>;

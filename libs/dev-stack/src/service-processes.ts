@@ -103,6 +103,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     DEPLOYMENTS_TASK_QUEUE: deploymentsTaskQueue,
     // The engine's runner reaches the worker API through the gateway, like a pool's worker.
     ...(name === 'attempt-worker' ? { API_URL: urls.gateway, BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
+    // file:// storage prefixes must lie under the engine's storage root, in the stack's data directory.
+    ...(name === 'placement-service' ? { STORAGE_ROOT: join(options.dataDir, 'lake') } : {}),
     // SANDBOX=off (user code without the OS sandbox) is the operator's explicit choice, passed on as given.
     ...(name === 'attempt-worker' && process.env.SANDBOX ? { SANDBOX: process.env.SANDBOX } : {}),
     ...secretsEnvFor(name),

@@ -147,6 +147,25 @@ async function syncDirectory(directory: string): Promise<void> {
   }
 }
 
+/**
+ * Why a storage prefix may not be used on this engine, or null. A `file://` prefix must
+ * name the engine's storage root or a directory under it (`rootPath`, absolute): the
+ * engine's runner writes and reads there on tenants' behalf, so no tenant may point it at
+ * another path of the engine host. Other schemes are not checked here.
+ */
+export function fileStoragePrefixProblem(storagePrefix: string, rootPath: string): string | null {
+  if (!/^file:/i.test(storagePrefix)) return null;
+  let path: string;
+  try {
+    path = filePathOf(storagePrefix);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  const root = rootPath.length > 1 && rootPath.endsWith('/') ? rootPath.slice(0, -1) : rootPath;
+  if (path === root || path.startsWith(root === '/' ? '/' : `${root}/`)) return null;
+  return `A file:// storage prefix must be under the engine's storage root, file://${root}/ (for example file://${root}/prod); ${storagePrefix} is not.`;
+}
+
 /** The driver for a storage prefix, chosen by its URL scheme. */
 export function storageDriverFor(storagePrefix: string): StorageDriver {
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(storagePrefix)?.[1]?.toLowerCase() ?? null;
@@ -155,6 +174,33 @@ export function storageDriverFor(storagePrefix: string): StorageDriver {
 }
 
 const LOCATION_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** The prefix without its trailing slashes (those of `scheme://` kept). */
+function prefixBase(storagePrefix: string): string {
+  let base = storagePrefix;
+  while (base.endsWith('/') && !base.endsWith('://')) base = base.slice(0, -1);
+  return base;
+}
+
+/**
+ * Whether `location` names something strictly under `storagePrefix`, by its text: no
+ * `.`/`..` segment (also percent-encoded), backslash, query or fragment can take it out.
+ */
+export function isUnderStoragePrefix(storagePrefix: string, location: string): boolean {
+  const base = prefixBase(storagePrefix);
+  if (!location.startsWith(`${base}/`)) return false;
+  const rest = location.slice(base.length + 1);
+  if (/[\\?#\0]/.test(rest)) return false;
+  return rest.split('/').every((segment) => {
+    let name: string;
+    try {
+      name = decodeURIComponent(segment);
+    } catch {
+      return false;
+    }
+    return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\\');
+  });
+}
 
 /**
  * Where a materialization is stored: `<storage prefix>/<asset key>/<materialization id>.parquet`,
@@ -167,7 +213,5 @@ export function materializationLocation(storagePrefix: string, assetKey: string,
       throw new StorageLocationError(`${label} ${JSON.stringify(value)} cannot be a path segment (letters, digits, ".", "_", "-"; no "..").`);
     }
   }
-  let base = storagePrefix;
-  while (base.endsWith('/') && !base.endsWith('://')) base = base.slice(0, -1);
-  return `${base}/${assetKey}/${materializationId}.parquet`;
+  return `${prefixBase(storagePrefix)}/${assetKey}/${materializationId}.parquet`;
 }

@@ -8,7 +8,7 @@ import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
-import { LogShipper } from './log-shipper.ts';
+import { LogShipper, type LogLimits } from './log-shipper.ts';
 
 export interface AttemptRunnerOptions {
   assetTimeoutMs: number;
@@ -17,6 +17,8 @@ export interface AttemptRunnerOptions {
   /** Sandboxed children started ahead of need with those settings. */
   sandboxes: WarmSandboxes;
   logFlushMs: number;
+  /** Lines and characters kept of one attempt's log. */
+  logLimits: LogLimits;
 }
 
 export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
@@ -59,8 +61,11 @@ export class AttemptRunner {
       stopReason ??= reason;
       abort.abort(reason);
     });
-    const logs = new LogShipper((lines) => this.api.appendLogs(held, lines), this.options.logFlushMs, (error) =>
-      this.log.warn({ attempt_id: attemptId, err: error.message }, 'log lines not sent yet'),
+    const logs = new LogShipper(
+      (lines) => this.api.appendLogs(held, lines),
+      this.options.logFlushMs,
+      (error) => this.log.warn({ attempt_id: attemptId, err: error.message }, 'log lines not sent yet'),
+      this.options.logLimits,
     );
     try {
       const reports = await this.runAssets(held, plan, logs, abort.signal);
@@ -117,7 +122,12 @@ export class AttemptRunner {
         handlers: {
           emit: (rows) => this.emit(held, plan, asset, rows),
           read: (key) => this.read(held, key),
-          connection: async (name) => (await this.api.connection(held, name)).config,
+          connection: async (name) => {
+            const resolved = await this.api.connection(held, asset.key, name);
+            // Masked before the user code has the values, so no line can carry them first.
+            logs.maskSecrets(resolved.secret_settings.map((setting) => resolved.config[setting]));
+            return resolved.config;
+          },
           log: (message) => logs.add(asset.key, message),
         },
       });

@@ -2,30 +2,70 @@ import type { AttemptLogLine } from '@envengine/contracts';
 
 const MAX_LINE_CHARS = 16_384;
 const MAX_BATCH = 500;
+/** Shorter secret values are not masked: masking every "a" would say more than it hides. */
+export const MIN_MASKED_CHARS = 4;
+export const MASK = '***';
+
+export interface LogLimits {
+  /** Lines kept per attempt; past it one marker line says the log was cut. */
+  maxLines: number;
+  /** Characters of messages kept per attempt (a UTF-16 count, close to bytes for logs). */
+  maxChars: number;
+}
 
 /**
  * An attempt's log lines, numbered from 0 and sent in batches (every `intervalMs`, or at
  * once when a batch is full). A batch that fails is sent again with the same numbers, so
- * the server stores each line once.
+ * the server stores each line once. Every secret value resolved for the attempt is masked
+ * before a line is kept (as CI runners mask registered secrets), and the attempt's log is
+ * capped in lines and characters: the overflow is dropped after one marker line.
  */
 export class LogShipper {
   private seq = 0;
+  private chars = 0;
+  private cut = false;
   private pending: AttemptLogLine[] = [];
   private sending: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
+  /** Longest first, so that a secret containing another is masked whole. */
+  private secrets: string[] = [];
 
   constructor(
     private readonly send: (lines: AttemptLogLine[]) => Promise<void>,
     intervalMs: number,
     private readonly onError: (error: Error) => void,
+    private readonly limits: LogLimits,
   ) {
     this.timer = setInterval(() => void this.flush(), intervalMs);
   }
 
+  /** Registers secret values to mask from now on: each value, and each line of a multi-line one. */
+  maskSecrets(values: readonly unknown[]): void {
+    const added = values
+      .map((value) => (typeof value === 'string' ? value : JSON.stringify(value)))
+      .flatMap((value) => [value, ...value.split(/\r?\n/)])
+      .map((value) => value.trim())
+      .filter((value) => value.length >= MIN_MASKED_CHARS);
+    this.secrets = [...new Set([...this.secrets, ...added])].sort((a, b) => b.length - a.length);
+  }
+
   add(asset: string | null, message: string): void {
-    const text = message.length > MAX_LINE_CHARS ? `${message.slice(0, MAX_LINE_CHARS - 15)}… (truncated)` : message;
+    if (this.cut) return;
+    const masked = this.mask(message);
+    let text = masked.length > MAX_LINE_CHARS ? `${masked.slice(0, MAX_LINE_CHARS - 15)}… (truncated)` : masked;
+    if (this.seq >= this.limits.maxLines || this.chars + text.length > this.limits.maxChars) {
+      this.cut = true;
+      text = `… log cut: this attempt's log reached its limit of ${this.limits.maxLines} lines or ${this.limits.maxChars} characters; later lines were dropped`;
+    }
+    this.chars += text.length;
     this.pending.push({ seq: this.seq++, at: new Date().toISOString(), asset, message: text });
     if (this.pending.length >= MAX_BATCH) void this.flush();
+  }
+
+  private mask(message: string): string {
+    let masked = message;
+    for (const secret of this.secrets) if (masked.includes(secret)) masked = masked.split(secret).join(MASK);
+    return masked;
   }
 
   /** Sends what is buffered; resolves when everything added so far was sent (or given up on). */

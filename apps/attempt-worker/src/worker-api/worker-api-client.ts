@@ -13,6 +13,7 @@ import {
   WorkerHeartbeatResponse,
   type AppendLogsRequest,
   type AttemptLogLine,
+  type ConnectionRequest,
   type FinishAttemptRequest,
   type MaterializationWritten,
   type WorkerHeartbeatRequest,
@@ -74,8 +75,10 @@ export class WorkerApiClient {
     return this.call(UpstreamLocation, 'GET', `/attempts/${enc(held.attemptId)}/upstreams/${enc(assetKey)}`, held.tenantId, held.lease);
   }
 
-  connection(held: HeldAttempt, name: string) {
-    return this.call(ResolvedConnection, 'POST', `/attempts/${enc(held.attemptId)}/connections/${enc(name)}`, held.tenantId, held.lease, {});
+  /** `ctx.connection(name)` of the attempt's asset `assetKey`. */
+  connection(held: HeldAttempt, assetKey: string, name: string) {
+    const body: ConnectionRequest = { asset: assetKey };
+    return this.call(ResolvedConnection, 'POST', `/attempts/${enc(held.attemptId)}/connections/${enc(name)}`, held.tenantId, held.lease, body);
   }
 
   recordMaterialization(held: HeldAttempt, assetKey: string, written: MaterializationWritten) {

@@ -5,7 +5,8 @@ import {
   SetPlacementRequest,
   type Environment,
 } from '@envengine/contracts';
-import { defineRoute, notFound } from '@envengine/service-kit';
+import { fileStoragePrefixProblem } from '@envengine/materialization-storage';
+import { ApiError, defineRoute, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from './environment.repository.ts';
 
 function found(environment: Environment | undefined, name: string): Environment {
@@ -14,7 +15,7 @@ function found(environment: Environment | undefined, name: string): Environment 
 }
 
 /** Environments and placement (interface: Environments); schedule pausing is in `schedules/`. */
-export function environmentsRouter(environments: EnvironmentRepository): Router {
+export function environmentsRouter(environments: EnvironmentRepository, storageRootPath: string): Router {
   const router = Router();
 
   router.get(
@@ -24,10 +25,11 @@ export function environmentsRouter(environments: EnvironmentRepository): Router 
 
   router.post(
     '/environments',
-    defineRoute({ body: CreateEnvironmentRequest }, async ({ tenantId, body }) => ({
-      status: 201,
-      data: await environments.create(tenantId, body),
-    })),
+    defineRoute({ body: CreateEnvironmentRequest }, async ({ tenantId, body }) => {
+      const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath);
+      if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
+      return { status: 201, data: await environments.create(tenantId, body) };
+    }),
   );
 
   router.get(

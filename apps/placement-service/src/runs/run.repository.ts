@@ -253,13 +253,15 @@ export class RunRepository {
   /**
    * A worker takes a queued attempt: it gets a new lease, and the run is running. Only a
    * queued attempt can be started, so a job delivered twice (a stalled BullMQ job handed
-   * to a second worker) starts once; the second worker gets 409.
+   * to a second worker) starts once; the second worker gets 409. `executor` is the
+   * caller's kind, known from its credential: a pool's worker starts only `remote`
+   * attempts and the engine's runner only `local` ones; another kind's attempt is 404.
    */
-  async start(tenantId: string, attemptId: string, worker: WorkerIdentity): Promise<{ attempt: AttemptDocument; run: RunDocument }> {
+  async start(tenantId: string, attemptId: string, executor: Executor, worker: WorkerIdentity): Promise<{ attempt: AttemptDocument; run: RunDocument }> {
     const now = new Date();
     const attempt = await this.attempts.findOneAndUpdate(
       tenantId,
-      { _id: attemptId, status: 'queued' },
+      { _id: attemptId, status: 'queued', executor },
       {
         $set: {
           status: 'running',
@@ -272,7 +274,7 @@ export class RunRepository {
         },
       },
     );
-    if (!attempt) throw await this.refusal(tenantId, attemptId, 'is not waiting to start');
+    if (!attempt) throw await this.refusal(tenantId, attemptId, 'is not waiting to start', executor);
     const run = await this.runs.findOneAndUpdate(tenantId, { _id: attempt.run_id, status: 'queued' }, { $set: { status: 'running', started_at: now } });
     return { attempt, run: run ?? (await this.findRun(tenantId, attempt.run_id))! };
   }
@@ -503,9 +505,9 @@ export class RunRepository {
     return this.attempts.insert(tenantId, next, { session });
   }
 
-  private async refusal(tenantId: string, attemptId: string, why: string): Promise<ApiError> {
+  private async refusal(tenantId: string, attemptId: string, why: string, executor?: Executor): Promise<ApiError> {
     const attempt = await this.attempts.findOne(tenantId, { _id: attemptId });
-    if (!attempt) return notFound(`Attempt "${attemptId}"`);
+    if (!attempt || (executor !== undefined && attempt.executor !== executor)) return notFound(`Attempt "${attemptId}"`);
     return new ApiError('lease_superseded', `Attempt "${attemptId}" ${why} (it is ${attempt.status}).`);
   }
 }

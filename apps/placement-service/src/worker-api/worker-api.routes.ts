@@ -69,8 +69,8 @@ export function workerApiRouter(service: WorkerApiService): Router {
 
   router.post(
     '/worker/attempts/:id/connections/:name',
-    defineRoute({ params: WorkerConnectionParams, body: ConnectionRequest, bodyOptional: true }, async ({ tenantId, params, header }) => ({
-      data: await service.connection(leaseCheck(tenantId, params.id, header), params.name),
+    defineRoute({ params: WorkerConnectionParams, body: ConnectionRequest }, async ({ tenantId, params, body, header }) => ({
+      data: await service.connection(leaseCheck(tenantId, params.id, header), body.asset, params.name),
     })),
   );
 

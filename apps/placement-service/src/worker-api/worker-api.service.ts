@@ -12,6 +12,7 @@ import type {
   WorkerIdentity,
 } from '@envengine/contracts';
 import type { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
+import { isUnderStoragePrefix, materializationLocation } from '@envengine/materialization-storage';
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
@@ -34,7 +35,9 @@ export class WorkerApiService {
   ) {}
 
   async start(tenantId: string, attemptId: string, worker: WorkerIdentity, credentialId: string | null): Promise<AttemptStarted> {
-    const { attempt, run } = await this.runs.start(tenantId, attemptId, worker);
+    // The caller's kind comes from its credential, never from what the worker says it is.
+    const callerExecutor = credentialId === null ? 'local' : 'remote';
+    const { attempt, run } = await this.runs.start(tenantId, attemptId, callerExecutor, worker);
     const lease = attempt.lease!;
     // The worker is known to be alive from now on, even before its first heartbeat.
     await this.runs.heartbeat(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
@@ -68,19 +71,44 @@ export class WorkerApiService {
     await this.runs.appendLogs(attempt, request);
   }
 
-  /** `ctx.read(key)`: where the upstream's latest non-quarantined rows are. */
+  /**
+   * `ctx.read(key)`: where the upstream's latest non-quarantined rows are. Only a location
+   * under the environment's storage prefix is ever handed out, whatever was recorded.
+   */
   async upstream(check: LeaseCheck, assetKey: string): Promise<UpstreamLocation> {
     const attempt = await this.runs.checkLease(check);
-    const latest = await this.deployments.latestUsableMaterialization(check.tenantId, attempt.environment_id, assetKey);
+    const [latest, environment] = await Promise.all([
+      this.deployments.latestUsableMaterialization(check.tenantId, attempt.environment_id, assetKey),
+      this.environments.findById(check.tenantId, attempt.environment_id),
+    ]);
     if (!latest || !latest.location) return null;
+    if (!environment || !isUnderStoragePrefix(environment.storage_prefix, latest.location)) {
+      throw new ApiError('invalid_request', `The latest materialization of "${assetKey}" is not under the environment's storage prefix; it is not read.`, {
+        details: [{ path: 'key', message: 'its location is outside the storage prefix' }],
+      });
+    }
     return { materialization_id: latest.id, location: latest.location, row_count: latest.row_count };
   }
 
-  /** `ctx.connection(name)`: the binding with its secrets, through the audited resolution. */
-  async connection(check: LeaseCheck, name: string): Promise<ResolvedConnection> {
+  /**
+   * `ctx.connection(name)` of one asset: the binding with its secrets, through the audited
+   * resolution. Only the binding that asset declares resolves; any other name is refused
+   * before anything is read.
+   */
+  async connection(check: LeaseCheck, assetKey: string, name: string): Promise<ResolvedConnection> {
     const attempt = await this.runs.checkLease(check);
+    const run = attempt.assets.some((asset) => asset.key === assetKey) ? await this.runs.findRun(check.tenantId, attempt.run_id) : undefined;
+    const asset = run?.assets.find((candidate) => candidate.key === assetKey);
+    if (!asset) throw notAnAssetOf(attempt._id, assetKey);
+    if (asset.binding !== name) {
+      throw new ApiError(
+        'invalid_request',
+        `ctx.connection("${name}") refused: asset "${assetKey}" declares binding "${asset.binding}", not "${name}"; an asset resolves only the binding its manifest entry names.`,
+        { details: [{ path: 'name', message: `is not the binding asset "${assetKey}" declares` }] },
+      );
+    }
     const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: name, attempt_id: attempt._id });
-    return { name: resolved.name, mode: resolved.mode, config: resolved.config };
+    return { name: resolved.name, mode: resolved.mode, config: resolved.config, secret_settings: resolved.secret_versions.map((version) => version.setting) };
   }
 
   /**
@@ -91,9 +119,15 @@ export class WorkerApiService {
    */
   async recordMaterialization(check: LeaseCheck, assetKey: string, written: MaterializationWritten): Promise<Materialization> {
     const attempt = await this.runs.checkLease(check);
-    if (!attempt.assets.some((asset) => asset.key === assetKey)) {
-      throw new ApiError('invalid_request', `Asset "${assetKey}" is not part of attempt "${attempt._id}".`, {
-        details: [{ path: 'key', message: 'is not an asset of this attempt' }],
+    if (!attempt.assets.some((asset) => asset.key === assetKey)) throw notAnAssetOf(attempt._id, assetKey);
+    // The location is the one the engine computes, never one the worker names: a forged
+    // location would let a later ctx.read or re-check open any file the engine can.
+    const environment = await this.environments.findById(check.tenantId, attempt.environment_id);
+    if (!environment) throw notFound(`Environment of attempt "${attempt._id}"`);
+    const expected = materializationLocation(environment.storage_prefix, assetKey, written.id);
+    if (written.location !== expected) {
+      throw new ApiError('invalid_request', `A materialization of "${assetKey}" with id ${written.id} is stored at ${expected}; the location given is not that one, and nothing was recorded.`, {
+        details: [{ path: 'location', message: `must be ${expected}` }],
       });
     }
     const materialization = await this.deployments.recordMaterialization(check.tenantId, {
@@ -129,4 +163,10 @@ export class WorkerApiService {
     await this.dispatcher.dispatch(attempt);
     return toAttempt(attempt);
   }
+}
+
+function notAnAssetOf(attemptId: string, assetKey: string): ApiError {
+  return new ApiError('invalid_request', `Asset "${assetKey}" is not part of attempt "${attemptId}".`, {
+    details: [{ path: 'key', message: 'is not an asset of this attempt' }],
+  });
 }

@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AttemptLogLine } from '@envengine/contracts';
+import { LogShipper, MASK } from './log-shipper.ts';
+
+const shippers: LogShipper[] = [];
+afterEach(async () => {
+  await Promise.all(shippers.splice(0).map((shipper) => shipper.close()));
+});
+
+function shipper(limits = { maxLines: 1000, maxChars: 1_000_000 }) {
+  const sent: AttemptLogLine[] = [];
+  const logs = new LogShipper(async (lines) => void sent.push(...lines), 60_000, () => undefined, limits);
+  shippers.push(logs);
+  return { logs, sent };
+}
+
+describe('LogShipper', () => {
+  it('masks every registered secret value, and each line of a multi-line one', async () => {
+    const { logs, sent } = shipper();
+    logs.add('a', 'before: hunter2-password');
+    logs.maskSecrets(['hunter2-password', '-----BEGIN KEY-----\nAAAABBBBCCCC\n-----END KEY-----', 'abc']);
+    logs.add('a', 'the password is hunter2-password, twice: hunter2-password');
+    logs.add('a', 'AAAABBBBCCCC');
+    logs.add('a', 'abc stays: too short to mask');
+    await logs.flush();
+    expect(sent.map((line) => line.message)).toEqual([
+      'before: hunter2-password',
+      `the password is ${MASK}, twice: ${MASK}`,
+      MASK,
+      'abc stays: too short to mask',
+    ]);
+  });
+
+  it('masks the longer of two overlapping secrets whole', async () => {
+    const { logs, sent } = shipper();
+    logs.maskSecrets(['token', 'token-with-suffix']);
+    logs.add(null, 'x token-with-suffix y');
+    await logs.flush();
+    expect(sent[0]!.message).toBe(`x ${MASK} y`);
+  });
+
+  it('cuts the log at its line limit with one marker line', async () => {
+    const { logs, sent } = shipper({ maxLines: 3, maxChars: 1_000_000 });
+    for (let index = 0; index < 10; index++) logs.add(null, `line ${index}`);
+    await logs.flush();
+    expect(sent.map((line) => line.message)).toEqual(['line 0', 'line 1', 'line 2', expect.stringMatching(/^… log cut: .*limit of 3 lines/)]);
+    expect(sent.map((line) => line.seq)).toEqual([0, 1, 2, 3]);
+  });
+
+  it('cuts the log at its character limit with one marker line', async () => {
+    const { logs, sent } = shipper({ maxLines: 1000, maxChars: 25 });
+    for (let index = 0; index < 10; index++) logs.add(null, '0123456789');
+    await logs.flush();
+    expect(sent.map((line) => line.message)).toEqual(['0123456789', '0123456789', expect.stringMatching(/^… log cut: .*25 characters/)]);
+  });
+});
