@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Environment, EnvironmentListResponse, EnvironmentResponse, ErrorBody, PlacementResponse } from '@envengine/contracts';
 import { createTenant, uniqueName, type TestTenant } from '@envengine/test-harness';
@@ -50,6 +51,23 @@ describe('environments through the gateway', () => {
     });
     expect(created.status).toBe(201);
     expect(created.body.data).toMatchObject({ name, kind: 'preview', strict: true, executor: 'remote' });
+  });
+
+  it("takes a file:// storage prefix only under the engine's storage root, and names the root when it refuses", async () => {
+    const root = join(stack.dataDir, 'lake');
+    const inside = uniqueName('lake');
+    const accepted = await tenant.api.post('/environments', { name: inside, storage_prefix: `file://${root}/${tenant.tenantId}/${inside}`, executor: 'local' });
+    expect(accepted.status).toBe(201);
+    const listedBefore = (await tenant.api.get('/environments')).body.data.length;
+    for (const prefix of ['file:///etc/envengine', `file://${stack.dataDir}`, `file://${root}-other/x`, `file://${root}/../escape`, `file://${root}/a/%2e%2e/%2e%2e/b`]) {
+      const refused = await tenant.api.post('/environments', { name: uniqueName('outside'), storage_prefix: prefix, executor: 'local' });
+      expect([prefix, refused.status]).toEqual([prefix, 422]);
+      const { error } = ErrorBody.parse(refused.body);
+      expect(error.code).toBe('invalid_request');
+      expect(error.details.map((detail) => detail.path)).toEqual(['storage_prefix']);
+      if (!prefix.includes('%2e') && !prefix.includes('..')) expect(error.message).toContain(`file://${root}/`);
+    }
+    expect((await tenant.api.get('/environments')).body.data.length).toBe(listedBefore);
   });
 
   it('lists the caller\'s environments in creation order', async () => {

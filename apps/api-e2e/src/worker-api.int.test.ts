@@ -291,6 +291,38 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     }
   });
 
+  it('hands ctx.read no location outside the storage prefix, even one already recorded', async () => {
+    // Recorded behind the API's back (the API itself refuses such a location): a record made
+    // before the location check, or by a bug, must still not open a file of the engine host.
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    const records = mongo.db(stack.databases['deployment-service']).collection('materializations');
+    const id = newId('mat');
+    try {
+      const environmentId = before.run.environment_id;
+      await records.insertOne({
+        _id: id as never,
+        tenant_id: owner.tenantId,
+        environment_id: environmentId,
+        asset_key: 'orders',
+        columns: [],
+        row_count: 1,
+        location: 'file:///etc/passwd',
+        bytes: 1,
+        run_id: null,
+        attempt_id: null,
+        status: 'latest',
+        quarantine: null,
+        inserted_at: new Date(),
+      });
+      const read = await send(ownerPool, callsAbout(mine, bundleRef).upstream);
+      expect(outcome(read)).toEqual([422, 'invalid_request']);
+      expect(ErrorBody.parse(read.body).error.message).toMatch(/not under the environment's storage prefix/);
+    } finally {
+      await records.deleteOne({ _id: id as never });
+      await mongo.close();
+    }
+  });
+
   it("starts no attempt of the other kind: a pool token gets 404 on a local attempt, the engine's runner on a remote one", async () => {
     // A remote attempt (no pool worker runs for the owner): the engine's credential may not start it.
     const remote = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);

@@ -1,0 +1,215 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Run } from '@envengine/contracts';
+import { createTenant, deployProject, makeBundle, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { issueCredential, waitForRun } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+
+/**
+ * What a tenant's asset tries from the engine host, on the engine's own runner (DESIGN.md
+ * §6): each escape is refused by the OS sandbox or fails its attempt with a clear error,
+ * the runner survives every one, and another tenant's run goes on beside them.
+ */
+const SECRET_VALUE = 'sandbox-canary-5f1e9a2c7b';
+
+const probeAsset = (body: string) => `import * as fs from 'node:fs';
+import * as net from 'node:net';
+const connect = (host, port) => new Promise((resolve) => {
+  const socket = net.connect({ host, port, timeout: 3000 });
+  socket.on('connect', () => { socket.destroy(); resolve('connected'); });
+  socket.on('timeout', () => { socket.destroy(); resolve('timeout'); });
+  socket.on('error', (error) => resolve(error.code));
+});
+export default async (ctx) => { const report = {}; ${body}; ctx.log(JSON.stringify(report)); await ctx.emit([{ report: JSON.stringify(report) }]); };`;
+
+const ESCAPES: Record<string, string> = {
+  'assets/network.js': probeAsset(`
+    const { targets } = await ctx.connection('probe');
+    for (const target of targets) report[target.name] = await connect(target.host, target.port);`),
+  'assets/processes.js': probeAsset(`
+    try { process.kill(process.ppid, 'SIGKILL'); report.kill_parent = 'sent'; } catch (error) { report.kill_parent = error.code; }
+    report.ppid = process.ppid;
+    try { report.processes = fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name)).length; } catch (error) { report.processes = error.code; }
+    report.uid = process.getuid();`),
+  'assets/files.js': probeAsset(`
+    for (const path of ['/etc/passwd', ${JSON.stringify(stack.dataDir)}, '/root']) { try { fs.readdirSync(path); report['read ' + path] = 'read'; } catch (error) { report['read ' + path] = error.code; } }
+    for (const path of ['/bundle/planted.js', '/usr/planted', ${JSON.stringify(join(stack.dataDir, 'planted'))}]) { try { fs.writeFileSync(path, 'x'); report['write ' + path] = 'written'; } catch (error) { report['write ' + path] = error.code; } }
+    fs.writeFileSync('/tmp/scratch', 'mine'); report.tmp = fs.readFileSync('/tmp/scratch', 'utf8');`),
+  // Twice the test stack's ASSET_MEMORY_MB (128) in Buffers.
+  'assets/buffers.js': `export default async () => { const kept = []; for (let i = 0; i < 8; i++) kept.push(Buffer.alloc(32 * 1024 * 1024, 1)); };`,
+  'assets/spinner.js': `export default async () => { for (;;) {} };`,
+  'assets/chatter.js': `export default async () => { const chunk = 'z'.repeat(1 << 20); for (let i = 0; i < 100; i++) await new Promise((resolve) => process.stdout.write(chunk, resolve)); };`,
+  'assets/leaker.js': `export default async (ctx) => {
+    const { api_key } = await ctx.connection('probe');
+    console.log('the key is', api_key);
+    ctx.log(\`again: \${api_key}!\`);
+    await ctx.emit([{ report: 'printed' }]);
+  };`,
+  'assets/fine.js': `export default async (ctx) => { await ctx.emit([{ report: 'fine' }]); };`,
+};
+
+const manifest = {
+  version: 1,
+  assets: Object.keys(ESCAPES).map((path) => {
+    const key = path.slice('assets/'.length, -'.js'.length);
+    return { key, binding: 'probe', entry: path, deps: [], schema: { columns: [{ name: 'report', type: 'string' }] } };
+  }),
+  jobs: [],
+  schedules: [],
+};
+
+/** Every port of the engine host's servers and services in this stack, and the cloud metadata address. */
+function engineTargets(): { name: string; host: string; port: number }[] {
+  const urls: Record<string, string> = {
+    ...stack.urls,
+    mongodb: stack.mongoUrl.replace(/^mongodb:\/\//, 'http://').split(',')[0]!.split('/').slice(0, 3).join('/'),
+    redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
+    temporal: `http://${stack.temporalAddress}`,
+  };
+  const targets = Object.entries(urls).map(([name, url]) => {
+    const parsed = new URL(url);
+    return { name, host: parsed.hostname, port: Number(parsed.port) };
+  });
+  return [...targets, { name: 'cloud-metadata', host: '169.254.169.254', port: 80 }];
+}
+
+async function setUp(tenant: TestTenant, environment: string, executor: 'local' | 'remote'): Promise<void> {
+  const api = tenant.api;
+  expect((await api.post('/environments', { name: environment, storage_prefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, environment)}`, executor })).status).toBe(201);
+  expect((await api.put(`/environments/${environment}/secrets/probe-key`, { value: SECRET_VALUE })).status).toBeLessThan(300);
+  const binding = await api.put(`/environments/${environment}/bindings/probe`, { config: { targets: engineTargets() }, secret_refs: { api_key: 'probe-key' } });
+  expect(binding.status).toBe(201);
+  const uploaded = await api.request('POST', '/bundles', { raw: await makeBundle(ESCAPES), headers: { 'content-type': 'application/gzip' } });
+  const bundleRef = (uploaded.body as { data: { bundle_ref: string } }).data.bundle_ref;
+  expect((await api.post(`/environments/${environment}/deployments`, { manifest, bundle_ref: bundleRef })).status).toBe(201);
+}
+
+async function run(tenant: TestTenant, environment: string, asset: string): Promise<Run> {
+  const started = await tenant.api.post(`/environments/${environment}/runs`, { assets: [asset] });
+  expect(started.status).toBe(201);
+  return waitForRun(tenant, Run.parse(started.body.data).id, 120_000);
+}
+
+async function reportOf(tenant: TestTenant, finished: Run): Promise<Record<string, unknown>> {
+  expect(finished.status, JSON.stringify(finished.attempts[0]?.error)).toBe('succeeded');
+  const logs = (await tenant.api.get(`/runs/${finished.id}/logs`)).body.data as { message: string }[];
+  return JSON.parse(logs.find((line) => line.message.startsWith('{'))!.message) as Record<string, unknown>;
+}
+
+/** Peak resident memory of a local process, in MB. */
+function peakRssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmHWM:'))!;
+  return Number(/(\d+)/.exec(line)![1]) / 1024;
+}
+
+describe('an asset on the engine host reaches only what is its own', () => {
+  let attacker: TestTenant;
+  let bystander: TestTenant;
+  /** The engine runner's name (host-pid) from the first run: every later run must be on the same process. */
+  let runnerName: string;
+
+  beforeAll(async () => {
+    attacker = await createTenant(stack, 'escapes');
+    bystander = await createTenant(stack, 'escapes-bystander');
+    await setUp(attacker, 'prod', 'local');
+    await deployProject(bystander.api, {
+      environment: 'prod',
+      storagePrefix: `file://${join(stack.dataDir, 'lake', bystander.tenantId)}`,
+      executor: 'local',
+      bindings: { probe: { config: { targets: [] } } },
+      files: ESCAPES,
+      manifest,
+    });
+    const first = await run(attacker, 'prod', 'fine');
+    expect(first.status).toBe('succeeded');
+    runnerName = first.attempts[0]!.worker!;
+  });
+
+  /** Runs the escape while the bystander tenant runs an ordinary asset; both must end as expected, on the same runner. */
+  async function escape(asset: string): Promise<Run> {
+    const [attempted, ordinary] = await Promise.all([run(attacker, 'prod', asset), run(bystander, 'prod', 'fine')]);
+    expect(ordinary.status).toBe('succeeded');
+    expect(attempted.attempts[0]!.worker).toBe(runnerName);
+    expect(ordinary.attempts[0]!.worker).toBe(runnerName);
+    return attempted;
+  }
+
+  it('connects to no port of the engine host (backing servers, services) and not to 169.254.169.254', async () => {
+    const report = await reportOf(attacker, await escape('network'));
+    const targets = engineTargets();
+    expect(Object.keys(report).sort()).toEqual(targets.map((target) => target.name).sort());
+    for (const target of targets) expect([target.name, report[target.name]]).toEqual([target.name, expect.stringMatching(/^(ECONNREFUSED|ENETUNREACH|EHOSTUNREACH)$/)]);
+  });
+
+  it('signals no process outside its sandbox, and sees none', async () => {
+    const report = await reportOf(attacker, await escape('processes'));
+    // Its parent is the sandbox's init (pid 1): the kill is sent, and ignored, inside the namespace.
+    // /proc is refused by Node's permission model; under the OS layer alone it holds the sandbox's
+    // two processes (asset-runner.test.ts shows that).
+    expect(report).toEqual({ kill_parent: 'sent', ppid: 1, processes: 'ERR_ACCESS_DENIED', uid: 65534 });
+  });
+
+  it('reads nothing of the host and writes only its own tmp', async () => {
+    const report = await reportOf(attacker, await escape('files'));
+    expect(report['tmp']).toBe('mine');
+    for (const [key, value] of Object.entries(report)) {
+      if (key !== 'tmp') expect([key, value]).toEqual([key, expect.stringMatching(/^E[A-Z_]+$/)]);
+    }
+  });
+
+  it('fails an asset that allocates twice its memory limit in Buffers', async () => {
+    const finished = await escape('buffers');
+    expect(finished.status).toBe('failed');
+    expect(finished.attempts[0]!.error).toMatch(/asset buffers: asset buffers ran out of memory \(limit 128 MB\)/);
+  });
+
+  it('cuts 100 MB printed without a newline, and the runner does not hold it', async () => {
+    const runnerPid = Number(runnerName.slice(runnerName.lastIndexOf('-') + 1));
+    const peakBefore = peakRssMb(runnerPid);
+    const finished = await escape('chatter');
+    expect(finished.status).toBe('succeeded');
+    const logs = (await attacker.api.get(`/runs/${finished.id}/logs`)).body.data as { message: string }[];
+    const total = logs.reduce((sum, line) => sum + line.message.length, 0);
+    expect(total).toBeLessThan(64 * 1024);
+    expect(logs.some((line) => /more characters of that line, which had no newline within 16384, were dropped/.test(line.message))).toBe(true);
+    // 100 MB of text held whole would be 200 MB of UTF-16 in the runner.
+    expect(peakRssMb(runnerPid) - peakBefore).toBeLessThan(64);
+  });
+
+  it('stores a resolved secret printed by user code masked', async () => {
+    const finished = await escape('leaker');
+    expect(finished.status).toBe('succeeded');
+    const logs = (await attacker.api.get(`/runs/${finished.id}/logs`)).body.data as { message: string }[];
+    const printed = logs.map((line) => line.message);
+    expect(printed).toContain('the key is ***');
+    expect(printed).toContain('again: ***!');
+    expect(JSON.stringify(logs)).not.toContain(SECRET_VALUE);
+  });
+});
+
+describe('an asset spinning the CPU', () => {
+  let tenant: TestTenant;
+  let worker: PoolWorker;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'escapes-cpu');
+    await setUp(tenant, 'spin', 'remote');
+    // The same runner program as a pool's worker, with a wall-clock limit far beyond its CPU limit,
+    // so that only the CPU limit can stop the spinner.
+    worker = await startPoolWorker(stack, await issueCredential(tenant), 'cpu-limited', { ASSET_CPU_SECONDS: '1', ASSET_TIMEOUT_MS: '600000' });
+  });
+
+  afterAll(async () => {
+    await worker?.process.stop();
+  });
+
+  it('is killed at its CPU time limit', async () => {
+    const finished = await run(tenant, 'spin', 'spinner');
+    expect(finished.status).toBe('failed');
+    expect(finished.attempts[0]!.error).toBe('asset spinner: asset spinner was killed after using its CPU time limit of 1 s');
+    expect(worker.process.running).toBe(true);
+    expect((await run(tenant, 'spin', 'fine')).status).toBe('succeeded');
+  });
+});
