@@ -42,8 +42,14 @@ const common = {
   WARM_SANDBOX_IDLE_MS: PositiveIntFromEnv(60_000),
   /** On SIGTERM: how long running attempts may go on before they are handed back. */
   DRAIN_TIMEOUT_MS: PositiveIntFromEnv(30_000),
-  /** Bundles, cached by digest. */
-  BUNDLE_CACHE_DIR: z.string().min(1).default(join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'envengine', 'bundles')),
+  /**
+   * Bundles, cached by digest. The sandbox reads them as an unprivileged user, so as root
+   * the default is under /var/cache (a home directory such as /root is closed to others).
+   */
+  BUNDLE_CACHE_DIR: z
+    .string()
+    .min(1)
+    .default(process.getuid?.() === 0 ? '/var/cache/envengine/bundles' : join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'envengine', 'bundles')),
   HOST: z.string().default('127.0.0.1'),
   PORT: PortFromEnv(8085),
   LOG_LEVEL: LogLevel,

@@ -5,6 +5,7 @@
 // bundle is taken, because the next asset (of the same job, or the next run of the same
 // deployment) most likely needs the same one.
 import type { ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
 
 export interface WarmSandboxesOptions {
   /** Spares kept at most, over all bundles (0: none, every child is forked on demand). */
@@ -20,6 +21,20 @@ interface Spare {
   idleTimer: NodeJS.Timeout;
 }
 
+/**
+ * A bundle directory by path and identity: a child in the OS sandbox has the directory it
+ * was started with bound in, so a directory unpacked anew under the same path (a tampered
+ * cache entry fetched again) must not be served by a spare of the old one.
+ */
+function directoryKey(bundleRoot: string): string {
+  try {
+    const stats = statSync(bundleRoot);
+    return `${stats.dev}:${stats.ino}:${bundleRoot}`;
+  } catch {
+    return `missing:${bundleRoot}`;
+  }
+}
+
 const isAlive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null && child.connected;
 
 export class WarmSandboxes {
@@ -32,7 +47,7 @@ export class WarmSandboxes {
 
   /** A child for one asset of this bundle: a spare when one is ready, else forked now. */
   take(bundleRoot: string): ChildProcess {
-    const key = bundleRoot;
+    const key = directoryKey(bundleRoot);
     let child: ChildProcess | undefined;
     const ready = this.spares.get(key) ?? [];
     while (child === undefined && ready.length > 0) {
