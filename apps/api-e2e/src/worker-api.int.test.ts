@@ -248,6 +248,24 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect(await stateOf(mine)).toEqual(before);
   });
 
+  it('takes the internal credential on no public path: the worker API and the rest answer 401', async () => {
+    const asEngine = (path: string, method = 'GET') =>
+      fetch(`${stack.gatewayUrl}/api/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${stack.internalCredential}`, [INTERNAL_HEADERS.tenantId]: owner.tenantId, [INTERNAL_HEADERS.credential]: stack.internalCredential },
+      });
+    for (const [path, method] of [
+      [`/worker/attempts/${mine.attemptId}/upstreams/orders`, 'GET'],
+      [`/worker/bundles/${bundleRef}`, 'GET'],
+      ['/environments', 'GET'],
+      [`/runs/${mine.runId}`, 'GET'],
+    ] as const) {
+      const response = await asEngine(path, method);
+      expect([path, response.status, ((await response.json()) as { error: { code: string } }).error.code]).toEqual([path, 401, 'unauthorized']);
+    }
+    expect(await stateOf(mine)).toEqual(before);
+  });
+
   it('answers an API token 401 on every worker route', async () => {
     for (const [route, call] of Object.entries(callsAbout(mine, bundleRef))) {
       expect([route, ...outcome(await send(owner.api, call))]).toEqual([route, 401, 'unauthorized']);
@@ -324,11 +342,12 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
   });
 
   it("starts no attempt of the other kind: a pool token gets 404 on a local attempt, the engine's runner on a remote one", async () => {
-    // A remote attempt (no pool worker runs for the owner): the engine's credential may not start it.
+    // A remote attempt (no pool worker runs for the owner): the engine's runner, which calls the
+    // placement-service directly with the internal credential, may not start it.
     const remote = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
-    const asEngine = await fetch(`${stack.gatewayUrl}/api/v1/worker/attempts/${remote.attempts[0]!.id}/start`, {
+    const asEngine = await fetch(`${stack.urls['placement-service']}/api/v1/worker/attempts/${remote.attempts[0]!.id}/start`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${stack.internalCredential}`, [INTERNAL_HEADERS.tenantId]: owner.tenantId, 'content-type': 'application/json' },
+      headers: { [INTERNAL_HEADERS.credential]: stack.internalCredential, [INTERNAL_HEADERS.tenantId]: owner.tenantId, 'content-type': 'application/json' },
       body: JSON.stringify({ worker: { ...WORKER, id: 'engine-runner-1', executor: 'local' } }),
     });
     expect([asEngine.status, ((await asEngine.json()) as { error: { code: string } }).error.code]).toEqual([404, 'not_found']);

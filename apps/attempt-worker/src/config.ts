@@ -11,8 +11,6 @@ import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFrom
  */
 const common = {
   REDIS_URL: z.string({ message: 'is required' }).min(1),
-  /** The gateway, e.g. `http://127.0.0.1:8080`: the worker API is under `/api/v1/worker/`. */
-  API_URL: z.url({ message: 'must be the gateway URL' }),
   WORKER_NAME: z.string().min(1).max(200).default(`${hostname()}-${process.pid}`),
   /** Attempts run at once by this process. */
   CONCURRENCY: PositiveIntFromEnv(4),
@@ -59,11 +57,16 @@ const localSchema = z.object({
   ...common,
   mode: z.literal('local'),
   INTERNAL_CREDENTIAL: InternalCredential,
+  /** The engine's runner calls the owning services directly, never the public gateway. */
+  PLACEMENT_SERVICE_URL: z.url({ message: 'must be the placement-service URL' }).default('http://127.0.0.1:8081'),
+  DEPLOYMENT_SERVICE_URL: z.url({ message: 'must be the deployment-service URL' }).default('http://127.0.0.1:8082'),
 });
 
 const poolSchema = z.object({
   ...common,
   mode: z.literal('pool'),
+  /** The gateway, e.g. `http://127.0.0.1:8080`: the worker API is under `/api/v1/worker/`. */
+  API_URL: z.url({ message: 'must be the gateway URL' }),
   /** From `POST /api/v1/pool/credentials`: the token opens only this tenant's worker API. */
   POOL_TOKEN: z.string({ message: 'is required in --pool mode (the credential\'s token)' }).regex(/^eew_/, { message: 'must be a pool token (eew_…)' }),
   REDIS_USERNAME: z.string({ message: 'is required in --pool mode (the credential\'s Redis user)' }).min(1),

@@ -42,8 +42,9 @@ if (config.SANDBOX === 'off') {
 }
 
 const api = new WorkerApiClient(
-  config.API_URL,
-  config.mode === 'local' ? { kind: 'engine', internalCredential: config.INTERNAL_CREDENTIAL } : { kind: 'pool', token: config.POOL_TOKEN },
+  config.mode === 'local'
+    ? { kind: 'engine', placementUrl: config.PLACEMENT_SERVICE_URL, deploymentUrl: config.DEPLOYMENT_SERVICE_URL, internalCredential: config.INTERNAL_CREDENTIAL }
+    : { kind: 'pool', gatewayUrl: config.API_URL, token: config.POOL_TOKEN },
 );
 // A pool worker's tenant is its token's; the gateway ignores what is named here.
 const poolTenant = config.mode === 'pool' ? config.POOL_QUEUE.slice('attempts-'.length) : undefined;

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
   ApiError,
@@ -13,7 +12,6 @@ import {
   type ReadinessCheck,
   unauthorized,
 } from '@envengine/service-kit';
-import { INTERNAL_HEADERS } from '@envengine/contracts';
 import type { Caller, TokenAuthenticator } from './auth/token-authenticator.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
@@ -27,11 +25,6 @@ export interface GatewayDependencies {
   limiter: TokenBucketLimiter;
   /** Per pool token: a worker reports far more often than a person or CI calls. */
   workerLimiter: TokenBucketLimiter;
-  /**
-   * The engine's own runner (`attempt-worker --local`) calls the worker API with the
-   * internal credential and names the attempt's tenant, as the gateway does internally.
-   */
-  internalCredential: string;
   /** Per client address, for requests whose token is refused: each costs a lookup. */
   failedAuthLimiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
@@ -61,9 +54,11 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
     try {
       const context = requestContext(res);
       const workerApi = isWorkerApi(req.path);
-      const caller = (workerApi && engineRunnerCaller(deps, req)) || (await authenticateCaller(deps, req));
+      // API tokens and pool tokens only: the engine's runner calls the services directly,
+      // and the internal credential opens no public path.
+      const caller = await authenticateCaller(deps, req);
       context.tenantId = caller.tenantId;
-      if (workerApi !== (caller.poolCredentialId !== undefined) && caller.tokenId !== ENGINE_RUNNER) {
+      if (workerApi !== (caller.poolCredentialId !== undefined)) {
         throw unauthorized(
           workerApi
             ? 'The worker API takes a pool token (POST /api/v1/pool/credentials issues one).'
@@ -71,7 +66,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         );
       }
 
-      const decision = caller.tokenId === ENGINE_RUNNER ? { allowed: true as const, retryAfterSeconds: 0 } : (workerApi ? deps.workerLimiter : deps.limiter).take(caller.tokenId);
+      const decision = (workerApi ? deps.workerLimiter : deps.limiter).take(caller.tokenId);
       if (!decision.allowed) {
         throw new ApiError('rate_limited', 'Too many requests for this token; slow down.', {
           headers: { 'Retry-After': String(decision.retryAfterSeconds) },
@@ -144,28 +139,8 @@ async function authenticateCaller(deps: GatewayDependencies, req: Request): Prom
   }
 }
 
-const ENGINE_RUNNER = 'engine-runner';
-const TENANT_ID_PATTERN = /^ten_[0-9a-z]{26}$/;
-
 function isWorkerApi(path: string): boolean {
   return path === '/worker' || path.startsWith('/worker/');
-}
-
-/** The engine's own runner: the internal credential as bearer, and the attempt's tenant named. */
-function engineRunnerCaller(deps: GatewayDependencies, req: Request): Caller | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-  if (!match || !sameSecret(match[1]!, deps.internalCredential)) return undefined;
-  const tenantId = req.headers[INTERNAL_HEADERS.tenantId];
-  if (typeof tenantId !== 'string' || !TENANT_ID_PATTERN.test(tenantId)) {
-    throw unauthorized(`The engine's runner names the attempt's tenant in ${INTERNAL_HEADERS.tenantId}.`);
-  }
-  return { tenantId, tokenId: ENGINE_RUNNER };
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function isBundleUpload(req: Request): boolean {

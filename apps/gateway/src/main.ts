@@ -53,7 +53,6 @@ const app = createGatewayApp({
   authenticator,
   limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
   workerLimiter: new TokenBucketLimiter(config.WORKER_RATE_LIMIT_PER_SECOND, config.WORKER_RATE_LIMIT_BURST),
-  internalCredential: config.INTERNAL_CREDENTIAL,
   failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
   idempotency,

@@ -101,8 +101,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
     SECRETS_SERVICE_URL: urls['secrets-service'],
     DEPLOYMENTS_TASK_QUEUE: deploymentsTaskQueue,
-    // The engine's runner reaches the worker API through the gateway, like a pool's worker.
-    ...(name === 'attempt-worker' ? { API_URL: urls.gateway, BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
+    // The engine's runner calls the services' internal API directly (PLACEMENT_SERVICE_URL, DEPLOYMENT_SERVICE_URL).
+    ...(name === 'attempt-worker' ? { BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
     // file:// storage prefixes must lie under the engine's storage root, in the stack's data directory.
     ...(name === 'placement-service' ? { STORAGE_ROOT: join(options.dataDir, 'lake') } : {}),
     // SANDBOX=off (user code without the OS sandbox) is the operator's explicit choice, passed on as given.

@@ -37,8 +37,16 @@ export class WorkerApiError extends Error {
   }
 }
 
-/** Who the worker is to the gateway: a pool token, or the engine's runner naming each attempt's tenant. */
-export type WorkerCredential = { kind: 'pool'; token: string } | { kind: 'engine'; internalCredential: string };
+/**
+ * Where the worker API is and who the worker is to it: a pool's worker reaches it through
+ * the public gateway with its pool token; the engine's own runner calls the owning
+ * services' internal API directly (the placement-service, and the deployment-service for
+ * bundles) with the internal credential, naming each attempt's tenant. The gateway takes
+ * no internal credential on any public path.
+ */
+export type WorkerApiEndpoint =
+  | { kind: 'pool'; gatewayUrl: string; token: string }
+  | { kind: 'engine'; placementUrl: string; deploymentUrl: string; internalCredential: string };
 
 /** An attempt's address in the worker API: who it belongs to and the lease it is held under. */
 export interface HeldAttempt {
@@ -47,15 +55,22 @@ export interface HeldAttempt {
   lease: string;
 }
 
-/** The worker API through the gateway, over keep-alive connections. */
+/** The worker API, over keep-alive connections. */
 export class WorkerApiClient {
-  private readonly pool: Pool;
+  /** Attempts, leases, reports, connections: the gateway for a pool, the placement-service for the engine. */
+  private readonly attempts: Pool;
+  /** Bundles: the gateway for a pool, the deployment-service for the engine. */
+  private readonly bundles: Pool;
 
-  constructor(
-    apiUrl: string,
-    private readonly credential: WorkerCredential,
-  ) {
-    this.pool = new Pool(apiUrl, { connections: 16, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 120_000 });
+  constructor(private readonly endpoint: WorkerApiEndpoint) {
+    const options = { connections: 16, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 120_000 };
+    if (endpoint.kind === 'pool') {
+      this.attempts = new Pool(endpoint.gatewayUrl, options);
+      this.bundles = this.attempts;
+    } else {
+      this.attempts = new Pool(endpoint.placementUrl, options);
+      this.bundles = new Pool(endpoint.deploymentUrl, options);
+    }
   }
 
   start(tenantId: string, attemptId: string, worker: WorkerIdentity) {
@@ -95,20 +110,20 @@ export class WorkerApiClient {
 
   /** The bundle's bytes, streamed. */
   async bundle(tenantId: string, bundleRef: string): Promise<Readable> {
-    const response = await this.pool.request({ method: 'GET', path: `/api/v1/worker/bundles/${enc(bundleRef)}`, headers: this.headers(tenantId) });
+    const response = await this.bundles.request({ method: 'GET', path: `/api/v1/worker/bundles/${enc(bundleRef)}`, headers: this.headers(tenantId) });
     if (response.statusCode !== 200) throw await refusal(response.statusCode, await response.body.text());
     return response.body as unknown as Readable;
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  async close(): Promise<void> {
+    await Promise.all([...new Set([this.attempts, this.bundles])].map((pool) => pool.close()));
   }
 
   private headers(tenantId: string, lease?: string): Record<string, string> {
     const headers: Record<string, string> =
-      this.credential.kind === 'pool'
-        ? { authorization: `Bearer ${this.credential.token}` }
-        : { authorization: `Bearer ${this.credential.internalCredential}`, [INTERNAL_HEADERS.tenantId]: tenantId };
+      this.endpoint.kind === 'pool'
+        ? { authorization: `Bearer ${this.endpoint.token}` }
+        : { [INTERNAL_HEADERS.credential]: this.endpoint.internalCredential, [INTERNAL_HEADERS.tenantId]: tenantId };
     if (lease) headers[ATTEMPT_LEASE_HEADER] = lease;
     return headers;
   }
@@ -131,7 +146,7 @@ export class WorkerApiClient {
     let text: string;
     for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
       try {
-        const response = await this.pool.request({
+        const response = await this.attempts.request({
           method,
           path: `/api/v1/worker${path}`,
           headers,
