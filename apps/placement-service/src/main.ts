@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { Redis } from 'ioredis';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
-import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
+import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
 import { runInternalService } from '@envengine/service-kit';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
@@ -28,7 +28,6 @@ const config = loadPlacementConfig(process.env);
 // with 503 before anything is written, and the reconciler delivers what was stored.
 const redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
 const deployments = new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
-const secrets = new SecretsClient({ origin: config.SECRETS_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const resolver = new SecretResolverClient({ origin: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
@@ -71,7 +70,7 @@ await runInternalService({
     api.use(runsRouter(runsService));
     api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));
-    api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, secrets, resolver)));
+    api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, resolver)));
     const internal = Router();
     internal.use(environmentsInternalRouter(environments));
     internal.use(poolInternalRouter(pool));
@@ -87,6 +86,6 @@ await runInternalService({
     await queues.close();
     redis.disconnect();
     await temporalConnection.close();
-    await Promise.all([deployments.close(), secrets.close(), resolver.close()]);
+    await Promise.all([deployments.close(), resolver.close()]);
   },
 });

@@ -37,7 +37,7 @@ await runInternalService({
       api,
       privateApi: {
         credential: config.RESOLVER_CREDENTIAL,
-        routes: resolutionRouter(new BindingResolver(bindingRows, rows, backends, audit)),
+        routes: resolutionRouter(new BindingResolver(bindingRows, rows, backends, audit), bindingRows),
       },
     };
   },

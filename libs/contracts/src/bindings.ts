@@ -80,5 +80,11 @@ export const ResolvedBinding = z.strictObject({
 });
 export type ResolvedBinding = z.infer<typeof ResolvedBinding>;
 
+/** Internal: the modes of an environment's bindings, by environment id (what an attempt's plan needs; no settings, no secrets). */
+export const BindingModes = z.array(z.strictObject({ name: ResourceName, mode: BindingMode }));
+export type BindingModes = z.infer<typeof BindingModes>;
+
+export const BindingModesParams = z.object({ id: z.string().regex(/^env_[0-9a-z]{26}$/, { message: 'must be an environment id' }) });
+
 /** Header naming the process that asks for resolved secrets, for the audit log. */
 export const RESOLVER_CALLER_HEADER = 'x-envengine-caller';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   Binding,
+  BindingModes,
   RESOLVER_CALLER_HEADER,
   ResolvedBinding,
   type ResolveBindingRequest,
@@ -42,6 +43,16 @@ export class SecretResolverClient {
     private readonly caller: string,
   ) {
     this.http = new InternalHttpClient({ ...options, service: 'secrets-service' });
+  }
+
+  /** The modes of an environment's bindings (an attempt's plan), by environment id. */
+  bindingModes(tenantId: string, environmentId: string): Promise<BindingModes> {
+    return this.http.call(BindingModes, {
+      method: 'GET',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/binding-modes`,
+      tenantId,
+      headers: { [RESOLVER_CALLER_HEADER]: this.caller },
+    });
   }
 
   resolve(tenantId: string, request: ResolveBindingRequest): Promise<ResolvedBinding> {

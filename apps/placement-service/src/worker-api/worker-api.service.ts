@@ -11,7 +11,7 @@ import type {
   WorkerHeartbeatRequest,
   WorkerIdentity,
 } from '@envengine/contracts';
-import type { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
+import type { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
 import { isUnderStoragePrefix, materializationLocation } from '@envengine/materialization-storage';
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
@@ -30,7 +30,6 @@ export class WorkerApiService {
     private readonly environments: EnvironmentRepository,
     private readonly dispatcher: AttemptDispatcher,
     private readonly deployments: DeploymentClient,
-    private readonly secrets: SecretsClient,
     private readonly resolver: SecretResolverClient,
   ) {}
 
@@ -43,7 +42,7 @@ export class WorkerApiService {
     await this.runs.heartbeat(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
     const [environment, bindings] = await Promise.all([
       this.environments.findById(tenantId, run.environment_id),
-      this.secrets.listBindings(tenantId, run.environment_name),
+      this.resolver.bindingModes(tenantId, run.environment_id),
     ]);
     if (!environment) throw notFound(`Environment of run "${run._id}"`);
     const modes = new Map(bindings.map((binding) => [binding.name, binding.mode]));
