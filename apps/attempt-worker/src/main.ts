@@ -51,7 +51,7 @@ const poolTenant = config.mode === 'pool' ? config.POOL_QUEUE.slice('attempts-'.
 const sandboxes = new WarmSandboxes({
   capacity: config.WARM_SANDBOXES ?? config.CONCURRENCY,
   idleMs: config.WARM_SANDBOX_IDLE_MS,
-  fork: (bundleRoot) => spawnAssetChild(sandbox, bundleRoot),
+  fork: (bundleRoot, egress) => spawnAssetChild(sandbox, bundleRoot, egress),
 });
 const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant);
 // One runner per tenant: bundles are fetched with the tenant's identity (the engine's

@@ -1,13 +1,22 @@
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
 
+/** What the OS sandbox of tenants' code needs (DESIGN.md §6): command → Debian package. */
+const SANDBOX_TOOLS = [
+  // The sandbox itself.
+  ['bwrap', 'bubblewrap'],
+  // Public egress: a user-mode network in the sandbox, and the routes that refuse the host and private ranges.
+  ['slirp4netns', 'slirp4netns'],
+  ['ip', 'iproute2'],
+] as const;
+
 /**
- * bubblewrap, the OS sandbox the engine's runner puts every asset in (DESIGN.md §6):
- * `bwrap` on PATH, else Debian's `bubblewrap` package where the process may install it.
- * Undefined when neither works; the runner then refuses to start unless SANDBOX=off.
+ * The sandbox's tools: each on PATH, else its Debian package where the process may install
+ * it. Returns the path of `bwrap`, or undefined when it could not be had; the runner then
+ * refuses to start unless SANDBOX=off.
  */
 export function bubblewrapBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const onPath = findOnPath('bwrap', env);
-  if (onPath) return onPath;
-  if (!aptInstall('bubblewrap', report, env)) return undefined;
-  return findOnPath('bwrap', env) ?? '/usr/bin/bwrap';
+  for (const [command, pkg] of SANDBOX_TOOLS) {
+    if (!findOnPath(command, env)) aptInstall(pkg, report, env);
+  }
+  return findOnPath('bwrap', env);
 }

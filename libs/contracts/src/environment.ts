@@ -8,6 +8,14 @@ export type Executor = z.infer<typeof Executor>;
 export const EnvironmentKind = z.enum(['persistent', 'preview']);
 export type EnvironmentKind = z.infer<typeof EnvironmentKind>;
 
+/**
+ * What the environment's assets may reach on the network (DESIGN.md §6): `none` (the
+ * default) nothing; `public` other hosts through a user-mode network, never the engine
+ * host, private ranges or link-local addresses.
+ */
+export const Egress = z.enum(['none', 'public']);
+export type Egress = z.infer<typeof Egress>;
+
 /** The environment object, as every response carries it: all fields always present. */
 export const Environment = z.object({
   id: z.string(),
@@ -19,6 +27,7 @@ export const Environment = z.object({
   schedules_paused: z.boolean(),
   schedules_paused_reason: z.string().nullable(),
   executor: Executor,
+  egress: Egress,
   active_deployment_id: z.string().nullable(),
   inserted_at: z.iso.datetime(),
 });
@@ -37,8 +46,18 @@ export const CreateEnvironmentRequest = z.strictObject({
   executor: Executor,
   kind: EnvironmentKind.default('persistent'),
   strict: z.boolean().default(false),
+  egress: Egress.default('none'),
 });
 export type CreateEnvironmentRequest = z.infer<typeof CreateEnvironmentRequest>;
+
+/**
+ * `PATCH /api/v1/environments/:name`: the settings that may change after create. Unknown
+ * fields, and server-owned ones (`id`, `name`, `kind`, ...), are refused.
+ */
+export const PatchEnvironmentRequest = z
+  .strictObject({ egress: Egress.optional(), strict: z.boolean().optional() })
+  .refine((patch) => Object.keys(patch).length > 0, { message: 'names at least one setting to change (egress, strict)' });
+export type PatchEnvironmentRequest = z.infer<typeof PatchEnvironmentRequest>;
 
 export const EnvironmentPathParams = z.object({ name: ResourceName });
 export type EnvironmentPathParams = z.infer<typeof EnvironmentPathParams>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BindingMode } from './bindings.ts';
-import { Executor } from './environment.ts';
+import { Egress, Executor } from './environment.ts';
 import { Attempt, AttemptAssetOutcome } from './runs.ts';
 import { StoredColumn } from './deployments.ts';
 
@@ -43,7 +43,7 @@ export const AttemptPlan = z.object({
   run_id: z.string(),
   attempt_number: z.number().int().positive(),
   tenant_id: z.string(),
-  environment: z.object({ id: z.string(), name: z.string(), storage_prefix: z.string() }),
+  environment: z.object({ id: z.string(), name: z.string(), storage_prefix: z.string(), egress: Egress }),
   deployment_id: z.string(),
   bundle_ref: z.string(),
   /** In dependency order; only the assets no earlier attempt of the run materialized. */

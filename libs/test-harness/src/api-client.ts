@@ -63,6 +63,10 @@ export class ApiClient {
     return this.request<T>('PUT', path, json === undefined ? options : { ...options, json });
   }
 
+  patch<T = any>(path: string, json?: unknown, options: RequestOptions = {}) {
+    return this.request<T>('PATCH', path, { ...options, json });
+  }
+
   delete<T = any>(path: string, options?: RequestOptions) {
     return this.request<T>('DELETE', path, options);
   }

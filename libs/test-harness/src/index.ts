@@ -9,3 +9,4 @@ export * from './until.ts';
 export * from './workflow-history.ts';
 export * from './pool-workers.ts';
 export * from './deploy-project.ts';
+export * from './outside-host.ts';

@@ -117,6 +117,7 @@ export class AttemptRunner {
         run: { id: plan.run_id, attempt: plan.attempt_number },
         timeoutMs: this.options.assetTimeoutMs,
         sandbox: this.options.sandbox,
+        egress: plan.environment.egress,
         signal,
         sandboxes: this.options.sandboxes,
         handlers: {

@@ -10,6 +10,7 @@ import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
+import type { Egress } from '@envengine/contracts';
 import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
 import type { ParentMessage } from './sandbox-protocol.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
@@ -38,6 +39,8 @@ export interface RunAssetOptions {
   timeoutMs: number;
   /** The sandbox and its limits; its environment is the child's whole environment (never the worker's own). */
   sandbox: SandboxSettings;
+  /** The environment's egress: `public` gives the child a user-mode network (never the engine host or private ranges). Default `none`. */
+  egress?: Egress;
   /** Aborting kills the child at once; the outcome is then `canceled`. */
   signal?: AbortSignal;
   /** Children started ahead of need with the same settings; without it the child is started here. */
@@ -138,7 +141,9 @@ class SandboxedAsset {
   ) {
     this.subject = `asset ${options.assetKey}`;
     this.outcome = new Promise((resolveOutcome) => (this.resolveOutcome = resolveOutcome));
-    this.child = options.sandboxes ? options.sandboxes.take(bundleRoot) : spawnAssetChild(options.sandbox, bundleRoot);
+    const egress = options.egress ?? 'none';
+    const sandboxed = options.sandboxes ? options.sandboxes.take(bundleRoot, egress) : spawnAssetChild(options.sandbox, bundleRoot, egress);
+    this.child = sandboxed.process;
     this.child.on('error', (error) => this.onChildError(error));
     this.child.on('message', (message) => this.onMessage(message));
     this.child.on('disconnect', () => this.onDisconnect());
@@ -162,7 +167,15 @@ class SandboxedAsset {
       ),
     );
     options.signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.send({ type: 'run', entryUrl: entryUrlInSandbox(options.sandbox, bundleRoot, entryPath), assetKey: options.assetKey, run: options.run ?? null });
+    const run: ParentMessage = { type: 'run', entryUrl: entryUrlInSandbox(options.sandbox, bundleRoot, entryPath), assetKey: options.assetKey, run: options.run ?? null };
+    // User code runs only once its network (if any) is what the environment allows.
+    sandboxed.ready.then(
+      () => {
+        if (this.verdict === undefined) this.send(run);
+      },
+      (error: Error) =>
+        this.decide({ status: 'failed', reason: 'not-started', error: `${this.subject} could not be given its network: ${error.message}` }, true),
+    );
   }
 
   /** Records the first verdict; `kill` ends the child at once (SIGKILL), otherwise it gets a grace period to exit. */

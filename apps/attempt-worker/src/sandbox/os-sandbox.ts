@@ -5,7 +5,9 @@
 // PR_SET_NO_NEW_PRIVS), and a file system of only the runtime (/usr, read-only), the
 // Node binary, the child script, its bundle (read-only) and a size-capped private /tmp.
 // Its network namespace holds only its own loopback: no address of the engine host is
-// reachable. Memory (heap and Buffers alike) and CPU time are capped by rlimits set with
+// reachable. An environment with `egress: "public"` gets a user-mode network in that
+// namespace (sandbox-network.ts) that reaches other hosts, never the engine host, private
+// ranges or link-local addresses. Memory (heap and Buffers alike) and CPU time are capped by rlimits set with
 // util-linux's `prlimit`, beside the worker's wall-clock limit. Node's permission model
 // stays inside as a second layer.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
@@ -13,6 +15,8 @@ import { constants as osConstants } from 'node:os';
 import { delimiter, extname, join, relative } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Egress } from '@envengine/contracts';
+import { connectPublicEgress, resolvConfPath } from './sandbox-network.ts';
 
 export type SandboxMode = 'bwrap' | 'off';
 
@@ -73,8 +77,10 @@ function sandboxedChildCommand(settings: SandboxSettings): string[] {
 }
 
 /** The bwrap arguments for one child: everything unshared, then only what it needs bound in. */
-export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command = sandboxedChildCommand(settings)): string[] {
+export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command = sandboxedChildCommand(settings), egress: Egress = 'none'): string[] {
   return [
+    // Public egress: bwrap says on fd 4 which process holds the namespaces, to give it a network.
+    ...(egress === 'public' ? ['--info-fd', '4', '--ro-bind', resolvConfPath(), '/etc/resolv.conf'] : []),
     '--unshare-all',
     '--die-with-parent',
     '--new-session',
@@ -112,21 +118,37 @@ export function entryUrlInSandbox(settings: SandboxSettings, bundleRoot: string,
   return pathToFileURL(join(SANDBOX_BUNDLE, relative(bundleRoot, entryPath))).href;
 }
 
+/** A child started for one asset, and when its network (if it has one) is up: send it nothing before. */
+export interface SandboxChild {
+  process: ChildProcess;
+  /** Resolves once the child may run user code; rejects with why its network could not be set up. */
+  ready: Promise<void>;
+}
+
 /**
  * Starts a child for one asset of the bundle at `bundleRoot` (a real path); it waits for
- * its `run` message on the IPC channel (fd 3, which bwrap passes through).
+ * its `run` message on the IPC channel (fd 3, which bwrap passes through). With public
+ * egress, its user-mode network is set up before `ready` resolves.
  */
-export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string): ChildProcess {
-  const common: SpawnOptions = { env: { ...settings.env }, serialization: 'advanced', stdio: ['ignore', 'pipe', 'pipe', 'ipc'] };
+export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, egress: Egress = 'none'): SandboxChild {
+  const stdio: SpawnOptions['stdio'] = ['ignore', 'pipe', 'pipe', 'ipc'];
+  const common: SpawnOptions = { env: { ...settings.env }, serialization: 'advanced', stdio };
   if (settings.mode === 'off') {
-    return spawn(process.execPath, [...nodeFlags(settings, bundleRoot, CHILD_SCRIPT), CHILD_SCRIPT], { ...common, cwd: bundleRoot });
+    // Without the OS sandbox there is no network namespace: egress is whatever the host has.
+    const child = spawn(process.execPath, [...nodeFlags(settings, bundleRoot, CHILD_SCRIPT), CHILD_SCRIPT], { ...common, cwd: bundleRoot });
+    return { process: child, ready: Promise.resolve() };
   }
-  return spawn('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot)], {
+  const child = spawn('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot, undefined, egress)], {
     ...common,
+    stdio: egress === 'public' ? [...stdio, 'pipe'] : stdio,
     cwd: '/',
     // As root, bwrap itself starts as `nobody`, so that the sandbox's uid is unprivileged on the host too.
     ...(process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
   });
+  const ready = egress === 'public' ? connectPublicEgress(child) : Promise.resolve();
+  // Nobody may be waiting yet (a spare): the rejection is seen when the child is used.
+  ready.catch(() => undefined);
+  return { process: child, ready };
 }
 
 /**

@@ -43,9 +43,9 @@ function recordingPool(capacity: number, idleMs = 60_000) {
   const pool = new WarmSandboxes({
     capacity,
     idleMs,
-    fork: (bundleRoot) => {
-      const child = spawnAssetChild(sandbox, bundleRoot);
-      forked.push(child);
+    fork: (bundleRoot, egress) => {
+      const child = spawnAssetChild(sandbox, bundleRoot, egress);
+      forked.push(child.process);
       return child;
     },
   });

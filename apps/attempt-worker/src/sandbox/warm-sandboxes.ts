@@ -4,7 +4,8 @@
 // asset can reach another. A spare is forked for a bundle as soon as a child of that
 // bundle is taken, because the next asset (of the same job, or the next run of the same
 // deployment) most likely needs the same one.
-import type { ChildProcess } from 'node:child_process';
+import type { Egress } from '@envengine/contracts';
+import type { SandboxChild } from './os-sandbox.ts';
 import { statSync } from 'node:fs';
 
 export interface WarmSandboxesOptions {
@@ -12,12 +13,12 @@ export interface WarmSandboxesOptions {
   capacity: number;
   /** A spare unused for this long is stopped. */
   idleMs: number;
-  /** Starts a child that waits for its `run` message (in the worker's sandbox, with its limits and environment). */
-  fork: (bundleRoot: string) => ChildProcess;
+  /** Starts a child that waits for its `run` message (in the worker's sandbox, with its limits, environment and network). */
+  fork: (bundleRoot: string, egress: Egress) => SandboxChild;
 }
 
 interface Spare {
-  child: ChildProcess;
+  child: SandboxChild;
   idleTimer: NodeJS.Timeout;
 }
 
@@ -35,7 +36,7 @@ function directoryKey(bundleRoot: string): string {
   }
 }
 
-const isAlive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null && child.connected;
+const isAlive = ({ process: child }: SandboxChild) => child.exitCode === null && child.signalCode === null && child.connected;
 
 export class WarmSandboxes {
   /** Ready children by bundle, the least recently used bundle first. */
@@ -45,23 +46,23 @@ export class WarmSandboxes {
 
   constructor(private readonly options: WarmSandboxesOptions) {}
 
-  /** A child for one asset of this bundle: a spare when one is ready, else forked now. */
-  take(bundleRoot: string): ChildProcess {
-    const key = directoryKey(bundleRoot);
-    let child: ChildProcess | undefined;
+  /** A child for one asset of this bundle and network: a spare when one is ready, else started now. */
+  take(bundleRoot: string, egress: Egress): SandboxChild {
+    const key = `${egress}:${directoryKey(bundleRoot)}`;
+    let child: SandboxChild | undefined;
     const ready = this.spares.get(key) ?? [];
     while (child === undefined && ready.length > 0) {
       const spare = ready.shift()!;
       this.size -= 1;
       clearTimeout(spare.idleTimer);
       if (isAlive(spare.child)) child = spare.child;
-      else spare.child.kill('SIGKILL');
+      else spare.child.process.kill('SIGKILL');
     }
     // Re-inserted, so this bundle counts as the most recently used.
     this.spares.delete(key);
     if (ready.length > 0) this.spares.set(key, ready);
-    child ??= this.options.fork(bundleRoot);
-    this.forkSpare(key, bundleRoot);
+    child ??= this.options.fork(bundleRoot, egress);
+    this.forkSpare(key, bundleRoot, egress);
     return child;
   }
 
@@ -78,14 +79,14 @@ export class WarmSandboxes {
     this.size = 0;
   }
 
-  private forkSpare(key: string, bundleRoot: string): void {
+  private forkSpare(key: string, bundleRoot: string, egress: Egress): void {
     if (this.closed || this.options.capacity === 0) return;
     if (this.size >= this.options.capacity && !this.evictOldest(key)) return;
-    const child = this.options.fork(bundleRoot);
+    const child = this.options.fork(bundleRoot, egress);
     const spare: Spare = { child, idleTimer: setTimeout(() => this.drop(key, spare), this.options.idleMs) };
     spare.idleTimer.unref();
     // A spare that dies while it waits is only dropped; its outcome matters to nobody.
-    child.once('exit', () => this.drop(key, spare));
+    child.process.once('exit', () => this.drop(key, spare));
     const ready = this.spares.get(key) ?? [];
     this.spares.delete(key);
     this.spares.set(key, [...ready, spare]);
@@ -114,6 +115,7 @@ export class WarmSandboxes {
 
   private stop(spare: Spare): void {
     clearTimeout(spare.idleTimer);
-    if (spare.child.exitCode === null && spare.child.signalCode === null) spare.child.kill('SIGKILL');
+    const { process: child } = spare.child;
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 }

@@ -1,5 +1,5 @@
 import type { ClientSession, Connection } from 'mongoose';
-import type { CreateEnvironmentRequest, Environment, Executor } from '@envengine/contracts';
+import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentRequest } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
@@ -16,6 +16,7 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
     schedules_paused: doc.schedules_paused,
     schedules_paused_reason: doc.schedules_paused_reason ?? null,
     executor: doc.executor,
+    egress: doc.egress ?? 'none',
     active_deployment_id: doc.active_deployment_id ?? null,
     inserted_at: doc.inserted_at.toISOString(),
   };
@@ -48,6 +49,7 @@ export class EnvironmentRepository {
       storage_prefix: input.storage_prefix,
       strict: input.strict,
       executor: input.executor,
+      egress: input.egress,
       // A preview never writes on a timer by surprise: its schedules wait for an explicit resume.
       schedules_paused: input.kind === 'preview',
       schedules_paused_reason: input.kind === 'preview' ? PREVIEW_PAUSE_REASON : null,
@@ -101,6 +103,14 @@ export class EnvironmentRepository {
     return matched === 1;
   }
 
+  /** The settings of a PATCH, in one update. */
+  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest): Promise<Environment | undefined> {
+    return this.update(tenantId, name, {
+      ...(patch.egress === undefined ? {} : { egress: patch.egress }),
+      ...(patch.strict === undefined ? {} : { strict: patch.strict }),
+    });
+  }
+
   async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {
     return this.update(tenantId, name, { executor });
   }
@@ -132,7 +142,7 @@ export class EnvironmentRepository {
   private async update(
     tenantId: string,
     name: string,
-    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
+    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'egress' | 'strict' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
   ): Promise<Environment | undefined> {
     const doc = await this.environments.findOneAndUpdate(tenantId, { name }, { $set: { ...fields, updated_at: new Date() } });
     return doc ? toEnvironment(doc) : undefined;

@@ -1,5 +1,5 @@
 import { Schema } from 'mongoose';
-import type { EnvironmentKind, Executor } from '@envengine/contracts';
+import type { Egress, EnvironmentKind, Executor } from '@envengine/contracts';
 
 /** An environment as stored: one document per (tenant, name). */
 export interface EnvironmentDocument {
@@ -10,6 +10,7 @@ export interface EnvironmentDocument {
   storage_prefix: string;
   strict: boolean;
   executor: Executor;
+  egress: Egress;
   schedules_paused: boolean;
   schedules_paused_reason: string | null;
   active_deployment_id: string | null;
@@ -29,6 +30,8 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     storage_prefix: { type: String, required: true },
     strict: { type: Boolean, required: true },
     executor: { type: String, required: true, enum: ['local', 'remote'] },
+    // Environments made before egress existed had none.
+    egress: { type: String, required: true, enum: ['none', 'public'], default: 'none' },
     schedules_paused: { type: Boolean, required: true },
     schedules_paused_reason: { type: String, default: null },
     active_deployment_id: { type: String, default: null },

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import {
   CreateEnvironmentRequest,
   EnvironmentPathParams,
+  PatchEnvironmentRequest,
   SetPlacementRequest,
   type Environment,
 } from '@envengine/contracts';
@@ -36,6 +37,13 @@ export function environmentsRouter(environments: EnvironmentRepository, storageR
     '/environments/:name',
     defineRoute({ params: EnvironmentPathParams }, async ({ tenantId, params }) => ({
       data: found(await environments.findByName(tenantId, params.name), params.name),
+    })),
+  );
+
+  router.patch(
+    '/environments/:name',
+    defineRoute({ params: EnvironmentPathParams, body: PatchEnvironmentRequest }, async ({ tenantId, params, body }) => ({
+      data: found(await environments.patch(tenantId, params.name, body), params.name),
     })),
   );
 

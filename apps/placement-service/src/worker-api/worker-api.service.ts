@@ -51,7 +51,7 @@ export class WorkerApiService {
       run_id: run._id,
       attempt_number: attempt.number,
       tenant_id: tenantId,
-      environment: { id: environment.id, name: environment.name, storage_prefix: environment.storage_prefix },
+      environment: { id: environment.id, name: environment.name, storage_prefix: environment.storage_prefix, egress: environment.egress },
       deployment_id: run.deployment_id,
       bundle_ref: run.bundle_ref,
       assets: run.assets
