@@ -309,6 +309,22 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     }
   });
 
+  it("stores no log line past the attempt's limit, whatever a worker sends", async () => {
+    const call = callsAbout(mine, bundleRef).logs;
+    // The test stack keeps the default limit, 10,000 lines: seq 10,000 is the cut marker's, past it nothing.
+    const past = await send(ownerPool, { ...call, json: { lines: [10_000, 10_001, 50_000].map((seq) => ({ seq, at: new Date().toISOString(), asset: 'orders', message: 'flood' })) } });
+    expect([past.status, past.body.data]).toEqual([200, { stored: 1 }]);
+    const logs = (await readers[1]!.get(`/runs/${mine.runId}/logs`)).body.data as { message: string }[];
+    expect(logs.filter((line) => line.message === 'flood')).toHaveLength(1);
+    // Taken back out, so that the other tests find the log as they left it.
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    try {
+      await mongo.db(stack.databases['placement-service']).collection('attempt_logs').deleteMany({ attempt_id: mine.attemptId, message: 'flood' });
+    } finally {
+      await mongo.close();
+    }
+  });
+
   it('hands ctx.read no location outside the storage prefix, even one already recorded', async () => {
     // Recorded behind the API's back (the API itself refuses such a location): a record made
     // before the location check, or by a bug, must still not open a file of the engine host.

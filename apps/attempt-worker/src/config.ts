@@ -30,10 +30,6 @@ const common = {
    * code; it must be set explicitly, is logged as a warning and shown in the pool view.
    */
   SANDBOX: z.enum(['bwrap', 'off'], { message: 'must be "bwrap" (the default) or "off"' }).default('bwrap'),
-  /** Log lines kept of one attempt; past it one marker line says the log was cut. */
-  ATTEMPT_LOG_MAX_LINES: PositiveIntFromEnv(10_000),
-  /** Characters of log messages kept of one attempt. */
-  ATTEMPT_LOG_MAX_CHARS: PositiveIntFromEnv(10 * 1024 * 1024),
   /** Sandboxed children forked ahead of need (each still runs one asset); 0 forks each on demand. Default: CONCURRENCY. */
   WARM_SANDBOXES: z.coerce.number().int().min(0).max(256).optional(),
   /** A child forked ahead and unused for this long is stopped. */

@@ -70,7 +70,6 @@ const runnerFor = (tenantId: string): AttemptRunner => {
       sandbox,
       sandboxes,
       logFlushMs: 250,
-      logLimits: { maxLines: config.ATTEMPT_LOG_MAX_LINES, maxChars: config.ATTEMPT_LOG_MAX_CHARS },
     });
     runners.set(tenantId, runner);
   }

@@ -18,6 +18,10 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   TEMPORAL_NAMESPACE: z.string().default('default'),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
+  /** Log lines kept of one attempt (workers are told in the plan; more are not stored). */
+  ATTEMPT_LOG_MAX_LINES: PositiveIntFromEnv(10_000),
+  /** Characters of log messages one attempt's worker keeps before it cuts the log. */
+  ATTEMPT_LOG_MAX_CHARS: PositiveIntFromEnv(10 * 1024 * 1024),
   /**
    * The engine's storage root: a `file://` storage prefix must lie under it (the engine's
    * runner writes there for tenants). Relative to the working directory.

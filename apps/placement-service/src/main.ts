@@ -70,7 +70,10 @@ await runInternalService({
     api.use(runsRouter(runsService));
     api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));
-    api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, resolver)));
+    api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, resolver, {
+        max_lines: config.ATTEMPT_LOG_MAX_LINES,
+        max_chars: config.ATTEMPT_LOG_MAX_CHARS,
+      })));
     const internal = Router();
     internal.use(environmentsInternalRouter(environments));
     internal.use(poolInternalRouter(pool));

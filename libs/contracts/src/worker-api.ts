@@ -48,6 +48,11 @@ export const AttemptPlan = z.object({
   bundle_ref: z.string(),
   /** In dependency order; only the assets no earlier attempt of the run materialized. */
   assets: z.array(PlannedAsset),
+  /**
+   * What the engine keeps of the attempt's log: lines past `max_lines` (one marker line
+   * beyond it aside) are not stored, and the worker cuts its log at either limit.
+   */
+  log_limits: z.object({ max_lines: z.number().int().positive(), max_chars: z.number().int().positive() }),
 });
 export type AttemptPlan = z.infer<typeof AttemptPlan>;
 

@@ -8,7 +8,7 @@ import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
-import { LogShipper, type LogLimits } from './log-shipper.ts';
+import { LogShipper } from './log-shipper.ts';
 
 export interface AttemptRunnerOptions {
   assetTimeoutMs: number;
@@ -17,8 +17,6 @@ export interface AttemptRunnerOptions {
   /** Sandboxed children started ahead of need with those settings. */
   sandboxes: WarmSandboxes;
   logFlushMs: number;
-  /** Lines and characters kept of one attempt's log. */
-  logLimits: LogLimits;
 }
 
 export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
@@ -65,7 +63,7 @@ export class AttemptRunner {
       (lines) => this.api.appendLogs(held, lines),
       this.options.logFlushMs,
       (error) => this.log.warn({ attempt_id: attemptId, err: error.message }, 'log lines not sent yet'),
-      this.options.logLimits,
+      { maxLines: plan.log_limits.max_lines, maxChars: plan.log_limits.max_chars },
     );
     try {
       const reports = await this.runAssets(held, plan, logs, abort.signal);

@@ -55,8 +55,7 @@ export function workerApiRouter(service: WorkerApiService): Router {
   router.post(
     '/worker/attempts/:id/logs',
     defineRoute({ params: WorkerAttemptParams, body: AppendLogsRequest }, async ({ tenantId, params, body, header }) => {
-      await service.appendLogs(leaseCheck(tenantId, params.id, header), body);
-      return { data: { stored: body.lines.length } };
+      return { data: { stored: await service.appendLogs(leaseCheck(tenantId, params.id, header), body) } };
     }),
   );
 
