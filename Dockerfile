@@ -14,6 +14,13 @@ RUN npm install --no-audit --no-fund \
 FROM ${NODE_IMAGE}
 ARG APP
 ENV NODE_ENV=production
+# The attempt-worker runs every asset in an OS sandbox (bubblewrap; prlimit from util-linux),
+# and gives environments with public egress a user-mode network (slirp4netns, iproute2).
+RUN if [ "${APP}" = attempt-worker ]; then \
+      apt-get update && apt-get install -y --no-install-recommends bubblewrap slirp4netns iproute2 \
+      && rm -rf /var/lib/apt/lists/* \
+      && mkdir -p /var/lib/envengine/lake && chown node:node /var/lib/envengine/lake; \
+    fi
 WORKDIR /app
 COPY --from=build /workspace/node_modules ./node_modules
 COPY --from=build /workspace/dist/apps/${APP} ./dist

@@ -1,7 +1,8 @@
 // Runs and attempts, on one stack and one Redis: an empty one-asset run created through the
 // gateway and run by one pool worker (concurrency 10), against a bare BullMQ Queue + Worker
-// with an empty job; runs per second; 1,000 runs queued with no worker, then drained (no
-// loss, no duplicate); a 100,000-row ctx.emit against hyparquet-writer in this process.
+// with an empty job, with the OS sandbox and again with SANDBOX=off in the same run; runs
+// per second; 1,000 runs queued with no worker, then drained (no loss, no duplicate); a
+// 100,000-row ctx.emit against hyparquet-writer in this process.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -42,7 +43,8 @@ const WIDE_PARQUET_TYPES = { id: 'INT64', customer: 'STRING', amount: 'DOUBLE', 
 function assetCode(counterUrl: string): Record<string, string> {
   return {
     'assets/empty.js': 'export default async () => {};',
-    // Reports to the bench's counter (outside the engine's records) that its code ran, once per execution.
+    // Reports to the bench's counter (outside the engine's records) that its code ran, once per
+    // execution: over the host's loopback, which the OS sandbox refuses, so the drain's worker runs with SANDBOX=off.
     'assets/counted.js': `export default async (ctx) => {
       await fetch(${JSON.stringify(counterUrl)}, { method: 'POST', body: ctx.run.id + ' ' + ctx.run.attempt });
       ctx.log('counted');
@@ -144,8 +146,8 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   const credential = PoolCredentialIssued.parse(issued.body.data);
   const stackInfo = stackInfoOf(stack, dataDir);
   // The pool worker as docs/api.md#worker-pools starts one, with the product's heartbeat interval.
-  const startWorker = (name: string) =>
-    startPoolWorker(stackInfo, credential, name, { CONCURRENCY: String(POOL_CONCURRENCY), HEARTBEAT_INTERVAL_MS: '2000', ASSET_TIMEOUT_MS: '120000' });
+  const startWorker = (name: string, sandbox: 'bwrap' | 'off') =>
+    startPoolWorker(stackInfo, credential, name, { CONCURRENCY: String(POOL_CONCURRENCY), HEARTBEAT_INTERVAL_MS: '2000', ASSET_TIMEOUT_MS: '120000', SANDBOX: sandbox });
 
   // A run's end, pushed by BullMQ's event stream on the pool's queue (the attempt's job id is its id): no polling.
   const attemptEnds = new JobEnds();
@@ -224,7 +226,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     };
   };
 
-  let worker: PoolWorker = await startWorker('bench-latency');
+  let worker: PoolWorker = await startWorker('bench-latency', 'bwrap');
   const accounted = (): Record<string, number | undefined> => ({
     bench: process.pid,
     redis: servers.redis.process?.pid,
@@ -243,34 +245,46 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   const rows: LatencyRow[] = [];
   const breakdowns: Array<{ inFlight: number; runs: TimedRun[] }> = [];
   const cpuPerRun: Array<{ inFlight: number; cpu: Record<string, number> }> = [];
+  /** The same measurements with the worker's OS sandbox off (SANDBOX=off), for the ratio. */
+  const unsandboxed: { rows: LatencyRow[]; cpu: Array<{ inFlight: number; cpu: Record<string, number> }> } = { rows: [], cpu: [] };
   let drain: string[];
   let emit: string[];
   let spawnFloor: number[];
-  try {
+  /** Dispatch at 1 and 10 in flight, then throughput, on the worker running now; raw BullMQ beside it when asked. */
+  const measure = async (into: { rows: LatencyRow[]; cpu: Array<{ inFlight: number; cpu: Record<string, number> }> }, withRaw: boolean, label: string) => {
     // Warm-up: the worker fetches and unpacks the bundle once; connections and JIT warm up.
-    await rawRows(POOL_CONCURRENCY, 100);
     await dispatchRows(1, 10);
     for (const [inFlight, count] of [
       [1, 100],
       [POOL_CONCURRENCY, 300],
     ] as const) {
-      rows.push(...(await rawRows(inFlight, count)));
-      const dispatched = await dispatchRows(inFlight, count);
-      rows.push(...dispatched.rows);
-      for (const row of rows.slice(-4)) console.error(`  ${row.name}, ${inFlight} in flight: p50 ${percentile(row.latencies, 50).toFixed(1)} ms, p99 ${percentile(row.latencies, 99).toFixed(1)} ms, ${row.perSecond.toFixed(1)}/s`);
-      breakdowns.push({ inFlight, runs: dispatched.runs });
-      cpuPerRun.push({ inFlight, cpu: dispatched.cpu });
+      if (withRaw) rows.push(...(await rawRows(inFlight, count)));
+      const dispatched = await dispatchRows(inFlight, count, label);
+      into.rows.push(...dispatched.rows);
+      for (const row of dispatched.rows) console.error(`  ${row.name}, ${inFlight} in flight: p50 ${percentile(row.latencies, 50).toFixed(1)} ms, p99 ${percentile(row.latencies, 99).toFixed(1)} ms, ${row.perSecond.toFixed(1)}/s`);
+      if (withRaw) breakdowns.push({ inFlight, runs: dispatched.runs });
+      into.cpu.push({ inFlight, cpu: dispatched.cpu });
     }
     // Throughput: more in flight than the worker takes at once, so that its queue never runs dry.
-    const saturated = await dispatchRows(3 * POOL_CONCURRENCY, 300, ', throughput');
-    rows.push(saturated.rows[1]!);
-    console.error(`  throughput: ${saturated.rows[1]!.perSecond.toFixed(1)} runs/s`);
-    cpuPerRun.push({ inFlight: 3 * POOL_CONCURRENCY, cpu: saturated.cpu });
+    const saturated = await dispatchRows(3 * POOL_CONCURRENCY, 300, `${label}, throughput`);
+    into.rows.push(saturated.rows[1]!);
+    console.error(`  throughput${label}: ${saturated.rows[1]!.perSecond.toFixed(1)} runs/s`);
+    into.cpu.push({ inFlight: 3 * POOL_CONCURRENCY, cpu: saturated.cpu });
+  };
+  try {
+    await rawRows(POOL_CONCURRENCY, 100);
+    await measure({ rows, cpu: cpuPerRun }, true, '');
+    await worker.process.stop();
+    worker = await startWorker('bench-unsandboxed', 'off');
+    await measure(unsandboxed, false, ' (SANDBOX=off)');
 
     spawnFloor = await sandboxedSpawnFloor(dataDir, 20);
 
     await worker.process.stop();
     drain = await queuedThenDrained();
+    // The emit runs sandboxed, as the product runs it.
+    await worker.process.stop();
+    worker = await startWorker('bench-emit', 'bwrap');
     emit = await emitAgainstDirectWrite();
   } finally {
     await worker.process.stop();
@@ -293,7 +307,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     const pool = PoolStatus.parse((await api.get('/pool')).body.data);
     executions.clear();
     const workerStarted = Date.now();
-    worker = await startWorker('bench-drain');
+    worker = await startWorker('bench-drain', 'off');
     const ended = await Promise.all(created.map((run) => attemptEnds.wait(run.attempts[0]!.id, 10 * 60_000)));
     const runs = (await readBack(created.map((run) => ({ postedAt: 0, run })))).map((entry) => entry.run!);
     const logLines = new Map<string, RunLogLine[]>();
@@ -369,6 +383,9 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     return `- ${inFlight} in flight: POST → attempt running p50 ${p50(running).toFixed(0)} ms against raw ${p50(raw).toFixed(1)} + 10 ms (${verdict(p50(running) <= p50(raw) + 10)}), p99 ${p99(running).toFixed(0)} ms against 100 ms (${verdict(p99(running) <= 100)}); POST → run succeeded p50 ${p50(succeeded).toFixed(0)} ms, p99 ${p99(succeeded).toFixed(0)} ms (${verdict(p99(succeeded) <= 100)} against 100 ms).`;
   });
   const throughput = rows.find((row) => row.name.endsWith('throughput'))!;
+  const throughputOff = unsandboxed.rows.find((row) => row.name.endsWith('throughput'))!;
+  const sandboxRatio = throughput.perSecond / throughputOff.perSecond;
+  const offRow = (name: string, inFlight: number) => unsandboxed.rows.find((row) => row.name === `${name} (SANDBOX=off)` && row.inFlight === inFlight)!;
   const stage = (runs: TimedRun[], from: (entry: TimedRun & { run: Run }) => number, to: (entry: TimedRun & { run: Run }) => number) =>
     median(runs.filter((entry): entry is TimedRun & { run: Run } => succeededOnce(entry.run)).map((entry) => to(entry) - from(entry))).toFixed(0);
   const cpuNames = Object.keys(cpuPerRun[0]!.cpu);
@@ -390,6 +407,20 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     ...targetLines,
     `- throughput: ${throughput.perSecond.toFixed(1)} empty runs/s end to end at ${throughput.inFlight} in flight (${throughput.perSecond >= 100 ? 'met' : 'missed'}).`,
     '',
+    'The OS sandbox (bubblewrap, rlimits) against the same worker with SANDBOX=off, in the same run (target: sandboxed ≥ 0.8x of unsandboxed runs/s):',
+    '',
+    '| measure | sandboxed | SANDBOX=off | ratio |',
+    '|---|---:|---:|---:|',
+    `| empty runs/s at ${throughput.inFlight} in flight | ${throughput.perSecond.toFixed(1)} | ${throughputOff.perSecond.toFixed(1)} | ${sandboxRatio.toFixed(2)}x (${sandboxRatio >= 0.8 ? 'met' : 'missed'}) |`,
+    ...[1, POOL_CONCURRENCY].flatMap((inFlight) =>
+      ['run: POST → attempt running', 'run: POST → run succeeded'].map((name) => {
+        const on = byName(name, inFlight);
+        const off = offRow(name, inFlight);
+        return `| ${name.slice('run: '.length)}, p50 ms, ${inFlight} in flight | ${p50(on).toFixed(1)} | ${p50(off).toFixed(1)} | ${(p50(on) / p50(off)).toFixed(2)}x |`;
+      }),
+    ),
+    `| CPU ms per empty run, all processes, ${throughput.inFlight} in flight | ${Object.values(cpuPerRun.at(-1)!.cpu).reduce((a, b) => a + b, 0).toFixed(1)} | ${Object.values(unsandboxed.cpu.at(-1)!.cpu).reduce((a, b) => a + b, 0).toFixed(1)} | ${(Object.values(cpuPerRun.at(-1)!.cpu).reduce((a, b) => a + b, 0) / Object.values(unsandboxed.cpu.at(-1)!.cpu).reduce((a, b) => a + b, 0)).toFixed(2)}x |`,
+    '',
     'Where a run\'s time goes (medians, ms, from the services\' timestamps):',
     '',
     '| in flight | POST sent → run stored (`inserted_at`) | stored → attempt running (queue add, pick-up, start call) | running → attempt finished (plan, bundle check, child process, finish call) |',
@@ -401,11 +432,13 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     '',
     `A bare \`fork\` of Node with the sandbox's flags (\`--permission\`, one \`--allow-fs-read\`, \`--max-old-space-size\`, \`--no-addons\`) running a script that only answers over IPC and exits, from the bench: median ${median(spawnFloor).toFixed(0)} ms of ${spawnFloor.length} (p90 ${percentile(spawnFloor, 90).toFixed(0)} ms). Every asset pays this once.`,
     '',
-    'CPU milliseconds per run by process (2 cores):',
+    'CPU milliseconds per run by process (2 cores); "asset child processes" are the sandboxes (prlimit, bwrap, its init and the Node child) or, with SANDBOX=off, the Node children:',
     '',
-    `| in flight | ${cpuNames.join(' | ')} | total |`,
-    `|---:|${cpuNames.map(() => '---:').join('|')}|---:|`,
-    ...cpuPerRun.map(({ inFlight, cpu }) => `| ${inFlight} | ${cpuNames.map((name) => cpu[name]!.toFixed(1)).join(' | ')} | ${Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(1)} |`),
+    `| sandbox | in flight | ${cpuNames.join(' | ')} | total |`,
+    `|---|---:|${cpuNames.map(() => '---:').join('|')}|---:|`,
+    ...[...cpuPerRun.map((entry) => ['bwrap', entry] as const), ...unsandboxed.cpu.map((entry) => ['off', entry] as const)].map(
+      ([mode, { inFlight, cpu }]) => `| ${mode} | ${inFlight} | ${cpuNames.map((name) => cpu[name]!.toFixed(1)).join(' | ')} | ${Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(1)} |`,
+    ),
     '',
     ...drain,
     '',

@@ -1,3 +1,4 @@
+import { chmodSync, mkdirSync } from 'node:fs';
 import { bubblewrapBinary } from '@envengine/backing-servers';
 import { startBackingServers, type BackingServerOptions, type BackingServers } from './backing.ts';
 import { startServiceProcesses, type RunningServices } from './service-processes.ts';
@@ -21,6 +22,10 @@ export interface RunningStack {
 export async function startStack(options: StackOptions): Promise<RunningStack> {
   // The engine's runner refuses to run tenants' code without its OS sandbox unless told SANDBOX=off.
   if ((options.env?.['SANDBOX'] ?? process.env.SANDBOX) !== 'off') bubblewrapBinary(options.report);
+  // The runners' sandboxes run as an unprivileged user, who must reach the bundle caches in
+  // the data directory (a temporary one is made 0700); its files keep their own modes.
+  mkdirSync(options.dataDir, { recursive: true });
+  chmodSync(options.dataDir, 0o755);
   const servers = await startBackingServers(options);
   let services: RunningServices;
   try {

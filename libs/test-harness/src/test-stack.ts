@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, type BackingServers, type RunningServices, type RunningStack } from '@envengine/dev-stack';
@@ -40,8 +40,6 @@ export interface TestStackOptions {
  */
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'envengine-test-'));
-  // The runners' sandboxes run as an unprivileged user, who must reach the bundle caches inside.
-  chmodSync(dataDir, 0o755);
   const report = (line: string) => process.stderr.write(`[test-stack] ${line}\n`);
   const stack = await startStack({
     dataDir,

@@ -31,6 +31,7 @@ export class WorkerApiService {
     private readonly dispatcher: AttemptDispatcher,
     private readonly deployments: DeploymentClient,
     private readonly resolver: SecretResolverClient,
+    private readonly logLimits: AttemptPlan['log_limits'],
   ) {}
 
   async start(tenantId: string, attemptId: string, worker: WorkerIdentity, credentialId: string | null): Promise<AttemptStarted> {
@@ -57,6 +58,7 @@ export class WorkerApiService {
       assets: run.assets
         .filter((asset) => wanted.has(asset.key))
         .map((asset) => ({ ...asset, binding_mode: modes.get(asset.binding) ?? null })),
+      log_limits: this.logLimits,
     };
     return { attempt_id: attempt._id, lease, plan };
   }
@@ -65,9 +67,13 @@ export class WorkerApiService {
     return this.runs.heartbeat(tenantId, { ...request.worker, credentialId, draining: request.draining }, request.attempts);
   }
 
-  async appendLogs(check: LeaseCheck, request: AppendLogsRequest): Promise<void> {
+  /** Stores the lines within the attempt's log limit; returns how many were. */
+  async appendLogs(check: LeaseCheck, request: AppendLogsRequest): Promise<number> {
     const attempt = await this.runs.checkLease(check);
-    await this.runs.appendLogs(attempt, request);
+    // A worker that ignores its plan's limit (a hostile pool) fills no more than the limit and its marker.
+    const kept = request.lines.filter((line) => line.seq <= this.logLimits.max_lines);
+    if (kept.length > 0) await this.runs.appendLogs(attempt, { lines: kept });
+    return kept.length;
   }
 
   /**
