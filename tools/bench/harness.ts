@@ -44,6 +44,17 @@ export function endedChildrenCpuSecondsOf(pid: number | undefined): number {
   return clockTicksOf(pid, 13) / 100;
 }
 
+/**
+ * CPU seconds the whole machine was busy (user, nice, system, irq, softirq, steal), from
+ * /proc/stat: what no single process accounts for (a sandbox's processes, which its own
+ * init reaps, and the kernel's work for their namespaces) shows as the difference to the
+ * processes listed.
+ */
+export function machineBusyCpuSeconds(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + fields[7]!) / 100;
+}
+
 /** The user and system clock ticks at `field` and the one after it in /proc/<pid>/stat (counted after the command name). */
 function clockTicksOf(pid: number | undefined, field: number): number {
   if (!pid) return 0;

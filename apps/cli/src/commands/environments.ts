@@ -1,4 +1,4 @@
-import { CreateEnvironmentRequest, Environment, PlacementResult, ScheduleToggleRequest, SetPlacementRequest } from '@envengine/contracts';
+import { CreateEnvironmentRequest, Environment, PatchEnvironmentRequest, PlacementResult, ScheduleToggleRequest, SetPlacementRequest } from '@envengine/contracts';
 import { z } from 'zod';
 import { flagOption, stringOption, type CommandSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
@@ -28,6 +28,7 @@ function environmentFields(out: Output, environment: Environment): string {
     ['kind', environment.kind],
     ['executor', environment.executor],
     ['strict', environment.strict],
+    ['egress', environment.egress],
     ['storage prefix', environment.storage_prefix],
     ['schedules', environment.schedules_paused ? { text: `paused${environment.schedules_paused_reason ? ` (${environment.schedules_paused_reason})` : ''}`, color: 'yellow' } : 'running'],
     ['active deployment', environment.active_deployment_id],
@@ -74,6 +75,7 @@ export const environmentCommands: CommandSpec[] = [
       executor: { type: 'string', value: 'local|remote', description: '(required) where its attempts run' },
       kind: { type: 'string', value: 'persistent|preview', description: 'default persistent' },
       strict: { type: 'boolean', description: 'accept a schema change only when the deploy lists it (--allow-contract-change)' },
+      egress: { type: 'string', value: 'none|public', description: "what its assets may reach on the network: nothing (default), or public hosts (never the engine's host or private addresses)" },
     },
     async run(ctx, { values, positionals }) {
       const body = requestBody(CreateEnvironmentRequest, {
@@ -82,9 +84,29 @@ export const environmentCommands: CommandSpec[] = [
         executor: stringOption(values, 'executor'),
         ...(stringOption(values, 'kind') ? { kind: stringOption(values, 'kind') } : {}),
         strict: flagOption(values, 'strict'),
+        ...(stringOption(values, 'egress') ? { egress: stringOption(values, 'egress') } : {}),
       });
       const { data } = await (await ctx.api()).call('POST', '/environments', { data: Environment, json: body, idempotent: true });
       ctx.out.info(`Created environment ${data.name} (${data.id}).`);
+      printEnvironment(ctx, data);
+    },
+  },
+  {
+    path: ['env', 'set'],
+    summary: "change an environment's settings (only those given)",
+    args: 'NAME',
+    positionals: { min: 1, max: 1 },
+    options: {
+      egress: { type: 'string', value: 'none|public', description: 'what its assets may reach on the network' },
+      strict: { type: 'string', value: 'true|false', description: 'accept a schema change only when the deploy lists it' },
+    },
+    async run(ctx, { values, positionals }) {
+      const strict = stringOption(values, 'strict');
+      if (strict !== undefined && strict !== 'true' && strict !== 'false') throw usageError(`--strict is "true" or "false", not "${strict}"`);
+      const egress = stringOption(values, 'egress');
+      if (egress === undefined && strict === undefined) throw usageError('env set changes nothing without --egress or --strict');
+      const body = requestBody(PatchEnvironmentRequest, { ...(egress === undefined ? {} : { egress }), ...(strict === undefined ? {} : { strict: strict === 'true' }) });
+      const { data } = await (await ctx.api()).call('PATCH', `/environments/${segment(positionals[0]!)}`, { data: Environment, json: body, idempotent: true });
       printEnvironment(ctx, data);
     },
   },
