@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CreateEnvironmentRequest, ScheduleToggleRequest } from './environment.ts';
+import { CreateEnvironmentRequest, PatchEnvironmentRequest, ScheduleToggleRequest } from './environment.ts';
 import { detailsFromZodError, httpStatusFor, ErrorCode } from './errors.ts';
 import { ResourceName } from './names.ts';
 
@@ -21,6 +21,7 @@ describe('CreateEnvironmentRequest', () => {
       executor: 'local',
       kind: 'persistent',
       strict: false,
+      egress: 'none',
     });
   });
 
@@ -40,6 +41,17 @@ describe('CreateEnvironmentRequest', () => {
 
   it('refuses white space in the storage prefix', () => {
     expect(CreateEnvironmentRequest.safeParse({ name: 'p', storage_prefix: 's3://a b', executor: 'local' }).success).toBe(false);
+  });
+});
+
+describe('PatchEnvironmentRequest', () => {
+  it('takes egress and strict, alone or together', () => {
+    expect(PatchEnvironmentRequest.parse({ egress: 'public' })).toEqual({ egress: 'public' });
+    expect(PatchEnvironmentRequest.parse({ egress: 'none', strict: true })).toEqual({ egress: 'none', strict: true });
+  });
+
+  it.each([{}, { egress: 'everything' }, { name: 'x' }, { id: 'env_x', egress: 'none' }, { kind: 'preview' }, { schedules_paused: true }, { strict: 'yes' }])('refuses %j', (body) => {
+    expect(PatchEnvironmentRequest.safeParse(body).success).toBe(false);
   });
 });
 
