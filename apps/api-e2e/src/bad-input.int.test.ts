@@ -86,7 +86,8 @@ describe('bad input gets the documented status and code, and changes nothing', (
     { title: 'placement of a name that is only %', method: 'POST', path: '/environments/%/placement', options: create({ executor: 'remote' }), status: 422, code: 'invalid_request' },
     { title: 'pause with a JSON null body', method: 'POST', path: '/environments/prod/schedules/pause', options: { raw: 'null', headers: { 'content-type': 'application/json' } }, status: 422, code: 'invalid_request' },
     { title: 'an OPTIONS request', method: 'OPTIONS', path: '/environments', status: 404, code: 'not_found' },
-    { title: 'a PATCH the API does not have', method: 'PATCH', path: '/environments/prod', options: create({ executor: 'remote' }), status: 404, code: 'not_found' },
+    { title: 'a PATCH the API does not have', method: 'PATCH', path: '/environments/prod/placement', options: create({ executor: 'remote' }), status: 404, code: 'not_found' },
+    { title: 'a PATCH of the executor (placement has its own route)', method: 'PATCH', path: '/environments/prod', options: create({ executor: 'remote' }), status: 422, code: 'invalid_request', detailPath: 'executor' },
   ];
 
   it.each(cases)('$title → $status $code', async (bad) => {

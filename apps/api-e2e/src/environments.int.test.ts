@@ -28,10 +28,11 @@ describe('environments through the gateway', () => {
       schedules_paused: false,
       schedules_paused_reason: null,
       executor: 'local',
+      egress: 'none',
       active_deployment_id: null,
       inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
-    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'active_deployment_id', 'inserted_at']) {
+    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'egress', 'active_deployment_id', 'inserted_at']) {
       expect(environment).toHaveProperty(field);
     }
 

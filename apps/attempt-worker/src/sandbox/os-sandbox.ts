@@ -7,9 +7,9 @@
 // Its network namespace holds only its own loopback: no address of the engine host is
 // reachable. An environment with `egress: "public"` gets a user-mode network in that
 // namespace (sandbox-network.ts) that reaches other hosts, never the engine host, private
-// ranges or link-local addresses. Memory (heap and Buffers alike) and CPU time are capped by rlimits set with
-// util-linux's `prlimit`, beside the worker's wall-clock limit. Node's permission model
-// stays inside as a second layer.
+// ranges or link-local addresses. Memory (heap and Buffers alike) and CPU time are capped
+// by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock limit. Node's
+// permission model stays inside as a second layer.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { delimiter, extname, join, relative } from 'node:path';
@@ -51,7 +51,6 @@ const SANDBOX_GID = 65534;
 
 // Paths inside the sandbox.
 const SANDBOX_NODE = '/sandbox/node';
-
 const SANDBOX_BUNDLE = '/bundle';
 
 // The child entry sits beside this module in the source tree (run by Node's type
