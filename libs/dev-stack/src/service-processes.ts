@@ -102,7 +102,9 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     SECRETS_SERVICE_URL: urls['secrets-service'],
     DEPLOYMENTS_TASK_QUEUE: deploymentsTaskQueue,
     // The engine's runner calls the services' internal API directly (PLACEMENT_SERVICE_URL, DEPLOYMENT_SERVICE_URL).
-    ...(name === 'attempt-worker' ? { BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
+    // Tests and benchmarks keep the bundle cache in their own data directory; `npm start` uses
+    // the worker's default, which the sandbox user can reach wherever the repository is.
+    ...(name === 'attempt-worker' && options.ports === 'random' ? { BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
     // file:// storage prefixes must lie under the engine's storage root, in the stack's data directory.
     ...(name === 'placement-service' ? { STORAGE_ROOT: join(options.dataDir, 'lake') } : {}),
     // SANDBOX=off (user code without the OS sandbox) is the operator's explicit choice, passed on as given.

@@ -11,12 +11,13 @@
 // by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock limit. Node's
 // permission model stays inside as a second layer.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { constants as osConstants } from 'node:os';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, extname, join, relative } from 'node:path';
-import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Egress } from '@envengine/contracts';
-import { connectPublicEgress, resolvConfPath } from './sandbox-network.ts';
+import { connectPublicEgress, RESOLV_CONF } from './sandbox-network.ts';
 
 export type SandboxMode = 'bwrap' | 'off';
 
@@ -70,6 +71,57 @@ function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: s
   return [...flags, `--max-old-space-size=${settings.memoryMb}`, '--no-addons'];
 }
 
+/** What the sandbox binds in from the host, each readable by the sandbox user. */
+interface SandboxRuntime {
+  node: string;
+  childScript: string;
+  resolvConf: string;
+}
+
+let runtime: SandboxRuntime | undefined;
+
+/**
+ * The Node binary, the child script and a resolv.conf, staged once per machine and
+ * version in a directory every user can search (`<tmp>/envengine-sandbox-<uid>/`): the
+ * sandbox's user (`nobody`, as root) must be able to reach what bwrap binds in, and the
+ * worker's own install may sit under a directory closed to others (a home, a mktemp
+ * directory). The binary is hard-linked where the file system allows, copied otherwise.
+ */
+function sandboxRuntime(): SandboxRuntime {
+  if (runtime) return runtime;
+  const uid = process.getuid?.() ?? 0;
+  const base = join(tmpdir(), `envengine-sandbox-${uid}`);
+  mkdirSync(base, { recursive: true, mode: 0o755 });
+  const stats = lstatSync(base);
+  // A directory someone else made under that name is not trusted with what the sandbox runs.
+  if (!stats.isDirectory() || stats.uid !== uid) throw new Error(`${base} exists and is not a directory of this user; remove it`);
+  chmodSync(base, 0o755);
+  const nodeStats = statSync(process.execPath);
+  const node = join(base, `node-${process.version}-${nodeStats.size}-${Math.floor(nodeStats.mtimeMs)}`);
+  if (!existsSync(node)) stage(node, (partial) => {
+    try {
+      linkSync(process.execPath, partial);
+    } catch {
+      copyFileSync(process.execPath, partial);
+      chmodSync(partial, 0o755);
+    }
+  });
+  const script = readFileSync(CHILD_SCRIPT);
+  const childScript = join(base, `asset-child-${createHash('sha256').update(script).digest('hex').slice(0, 16)}${extname(CHILD_SCRIPT)}`);
+  if (!existsSync(childScript)) stage(childScript, (partial) => writeFileSync(partial, script, { mode: 0o644 }));
+  const resolvConf = join(base, 'resolv.conf');
+  if (!existsSync(resolvConf)) stage(resolvConf, (partial) => writeFileSync(partial, RESOLV_CONF, { mode: 0o644 }));
+  runtime = { node, childScript, resolvConf };
+  return runtime;
+}
+
+/** Writes a file under a temporary name beside `target`, then renames it into place (other workers may race). */
+function stage(target: string, write: (partial: string) => void): void {
+  const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
+  write(partial);
+  renameSync(partial, target);
+}
+
 /** The child's command inside the sandbox. */
 function sandboxedChildCommand(settings: SandboxSettings): string[] {
   return [SANDBOX_NODE, ...nodeFlags(settings, SANDBOX_BUNDLE, SANDBOX_CHILD_SCRIPT), SANDBOX_CHILD_SCRIPT];
@@ -79,7 +131,7 @@ function sandboxedChildCommand(settings: SandboxSettings): string[] {
 export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command = sandboxedChildCommand(settings), egress: Egress = 'none'): string[] {
   return [
     // Public egress: bwrap says on fd 4 which process holds the namespaces, to give it a network.
-    ...(egress === 'public' ? ['--info-fd', '4', '--ro-bind', resolvConfPath(), '/etc/resolv.conf'] : []),
+    ...(egress === 'public' ? ['--info-fd', '4', '--ro-bind', sandboxRuntime().resolvConf, '/etc/resolv.conf'] : []),
     '--unshare-all',
     '--die-with-parent',
     '--new-session',
@@ -92,8 +144,8 @@ export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, co
     '--symlink', 'usr/lib', '/lib',
     '--symlink', 'usr/lib64', '/lib64',
     '--symlink', 'usr/bin', '/bin',
-    '--ro-bind', process.execPath, SANDBOX_NODE,
-    '--ro-bind', CHILD_SCRIPT, SANDBOX_CHILD_SCRIPT,
+    '--ro-bind', sandboxRuntime().node, SANDBOX_NODE,
+    '--ro-bind', sandboxRuntime().childScript, SANDBOX_CHILD_SCRIPT,
     '--ro-bind', bundleRoot, SANDBOX_BUNDLE,
     '--proc', '/proc',
     '--dev', '/dev',
@@ -179,6 +231,11 @@ export function checkSandbox(settings: SandboxSettings, readableDir: string, pat
       return `The OS sandbox for tenants' code needs "${command}" (Debian/Ubuntu: apt-get install ${pkg}); or set SANDBOX=off to run user code under Node's permission model alone, which is no protection against hostile code.`;
     }
   }
+  try {
+    sandboxRuntime();
+  } catch (error) {
+    return `The OS sandbox's runtime files could not be staged: ${(error as Error).message}.`;
+  }
   const probe = spawnSync('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, readableDir, [SANDBOX_NODE, '--version'])], {
     encoding: 'utf8',
     cwd: '/',
@@ -191,7 +248,7 @@ export function checkSandbox(settings: SandboxSettings, readableDir: string, pat
   return (
     `The OS sandbox for tenants' code could not start here (${said}). It needs unprivileged user namespaces ` +
     `(sysctl kernel.unprivileged_userns_clone=1 where that exists; in a container, a seccomp/AppArmor profile that allows them), ` +
-    `and the user ${SANDBOX_UID} (nobody) must be able to read ${readableDir}, ${process.execPath} and ${CHILD_SCRIPT} ` +
+    `and the user ${SANDBOX_UID} (nobody) must be able to read ${readableDir} and ${sandboxRuntime().node} ` +
     `(every directory above them searchable). Or set SANDBOX=off to run user code under Node's permission model alone, which is no protection against hostile code.`
   );
 }

@@ -7,9 +7,7 @@
 // to. Only slirp4netns's own DNS forwarder (10.0.2.3) stays reachable in 10.0.0.0/8.
 // docs/decisions.md says why slirp4netns rather than pasta.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { networkInterfaces } from 'node:os';
 import type { Readable } from 'node:stream';
 
 /** Never reachable with public egress (besides every address of the engine host). */
@@ -27,18 +25,8 @@ export const REFUSED_RANGES = [
 const SLIRP_TAP = 'tap0';
 const SETUP_TIMEOUT_MS = 10_000;
 
-let resolvConf: string | undefined;
-
-/** A resolv.conf naming slirp4netns's DNS forwarder, readable by the sandbox user; written once per process. */
-export function resolvConfPath(): string {
-  if (resolvConf === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'envengine-sandbox-'));
-    chmodSync(dir, 0o755);
-    resolvConf = join(dir, 'resolv.conf');
-    writeFileSync(resolvConf, 'nameserver 10.0.2.3\noptions timeout:2 attempts:2\n', { mode: 0o644 });
-  }
-  return resolvConf;
-}
+/** The sandbox's /etc/resolv.conf: slirp4netns's DNS forwarder. */
+export const RESOLV_CONF = 'nameserver 10.0.2.3\noptions timeout:2 attempts:2\n';
 
 /** The engine host's own IPv4 addresses: refused one by one, as they may be public. */
 export function hostAddresses(): string[] {
