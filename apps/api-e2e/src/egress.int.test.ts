@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Environment, ErrorBody, Run } from '@envengine/contracts';
 import { createTenant, deployProject, startOutsideHost, type OutsideHost, type TestTenant } from '@envengine/test-harness';
-import { waitForRun } from './runs-fixtures.ts';
+import { engineTargets, probeAsset, waitForRun, type ProbeTarget } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -12,23 +12,6 @@ const stack = inject('stack');
  * makes, at a TEST-NET-3 address), and still no server of the engine host, no private
  * range and no link-local address.
  */
-const PROBE = `import * as net from 'node:net';
-const attempt = (host, port) => new Promise((resolve) => {
-  const socket = net.connect({ host, port, timeout: 3000 });
-  socket.on('data', (data) => { socket.destroy(); resolve('answered ' + data); });
-  socket.on('connect', () => undefined);
-  socket.on('end', () => resolve('closed'));
-  socket.on('timeout', () => { socket.destroy(); resolve('timeout'); });
-  socket.on('error', (error) => resolve(error.code));
-});
-export default async (ctx) => {
-  const { targets } = await ctx.connection('net');
-  const report = {};
-  for (const target of targets) report[target.name] = await attempt(target.host, target.port);
-  ctx.log(JSON.stringify(report));
-  await ctx.emit([{ report: JSON.stringify(report) }]);
-};`;
-
 const manifest = {
   version: 1,
   assets: [{ key: 'probe', binding: 'net', entry: 'assets/probe.js', deps: [], schema: { columns: [{ name: 'report', type: 'string' }] } }],
@@ -36,20 +19,10 @@ const manifest = {
   schedules: [],
 };
 
-function engineTargets(): { name: string; host: string; port: number }[] {
-  const urls: Record<string, string> = {
-    gateway: stack.gatewayUrl,
-    'placement-service': stack.urls['placement-service'],
-    redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
-    temporal: `http://${stack.temporalAddress}`,
-  };
-  return Object.entries(urls).map(([name, url]) => ({ name, host: new URL(url).hostname, port: Number(new URL(url).port) }));
-}
-
 describe('egress of an environment', () => {
   let tenant: TestTenant;
   let outside: OutsideHost;
-  let targets: { name: string; host: string; port: number }[];
+  let targets: ProbeTarget[];
 
   beforeAll(async () => {
     outside = await startOutsideHost(join(stack.dataDir, 'logs', 'outside-host.log'));
@@ -57,7 +30,7 @@ describe('egress of an environment', () => {
     const hostSide = outside.address.replace(/\d+$/, (last) => String(Number(last) - 1));
     targets = [
       { name: 'outside', host: outside.address, port: outside.port },
-      ...engineTargets(),
+      ...engineTargets(stack),
       { name: 'engine-host-veth', host: hostSide, port: Number(new URL(stack.gatewayUrl).port) },
       // slirp4netns's gateway, which would be the host's loopback without --disable-host-loopback.
       { name: 'slirp-gateway', host: '10.0.2.2', port: Number(new URL(stack.gatewayUrl).port) },
@@ -72,7 +45,7 @@ describe('egress of an environment', () => {
       storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId)}`,
       executor: 'local',
       bindings: { net: { config: { targets } } },
-      files: { 'assets/probe.js': PROBE },
+      files: { 'assets/probe.js': probeAsset('net') },
       manifest,
     });
   });

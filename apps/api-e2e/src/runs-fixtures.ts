@@ -1,4 +1,5 @@
 import { PoolCredentialIssued, Run } from '@envengine/contracts';
+import type { StackInfo } from '@envengine/test-harness';
 import { expect } from 'vitest';
 import { deployProject, until, type TestTenant } from '@envengine/test-harness';
 
@@ -111,4 +112,50 @@ export async function issueCredential(tenant: TestTenant): Promise<PoolCredentia
   const response = await tenant.api.post('/pool/credentials', { label: 'test' });
   expect(response.status).toBe(201);
   return PoolCredentialIssued.parse(response.body.data);
+}
+
+/** An address an asset tries to reach, by name in its report. */
+export interface ProbeTarget {
+  name: string;
+  host: string;
+  port: number;
+}
+
+/** Every port of the engine host's servers and services in this stack: what no asset may reach. */
+export function engineTargets(stack: StackInfo): ProbeTarget[] {
+  const urls: Record<string, string> = {
+    ...stack.urls,
+    gateway: stack.gatewayUrl,
+    // The first host of the URL (a replica set's list), as http: so that URL parses it.
+    mongodb: `http://${stack.mongoUrl.replace(/^mongodb:\/\//, '').split(/[,/]/)[0]}`,
+    redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
+    temporal: `http://${stack.temporalAddress}`,
+  };
+  return Object.entries(urls).map(([name, url]) => ({ name, host: new URL(url).hostname, port: Number(new URL(url).port) }));
+}
+
+/**
+ * An asset that runs `extra` (with `report`, `fs` and `ctx` in scope), then, given a
+ * binding, tries each target of its config (`targets`), and logs and emits the JSON report:
+ * target name → what the connection said (`answered <data>`, `closed`, `timeout` or the
+ * error code).
+ */
+export function probeAsset(binding: string | null, extra = ''): string {
+  return `import * as fs from 'node:fs';
+import * as net from 'node:net';
+const attempt = (host, port) => new Promise((resolve) => {
+  const socket = net.connect({ host, port, timeout: 3000 });
+  socket.on('data', (data) => { socket.destroy(); resolve('answered ' + data); });
+  socket.on('end', () => resolve('closed'));
+  socket.on('timeout', () => { socket.destroy(); resolve('timeout'); });
+  socket.on('error', (error) => resolve(error.code));
+});
+export default async (ctx) => {
+  const report = {};
+  ${extra}
+  const { targets = [] } = ${binding === null ? '{}' : `await ctx.connection(${JSON.stringify(binding)})`};
+  for (const target of targets) report[target.name] = await attempt(target.host, target.port);
+  ctx.log(JSON.stringify(report));
+  await ctx.emit([{ report: JSON.stringify(report) }]);
+};`;
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Run } from '@envengine/contracts';
 import { createTenant, deployProject, makeBundle, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
-import { issueCredential, waitForRun } from './runs-fixtures.ts';
+import { engineTargets, issueCredential, probeAsset, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -14,26 +14,14 @@ const stack = inject('stack');
  */
 const SECRET_VALUE = 'sandbox-canary-5f1e9a2c7b';
 
-const probeAsset = (body: string) => `import * as fs from 'node:fs';
-import * as net from 'node:net';
-const connect = (host, port) => new Promise((resolve) => {
-  const socket = net.connect({ host, port, timeout: 3000 });
-  socket.on('connect', () => { socket.destroy(); resolve('connected'); });
-  socket.on('timeout', () => { socket.destroy(); resolve('timeout'); });
-  socket.on('error', (error) => resolve(error.code));
-});
-export default async (ctx) => { const report = {}; ${body}; ctx.log(JSON.stringify(report)); await ctx.emit([{ report: JSON.stringify(report) }]); };`;
-
 const ESCAPES: Record<string, string> = {
-  'assets/network.js': probeAsset(`
-    const { targets } = await ctx.connection('probe');
-    for (const target of targets) report[target.name] = await connect(target.host, target.port);`),
-  'assets/processes.js': probeAsset(`
+  'assets/network.js': probeAsset('probe'),
+  'assets/processes.js': probeAsset(null, `
     try { process.kill(process.ppid, 'SIGKILL'); report.kill_parent = 'sent'; } catch (error) { report.kill_parent = error.code; }
     report.ppid = process.ppid;
     try { report.processes = fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name)).length; } catch (error) { report.processes = error.code; }
     report.uid = process.getuid();`),
-  'assets/files.js': probeAsset(`
+  'assets/files.js': probeAsset(null, `
     for (const path of ['/etc/passwd', ${JSON.stringify(stack.dataDir)}, '/root']) { try { fs.readdirSync(path); report['read ' + path] = 'read'; } catch (error) { report['read ' + path] = error.code; } }
     for (const path of ['/bundle/planted.js', '/usr/planted', ${JSON.stringify(join(stack.dataDir, 'planted'))}]) { try { fs.writeFileSync(path, 'x'); report['write ' + path] = 'written'; } catch (error) { report['write ' + path] = error.code; } }
     fs.writeFileSync('/tmp/scratch', 'mine'); report.tmp = fs.readFileSync('/tmp/scratch', 'utf8');`),
@@ -61,25 +49,13 @@ const manifest = {
 };
 
 /** Every port of the engine host's servers and services in this stack, and the cloud metadata address. */
-function engineTargets(): { name: string; host: string; port: number }[] {
-  const urls: Record<string, string> = {
-    ...stack.urls,
-    mongodb: stack.mongoUrl.replace(/^mongodb:\/\//, 'http://').split(',')[0]!.split('/').slice(0, 3).join('/'),
-    redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
-    temporal: `http://${stack.temporalAddress}`,
-  };
-  const targets = Object.entries(urls).map(([name, url]) => {
-    const parsed = new URL(url);
-    return { name, host: parsed.hostname, port: Number(parsed.port) };
-  });
-  return [...targets, { name: 'cloud-metadata', host: '169.254.169.254', port: 80 }];
-}
+const escapeTargets = () => [...engineTargets(stack), { name: 'cloud-metadata', host: '169.254.169.254', port: 80 }];
 
 async function setUp(tenant: TestTenant, environment: string, executor: 'local' | 'remote'): Promise<void> {
   const api = tenant.api;
   expect((await api.post('/environments', { name: environment, storage_prefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, environment)}`, executor })).status).toBe(201);
   expect((await api.put(`/environments/${environment}/secrets/probe-key`, { value: SECRET_VALUE })).status).toBeLessThan(300);
-  const binding = await api.put(`/environments/${environment}/bindings/probe`, { config: { targets: engineTargets() }, secret_refs: { api_key: 'probe-key' } });
+  const binding = await api.put(`/environments/${environment}/bindings/probe`, { config: { targets: escapeTargets() }, secret_refs: { api_key: 'probe-key' } });
   expect(binding.status).toBe(201);
   const uploaded = await api.request('POST', '/bundles', { raw: await makeBundle(ESCAPES), headers: { 'content-type': 'application/gzip' } });
   const bundleRef = (uploaded.body as { data: { bundle_ref: string } }).data.bundle_ref;
@@ -138,7 +114,7 @@ describe('an asset on the engine host reaches only what is its own', () => {
 
   it('connects to no port of the engine host (backing servers, services) and not to 169.254.169.254', async () => {
     const report = await reportOf(attacker, await escape('network'));
-    const targets = engineTargets();
+    const targets = escapeTargets();
     expect(Object.keys(report).sort()).toEqual(targets.map((target) => target.name).sort());
     for (const target of targets) expect([target.name, report[target.name]]).toEqual([target.name, expect.stringMatching(/^(ECONNREFUSED|ENETUNREACH|EHOSTUNREACH)$/)]);
   });

@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ErrorBody, INTERNAL_HEADERS, ResolvedBinding, dataEnvelope } from '@envengine/contracts';
+import { ErrorBody, INTERNAL_HEADERS, RESOLVER_CALLER_HEADER, ResolvedBinding, dataEnvelope } from '@envengine/contracts';
 import { SecretResolverClient } from '@envengine/service-clients';
 import { callResolve, createTenant, type TestTenant } from '@envengine/test-harness';
 
@@ -124,6 +124,35 @@ describe('binding resolution for workers (internal)', () => {
       expect(response.status, path).toBe(404);
       expect(await response.text()).not.toContain('pw-v2');
     }
+  });
+
+  it("gives an attempt's plan the binding modes by environment id: names and modes only, behind the resolver credential", async () => {
+    const client = new SecretResolverClient({ origin: stack.urls['secrets-service'], credential: stack.resolverCredential }, 'attempt-worker/test');
+    try {
+      const modes = await client.bindingModes(tenant.tenantId, environmentId);
+      expect(modes).toContainEqual({ name: 'warehouse', mode: 'read_only' });
+      // Names and modes only: no settings, no secret values.
+      for (const entry of modes) expect(Object.keys(entry).sort()).toEqual(['mode', 'name']);
+      expect(JSON.stringify(modes)).not.toContain('pw-v2');
+      // Another tenant naming this environment's id gets its own (none), never this tenant's.
+      const other = await createTenant(stack, 'resolve-other');
+      expect(await client.bindingModes(other.tenantId, environmentId)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+    const path = `/internal/v1/environments/${environmentId}/binding-modes`;
+    for (const credential of [stack.internalCredential, undefined]) {
+      const refused = await fetch(`${stack.urls['secrets-service']}${path}`, {
+        headers: { [INTERNAL_HEADERS.tenantId]: tenant.tenantId, ...(credential ? { [INTERNAL_HEADERS.credential]: credential } : {}) },
+      });
+      expect(refused.status).toBe(401);
+    }
+    const throughGateway = await fetch(`${stack.gatewayUrl}${path}`, { headers: { authorization: `Bearer ${tenant.token}` } });
+    expect(throughGateway.status).toBe(404);
+    const malformed = await fetch(`${stack.urls['secrets-service']}/internal/v1/environments/prod/binding-modes`, {
+      headers: { [INTERNAL_HEADERS.tenantId]: tenant.tenantId, [INTERNAL_HEADERS.credential]: stack.resolverCredential, [RESOLVER_CALLER_HEADER]: 'api-e2e/test' },
+    });
+    expect(malformed.status).toBe(422);
   });
 
   it('refuses bad input with 422', async () => {
