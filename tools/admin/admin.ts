@@ -3,7 +3,8 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
-import { issueToken, SERVICE_DATABASES, withTokenStore } from '@envengine/dev-stack';
+import { CREDENTIAL_FILES, issueToken, localAdminUrls, SERVICE_DATABASES, withTokenStore, type CredentialFile } from '@envengine/dev-stack';
+import { rotateCredentials } from './credentials.ts';
 import { printNewMasterKey, rewrapDataKeys } from './master-key.ts';
 
 const USAGE = `usage:
@@ -12,9 +13,15 @@ const USAGE = `usage:
   npm run admin -- token list
   npm run admin -- master-key new
   npm run admin -- master-key rewrap
+  npm run admin -- credentials rotate <mongodb|redis|internal>
 
-Connects to MONGO_URL (default mongodb://127.0.0.1:27017/?replicaSet=rs0, the local stack's) and, to tell running
-gateways about a revocation at once, REDIS_URL (default redis://127.0.0.1:6379).
+Connects to MONGO_URL and, to tell running gateways about a revocation at once, REDIS_URL;
+by default to the servers of the local stack (npm start) as their administrator, with the
+credentials in its data directory (ENVENGINE_DATA_DIR, default .envengine/credentials/).
+
+credentials rotate sets new passwords on the running local stack's server (or a new
+internal credential), writes them to the credentials file, and has the running stack
+restart its services with them. See docs/operations.md (Credentials).
 
 master-key rewrap re-wraps every data key of the local secret backend under
 SECRETS_MASTER_KEY, opening them with SECRETS_PREVIOUS_MASTER_KEYS (comma-separated),
@@ -26,14 +33,25 @@ const { values, positionals } = parseArgs({
   options: { tenant: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean' } },
 });
 const [noun, verb, argument] = positionals;
-if (values.help || (noun !== 'token' && noun !== 'master-key') || !verb) {
+if (values.help || (noun !== 'token' && noun !== 'master-key' && noun !== 'credentials') || !verb) {
   console.log(USAGE);
   process.exit(values.help ? 0 : 2);
 }
 
+const local = localAdminUrls();
+
+if (noun === 'credentials') {
+  if (verb !== 'rotate' || !CREDENTIAL_FILES.includes(argument as CredentialFile)) {
+    console.log(USAGE);
+    process.exit(2);
+  }
+  await rotateCredentials(local.dataDir, argument as CredentialFile);
+  process.exit();
+}
+
 if (noun === 'master-key') {
   if (verb === 'new') printNewMasterKey();
-  else if (verb === 'rewrap') await rewrapDataKeys(process.env);
+  else if (verb === 'rewrap') await rewrapDataKeys({ MONGO_URL: local.mongoUrl, ...process.env });
   else {
     console.log(USAGE);
     process.exitCode = 2;
@@ -41,8 +59,7 @@ if (noun === 'master-key') {
   process.exit();
 }
 
-const mongoUrl = process.env.MONGO_URL ?? 'mongodb://127.0.0.1:27017/?replicaSet=rs0';
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const { mongoUrl, redisUrl } = local;
 const dbName = process.env.GATEWAY_MONGO_DB ?? SERVICE_DATABASES.gateway;
 
 await withTokenStore(mongoUrl, dbName, async (tokens) => {

@@ -56,7 +56,7 @@ const stack = await startStack({
 });
 const { servers, services } = stack;
 try {
-  const { tenant, token } = await withTokenStore(servers.mongo.url, services.databases.gateway, (tokens) =>
+  const { tenant, token } = await withTokenStore(servers.mongo.adminUrl, services.databases.gateway, (tokens) =>
     issueToken(tokens, 'bench', 'bench'),
   );
   const context: SuiteContext = { stack, dataDir, tenantId: tenant.id, token: token.token, auth: { authorization: `Bearer ${token.token}` } };

@@ -19,7 +19,7 @@ export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: Suit
   const nodeHello = await bench.startBaseline('node-http-hello.mjs', {});
   const expressHello = await bench.startBaseline('express-hello.mjs', {});
   const findOneServer = await bench.startBaseline('express-findone.mjs', {
-    MONGO_URL: servers.mongo.url,
+    MONGO_URL: servers.mongo.adminUrl,
     MONGO_DB: services.databases['placement-service'],
     TENANT_ID: tenantId,
   });

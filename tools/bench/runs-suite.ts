@@ -113,7 +113,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   // BullMQ leaves connections it was given open: each is closed here at the end.
   const redisClients: Redis[] = [];
   const redis = () => {
-    const client = new Redis(servers.redis.url, { maxRetriesPerRequest: null });
+    const client = new Redis(servers.redis.adminUrl, { maxRetriesPerRequest: null });
     redisClients.push(client);
     return client;
   };

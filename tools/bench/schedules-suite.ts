@@ -97,7 +97,7 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: Su
   console.error(`  Temporal: ${temporalCounts.taken} actions taken, ${temporalCounts.missedCatchup} missed the catch-up window, ${temporalCounts.skippedOverlap} skipped for overlap, ${temporalCounts.undescribed} not described (timed out)`);
   await runConcurrently(firing.length, 8, async (i) => void (await call('POST', `/environments/${firing[i]}/schedules/pause`, {})));
 
-  const mongo = await MongoClient.connect(servers.mongo.url);
+  const mongo = await MongoClient.connect(servers.mongo.adminUrl);
   try {
     const runs = mongo.db(services.databases['placement-service']).collection('runs');
     const environmentIds = await Promise.all(firing.map(async (name) => (await call('GET', `/environments/${name}`)).data['id'] as string));

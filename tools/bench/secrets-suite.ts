@@ -38,7 +38,7 @@ export async function secretsSuite(bench: Bench, context: SuiteContext): Promise
   }
 
   const bare = await bench.startBaseline('express-secret-store.mjs', {
-    MONGO_URL: servers.mongo.url,
+    MONGO_URL: servers.mongo.adminUrl,
     MONGO_DB: services.databases['secrets-service'],
   });
   bench.accounted.clear();

@@ -1,9 +1,9 @@
 // `npm start`: the whole stack on this machine, no Docker needed. A process that dies is
 // restarted (with backoff) while the rest keeps serving; Ctrl-C stops it all.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { issueToken, startStack, superviseStack, withTokenStore, WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { devStackDataDir, DEFAULT_REDIS_MAX_MEMORY_MB, issueToken, stackPidFile, startStack, superviseStack, withTokenStore } from '@envengine/dev-stack';
 
 const { positionals } = parseArgs({ allowPositionals: true });
 if (positionals[0] !== 'up') {
@@ -12,7 +12,12 @@ if (positionals[0] !== 'up') {
 }
 
 const started = Date.now();
-const dataDir = resolve(process.env.ENVENGINE_DATA_DIR ?? join(WORKSPACE_ROOT, '.envengine'));
+const dataDir = devStackDataDir();
+const redisMaxMemoryMb = Number(process.env.REDIS_MAXMEMORY_MB ?? DEFAULT_REDIS_MAX_MEMORY_MB);
+if (!Number.isInteger(redisMaxMemoryMb) || redisMaxMemoryMb < 16) {
+  console.error(`REDIS_MAXMEMORY_MB must be a whole number of MiB, at least 16 (got "${process.env.REDIS_MAXMEMORY_MB}")`);
+  process.exit(2);
+}
 mkdirSync(dataDir, { recursive: true });
 const report = (line: string) => console.log(`envengine: ${line}`);
 
@@ -24,6 +29,7 @@ const stack = await startStack({
   mongoUrl: process.env.MONGO_URL,
   redisUrl: process.env.REDIS_URL,
   temporalAddress: process.env.TEMPORAL_ADDRESS,
+  redisMaxMemoryMb,
 });
 const { servers, services } = stack;
 // Supervised from here on: a crashed service or server is logged and restarted with
@@ -34,7 +40,7 @@ for (const server of [servers.mongo, servers.redis, servers.temporal]) {
   report(`${server.name} ready at ${server.url} (${server.source})`);
 }
 
-const { tenant, token } = await withTokenStore(servers.mongo.url, services.databases.gateway, (tokens) =>
+const { tenant, token } = await withTokenStore(servers.mongo.adminUrl, services.databases.gateway, (tokens) =>
   issueToken(tokens, 'dev', 'dev-stack'),
 );
 const tokenFile = join(dataDir, 'dev-token');
@@ -51,6 +57,21 @@ envengine is up in ${((Date.now() - started) / 1000).toFixed(1)} s
 
 Press Ctrl-C to stop.`);
 
+// `npm run admin -- credentials rotate …` changes a credential on the server, then sends
+// SIGHUP here: every service restarts with the credentials now in the data directory.
+const pidFile = stackPidFile(dataDir);
+writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
+let reloading = Promise.resolve();
+process.on('SIGHUP', () => {
+  reloading = reloading.then(async () => {
+    report('credentials changed: restarting the services with them...');
+    await stack.reloadCredentials().then(
+      () => report('services restarted with the new credentials'),
+      (error: Error) => report(`restarting the services failed: ${error.message}`),
+    );
+  });
+});
+
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
@@ -58,6 +79,7 @@ const stop = async () => {
   report('stopping services and servers...');
   await supervisor.stop();
   await stack.stop();
+  rmSync(pidFile, { force: true });
   report('stopped');
   process.exit(0);
 };

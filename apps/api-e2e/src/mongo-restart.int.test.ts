@@ -40,7 +40,7 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
     expect(createWhileDown.status).toBe(503);
     expect((await fetch(`${stack.info.urls['placement-service']}/readyz`)).status).toBe(503);
 
-    restarted = await startMongo({ dataDir: stack.info.dataDir, port, report: () => undefined });
+    restarted = await startMongo({ dataDir: stack.info.dataDir, port, auth: stack.servers.mongoAuth, report: () => undefined });
 
     const back = await until(() => tenant.api.get('/environments/prod'), (r) => r.status === 200, 30_000);
     expect(back.status).toBe(200);

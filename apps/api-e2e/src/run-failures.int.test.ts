@@ -47,7 +47,7 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
     const listed = (await tenant.api.get('/environments/prod/runs?limit=200')).body.data as Run[];
     expect(listed).toHaveLength(20);
 
-    restartedRedis = await startRedis({ dataDir: stack.info.dataDir, port, persist: false, report: () => undefined });
+    restartedRedis = await startRedis({ dataDir: stack.info.dataDir, port, persist: false, acl: stack.servers.redisAcl, maxMemoryMb: stack.servers.redisMaxMemoryMb, report: () => undefined });
     const runs = await allTerminal(ids);
     expect(runs.map((run) => run.status)).toEqual(ids.map(() => 'succeeded'));
     // No attempt ran twice: one attempt per run, and one materialization per run.

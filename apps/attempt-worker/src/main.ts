@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob } from '@envengine/attempt-queues';
+import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import type { WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
 import { BundleCache } from './bundles/bundle-cache.ts';
@@ -76,6 +76,8 @@ const runnerFor = (tenantId: string): AttemptRunner => {
   return runner;
 };
 
+// A pool user may EVALSHA the engine's loaded scripts only, never EVAL.
+if (config.mode === 'pool') sendScriptsByShaOnly();
 const connection = new Redis(config.REDIS_URL, {
   maxRetriesPerRequest: null,
   ...(config.mode === 'pool' ? { username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD } : {}),

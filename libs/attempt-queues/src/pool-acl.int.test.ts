@@ -1,9 +1,10 @@
+import { createRequire } from 'node:module';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, tenantAttemptQueue, type AttemptJob } from './attempt-queues.ts';
-import { generatePoolPassword, PoolAclRegistry, poolRedisUsername, reapplyOnReady, sha256Hex, type PoolUser } from './pool-acl.ts';
-import { poolRedisOptions } from './pool-connection.ts';
+import { generatePoolPassword, PoolAclRegistry, poolRedisUsername, poolWorkerScripts, reapplyOnReady, sha256Hex, type PoolUser } from './pool-acl.ts';
+import { poolRedisOptions, sendScriptsByShaOnly } from './pool-connection.ts';
 import { startRedisChild, testId, type RedisChild } from './redis-child.fixture.ts';
 
 interface Credential extends PoolUser {
@@ -17,10 +18,16 @@ let producer: AttemptQueueProducer;
 const opened: Array<{ disconnect(): void }> = [];
 
 beforeAll(async () => {
+  // As the attempt-worker does in --pool mode, before any client exists.
+  sendScriptsByShaOnly();
   server = await startRedisChild();
   admin = new Redis(server.url, { maxRetriesPerRequest: null });
   registry = new PoolAclRegistry(admin);
   producer = new AttemptQueueProducer(admin);
+  // What the placement-service does whenever Redis is ready: pool users may only EVALSHA these.
+  await registry.loadWorkerScripts();
+  // This process sends scripts by EVALSHA only (above), the producer's too: load BullMQ's other scripts.
+  await loadEveryBullmqScript(admin);
 }, 10_000);
 
 afterAll(async () => {
@@ -29,6 +36,11 @@ afterAll(async () => {
   admin?.disconnect();
   await server?.stop();
 });
+
+async function loadEveryBullmqScript(redis: Redis): Promise<void> {
+  const scripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { content: string }>;
+  for (const script of Object.values(scripts)) await redis.call('SCRIPT', 'LOAD', script.content);
+}
 
 async function issue(tenantId: string): Promise<Credential> {
   const password = generatePoolPassword();
@@ -143,11 +155,20 @@ describe('a pool user', { timeout: 15_000 }, () => {
       ['ACL', 'LIST'],
       ['SHUTDOWN', 'NOSAVE'],
       ['EVAL', "return redis.call('LLEN', KEYS[1])", 1, `${other}:wait`],
+      // Any Lua at all, on its own keys: a busy loop would block every client of the server.
+      ['EVAL', 'local n = 0 for i = 1, 20000000 do n = n + 1 end return n', 0],
+      ['EVAL_RO', 'return 1', 0],
+      ['FCALL', 'anything', 0],
+      ['SCRIPT', 'LOAD', 'return 1'],
     ];
     for (const command of refused) expect(`${command.join(' ')}: ${await reply(client, ...command)}`).toMatch(/: NOPERM/);
-    // A script reaching a key it was not given, or a command it may not run, fails too.
-    expect(await reply(client, 'EVAL', "return redis.call('LLEN', ARGV[1])", 0, `${other}:wait`)).toMatch(/can't access/);
-    expect(await reply(client, 'EVAL', "return redis.call('KEYS', '*')", 0)).toMatch(/can't run this command/);
+    // A script the engine did not load for workers, though it is in the server's cache, is refused.
+    const foreignSha = (await admin.call('SCRIPT', 'LOAD', "return redis.call('DBSIZE')")) as string;
+    expect(await reply(client, 'EVALSHA', foreignSha, 0)).toMatch(/NOPERM/);
+    // A BullMQ worker script is allowed (positive control), but not on another tenant's keys.
+    const isMaxed = poolWorkerScripts().find((script) => script.name === 'isMaxed')!;
+    expect(await reply(client, 'EVALSHA', isMaxed.sha1, 2, `${own}:meta`, `${own}:active`)).toMatch(/^allowed/);
+    expect(await reply(client, 'EVALSHA', isMaxed.sha1, 2, `${other}:meta`, `${other}:active`)).toMatch(/NOPERM/);
     expect(await admin.llen(`${other}:wait`)).toBe(1);
   });
 
@@ -251,6 +272,7 @@ describe('reapplyOnReady', { timeout: 20_000 }, () => {
       await server.restart();
       await appliedAgain(2);
       expect(applied).toEqual([1, 1]);
+      await loadEveryBullmqScript(admin); // the producer's, for this process (see beforeAll)
       expect(await admin.call('ACL', 'USERS')).toContain(user.username);
 
       const after = attemptJob(tenant);

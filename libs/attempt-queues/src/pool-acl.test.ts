@@ -4,7 +4,10 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   generatePoolPassword,
+  localRunnerAclRules,
   POOL_CONNECTION_COMMANDS,
+  POOL_WORKER_SCRIPT_NAMES,
+  poolWorkerScripts,
   POOL_SCRIPT_COMMANDS,
   poolAclRules,
   poolRedisUsername,
@@ -14,11 +17,6 @@ import {
 
 const tenant = 'ten_01m813w5p0mba0fr1w8mf0qssv';
 
-// The BullMQ scripts a Worker (and a job's methods inside a processor) can run.
-const WORKER_SCRIPTS = [
-  'moveToActive', 'moveToFinished', 'extendLock', 'extendLocks', 'moveStalledJobsToWait', 'retryJob', 'moveToDelayed',
-  'moveJobFromActiveToWait', 'updateProgress', 'addLog', 'updateData', 'saveStacktrace', 'releaseLock', 'getRateLimitTtl', 'isMaxed',
-];
 
 /** The Redis commands a BullMQ Lua script calls, its `--- @include`s followed. */
 function scriptCommands(file: string, seen = new Set<string>()): Set<string> {
@@ -47,17 +45,40 @@ describe('pool ACL rules', () => {
   it('grant commands one by one: no category, nothing that reads the keyspace or the server', () => {
     const granted = rules.filter((rule) => rule.startsWith('+'));
     expect(granted.filter((rule) => rule.startsWith('+@'))).toEqual([]);
-    for (const command of ['keys', 'scan', 'randomkey', 'dbsize', 'flushall', 'flushdb', 'config', 'select', 'function', 'script', 'client', 'client|list', 'client|kill', 'acl', 'debug', 'monitor', 'publish', 'subscribe', 'pubsub', 'move', 'copy', 'rename', 'migrate', 'restore', 'time']) {
+    for (const command of ['eval', 'eval_ro', 'evalsha', 'evalsha_ro', 'fcall', 'keys', 'scan', 'randomkey', 'dbsize', 'flushall', 'flushdb', 'config', 'select', 'function', 'script', 'client', 'client|list', 'client|kill', 'acl', 'debug', 'monitor', 'publish', 'subscribe', 'pubsub', 'move', 'copy', 'rename', 'migrate', 'restore', 'time']) {
       expect(granted).not.toContain(`+${command}`);
     }
-    expect(granted).toEqual([...POOL_CONNECTION_COMMANDS, ...POOL_SCRIPT_COMMANDS].map((command) => `+${command}`));
+    expect(granted).toEqual([
+      ...[...POOL_CONNECTION_COMMANDS, ...POOL_SCRIPT_COMMANDS].map((command) => `+${command}`),
+      ...poolWorkerScripts().map((script) => `+evalsha|${script.sha1}`),
+    ]);
+  });
+
+  it("grant EVALSHA of each worker script by the SHA-1 ioredis sends, and of nothing else", () => {
+    const scripts = poolWorkerScripts();
+    expect(scripts.map((script) => script.name)).toEqual(POOL_WORKER_SCRIPT_NAMES);
+    const grants = rules.filter((rule) => rule.startsWith('+evalsha'));
+    expect(grants).toHaveLength(POOL_WORKER_SCRIPT_NAMES.length);
+    for (const grant of grants) expect(grant).toMatch(/^\+evalsha\|[0-9a-f]{40}$/);
+    // The file BullMQ ships, hashed as ioredis hashes a defined command's Lua.
+    const commandsDir = join(dirname(createRequire(import.meta.url).resolve('bullmq')), 'commands');
+    const moveToActive = readdirSync(commandsDir).find((name) => name.startsWith('moveToActive-') && name.endsWith('.lua'));
+    expect(scripts.find((script) => script.name === 'moveToActive')!.content).toContain('Move next job to be processed to active');
+    expect(moveToActive).toBeDefined();
+  });
+
+  it("give the engine's local runner the same grants on the local queue, and EVAL", () => {
+    const runner = localRunnerAclRules();
+    expect(runner.filter((rule) => rule.startsWith('~'))).toEqual(['~envengine:attempts-local:*']);
+    expect(runner).toContain('+eval');
+    expect(rules).not.toContain('+eval');
   });
 
   it("cover exactly what the installed BullMQ's worker scripts call", () => {
     const commandsDir = join(dirname(createRequire(import.meta.url).resolve('bullmq')), 'commands');
     const files = readdirSync(commandsDir);
     const needed = new Set<string>();
-    for (const script of WORKER_SCRIPTS) {
+    for (const script of POOL_WORKER_SCRIPT_NAMES) {
       const file = files.find((name) => name.startsWith(`${script}-`) && name.endsWith('.lua'));
       expect(file, `BullMQ script ${script}`).toBeDefined();
       for (const command of scriptCommands(join(commandsDir, file!))) needed.add(command);

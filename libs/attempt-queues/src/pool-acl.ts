@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX, tenantAttemptQueue } from './attempt-queues.ts';
+import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 
 export interface PoolUser {
   username: string;
@@ -32,12 +33,42 @@ export function sha256Hex(text: string): string {
 /**
  * What a BullMQ Worker (bullmq 6.7, with ioredis) sends on its own connections, outside its
  * Lua scripts. Found by running a real Worker under the rules and reading `ACL LOG`:
- * EVALSHA/EVAL run the scripts (EVAL when a script is not cached yet, e.g. after a restart),
- * BZPOPMIN is the blocking connection's wait on the queue's marker key, INFO is ioredis's
- * ready check and BullMQ's version check (without it the Worker does not start), CLIENT
- * SETNAME names the blocking connection. AUTH and QUIT need no grant.
+ * EVALSHA runs the scripts (granted per script, below), BZPOPMIN is the blocking
+ * connection's wait on the queue's marker key, INFO is ioredis's ready check and BullMQ's
+ * version check (without it the Worker does not start), CLIENT SETNAME names the blocking
+ * connection. AUTH and QUIT need no grant. EVAL is not granted: with it a pool could run any
+ * Lua it likes (`while true do end` blocks every client of the server).
  */
-export const POOL_CONNECTION_COMMANDS: readonly string[] = ['evalsha', 'eval', 'bzpopmin', 'info', 'client|setname'];
+export const POOL_CONNECTION_COMMANDS: readonly string[] = ['bzpopmin', 'info', 'client|setname'];
+
+/** The BullMQ scripts a Worker (and a job's methods inside a processor) runs. */
+export const POOL_WORKER_SCRIPT_NAMES: readonly string[] = [
+  'moveToActive', 'moveToFinished', 'extendLock', 'extendLocks', 'moveStalledJobsToWait', 'retryJob', 'moveToDelayed',
+  'moveJobFromActiveToWait', 'updateProgress', 'addLog', 'updateData', 'saveStacktrace', 'releaseLock', 'getRateLimitTtl', 'isMaxed',
+];
+
+export interface WorkerScript {
+  name: string;
+  /** The Lua source, as BullMQ defines the command with ioredis (which sends EVALSHA of its SHA-1). */
+  content: string;
+  sha1: string;
+}
+
+/**
+ * The installed BullMQ's worker scripts: the engine loads them into Redis (`SCRIPT LOAD`)
+ * and a pool user may run exactly these by EVALSHA. Read from BullMQ itself, so an upgrade
+ * changes the hashes and the grants together.
+ */
+export function poolWorkerScripts(): WorkerScript[] {
+  // The CommonJS build, which is what Node loads for `import 'bullmq'` (its ESM build is not Node-loadable as is).
+  const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { name: string; content: string }>;
+  const byName = new Map(Object.values(bullmqScripts).map((script) => [script.name, script.content]));
+  return POOL_WORKER_SCRIPT_NAMES.map((name) => {
+    const content = byName.get(name);
+    if (content === undefined) throw new Error(`BullMQ has no script "${name}": the pool ACL needs updating for this BullMQ version`);
+    return { name, content, sha1: createHash('sha1').update(content).digest('hex') };
+  });
+}
 
 /**
  * What the Lua scripts a Worker runs call (ACL rules apply inside scripts too): moveToActive,
@@ -69,12 +100,28 @@ export function poolKeyPattern(tenantId: string): string {
  * left, because the Worker will not start without it.
  */
 export function poolAclRules(tenantId: string): string[] {
+  return queueConsumerRules(poolKeyPattern(tenantId));
+}
+
+/** A Worker's grants on one key pattern; EVALSHA only of the worker scripts (`+evalsha|<sha1>`). */
+function queueConsumerRules(keyPattern: string): string[] {
   return [
     'resetchannels',
     '-@all',
     ...[...POOL_CONNECTION_COMMANDS, ...POOL_SCRIPT_COMMANDS].map((command) => `+${command}`),
-    `~${poolKeyPattern(tenantId)}`,
+    ...poolWorkerScripts().map((script) => `+evalsha|${script.sha1}`),
+    `~${keyPattern}`,
   ];
+}
+
+/**
+ * The engine's own runner (`attempt-worker --local`): a pool user's grants on the `local`
+ * queue, and EVAL, since it may start before the placement-service has loaded the scripts
+ * and ioredis falls back to EVAL on NOSCRIPT. It is engine code; tenants' code it runs is
+ * sandboxed with no route to Redis.
+ */
+export function localRunnerAclRules(): string[] {
+  return [...queueConsumerRules(`${ATTEMPT_QUEUE_PREFIX}:${LOCAL_ATTEMPT_QUEUE}:*`), '+eval'];
 }
 
 /** Creates and removes the pool users (with the placement-service's own connection). */
@@ -93,6 +140,14 @@ export class PoolAclRegistry {
   /** Deletes the user (no-op if unknown); Redis closes its open connections. */
   async revoke(username: string): Promise<void> {
     await this.redis.call('ACL', 'DELUSER', username);
+  }
+
+  /**
+   * Loads the worker scripts into Redis's script cache (which a restart empties): pool
+   * users run them by EVALSHA only, and a NOSCRIPT would fall back to EVAL, which they lack.
+   */
+  async loadWorkerScripts(): Promise<void> {
+    for (const script of poolWorkerScripts()) await this.redis.call('SCRIPT', 'LOAD', script.content);
   }
 
   /** After a Redis restart: every live user made again, and pool users no longer live removed. */
@@ -119,8 +174,9 @@ export interface PoolAclLog {
 }
 
 /**
- * ACL users live in Redis's memory: whenever the connection becomes ready (at start and
- * after every reconnect, e.g. a Redis restart), they are made again from `loadUsers`. A
+ * ACL users and the script cache live in Redis's memory: whenever the connection becomes
+ * ready (at start and after every reconnect, e.g. a Redis restart), the worker scripts are
+ * loaded and the users made again from `loadUsers`. A
  * 'ready' during a run queues one more run. Returns a function that unhooks it.
  */
 export function reapplyOnReady(redis: Redis, loadUsers: () => Promise<PoolUser[]>, log: PoolAclLog): () => void {
@@ -137,6 +193,7 @@ export function reapplyOnReady(redis: Redis, loadUsers: () => Promise<PoolUser[]
       do {
         again = false;
         try {
+          await registry.loadWorkerScripts();
           const users = await loadUsers();
           await registry.applyAll(users);
           log.info({ users: users.length }, 'pool Redis users applied');

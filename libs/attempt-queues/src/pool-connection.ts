@@ -1,3 +1,5 @@
+import { Command, Redis } from 'ioredis';
+
 /** Options both `new Redis(options)` (ioredis) and a BullMQ `connection` take. */
 export interface PoolRedisOptions {
   host: string;
@@ -28,5 +30,27 @@ export function poolRedisOptions(redisUrl: string, username: string, password: s
     username,
     password,
     maxRetriesPerRequest: null,
+  };
+}
+
+let scriptsBySha = false;
+
+/**
+ * ioredis sends a defined script (BullMQ's are) as EVAL of its whole source the first time
+ * on each connection, and as EVALSHA after. A pool user may run only EVALSHA of the scripts
+ * the engine loaded, so a pool worker's process sends every defined script by EVALSHA
+ * only: a NOSCRIPT (Redis restarted and the placement-service has not loaded them again
+ * yet) fails that call, and BullMQ's Worker tries again. Applies to every ioredis client
+ * of the process, BullMQ's own included; call it once before making them.
+ */
+export function sendScriptsByShaOnly(): void {
+  if (scriptsBySha) return;
+  scriptsBySha = true;
+  type ScriptingClient = { scriptsSet: Record<string, { Command: typeof Command }> };
+  const defineCommand = Redis.prototype.defineCommand;
+  Redis.prototype.defineCommand = function (this: Redis, name, definition) {
+    defineCommand.call(this, name, definition);
+    // The Script's own Command class is what turns the first EVALSHA on a socket into EVAL.
+    (this as unknown as ScriptingClient).scriptsSet[name]!.Command = Command;
   };
 }

@@ -5,8 +5,10 @@ export type ServerSource = 'url' | 'path' | 'pip' | 'go-build' | 'apt';
 
 export interface BackingServer {
   name: 'mongodb' | 'redis' | 'temporal';
-  /** Connection string for MongoDB and Redis; `host:port` for Temporal. */
+  /** Connection string for MongoDB and Redis; `host:port` for Temporal. Never carries a credential: it is shown. */
   url: string;
+  /** `url` with the administrator's credential (the stack tool, the admin command, tests); `url` itself when none. */
+  adminUrl: string;
   source: ServerSource;
   /** What runs it; undefined when a URL from the environment was used. */
   process?: ManagedProcess;
@@ -19,5 +21,18 @@ export class ServerUnavailableError extends Error {
   constructor(server: string, whatToDo: string) {
     super(`No ${server} could be started. ${whatToDo}`);
     this.name = 'ServerUnavailableError';
+  }
+}
+
+/** A connection string fit to show: its user and password removed. */
+export function withoutCredential(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(a connection string that does not parse)';
   }
 }

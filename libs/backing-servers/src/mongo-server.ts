@@ -1,11 +1,11 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
-import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
+import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { ensureMongodWheel, PINNED_MONGOD_WHEEL } from './mongod-wheel.ts';
-import { freePort, waitUntil } from './network.ts';
+import { freePort, StartupRefused, waitUntil } from './network.ts';
 
 export interface StartMongoOptions {
   /** Use this server instead of starting one (MONGO_URL); it must be a replica set member. */
@@ -16,8 +16,24 @@ export interface StartMongoOptions {
   port?: number;
   /** WiredTiger cache of the embedded server, in GiB. Default 0.25: a development box shares its memory. */
   cacheSizeGb?: number;
+  /** Run with `--auth`: the keyfile and the users to keep (created, or their password set, at every start). */
+  auth?: MongoAuth;
   report: Reporter;
   env?: NodeJS.ProcessEnv;
+}
+
+export interface MongoCredential {
+  username: string;
+  password: string;
+}
+
+export interface MongoAuth {
+  /** The replica set's keyfile content (members authenticate to each other with it; base64, 6 to 1024 characters). */
+  replicaSetKey: string;
+  /** The `root` user: the stack tool and the admin command only. */
+  admin: MongoCredential;
+  /** One per scope, with `readWrite` on its own database and nothing else. */
+  users: Array<MongoCredential & { db: string }>;
 }
 
 /** The replica set every embedded server forms alone: transactions, change streams and TTL need one. */
@@ -37,9 +53,13 @@ async function withClient<T>(url: string, use: (client: MongoClient) => Promise<
  * Initiates the one-member replica set once per data directory; a data directory first
  * used on another port is reconfigured to this one. True once this member is primary.
  */
-async function becomePrimary(port: number): Promise<boolean> {
+async function becomePrimary(port: number, auth?: MongoAuth): Promise<boolean> {
   const host = `127.0.0.1:${port}`;
-  return withClient(`mongodb://${host}/?directConnection=true`, async (client) => {
+  if (auth && !(await adminCanSignIn(port, auth.admin))) {
+    await bootstrapAdmin(port, auth.admin);
+    return false;
+  }
+  return withClient(directUrl(port, auth?.admin), async (client) => {
     const admin = client.db('admin');
     type ReplicaSetConfig = { version: number; members: Array<{ host: string }> };
     const current = await admin.command({ replSetGetConfig: 1 }).catch((error: { code?: number }) => {
@@ -58,8 +78,81 @@ async function becomePrimary(port: number): Promise<boolean> {
       return false;
     }
     const hello = await admin.command({ hello: 1 });
-    return hello.isWritablePrimary === true;
+    if (hello.isWritablePrimary !== true) return false;
+    if (auth) await keepScopeUsers(admin, auth.users);
+    return true;
   });
+}
+
+function directUrl(port: number, credential?: MongoCredential, extra = ''): string {
+  const userInfo = credential ? `${encodeURIComponent(credential.username)}:${encodeURIComponent(credential.password)}@` : '';
+  return `mongodb://${userInfo}127.0.0.1:${port}/?directConnection=true${credential ? '&authSource=admin' : ''}${extra}`;
+}
+
+const AUTHENTICATION_FAILED = 18;
+const UNAUTHORIZED = 13;
+
+async function adminCanSignIn(port: number, admin: MongoCredential): Promise<boolean> {
+  return withClient(directUrl(port, admin), async (client) => {
+    await client.db('admin').command({ ping: 1 });
+    return true;
+  }).catch((error: { code?: number }) => {
+    if (error.code === AUTHENTICATION_FAILED) return false;
+    throw error;
+  });
+}
+
+/**
+ * Before the admin user exists: initiate the replica set (a new data directory) and, once
+ * primary, create the admin user through the localhost exception, which mongod allows
+ * only while the server has no user at all. A data directory from before `--auth` (no
+ * user yet) is upgraded the same way and keeps its data. A server that has users but
+ * refuses this admin password was set up with other credentials: waiting cannot help.
+ */
+async function bootstrapAdmin(port: number, admin: MongoCredential): Promise<void> {
+  await withClient(directUrl(port), async (client) => {
+    const db = client.db('admin');
+    const hello = (await db.command({ hello: 1 })) as { setName?: string; isWritablePrimary?: boolean };
+    if (!hello.setName) {
+      await db.command({ replSetInitiate: { _id: EMBEDDED_REPLICA_SET, members: [{ _id: 0, host: `127.0.0.1:${port}` }] } }).catch((error: { code?: number }) => {
+        // Already initiated (the hello raced the election): the next probe sees the set.
+        if (error.code !== ALREADY_INITIALIZED) throw error;
+      });
+      return;
+    }
+    if (!hello.isWritablePrimary) return;
+    await db.command({ createUser: admin.username, pwd: admin.password, roles: [{ role: 'root', db: 'admin' }] }).catch((error: { code?: number }) => {
+      if (error.code === UNAUTHORIZED) {
+        throw new StartupRefused(
+          `MongoDB in this data directory has users, and refuses the admin credential in the credentials directory. Restore the credentials file that was used with it, or start from an empty data directory.`,
+        );
+      }
+      throw error;
+    });
+  });
+}
+
+const ALREADY_INITIALIZED = 23;
+const USER_ALREADY_EXISTS = 51003;
+
+/** Each scope user with its own database only; an existing one gets the current password (rotation) and roles. */
+async function keepScopeUsers(admin: import('mongodb').Db, users: MongoAuth['users']): Promise<void> {
+  for (const user of users) {
+    const definition = { pwd: user.password, roles: [{ role: 'readWrite', db: user.db }] };
+    await admin.command({ createUser: user.username, ...definition }).catch(async (error: { code?: number }) => {
+      if (error.code !== USER_ALREADY_EXISTS) throw error;
+      await admin.command({ updateUser: user.username, ...definition });
+    });
+  }
+}
+
+/** A connection string for one of the server's users (authSource admin, where the users live). */
+export function mongoUrlFor(url: string, credential: MongoCredential): string {
+  const parsed = new URL(url);
+  parsed.username = encodeURIComponent(credential.username);
+  parsed.password = encodeURIComponent(credential.password);
+  parsed.searchParams.set('authSource', 'admin');
+  return parsed.toString();
 }
 
 const NOT_YET_INITIALIZED = 94;
@@ -92,6 +185,15 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
   const dbPath = join(options.dataDir, 'mongod');
   mkdirSync(dbPath, { recursive: true });
   const logFile = join(options.dataDir, 'logs', 'mongodb.log');
+  const authArgs: string[] = [];
+  if (options.auth) {
+    // mongod refuses a keyfile that others may read.
+    const keyFile = join(options.dataDir, 'mongod-keyfile');
+    rmSync(keyFile, { force: true }); // read-only once written
+    writeFileSync(keyFile, `${options.auth.replicaSetKey}\n`, { mode: 0o400 });
+    chmodSync(keyFile, 0o400);
+    authArgs.push('--keyFile', keyFile);
+  }
   const process_ = new ManagedProcess({
     name: 'mongod',
     command: mongod.path,
@@ -103,12 +205,19 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
       '--wiredTigerCacheSizeGB', String(options.cacheSizeGb ?? 0.25),
       '--setParameter', 'diagnosticDataCollectionEnabled=false',
       '--quiet',
+      ...authArgs,
     ],
     logFile,
   });
-  await waitUntil('mongod', () => becomePrimary(port), { timeoutMs: 60_000, alive: () => process_.running, logFile });
+  try {
+    await waitUntil('mongod', () => becomePrimary(port, options.auth), { timeoutMs: 60_000, alive: () => process_.running, logFile });
+  } catch (error) {
+    await process_.stop();
+    throw error;
+  }
   const url = `mongodb://127.0.0.1:${port}/?replicaSet=${EMBEDDED_REPLICA_SET}`;
-  return { name: 'mongodb', url, source: mongod.source, process: process_, links: {}, stop: () => process_.stop() };
+  const adminUrl = options.auth ? mongoUrlFor(url, options.auth.admin) : url;
+  return { name: 'mongodb', url, adminUrl, source: mongod.source, process: process_, links: {}, stop: () => process_.stop() };
 }
 
 /** A server the user runs: it must answer and belong to a replica set (transactions need one). */
@@ -129,5 +238,5 @@ async function useGivenServer(url: string): Promise<BackingServer> {
       `MONGO_URL points to a standalone server; envengine needs a replica set member (transactions, change streams). Start mongod with --replSet and run rs.initiate() once.`,
     );
   }
-  return { name: 'mongodb', url, source: 'url', links: {}, stop: async () => undefined };
+  return { name: 'mongodb', url: withoutCredential(url), adminUrl: url, source: 'url', links: {}, stop: async () => undefined };
 }

@@ -27,9 +27,18 @@ export function canConnect(host: string, port: number, timeoutMs = 500): Promise
   });
 }
 
+/** A probe's answer that waiting longer cannot change (e.g. credentials the server refuses). */
+export class StartupRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupRefused';
+  }
+}
+
 /**
  * Polls `probe` until it resolves true. Fails early when `alive` says the process died,
- * so a server that cannot start is reported at once with where its log is.
+ * so a server that cannot start is reported at once with where its log is; a
+ * `StartupRefused` from the probe ends the wait at once.
  */
 export async function waitUntil(
   what: string,
@@ -40,7 +49,11 @@ export async function waitUntil(
   const hint = options.logFile ? ` (see ${options.logFile})` : '';
   while (Date.now() < deadline) {
     if (options.alive && !options.alive()) throw new Error(`${what} exited during start-up${hint}`);
-    if (await probe().catch(() => false)) return;
+    const ready = await probe().catch((error: unknown) => {
+      if (error instanceof StartupRefused) throw error;
+      return false;
+    });
+    if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 150));
   }
   throw new Error(`${what} was not ready within ${options.timeoutMs} ms${hint}`);

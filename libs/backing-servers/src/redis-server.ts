@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
-import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
+import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { freePort, waitUntil } from './network.ts';
 
@@ -12,8 +13,44 @@ export interface StartRedisOptions {
   port?: number;
   /** Keep data across restarts (append-only file). Default true. */
   persist?: boolean;
+  /** The ACL: `default` off and these users only. Without it Redis has its open `default` user (tests of Redis itself). */
+  acl?: RedisAcl;
+  /** `maxmemory` in MiB, with `noeviction`: a full Redis refuses writes instead of dropping queued attempts. */
+  maxMemoryMb?: number;
   report: Reporter;
   env?: NodeJS.ProcessEnv;
+}
+
+export interface RedisUser {
+  username: string;
+  password: string;
+  /** ACL rules after `on #<sha256>`, e.g. `~envengine:*`, `+@all`. */
+  rules: readonly string[];
+}
+
+export interface RedisAcl {
+  /** Every key, channel and command: the stack tool, the admin command and tests. */
+  admin: { username: string; password: string };
+  users: readonly RedisUser[];
+}
+
+/** The ACL file: `default` off, each user with its password's SHA-256 only (the file never holds a password). */
+export function redisAclFile(acl: RedisAcl): string {
+  const sha = (password: string) => createHash('sha256').update(password, 'utf8').digest('hex');
+  const lines = [
+    'user default off resetkeys resetchannels -@all',
+    `user ${acl.admin.username} on #${sha(acl.admin.password)} ~* &* +@all`,
+    ...acl.users.map((user) => `user ${user.username} on #${sha(user.password)} ${user.rules.join(' ')}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** A `redis://` URL for one user. */
+export function redisUrlFor(url: string, credential: { username: string; password: string }): string {
+  const parsed = new URL(url);
+  parsed.username = encodeURIComponent(credential.username);
+  parsed.password = encodeURIComponent(credential.password);
+  return parsed.toString();
 }
 
 async function redisAnswers(url: string): Promise<boolean> {
@@ -40,7 +77,7 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
   const env = options.env ?? process.env;
   if (options.url) {
     await waitUntil('Redis at REDIS_URL', () => redisAnswers(options.url!), { timeoutMs: 15_000 });
-    return { name: 'redis', url: options.url, source: 'url', links: {}, stop: async () => undefined };
+    return { name: 'redis', url: withoutCredential(options.url), adminUrl: options.url, source: 'url', links: {}, stop: async () => undefined };
   }
   const found = redisServerBinary(options.report, env);
   if (!found) {
@@ -51,6 +88,14 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
   mkdirSync(dir, { recursive: true });
   const logFile = join(options.dataDir, 'logs', 'redis.log');
   const persist = options.persist ?? true;
+  const aclArgs: string[] = [];
+  if (options.acl) {
+    const aclFile = join(dir, 'users.acl');
+    writeFileSync(aclFile, redisAclFile(options.acl), { mode: 0o600 });
+    chmodSync(aclFile, 0o600);
+    aclArgs.push('--aclfile', aclFile);
+  }
+  if (options.maxMemoryMb !== undefined) aclArgs.push('--maxmemory', `${options.maxMemoryMb}mb`, '--maxmemory-policy', 'noeviction');
   const process_ = new ManagedProcess({
     name: 'redis-server',
     command: found.path,
@@ -61,10 +106,17 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
       '--save', '',
       '--appendonly', persist ? 'yes' : 'no',
       '--daemonize', 'no',
+      ...aclArgs,
     ],
     logFile,
   });
   const url = `redis://127.0.0.1:${port}`;
-  await waitUntil('redis-server', () => redisAnswers(url), { timeoutMs: 15_000, alive: () => process_.running, logFile });
-  return { name: 'redis', url, source: found.source, process: process_, links: {}, stop: () => process_.stop() };
+  const adminUrl = options.acl ? redisUrlFor(url, options.acl.admin) : url;
+  try {
+    await waitUntil('redis-server', () => redisAnswers(adminUrl), { timeoutMs: 15_000, alive: () => process_.running, logFile });
+  } catch (error) {
+    await process_.stop();
+    throw error;
+  }
+  return { name: 'redis', url, adminUrl, source: found.source, process: process_, links: {}, stop: () => process_.stop() };
 }

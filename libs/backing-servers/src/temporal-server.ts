@@ -74,7 +74,7 @@ export async function startTemporal(options: StartTemporalOptions): Promise<Back
   const namespace = options.namespace ?? 'default';
   if (options.address) {
     await waitUntil('Temporal at TEMPORAL_ADDRESS', () => temporalAnswers(options.address!, namespace), { timeoutMs: 30_000 });
-    return { name: 'temporal', url: options.address, source: 'url', links: {}, stop: async () => undefined };
+    return { name: 'temporal', url: options.address, adminUrl: options.address, source: 'url', links: {}, stop: async () => undefined };
   }
   const binary = await temporalBinary(options.report, env);
   if (!binary) {
@@ -113,6 +113,7 @@ export async function startTemporal(options: StartTemporalOptions): Promise<Back
   return {
     name: 'temporal',
     url: address,
+    adminUrl: address,
     source: binary.source,
     process: process_,
     links: uiPort === undefined ? {} : { 'Temporal UI': `http://127.0.0.1:${uiPort}` },

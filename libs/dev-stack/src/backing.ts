@@ -3,6 +3,8 @@ import {
   startRedis,
   startTemporal,
   type BackingServer,
+  type MongoAuth,
+  type RedisAcl,
   type Reporter,
 } from '@envengine/backing-servers';
 
@@ -10,6 +12,10 @@ export interface BackingServers {
   mongo: BackingServer;
   redis: BackingServer;
   temporal: BackingServer;
+  /** What the embedded servers were started with, to start one again the same way (tests of restarts). */
+  mongoAuth?: MongoAuth;
+  redisAcl?: RedisAcl;
+  redisMaxMemoryMb?: number;
   stop(): Promise<void>;
 }
 
@@ -25,6 +31,12 @@ export interface BackingServerOptions {
   temporalHeadless?: boolean;
   /** Keep Redis data across restarts. */
   persistRedis?: boolean;
+  /** Users of an embedded MongoDB (with `--auth`); a server given by URL is used as given. */
+  mongoAuth?: MongoAuth;
+  /** The ACL of an embedded Redis (`default` off). */
+  redisAcl?: RedisAcl;
+  /** `maxmemory` of an embedded Redis, with `noeviction`. */
+  redisMaxMemoryMb?: number;
 }
 
 /** Temporal, a MongoDB-wire server and Redis, each obtained in the order of DESIGN.md §3. */
@@ -34,13 +46,21 @@ export async function startBackingServers(options: BackingServerOptions): Promis
   try {
     // Started one after another: a first run may build two servers with Go, and two
     // builds at once on a small machine take longer than one after the other.
-    const mongo = await startMongo({ url: options.mongoUrl, dataDir: options.dataDir, port: fixed ? 27017 : undefined, report: options.report });
+    const mongo = await startMongo({
+      url: options.mongoUrl,
+      dataDir: options.dataDir,
+      port: fixed ? 27017 : undefined,
+      auth: options.mongoAuth,
+      report: options.report,
+    });
     started.push(mongo);
     const redis = await startRedis({
       url: options.redisUrl,
       dataDir: options.dataDir,
       port: fixed ? 6379 : undefined,
       persist: options.persistRedis ?? true,
+      acl: options.redisAcl,
+      maxMemoryMb: options.redisMaxMemoryMb,
       report: options.report,
     });
     started.push(redis);
@@ -57,6 +77,9 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       mongo,
       redis,
       temporal,
+      mongoAuth: options.mongoAuth,
+      redisAcl: options.redisAcl,
+      redisMaxMemoryMb: options.redisMaxMemoryMb,
       stop: async () => {
         await Promise.all(started.map((server) => server.stop()));
       },

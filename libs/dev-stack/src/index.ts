@@ -6,3 +6,6 @@ export * from './stack.ts';
 export * from './secrets-master-key.ts';
 export * from './supervisor.ts';
 export * from './stack-supervision.ts';
+export * from './credentials.ts';
+export * from './backing-credentials.ts';
+export * from './local-stack.ts';

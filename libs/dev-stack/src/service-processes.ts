@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Credentials } from './credentials.ts';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,14 +9,23 @@ import { SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './
 
 export const WORKSPACE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
 
+/** Each service's own connection strings: the credential of its scope's user in each. */
+export interface ServiceConnections {
+  /** MongoDB of each scope; the workflow-worker takes the deployment scope's. */
+  mongo: Record<keyof typeof SERVICE_DATABASES, string>;
+  /** Redis of each service that uses it. */
+  redis: Record<'gateway' | 'placement-service' | 'attempt-worker', string>;
+}
+
 export interface ServiceProcessOptions {
   dataDir: string;
-  mongoUrl: string;
-  redisUrl: string;
+  connections: ServiceConnections;
+  /** The services' shared credentials (internal APIs, secret resolution), kept in the data directory. */
+  internalCredentials: Credentials['internal'];
   temporalAddress: string;
   ports: 'default' | 'random';
-  /** Prefix of every service database, so that stacks can share one server. Default none. */
-  databasePrefix?: string;
+  /** The database of each scope (with the stack's prefix). */
+  databases: Record<keyof typeof SERVICE_DATABASES, string>;
   logLevel?: string;
   /** Extra environment for every service, e.g. a higher rate limit for benchmarks. */
   env?: Record<string, string>;
@@ -34,6 +44,8 @@ export interface RunningServices {
   deploymentsTaskQueue: string;
   /** Starts one service again (after `processes[name].stop()`), with the same settings. */
   restart(name: ServiceName, env?: Record<string, string>): Promise<void>;
+  /** Credentials for the services started from now on (after a rotation); running ones keep theirs until restarted. */
+  setCredentials(connections: ServiceConnections, internalCredentials: Credentials['internal']): void;
   stop(): Promise<void>;
 }
 
@@ -53,25 +65,26 @@ async function waitForReady(name: string, url: string, process_: ManagedProcess)
 
 /**
  * Starts every service from its built bundle, on the same Node as this process, and waits
- * until each answers `/readyz`. The internal credential is new for every stack.
+ * until each answers `/readyz`. Each gets its own connection strings, in its environment
+ * only (never in its arguments, which every local user can read).
  */
 export async function startServiceProcesses(options: ServiceProcessOptions): Promise<RunningServices> {
-  const internalCredential = randomBytes(32).toString('hex');
-  const resolverCredential = randomBytes(32).toString('hex');
+  let connections = options.connections;
+  let internalCredential = options.internalCredentials.INTERNAL_CREDENTIAL;
+  let resolverCredential = options.internalCredentials.RESOLVER_CREDENTIAL;
   // A key given in the environment wins; otherwise the one kept in the data directory.
   const masterKey = process.env.SECRETS_MASTER_KEY ?? loadOrCreateMasterKey(options.dataDir);
   const previousMasterKeys = process.env.SECRETS_PREVIOUS_MASTER_KEYS ?? '';
   // Stacks on one Temporal server must not take each other's workflow tasks.
   const deploymentsTaskQueue = options.ports === 'default' ? 'deployments' : `deployments-${randomBytes(4).toString('hex')}`;
-  const prefix = options.databasePrefix ?? '';
   const ports = {} as Record<ServiceName, number>;
   for (const name of SERVICE_NAMES) {
     ports[name] = options.ports === 'default' ? SERVICES[name].defaultPort : await freePort();
   }
   const urls = Object.fromEntries(SERVICE_NAMES.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<ServiceName, string>;
-  const databases = Object.fromEntries(
-    Object.entries(SERVICE_DATABASES).map(([name, db]) => [name, `${prefix}${db}`]),
-  ) as RunningServices['databases'];
+  const databases = options.databases;
+  const mongoScopeOf = (name: ServiceName): keyof typeof SERVICE_DATABASES | undefined =>
+    name === 'workflow-worker' ? 'deployment-service' : name in SERVICE_DATABASES ? (name as keyof typeof SERVICE_DATABASES) : undefined;
 
   // Secret-handling settings go only to the processes that use them.
   const secretsEnvFor = (name: ServiceName): Record<string, string> => {
@@ -91,11 +104,9 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     PORT: String(ports[name]),
     LOG_LEVEL: options.logLevel ?? 'info',
     INTERNAL_CREDENTIAL: internalCredential,
-    MONGO_URL: options.mongoUrl,
-    ...(name in databases ? { MONGO_DB: databases[name as keyof typeof databases] } : {}),
-    // The deployment scope's two deployables share its database.
-    ...(name === 'workflow-worker' ? { MONGO_DB: databases['deployment-service'] } : {}),
-    REDIS_URL: options.redisUrl,
+    // The deployment scope's two deployables share its database and its user.
+    ...(mongoScopeOf(name) ? { MONGO_URL: connections.mongo[mongoScopeOf(name)!], MONGO_DB: databases[mongoScopeOf(name)!] } : {}),
+    ...(name in connections.redis ? { REDIS_URL: connections.redis[name as keyof ServiceConnections['redis']] } : {}),
     TEMPORAL_ADDRESS: options.temporalAddress,
     PLACEMENT_SERVICE_URL: urls['placement-service'],
     DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
@@ -137,7 +148,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     await stop();
     throw error;
   }
-  return {
+  const running: RunningServices = {
     gatewayUrl: urls.gateway,
     urls,
     processes,
@@ -150,6 +161,14 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       processes[name] = launch(name, env);
       await waitForReady(name, urls[name], processes[name]);
     },
+    setCredentials: (newConnections, internalCredentials) => {
+      connections = newConnections;
+      internalCredential = internalCredentials.INTERNAL_CREDENTIAL;
+      resolverCredential = internalCredentials.RESOLVER_CREDENTIAL;
+      running.internalCredential = internalCredential;
+      running.resolverCredential = resolverCredential;
+    },
     stop,
   };
+  return running;
 }

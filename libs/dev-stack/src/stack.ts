@@ -1,9 +1,12 @@
 import { chmodSync, mkdirSync } from 'node:fs';
-import { bubblewrapBinary } from '@envengine/backing-servers';
+import { bubblewrapBinary, mongoUrlFor, redisUrlFor, type BackingServer } from '@envengine/backing-servers';
 import { startBackingServers, type BackingServerOptions, type BackingServers } from './backing.ts';
-import { startServiceProcesses, type RunningServices } from './service-processes.ts';
+import { mongoAuth, redisAcl, REDIS_USER_OF_SERVICE } from './backing-credentials.ts';
+import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
+import { startServiceProcesses, type RunningServices, type ServiceConnections } from './service-processes.ts';
+import { SERVICE_DATABASES, type ServiceName } from './services.ts';
 
-export interface StackOptions extends BackingServerOptions {
+export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl'> {
   /** Prefix of every service database, so that stacks can share one server. */
   databasePrefix?: string;
   logLevel?: string;
@@ -14,11 +17,48 @@ export interface StackOptions extends BackingServerOptions {
 export interface RunningStack {
   servers: BackingServers;
   services: RunningServices;
+  /**
+   * After `admin credentials rotate`: reads the data directory's credentials again and
+   * restarts every service with them (the servers already hold the new ones).
+   */
+  reloadCredentials(): Promise<void>;
   /** Services first (the gateway before the rest), then the servers. */
   stop(): Promise<void>;
 }
 
-/** The backing servers, then every service wired to them: what `npm start`, tests and benchmarks run. */
+/** Redis's `maxmemory` (MiB) when none is given: queued attempts are small; a full Redis refuses writes (`noeviction`). */
+export const DEFAULT_REDIS_MAX_MEMORY_MB = 256;
+
+/** Each service's URLs: its own scope's user on an embedded server; the given URL (its credential) otherwise. */
+function serviceConnections(servers: BackingServers, credentials: Credentials, databases: RunningServices['databases']): ServiceConnections {
+  const auth = mongoAuth(credentials.mongodb, databases);
+  const acl = redisAcl(credentials.redis);
+  const embedded = (server: BackingServer) => server.source !== 'url';
+  const mongoOf = (scope: keyof typeof SERVICE_DATABASES) => {
+    if (!embedded(servers.mongo)) return servers.mongo.adminUrl;
+    return mongoUrlFor(servers.mongo.url, auth.users.find((user) => user.db === databases[scope])!);
+  };
+  const redisOf = (service: keyof ServiceConnections['redis']) => {
+    if (!embedded(servers.redis)) return servers.redis.adminUrl;
+    return redisUrlFor(servers.redis.url, acl.users.find((user) => user.username === REDIS_USER_OF_SERVICE[service])!);
+  };
+  return {
+    mongo: {
+      gateway: mongoOf('gateway'),
+      'placement-service': mongoOf('placement-service'),
+      'deployment-service': mongoOf('deployment-service'),
+      'secrets-service': mongoOf('secrets-service'),
+    },
+    redis: { gateway: redisOf('gateway'), 'placement-service': redisOf('placement-service'), 'attempt-worker': redisOf('attempt-worker') },
+  };
+}
+
+/**
+ * The backing servers, then every service wired to them: what `npm start`, tests and
+ * benchmarks run. Embedded servers authenticate with the credentials kept in the data
+ * directory (made at first start), and each service gets its own scope's user; a server
+ * given by URL is used with the credential in that URL.
+ */
 export async function startStack(options: StackOptions): Promise<RunningStack> {
   // The engine's runner refuses to run tenants' code without its OS sandbox unless told SANDBOX=off.
   if ((options.env?.['SANDBOX'] ?? process.env.SANDBOX) !== 'off') bubblewrapBinary(options.report);
@@ -26,16 +66,28 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   // the data directory (a temporary one is made 0700); its files keep their own modes.
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
-  const servers = await startBackingServers(options);
+  const credentials = loadOrCreateCredentials(options.dataDir);
+  const prefix = options.databasePrefix ?? '';
+  const databases = Object.fromEntries(
+    Object.entries(SERVICE_DATABASES).map(([name, db]) => [name, `${prefix}${db}`]),
+  ) as RunningServices['databases'];
+  const auth = mongoAuth(credentials.mongodb, databases);
+  const acl = redisAcl(credentials.redis);
+  const servers = await startBackingServers({
+    ...options,
+    mongoAuth: auth,
+    redisAcl: acl,
+    redisMaxMemoryMb: options.redisMaxMemoryMb ?? DEFAULT_REDIS_MAX_MEMORY_MB,
+  });
   let services: RunningServices;
   try {
     services = await startServiceProcesses({
       dataDir: options.dataDir,
       ports: options.ports,
-      mongoUrl: servers.mongo.url,
-      redisUrl: servers.redis.url,
+      connections: serviceConnections(servers, credentials, databases),
+      internalCredentials: credentials.internal,
       temporalAddress: servers.temporal.url,
-      databasePrefix: options.databasePrefix,
+      databases,
       logLevel: options.logLevel,
       env: options.env,
     });
@@ -46,6 +98,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   return {
     servers,
     services,
+    reloadCredentials: async () => {
+      const reloaded = loadOrCreateCredentials(options.dataDir);
+      services.setCredentials(serviceConnections(servers, reloaded, databases), reloaded.internal);
+      // All at once: services that share the internal credential must change it together.
+      await Promise.all(Object.keys(services.processes).map((name) => services.restart(name as ServiceName)));
+    },
     stop: async () => {
       await services.stop();
       await servers.stop();

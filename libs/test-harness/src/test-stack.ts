@@ -12,6 +12,7 @@ export interface StackInfo {
   resolverCredential: string;
   /** The credential the gateway and services share, for calls to internal APIs. */
   internalCredential: string;
+  /** The servers' administrator URLs (every database, key and command): tests look behind the API with them. */
   mongoUrl: string;
   redisUrl: string;
   temporalAddress: string;
@@ -22,6 +23,7 @@ export interface TestStack {
   info: StackInfo;
   servers: BackingServers;
   services: RunningServices;
+  reloadCredentials: RunningStack['reloadCredentials'];
   stop(): Promise<void>;
 }
 
@@ -54,7 +56,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     databasePrefix: `t${Date.now().toString(36)}_`,
     env: options.env,
   });
-  return { info: stackInfoOf(stack, dataDir), servers: stack.servers, services: stack.services, stop: stack.stop };
+  return { info: stackInfoOf(stack, dataDir), servers: stack.servers, services: stack.services, reloadCredentials: stack.reloadCredentials, stop: stack.stop };
 }
 
 /** The `StackInfo` of a stack started with `dataDir` (by `startTestStack`, or by the benchmark). */
@@ -65,8 +67,8 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     databases: services.databases,
     resolverCredential: services.resolverCredential,
     internalCredential: services.internalCredential,
-    mongoUrl: servers.mongo.url,
-    redisUrl: servers.redis.url,
+    mongoUrl: servers.mongo.adminUrl,
+    redisUrl: servers.redis.adminUrl,
     temporalAddress: servers.temporal.url,
     dataDir,
   };

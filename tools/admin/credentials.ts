@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { Redis } from 'ioredis';
+import { mongoUrlFor, redisAclFile, redisUrlFor } from '@envengine/backing-servers';
+import {
+  ADMIN_USERNAME,
+  credentialFilePath,
+  DEV_STACK_PORTS,
+  loadOrCreateCredentialFile,
+  MONGO_SCOPE_USERS,
+  newCredentialValues,
+  redisAcl,
+  saveCredentialFile,
+  stackPidFile,
+  type CredentialFile,
+} from '@envengine/dev-stack';
+
+/**
+ * `credentials rotate <mongodb|redis|internal>` for the stack `npm start` runs: new values
+ * are set on the running server first (its open connections carry on), then written to
+ * the credentials file, then the running stack is told (SIGHUP) to restart its services
+ * with them. A failure before the file is written leaves the old credentials working.
+ */
+export async function rotateCredentials(dataDir: string, file: CredentialFile): Promise<void> {
+  const path = credentialFilePath(dataDir, file);
+  if (!existsSync(path)) throw new Error(`${path} does not exist: start the stack once (npm start) to create the credentials`);
+  const current = loadOrCreateCredentialFile(dataDir, file);
+  if (file === 'mongodb') {
+    const next = newCredentialValues('mongodb');
+    // The keyfile is read by mongod at its start; the running one keeps its own.
+    next.MONGO_REPLICA_SET_KEY = (current as typeof next).MONGO_REPLICA_SET_KEY;
+    await rotateMongo(current as typeof next, next);
+    saveCredentialFile(dataDir, 'mongodb', next);
+  } else if (file === 'redis') {
+    const next = newCredentialValues('redis');
+    await rotateRedis(dataDir, current as typeof next, next);
+    saveCredentialFile(dataDir, 'redis', next);
+  } else {
+    saveCredentialFile(dataDir, 'internal', newCredentialValues('internal'));
+  }
+  console.log(`rotated the ${file} credentials in ${path}`);
+  tellRunningStack(dataDir);
+}
+
+async function rotateMongo(current: Record<string, string>, next: Record<string, string>): Promise<void> {
+  const base = `mongodb://127.0.0.1:${DEV_STACK_PORTS.mongodb}/?directConnection=true`;
+  const client = new MongoClient(mongoUrlFor(base, { username: ADMIN_USERNAME, password: current.MONGO_ADMIN_PASSWORD! }), { serverSelectionTimeoutMS: 5000 });
+  try {
+    await client.connect().catch((error: Error) => {
+      throw new Error(`MongoDB of the local stack is not reachable with the current credentials (${error.message}); is npm start running?`);
+    });
+    const admin = client.db('admin');
+    for (const user of Object.values(MONGO_SCOPE_USERS)) await admin.command({ updateUser: user.username, pwd: next[user.password] });
+    // The administrator last: this connection is already authenticated and stays so.
+    await admin.command({ updateUser: ADMIN_USERNAME, pwd: next.MONGO_ADMIN_PASSWORD });
+  } finally {
+    await client.close();
+  }
+}
+
+async function rotateRedis(dataDir: string, current: Record<string, string>, next: Record<string, string>): Promise<void> {
+  const base = `redis://127.0.0.1:${DEV_STACK_PORTS.redis}`;
+  const redis = new Redis(redisUrlFor(base, { username: ADMIN_USERNAME, password: current.REDIS_ADMIN_PASSWORD! }), {
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+    lazyConnect: true,
+  });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect().catch((error: Error) => {
+      throw new Error(`Redis of the local stack is not reachable with the current credentials (${error.message}); is npm start running?`);
+    });
+    const acl = redisAcl(next as Parameters<typeof redisAcl>[0]);
+    const sha = (password: string) => createHash('sha256').update(password, 'utf8').digest('hex');
+    // One password per user at a time: `resetpass` drops the old one, open connections carry on.
+    for (const user of [...acl.users, acl.admin]) await redis.call('ACL', 'SETUSER', user.username, 'resetpass', `#${sha(user.password)}`);
+    // What a restarted Redis loads: the same users with the new passwords.
+    const aclFile = join(dataDir, 'redis', 'users.acl');
+    if (existsSync(aclFile) && readFileSync(aclFile, 'utf8').length > 0) writeFileSync(aclFile, redisAclFile(acl), { mode: 0o600 });
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function tellRunningStack(dataDir: string): void {
+  const pidFile = stackPidFile(dataDir);
+  if (!existsSync(pidFile)) {
+    console.log('npm start is not running: it uses the new credentials at its next start.');
+    return;
+  }
+  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  try {
+    process.kill(pid, 'SIGHUP');
+    console.log(`told the running stack (pid ${pid}) to restart its services with the new credentials`);
+  } catch {
+    console.log(`no stack runs as pid ${pid} any more: the new credentials are used at the next start`);
+  }
+}
