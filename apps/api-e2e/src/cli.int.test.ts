@@ -334,7 +334,7 @@ describe('envctl against the stack', () => {
     expect(json(issued)).toMatchObject({ id: credential.id, saved_to: credentialFile });
 
     const worker = spawn(process.execPath, [CLI, 'worker', 'start', '--credentials', credentialFile, '--name', 'cli-worker'], {
-      env: { ...baseEnv, ENVCTL_REDIS_URL: stack.redisUrl, PORT: String(await unusedPort()), HEARTBEAT_INTERVAL_MS: '500' },
+      env: { ...baseEnv, ENVCTL_REDIS_URL: stack.redisServerUrl, PORT: String(await unusedPort()), HEARTBEAT_INTERVAL_MS: '500' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let workerStderr = '';

@@ -72,7 +72,7 @@ describe("remote attempts on a tenant's pool", () => {
     const otherRun = Run.parse((await other.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
     const otherAttempt = otherRun.attempts[0]!.id;
 
-    const redis = new Redis(stack.redisUrl, { username: credential.redis.username, password: credential.redis.password, maxRetriesPerRequest: 1 });
+    const redis = new Redis(stack.redisServerUrl, { username: credential.redis.username, password: credential.redis.password, maxRetriesPerRequest: 1 });
     try {
       const refused = async (...command: [string, ...string[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
       expect(await refused('LLEN', `envengine:${otherCredential.queue}:wait`)).toMatch(/NOPERM/);
@@ -100,15 +100,20 @@ describe("remote attempts on a tenant's pool", () => {
     const revoked = await tenant.api.request('DELETE', `/pool/credentials/${otherCredential.id}`);
     expect(revoked.status).toBe(404);
     const spare = await issueCredential(tenant);
-    const probe = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
-    expect(await probe.call('AUTH', spare.redis.username, spare.redis.password)).toBe('OK');
+    const probe = new Redis(stack.redisServerUrl, { username: spare.redis.username, password: spare.redis.password, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    probe.on('error', () => undefined);
+    expect(await probe.call('LLEN', `envengine:${spare.queue}:wait`)).toBe(0);
+    const closed = new Promise((resolve) => probe.once('end', resolve));
     expect((await tenant.api.request('DELETE', `/pool/credentials/${spare.id}`)).status).toBe(200);
     await until(() => workerCall(spare.token, 'POST', '/worker/heartbeat', { worker: { id: 'spare-123', name: 'x', executor: 'remote', concurrency: 1, sandbox: 'bwrap' }, attempts: [] }), (r) => r.status === 401, 10_000);
-    // Redis closed the connection authenticated as the revoked user; a new AUTH is refused.
-    const fresh = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
+    // Redis closed the connection authenticated as the revoked user; on a new one AUTH is
+    // refused and nothing runs after it (there is no open `default` user to fall back to).
+    await closed;
+    const fresh = new Redis(stack.redisServerUrl, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    fresh.on('error', () => undefined);
     await expect(fresh.call('AUTH', spare.redis.username, spare.redis.password)).rejects.toThrow(/WRONGPASS/);
+    await expect(fresh.call('PING')).rejects.toThrow(/NOAUTH/);
     fresh.disconnect();
-    probe.disconnect();
   });
 
   it('places a retry afresh: the first attempt local, the retry remote after a placement change', async () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, sendScriptsByShaOnly } from '@envengine/attempt-queues';
+import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import type { WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
 import { BundleCache } from './bundles/bundle-cache.ts';
@@ -78,10 +78,12 @@ const runnerFor = (tenantId: string): AttemptRunner => {
 
 // A pool user may EVALSHA the engine's loaded scripts only, never EVAL.
 if (config.mode === 'pool') sendScriptsByShaOnly();
-const connection = new Redis(config.REDIS_URL, {
-  maxRetriesPerRequest: null,
-  ...(config.mode === 'pool' ? { username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD } : {}),
-});
+// A pool worker authenticates as its credential's user only: a REDIS_URL carrying another
+// credential is refused rather than silently preferred (ioredis lets the URL's win).
+const connection =
+  config.mode === 'pool'
+    ? new Redis(poolRedisOptions(config.REDIS_URL, config.REDIS_USERNAME, config.REDIS_PASSWORD))
+    : new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
 
 const queueName = config.mode === 'local' ? LOCAL_ATTEMPT_QUEUE : config.POOL_QUEUE;

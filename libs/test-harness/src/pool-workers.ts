@@ -35,7 +35,7 @@ export async function startPoolWorker(
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       API_URL: stack.gatewayUrl,
-      REDIS_URL: stack.redisUrl,
+      REDIS_URL: stack.redisServerUrl,
       POOL_TOKEN: credential.token,
       REDIS_USERNAME: credential.redis.username,
       REDIS_PASSWORD: credential.redis.password,

@@ -15,6 +15,8 @@ export interface StackInfo {
   /** The servers' administrator URLs (every database, key and command): tests look behind the API with them. */
   mongoUrl: string;
   redisUrl: string;
+  /** Redis's address without a credential, as a pool worker is given it (it brings its own). */
+  redisServerUrl: string;
   temporalAddress: string;
   dataDir: string;
 }
@@ -69,6 +71,7 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     internalCredential: services.internalCredential,
     mongoUrl: servers.mongo.adminUrl,
     redisUrl: servers.redis.adminUrl,
+    redisServerUrl: servers.redis.url,
     temporalAddress: servers.temporal.url,
     dataDir,
   };
