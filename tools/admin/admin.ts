@@ -3,8 +3,17 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
-import { CREDENTIAL_FILES, issueToken, localAdminUrls, SERVICE_DATABASES, withTokenStore, type CredentialFile } from '@envengine/dev-stack';
-import { rotateCredentials } from './credentials.ts';
+import {
+  CREDENTIAL_FILES,
+  DEV_STACK_PORTS,
+  issueToken,
+  localAdminUrls,
+  rotateCredentials,
+  SERVICE_DATABASES,
+  signalRunningStack,
+  withTokenStore,
+  type CredentialFile,
+} from '@envengine/dev-stack';
 import { printNewMasterKey, rewrapDataKeys } from './master-key.ts';
 
 const USAGE = `usage:
@@ -45,7 +54,17 @@ if (noun === 'credentials') {
     console.log(USAGE);
     process.exit(2);
   }
-  await rotateCredentials(local.dataDir, argument as CredentialFile);
+  const report = (line: string) => console.log(line);
+  await rotateCredentials(
+    {
+      dataDir: local.dataDir,
+      mongoUrl: `mongodb://127.0.0.1:${DEV_STACK_PORTS.mongodb}/?directConnection=true`,
+      redisUrl: `redis://127.0.0.1:${DEV_STACK_PORTS.redis}`,
+      report,
+    },
+    argument as CredentialFile,
+  );
+  signalRunningStack(local.dataDir, report);
   process.exit();
 }
 

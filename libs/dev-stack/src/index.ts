@@ -9,3 +9,4 @@ export * from './stack-supervision.ts';
 export * from './credentials.ts';
 export * from './backing-credentials.ts';
 export * from './local-stack.ts';
+export * from './credential-rotation.ts';

@@ -4,26 +4,28 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
 import { mongoUrlFor, redisAclFile, redisUrlFor } from '@envengine/backing-servers';
-import {
-  ADMIN_USERNAME,
-  credentialFilePath,
-  DEV_STACK_PORTS,
-  loadOrCreateCredentialFile,
-  MONGO_SCOPE_USERS,
-  newCredentialValues,
-  redisAcl,
-  saveCredentialFile,
-  stackPidFile,
-  type CredentialFile,
-} from '@envengine/dev-stack';
+import { ADMIN_USERNAME, MONGO_SCOPE_USERS, redisAcl } from './backing-credentials.ts';
+import { credentialFilePath, loadOrCreateCredentialFile, newCredentialValues, saveCredentialFile, type CredentialFile } from './credentials.ts';
+import { stackPidFile } from './local-stack.ts';
+
+export interface RotationTarget {
+  dataDir: string;
+  /** The servers' addresses, without a credential (the administrator's is read from the data directory). */
+  mongoUrl: string;
+  redisUrl: string;
+  /** Progress lines; never a credential. */
+  report: (line: string) => void;
+}
 
 /**
- * `credentials rotate <mongodb|redis|internal>` for the stack `npm start` runs: new values
- * are set on the running server first (its open connections carry on), then written to
- * the credentials file, then the running stack is told (SIGHUP) to restart its services
- * with them. A failure before the file is written leaves the old credentials working.
+ * `credentials rotate <mongodb|redis|internal>`: new values are set on the running server
+ * first (its open connections carry on), then written to the credentials file. The caller
+ * then restarts the services with them (`RunningStack.reloadCredentials`, or SIGHUP to
+ * `npm start`: `signalRunningStack`). A failure before the file is written leaves the old
+ * credentials working.
  */
-export async function rotateCredentials(dataDir: string, file: CredentialFile): Promise<void> {
+export async function rotateCredentials(target: RotationTarget, file: CredentialFile): Promise<void> {
+  const { dataDir } = target;
   const path = credentialFilePath(dataDir, file);
   if (!existsSync(path)) throw new Error(`${path} does not exist: start the stack once (npm start) to create the credentials`);
   const current = loadOrCreateCredentialFile(dataDir, file);
@@ -31,25 +33,23 @@ export async function rotateCredentials(dataDir: string, file: CredentialFile): 
     const next = newCredentialValues('mongodb');
     // The keyfile is read by mongod at its start; the running one keeps its own.
     next.MONGO_REPLICA_SET_KEY = (current as typeof next).MONGO_REPLICA_SET_KEY;
-    await rotateMongo(current as typeof next, next);
+    await rotateMongo(target.mongoUrl, current as typeof next, next);
     saveCredentialFile(dataDir, 'mongodb', next);
   } else if (file === 'redis') {
     const next = newCredentialValues('redis');
-    await rotateRedis(dataDir, current as typeof next, next);
+    await rotateRedis(target.redisUrl, dataDir, current as typeof next, next);
     saveCredentialFile(dataDir, 'redis', next);
   } else {
     saveCredentialFile(dataDir, 'internal', newCredentialValues('internal'));
   }
-  console.log(`rotated the ${file} credentials in ${path}`);
-  tellRunningStack(dataDir);
+  target.report(`rotated the ${file} credentials in ${path}`);
 }
 
-async function rotateMongo(current: Record<string, string>, next: Record<string, string>): Promise<void> {
-  const base = `mongodb://127.0.0.1:${DEV_STACK_PORTS.mongodb}/?directConnection=true`;
+async function rotateMongo(base: string, current: Record<string, string>, next: Record<string, string>): Promise<void> {
   const client = new MongoClient(mongoUrlFor(base, { username: ADMIN_USERNAME, password: current.MONGO_ADMIN_PASSWORD! }), { serverSelectionTimeoutMS: 5000 });
   try {
     await client.connect().catch((error: Error) => {
-      throw new Error(`MongoDB of the local stack is not reachable with the current credentials (${error.message}); is npm start running?`);
+      throw new Error(`MongoDB of the local stack is not reachable with the current credentials (${error.message}); is the stack running?`);
     });
     const admin = client.db('admin');
     for (const user of Object.values(MONGO_SCOPE_USERS)) await admin.command({ updateUser: user.username, pwd: next[user.password] });
@@ -60,8 +60,7 @@ async function rotateMongo(current: Record<string, string>, next: Record<string,
   }
 }
 
-async function rotateRedis(dataDir: string, current: Record<string, string>, next: Record<string, string>): Promise<void> {
-  const base = `redis://127.0.0.1:${DEV_STACK_PORTS.redis}`;
+async function rotateRedis(base: string, dataDir: string, current: Record<string, string>, next: Record<string, string>): Promise<void> {
   const redis = new Redis(redisUrlFor(base, { username: ADMIN_USERNAME, password: current.REDIS_ADMIN_PASSWORD! }), {
     maxRetriesPerRequest: 1,
     retryStrategy: () => null,
@@ -70,7 +69,7 @@ async function rotateRedis(dataDir: string, current: Record<string, string>, nex
   redis.on('error', () => undefined);
   try {
     await redis.connect().catch((error: Error) => {
-      throw new Error(`Redis of the local stack is not reachable with the current credentials (${error.message}); is npm start running?`);
+      throw new Error(`Redis of the local stack is not reachable with the current credentials (${error.message}); is the stack running?`);
     });
     const acl = redisAcl(next as Parameters<typeof redisAcl>[0]);
     const sha = (password: string) => createHash('sha256').update(password, 'utf8').digest('hex');
@@ -84,17 +83,18 @@ async function rotateRedis(dataDir: string, current: Record<string, string>, nex
   }
 }
 
-function tellRunningStack(dataDir: string): void {
+/** Tells `npm start` of this data directory (SIGHUP) to restart its services with the credentials now in it. */
+export function signalRunningStack(dataDir: string, report: (line: string) => void): void {
   const pidFile = stackPidFile(dataDir);
   if (!existsSync(pidFile)) {
-    console.log('npm start is not running: it uses the new credentials at its next start.');
+    report('npm start is not running: it uses the new credentials at its next start.');
     return;
   }
   const pid = Number(readFileSync(pidFile, 'utf8').trim());
   try {
     process.kill(pid, 'SIGHUP');
-    console.log(`told the running stack (pid ${pid}) to restart its services with the new credentials`);
+    report(`told the running stack (pid ${pid}) to restart its services with the new credentials`);
   } catch {
-    console.log(`no stack runs as pid ${pid} any more: the new credentials are used at the next start`);
+    report(`no stack runs as pid ${pid} any more: the new credentials are used at the next start`);
   }
 }
