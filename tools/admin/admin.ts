@@ -1,10 +1,16 @@
 // `npm run admin -- token create --tenant acme`: manages API tokens in the gateway's store,
 // and the secrets-service's master key (`master-key new`, `master-key rewrap`).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { redisAclFile } from '@envengine/backing-servers';
 import {
   CREDENTIAL_FILES,
+  credentialsDir,
+  loadOrCreateCredentials,
+  redisAcl,
   DEV_STACK_PORTS,
   issueToken,
   localAdminUrls,
@@ -22,12 +28,15 @@ const USAGE = `usage:
   npm run admin -- token list
   npm run admin -- master-key new
   npm run admin -- master-key rewrap
+  npm run admin -- credentials init
   npm run admin -- credentials rotate <mongodb|redis|internal>
 
 Connects to MONGO_URL and, to tell running gateways about a revocation at once, REDIS_URL;
 by default to the servers of the local stack (npm start) as their administrator, with the
 credentials in its data directory (ENVENGINE_DATA_DIR, default .envengine/credentials/).
 
+credentials init makes the credentials files if missing (npm start does too) and Redis's
+ACL file for docker-compose.yml (redis-users.acl, hashes only); see .env.example.
 credentials rotate sets new passwords on the running local stack's server (or a new
 internal credential), writes them to the credentials file, and has the running stack
 restart its services with them. See docs/operations.md (Credentials).
@@ -48,6 +57,14 @@ if (values.help || (noun !== 'token' && noun !== 'master-key' && noun !== 'crede
 }
 
 const local = localAdminUrls();
+
+if (noun === 'credentials' && verb === 'init') {
+  const credentials = loadOrCreateCredentials(local.dataDir);
+  const aclFile = join(credentialsDir(local.dataDir), 'redis-users.acl');
+  writeFileSync(aclFile, redisAclFile(redisAcl(credentials.redis)), { mode: 0o600 });
+  console.log(`credentials in ${credentialsDir(local.dataDir)} (mongodb.env, redis.env, internal.env, redis-users.acl)`);
+  process.exit();
+}
 
 if (noun === 'credentials') {
   if (verb !== 'rotate' || !CREDENTIAL_FILES.includes(argument as CredentialFile)) {

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { PlacementClient } from '@envengine/service-clients';
-import { runInternalService } from '@envengine/service-kit';
+import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { assetsRouter } from './assets/assets.routes.ts';
 import { bundlesRouter } from './bundles/bundles.routes.ts';
@@ -13,7 +13,7 @@ import { internalRouter } from './internal.routes.ts';
 const config = loadDeploymentConfig(process.env);
 const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const workflows = new WorkflowStarter({
-  address: config.TEMPORAL_ADDRESS,
+  connection: temporalConnectionOptions(config),
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
   waitMs: config.WORKFLOW_WAIT_MS,

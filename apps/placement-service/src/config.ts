@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
+import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
   REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1),
@@ -14,8 +14,7 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    */
   ATTEMPT_LEASE_TTL_MS: PositiveIntFromEnv(15_000),
   /** Temporal, where the environments' schedules run (paused, resumed and described here). */
-  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
-  TEMPORAL_NAMESPACE: z.string().default('default'),
+  ...temporalConfigShape,
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
   /** Log lines kept of one attempt (workers are told in the plan; more are not stored). */

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
-import { runInternalService } from '@envengine/service-kit';
+import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsInternalRouter } from './environments/environments.internal-routes.ts';
@@ -31,7 +31,7 @@ const deployments = new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL
 const resolver = new SecretResolverClient({ origin: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
-const temporalConnection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE });
 let dispatcher: AttemptDispatcher | undefined;
 

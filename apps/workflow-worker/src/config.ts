@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
-import { InternalCredential, LogLevel, parseConfig, PortFromEnv } from '@envengine/service-kit';
+import { InternalCredential, LogLevel, parseConfig, PortFromEnv, temporalConfigShape } from '@envengine/service-kit';
 
 const workflowWorkerConfigSchema = z.object({
-  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
-  TEMPORAL_NAMESPACE: z.string().default('default'),
+  ...temporalConfigShape,
   DEPLOYMENTS_TASK_QUEUE: z.string().default(DEFAULT_TASK_QUEUE),
   INTERNAL_CREDENTIAL: InternalCredential,
   /** The deployment scope's database, which this worker shares with the deployment-service. */

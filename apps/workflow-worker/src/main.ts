@@ -6,7 +6,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterSt
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
-import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalConnectionOptions } from '@envengine/service-kit';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
 
@@ -43,7 +43,7 @@ await Promise.all([deployments.ensureIndexes(), bundles.ensureIndexes(), materia
 let connection: NativeConnection | undefined;
 for (let attempt = 1; !connection; attempt += 1) {
   try {
-    connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    connection = await NativeConnection.connect(temporalConnectionOptions(config));
   } catch (error) {
     log.warn({ attempt, err: (error as Error).message }, 'Temporal unreachable; retrying');
     await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * attempt)));
@@ -51,7 +51,7 @@ for (let attempt = 1; !connection; attempt += 1) {
 }
 
 // Activities hand activation requests to an environment's workflow (signal-with-start).
-const clientConnection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+const clientConnection = Connection.lazy(temporalConnectionOptions(config));
 const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
 
 const worker = await Worker.create({

@@ -14,3 +14,4 @@ export * from './mongo.ts';
 export * from './internal-service.ts';
 export * from './health-server.ts';
 export * from './ttl-cache.ts';
+export * from './temporal-config.ts';

@@ -11,7 +11,7 @@ import {
   type IngestInput,
   type IngestOutcome,
 } from '@envengine/deployment-workflows';
-import { ApiError, isBackingServerUnavailable } from '@envengine/service-kit';
+import { ApiError, isBackingServerUnavailable, type TemporalConnectionOptions } from '@envengine/service-kit';
 
 /** How long starting a workflow may take before Temporal counts as unreachable. */
 const START_DEADLINE_MS = 5_000;
@@ -32,8 +32,8 @@ export class WorkflowStarter {
   private readonly connection: Connection;
   private readonly client: Client;
 
-  constructor(private readonly options: { address: string; namespace: string; taskQueue: string; waitMs: number }) {
-    this.connection = Connection.lazy({ address: options.address });
+  constructor(private readonly options: { connection: TemporalConnectionOptions; namespace: string; taskQueue: string; waitMs: number }) {
+    this.connection = Connection.lazy(options.connection);
     this.client = new Client({ connection: this.connection, namespace: options.namespace });
   }
 

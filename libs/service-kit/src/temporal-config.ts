@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * How a service reaches Temporal: its frontend, namespace and, for a Temporal that is not
+ * on the engine's own loopback, mutual TLS. Each TLS setting is the path of a PEM file, as
+ * the Temporal CLI takes them; the files are read once, at start-up.
+ */
+export const temporalConfigShape = {
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  /** Client certificate (PEM file); with TEMPORAL_TLS_KEY. */
+  TEMPORAL_TLS_CERT: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY: z.string().min(1).optional(),
+  /** The CA that signed the server's certificate (PEM file); the system's CAs when omitted. */
+  TEMPORAL_TLS_CA: z.string().min(1).optional(),
+  /** The name in the server's certificate, when it differs from TEMPORAL_ADDRESS's host. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+};
+
+export type TemporalConfig = z.infer<z.ZodObject<typeof temporalConfigShape>>;
+
+/** What `Connection.connect` (client) and `NativeConnection.connect` (worker) take. */
+export interface TemporalConnectionOptions {
+  address: string;
+  tls?: {
+    serverNameOverride?: string;
+    serverRootCACertificate?: Buffer;
+    clientCertPair?: { crt: Buffer; key: Buffer };
+  };
+}
+
+function readPem(setting: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new Error(`Invalid configuration:\n  ${setting}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
+
+/** TLS when any TLS setting is given; a client certificate needs both its files. */
+export function temporalConnectionOptions(config: TemporalConfig): TemporalConnectionOptions {
+  const { TEMPORAL_TLS_CERT: cert, TEMPORAL_TLS_KEY: key, TEMPORAL_TLS_CA: ca, TEMPORAL_TLS_SERVER_NAME: serverName } = config;
+  if (Boolean(cert) !== Boolean(key)) {
+    throw new Error('Invalid configuration:\n  TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY: give both (a client certificate and its key) or neither');
+  }
+  if (!cert && !ca && !serverName) return { address: config.TEMPORAL_ADDRESS };
+  return {
+    address: config.TEMPORAL_ADDRESS,
+    tls: {
+      ...(serverName ? { serverNameOverride: serverName } : {}),
+      ...(ca ? { serverRootCACertificate: readPem('TEMPORAL_TLS_CA', ca) } : {}),
+      ...(cert && key ? { clientCertPair: { crt: readPem('TEMPORAL_TLS_CERT', cert), key: readPem('TEMPORAL_TLS_KEY', key) } } : {}),
+    },
+  };
+}
