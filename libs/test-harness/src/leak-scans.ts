@@ -14,9 +14,13 @@ function hitsIn(where: string, text: string, needles: readonly string[]): LeakHi
 }
 
 /** Every document of every collection of every database on the server, searched as extended JSON. */
-export async function scanDatabases(mongoUrl: string, needles: readonly string[]): Promise<{ hits: LeakHit[]; documents: number }> {
+export async function scanDatabases(
+  mongoUrl: string,
+  needles: readonly string[],
+): Promise<{ hits: LeakHit[]; documents: number; unreadable: string[] }> {
   const client = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5000 });
   const hits: LeakHit[] = [];
+  const unreadable: string[] = [];
   let documents = 0;
   try {
     await client.connect();
@@ -24,20 +28,29 @@ export async function scanDatabases(mongoUrl: string, needles: readonly string[]
     for (const { name: dbName } of databases) {
       const db = client.db(dbName);
       for (const { name: collectionName } of await db.listCollections({}, { nameOnly: true }).toArray()) {
-        for await (const doc of db.collection(collectionName).find({})) {
-          documents += 1;
-          // Binary fields appear as base64 in extended JSON; search them decoded too.
-          const text = BSON.EJSON.stringify(doc, { relaxed: false });
-          hits.push(...hitsIn(`mongodb ${dbName}.${collectionName} ${String(doc._id)}`, text, needles));
-          hits.push(...hitsIn(`mongodb ${dbName}.${collectionName} ${String(doc._id)} (binary)`, decodedBinaries(doc), needles));
+        try {
+          for await (const doc of db.collection(collectionName).find({})) {
+            documents += 1;
+            // Binary fields appear as base64 in extended JSON; search them decoded too.
+            const text = BSON.EJSON.stringify(doc, { relaxed: false });
+            hits.push(...hitsIn(`mongodb ${dbName}.${collectionName} ${String(doc._id)}`, text, needles));
+            hits.push(...hitsIn(`mongodb ${dbName}.${collectionName} ${String(doc._id)} (binary)`, decodedBinaries(doc), needles));
+          }
+        } catch (error) {
+          // Even the administrator may not read some of mongod's own bookkeeping (e.g.
+          // admin.system.keys): said, so that the caller checks that nothing else was left out.
+          if ((error as { code?: number }).code !== UNAUTHORIZED) throw error;
+          unreadable.push(`${dbName}.${collectionName}`);
         }
       }
     }
   } finally {
     await client.close();
   }
-  return { hits, documents };
+  return { hits, documents, unreadable };
 }
+
+const UNAUTHORIZED = 13;
 
 function decodedBinaries(value: unknown): string {
   if (value === null || typeof value !== 'object') return '';
