@@ -45,8 +45,8 @@ export default tseslint.config(
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
             // The command-line client speaks only the public API: contracts and shared helpers.
             { sourceTag: 'scope:cli', onlyDependOnLibsWithTags: ['scope:shared'] },
-            // Operator commands (key rotation, tokens) and the integration suite work across every scope.
-            { sourceTag: 'scope:operations', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway', 'scope:placement', 'scope:deployment', 'scope:secrets'] },
+            // Operator commands (key rotation, tokens), the dev stack, its test harness and the integration suite work across every scope.
+            { sourceTag: 'scope:operations', onlyDependOnLibsWithTags: ['scope:shared', 'scope:gateway', 'scope:placement', 'scope:deployment', 'scope:secrets', 'scope:operations'] },
           ],
         },
       ],

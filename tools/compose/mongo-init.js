@@ -14,7 +14,8 @@ if (!hello.isWritablePrimary) quit(1);
 const admin = db.getSiblingDB('admin');
 try {
   admin.auth('envengine-admin', env.MONGO_ADMIN_PASSWORD);
-} catch (error) {
+} catch {
+  // Not created yet (the localhost exception allows this first user only).
   admin.createUser({ user: 'envengine-admin', pwd: env.MONGO_ADMIN_PASSWORD, roles: [{ role: 'root', db: 'admin' }] });
   admin.auth('envengine-admin', env.MONGO_ADMIN_PASSWORD);
 }
