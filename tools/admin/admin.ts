@@ -11,9 +11,9 @@ import {
   credentialsDir,
   loadOrCreateCredentials,
   redisAcl,
-  DEV_STACK_PORTS,
   issueToken,
   localAdminUrls,
+  localServerUrls,
   rotateCredentials,
   SERVICE_DATABASES,
   signalRunningStack,
@@ -75,8 +75,7 @@ if (noun === 'credentials') {
   await rotateCredentials(
     {
       dataDir: local.dataDir,
-      mongoUrl: `mongodb://127.0.0.1:${DEV_STACK_PORTS.mongodb}/?directConnection=true`,
-      redisUrl: `redis://127.0.0.1:${DEV_STACK_PORTS.redis}`,
+      ...localServerUrls(local.dataDir),
       report,
     },
     argument as CredentialFile,

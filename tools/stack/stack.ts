@@ -1,9 +1,18 @@
 // `npm start`: the whole stack on this machine, no Docker needed. A process that dies is
 // restarted (with backoff) while the rest keeps serving; Ctrl-C stops it all.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { devStackDataDir, DEFAULT_REDIS_MAX_MEMORY_MB, issueToken, stackPidFile, startStack, superviseStack, withTokenStore } from '@envengine/dev-stack';
+import {
+  DEFAULT_REDIS_MAX_MEMORY_MB,
+  devStackDataDir,
+  issueToken,
+  removeRunningStackFile,
+  startStack,
+  superviseStack,
+  withTokenStore,
+  writeRunningStackFile,
+} from '@envengine/dev-stack';
 
 const { positionals } = parseArgs({ allowPositionals: true });
 if (positionals[0] !== 'up') {
@@ -18,6 +27,12 @@ if (!Number.isInteger(redisMaxMemoryMb) || redisMaxMemoryMb < 16) {
   console.error(`REDIS_MAXMEMORY_MB must be a whole number of MiB, at least 16 (got "${process.env.REDIS_MAXMEMORY_MB}")`);
   process.exit(2);
 }
+// `random`: free ports instead of the defaults, to run a second stack beside one (tests).
+const ports = process.env.ENVENGINE_PORTS ?? 'default';
+if (ports !== 'default' && ports !== 'random') {
+  console.error(`ENVENGINE_PORTS must be "default" or "random" (got "${ports}")`);
+  process.exit(2);
+}
 mkdirSync(dataDir, { recursive: true });
 const report = (line: string) => console.log(`envengine: ${line}`);
 
@@ -25,7 +40,7 @@ report(`data directory: ${dataDir}`);
 const stack = await startStack({
   dataDir,
   report,
-  ports: 'default',
+  ports,
   mongoUrl: process.env.MONGO_URL,
   redisUrl: process.env.REDIS_URL,
   temporalAddress: process.env.TEMPORAL_ADDRESS,
@@ -59,8 +74,7 @@ Press Ctrl-C to stop.`);
 
 // `npm run admin -- credentials rotate …` changes a credential on the server, then sends
 // SIGHUP here: every service restarts with the credentials now in the data directory.
-const pidFile = stackPidFile(dataDir);
-writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
+writeRunningStackFile(dataDir, { pid: process.pid, mongodb: servers.mongo.url, redis: servers.redis.url, gateway: services.gatewayUrl });
 let reloading = Promise.resolve();
 process.on('SIGHUP', () => {
   reloading = reloading.then(async () => {
@@ -79,7 +93,7 @@ const stop = async () => {
   report('stopping services and servers...');
   await supervisor.stop();
   await stack.stop();
-  rmSync(pidFile, { force: true });
+  removeRunningStackFile(dataDir);
   report('stopped');
   process.exit(0);
 };

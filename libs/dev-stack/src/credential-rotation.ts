@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { mongoUrlFor, redisAclFile, redisUrlFor } from '@envengine/backing-servers';
 import { ADMIN_USERNAME, MONGO_SCOPE_USERS, redisAcl } from './backing-credentials.ts';
 import { credentialFilePath, loadOrCreateCredentialFile, newCredentialValues, saveCredentialFile, type CredentialFile } from './credentials.ts';
-import { stackPidFile } from './local-stack.ts';
+import { readRunningStackFile } from './local-stack.ts';
 
 export interface RotationTarget {
   dataDir: string;
@@ -85,12 +85,12 @@ async function rotateRedis(base: string, dataDir: string, current: Record<string
 
 /** Tells `npm start` of this data directory (SIGHUP) to restart its services with the credentials now in it. */
 export function signalRunningStack(dataDir: string, report: (line: string) => void): void {
-  const pidFile = stackPidFile(dataDir);
-  if (!existsSync(pidFile)) {
+  const running = readRunningStackFile(dataDir);
+  if (!running) {
     report('npm start is not running: it uses the new credentials at its next start.');
     return;
   }
-  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  const { pid } = running;
   try {
     process.kill(pid, 'SIGHUP');
     report(`told the running stack (pid ${pid}) to restart its services with the new credentials`);
