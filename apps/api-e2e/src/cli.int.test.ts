@@ -312,6 +312,26 @@ describe('envctl against the stack', () => {
       expectExit(timedOut, 6);
       expect(timedOut.stderr).toContain(`error: timed_out: run ${started.id} was still queued`);
       expect(timedOut.stderr).toContain('waiting for a worker of the pool');
+      // Ctrl-C stops the watching, not the run: the status line ends, and it says so (exit 130).
+      const interrupted = await new Promise<Result>((resolve, reject) => {
+        const child = spawn(process.execPath, [CLI, 'runs', 'watch', started.id], { env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        let sent = false;
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+          // Interrupted once (a second Ctrl-C is the shell's hard stop), when it shows the run's status.
+          if (!sent && stderr.includes('queued')) {
+            sent = true;
+            child.kill('SIGINT');
+          }
+        });
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      expectExit(interrupted, 130);
+      expect(interrupted.stderr).toMatch(new RegExp(`\nerror: interrupted: stopped watching; run ${started.id} goes on \\(envctl runs watch ${started.id} follows it again\\)\n$`));
       const canceled = await envctl(['runs', 'cancel', started.id]);
       expectExit(canceled, 0);
       expect(Run.parse(json(canceled)).status).toBe('canceled');
@@ -322,6 +342,28 @@ describe('envctl against the stack', () => {
       expectExit(await envctl(['placement', 'set', 'local']), 0);
     }
     expect(PoolStatus.parse(json(await envctl(['pool', 'status']))).workers).toEqual([]);
+    // As a table, each list is headed, so an empty one says what is missing.
+    const table = await envctl(['pool', 'status', '-o', 'table']);
+    expectExit(table, 0);
+    expect(table.stdout).toMatch(/Live workers:\n\(none\)\n\nCredentials:\n/);
+  });
+
+  it('says what is wrong in the terms of the command line, and never echoes what may be a secret', async () => {
+    const secretAsArgument = await envctl(['secrets', 'set', 'API_KEY', '--env', 'dev', 's3cr3t-on-the-command-line']);
+    expectExit(secretAsArgument, 2);
+    expect(secretAsArgument.stderr).not.toContain('s3cr3t-on-the-command-line');
+    expect(secretAsArgument.stderr).toContain('the value is read from stdin');
+    expect((await envctl(['secrets', 'list', '--env', 'dev'])).stdout).not.toContain('API_KEY');
+
+    const bareCreate = await envctl(['env', 'create', 'flagless']);
+    expectExit(bareCreate, 2);
+    expect(bareCreate.stderr).toBe('error: usage: envctl env create needs --storage-prefix PREFIX and --executor local|remote; see envctl env create --help\n');
+    expectExit(await envctl(['env', 'get', 'flagless']), 4);
+
+    const missingFolder = join(tmpdir(), `envctl-no-such-project-${Date.now()}`);
+    const deployNothing = await envctl(['deploy', missingFolder, '--env', 'dev']);
+    expectExit(deployNothing, 2);
+    expect(deployNothing.stderr).toContain(`the project folder ${missingFolder} does not exist`);
   });
 
   it('starts a worker of the pool with a saved credential, passed through the environment, and runs a remote attempt on it', async () => {

@@ -21,6 +21,8 @@ export interface CommandContext {
   canPrompt: boolean;
   sleep(ms: number): Promise<void>;
   now(): number;
+  /** Calls `handler` on Ctrl-C (SIGINT) instead of the default exit; returns the unhook. */
+  onInterrupt(handler: () => void): () => void;
 }
 
 export interface ContextDeps {
@@ -30,6 +32,12 @@ export interface ContextDeps {
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
+  onInterrupt?: (handler: () => void) => () => void;
+}
+
+function onSigint(handler: () => void): () => void {
+  process.once('SIGINT', handler);
+  return () => process.off('SIGINT', handler);
 }
 
 export function createContext(deps: ContextDeps, values: OptionValues): CommandContext {
@@ -72,5 +80,6 @@ export function createContext(deps: ContextDeps, values: OptionValues): CommandC
     canPrompt: deps.io.stdin.isTTY === true && !deps.env.ci,
     sleep,
     now: deps.now ?? Date.now,
+    onInterrupt: deps.onInterrupt ?? onSigint,
   };
 }

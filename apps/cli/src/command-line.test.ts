@@ -56,6 +56,19 @@ describe('parseCommandLine', () => {
     expect(usage(['env', 'list', '-o', 'yaml'])).toContain('--output must be "table" or "json"');
   });
 
+  it('never echoes an extra argument of secrets set: it is likely the value', () => {
+    const message = usage(['secrets', 'set', 'API_KEY', '--env', 'prod', 's3cr3t-value']);
+    expect(message).not.toContain('s3cr3t-value');
+    expect(message).toContain('the value is read from stdin');
+    expect(message).toContain('--from-file');
+  });
+
+  it('names the missing required options by their flags', () => {
+    expect(usage(['env', 'create', 'x'])).toBe('envctl env create needs --storage-prefix PREFIX and --executor local|remote; see envctl env create --help');
+    expect(usage(['env', 'create', 'x', '--executor', 'local'])).toContain('needs --storage-prefix PREFIX;');
+    expect(usage(['secrets', 'list'])).toContain('envctl secrets list needs --env NAME');
+  });
+
   it('has no command option that shadows a global one, and no command words that prefix another command', () => {
     for (const command of COMMANDS) {
       for (const name of Object.keys(command.options ?? {})) expect(GLOBAL_OPTIONS, `${command.path.join(' ')} --${name}`).not.toHaveProperty(name);

@@ -25,6 +25,11 @@ export interface CommandSpec {
   /** Positionals as help shows them, e.g. `NAME` or `[DIR]`. */
   args?: string;
   positionals?: { min: number; max: number };
+  /**
+   * Said instead of echoing an argument beyond `positionals.max`, for a command where such
+   * an argument is likely a secret (`secrets set NAME VALUE`): an echo would put it in CI logs.
+   */
+  extraArgumentRefusal?: string;
   options?: Record<string, OptionSpec>;
   run(ctx: CommandContext, input: ParsedInput): Promise<ExitCode | void>;
 }
@@ -110,7 +115,15 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
   const positionals = parsed.positionals;
   const { min, max } = matched.positionals ?? { min: 0, max: 0 };
   if (positionals.length < min) throw usageError(`envctl ${matched.path.join(' ')} needs ${matched.args ?? `${min} argument(s)`}; see envctl ${matched.path.join(' ')} --help`);
-  if (positionals.length > max) throw usageError(`unexpected argument "${positionals[max]}" for envctl ${matched.path.join(' ')}`);
+  if (positionals.length > max) {
+    if (matched.extraArgumentRefusal) throw usageError(`envctl ${matched.path.join(' ')} takes ${max} argument(s); ${matched.extraArgumentRefusal} (the extra argument is not shown)`);
+    throw usageError(`unexpected argument "${positionals[max]}" for envctl ${matched.path.join(' ')}`);
+  }
+  // Options marked required are named, flag and value, before anything else checks the input.
+  const missing = Object.entries(matched.options ?? {})
+    .filter(([name, spec]) => spec.description.startsWith('(required)') && (parsed.values[name] === undefined || parsed.values[name] === ''))
+    .map(([name, spec]) => `--${name}${spec.value ? ` ${spec.value}` : ''}`);
+  if (missing.length > 0) throw usageError(`envctl ${matched.path.join(' ')} needs ${missing.join(' and ')}; see envctl ${matched.path.join(' ')} --help`);
   const output = parsed.values.output;
   if (output !== undefined && output !== 'table' && output !== 'json') throw usageError(`--output must be "table" or "json", not "${String(output)}"`);
   return { kind: 'run', command: matched, input: { values: parsed.values as OptionValues, positionals } };

@@ -12,6 +12,8 @@ export const ExitCode = {
   unreachable: 5,
   /** A wait ran out while the thing waited for was still going. */
   timedOut: 6,
+  /** Ctrl-C (128 + SIGINT, as shells report it); what was watched goes on. */
+  interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 

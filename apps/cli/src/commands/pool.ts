@@ -54,11 +54,14 @@ export const poolCommands: CommandSpec[] = [
         [
           `Queue ${data.queue}: ${data.attempts.queued} queued, ${data.attempts.running} running.`,
           '',
+          // Headed, so that an empty table ("(none)") says what is missing.
+          'Live workers:',
           ctx.out.table(
             ['WORKER', 'NAME', 'RUNNING', 'CONCURRENCY', 'HEARTBEAT', 'DRAINING'],
             data.workers.map((worker) => [worker.id, worker.name, worker.running.length, worker.concurrency, `${(worker.heartbeat_age_ms / 1000).toFixed(1)}s ago`, worker.draining]),
           ),
           '',
+          'Credentials:',
           ctx.out.table(['CREDENTIAL', 'LABEL', 'REDIS USER', 'CREATED'], data.credentials.map((credential) => [credential.id, credential.label, credential.redis_username, credential.created_at])),
         ].join('\n'),
       );

@@ -108,6 +108,15 @@ function exitOf(ctx: CommandContext, run: Run): ExitCodeValue {
 export async function watchRun(ctx: CommandContext, api: ApiClient, id: string, timeoutMs: number | undefined): Promise<ExitCodeValue> {
   const deadline = timeoutMs === undefined ? Infinity : ctx.now() + timeoutMs;
   const status = new StatusLine(ctx.out);
+  // Ctrl-C stops the watching, not the run: end the status line and say so (exit 130).
+  let interrupt: (error: CliError) => void = () => undefined;
+  const interrupted = new Promise<never>((_, reject) => (interrupt = reject));
+  interrupted.catch(() => undefined);
+  const unhook = ctx.onInterrupt(() => {
+    status.done();
+    interrupt(new CliError(ExitCode.interrupted, 'interrupted', `stopped watching; run ${id} goes on (envctl runs watch ${id} follows it again)`));
+  });
+  const orInterrupt = <T>(step: Promise<T>): Promise<T> => Promise.race([step, interrupted]);
   let cursor: string | undefined;
   const printLogs = (lines: readonly RunLogLine[]) => {
     if (lines.length === 0) return;
@@ -117,8 +126,8 @@ export async function watchRun(ctx: CommandContext, api: ApiClient, id: string, 
   };
   try {
     for (;;) {
-      const run = await getRun(api, id);
-      printLogs(await logsAfter(api, id, cursor));
+      const run = await orInterrupt(getRun(api, id));
+      printLogs(await orInterrupt(logsAfter(api, id, cursor)));
       if (TERMINAL.has(run.status)) {
         // Lines shipped just before the finish report.
         printLogs(await logsAfter(api, id, cursor));
@@ -131,9 +140,10 @@ export async function watchRun(ctx: CommandContext, api: ApiClient, id: string, 
         status.done();
         throw new CliError(ExitCode.timedOut, 'timed_out', `run ${id} was still ${run.status} after ${timeoutMs! / 1000} s (it goes on; envctl runs watch ${id} follows it again)`);
       }
-      await ctx.sleep(POLL_MS);
+      await orInterrupt(ctx.sleep(POLL_MS));
     }
   } finally {
+    unhook();
     status.done();
   }
 }

@@ -45,6 +45,7 @@ export const secretCommands: CommandSpec[] = [
     summary: 'create or rotate a secret; the value is read from stdin or --from-file, never from an argument',
     args: 'NAME',
     positionals: { min: 1, max: 1 },
+    extraArgumentRefusal: 'the value is read from stdin (e.g. printf %s "$VALUE" | envctl secrets set NAME --env E) or --from-file FILE, never from an argument, which every user of the machine sees in the process list',
     options: {
       ...ENV_OPTION,
       'from-file': { type: 'string', value: 'FILE', description: 'read the value from FILE instead of stdin' },

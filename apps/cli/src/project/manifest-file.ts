@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { packProject, type PackedProject } from '@envengine/bundle-packing';
 import type { OptionSpec } from '../command-line.ts';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -23,6 +23,12 @@ export async function readManifestFile(projectDir: string, manifestOption: strin
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      // Say what is missing: the folder itself, or the manifest in it.
+      const folder = await stat(projectDir).catch(() => undefined);
+      if (!folder) throw usageError(`the project folder ${projectDir} does not exist`);
+      if (!folder.isDirectory()) throw usageError(`${projectDir} is not a folder (give the project's folder)`);
+    }
     throw usageError(code === 'ENOENT' ? `no ${pathInProject} in ${projectDir} (the project's manifest; --manifest names another file)` : `cannot read ${file}: ${(error as Error).message}`);
   }
   let manifest: unknown;
