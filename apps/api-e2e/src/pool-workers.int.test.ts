@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Run, type PoolCredentialIssued } from '@envengine/contracts';
-import { createTenant, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
+import { createTenant, launchPoolWorker, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -195,5 +195,45 @@ describe("remote attempts on a tenant's pool", () => {
     expect(afterTamper.status).toBe('succeeded');
     expect(readFileSync(worker!.logFile, 'utf8')).toContain('failed its digest check');
     expect(fetchedLines()).toBe(fetches + 1);
+  });
+
+  describe('a pool worker as an operator runs it', () => {
+    const logOf = (worker: { logFile: string }) => readFileSync(worker.logFile, 'utf8');
+    const revoke = async (issued: PoolCredentialIssued) => expect((await tenant.api.request('DELETE', `/pool/credentials/${issued.id}`)).status).toBe(200);
+
+    it('exits at once with code 77 and says why when its credential was revoked before it started', async () => {
+      const issued = await issueCredential(tenant);
+      await revoke(issued);
+      const worker = launchPoolWorker(stack, issued, 'revoked-before');
+      workers.push(worker as PoolWorker);
+      expect(await worker.process.waitForExit()).toBe(WORKER_EXIT_CODES.credentialRefused);
+      expect(logOf(worker)).toContain("refused this worker's pool credential: it was revoked or is not known to the engine");
+      expect(logOf(worker)).not.toContain('attempt-worker ready');
+    });
+
+    it('exits with code 77 when its credential is revoked while it runs, instead of retrying forever', async () => {
+      const issued = await issueCredential(tenant);
+      const worker = await startPoolWorker(stack, issued, 'revoked-while-running');
+      workers.push(worker);
+      await revoke(issued);
+      expect(await worker.process.waitForExit()).toBe(WORKER_EXIT_CODES.credentialRefused);
+      const refusals = logOf(worker).split('\n').filter((line) => line.includes("refused this worker's pool credential"));
+      expect(refusals).toHaveLength(1);
+    });
+
+    it('listens on a free health port unless told one, and stops at once on Ctrl-C with nothing running', async () => {
+      const issued = await issueCredential(tenant);
+      // Far longer than the test may take: an idle worker must not wait for any drain.
+      const worker = launchPoolWorker(stack, issued, 'idle', { DRAIN_TIMEOUT_MS: '120000' });
+      workers.push(worker as PoolWorker);
+      const ready = await until(async () => logOf(worker), (text) => text.includes('attempt-worker ready'), 30_000);
+      const port = (JSON.parse(ready.split('\n').find((line) => line.includes('attempt-worker ready'))!) as { port: number }).port;
+      expect(port).toBeGreaterThan(0);
+      expect(port).not.toBe(8085);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      process.kill(worker.process.pid!, 'SIGINT');
+      expect(await worker.process.waitForExit()).toBe(0);
+      expect(logOf(worker)).toContain('"msg":"stopped"');
+    }, 30_000);
   });
 });

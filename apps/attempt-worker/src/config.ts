@@ -69,6 +69,8 @@ const poolSchema = z.object({
   REDIS_PASSWORD: z.string({ message: 'is required in --pool mode (the credential\'s Redis password)' }).min(1),
   /** The pool's queue, `attempts-<tenant id>`, as the credential names it. */
   POOL_QUEUE: z.string({ message: 'is required in --pool mode (the credential\'s queue)' }).regex(/^attempts-ten_[0-9a-z]{26}$/),
+  /** Health port: a free one by default, so that a pool worker never collides with the engine's runner (8085) or another worker. */
+  PORT: PortFromEnv(0),
 });
 
 export type WorkerConfig = z.infer<typeof localSchema> | z.infer<typeof poolSchema>;

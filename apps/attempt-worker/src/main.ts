@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
-import type { WorkerIdentity } from '@envengine/contracts';
+import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
 import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig } from './config.ts';
@@ -35,7 +35,7 @@ await mkdir(config.BUNDLE_CACHE_DIR, { recursive: true });
 const sandboxProblem = checkSandbox(sandbox, config.BUNDLE_CACHE_DIR, process.env.PATH);
 if (sandboxProblem) {
   log.fatal({ sandbox: config.SANDBOX }, sandboxProblem);
-  process.exit(78); // EX_CONFIG
+  process.exit(WORKER_EXIT_CODES.sandboxUnavailable);
 }
 if (config.SANDBOX === 'off') {
   log.warn({ sandbox: 'off' }, "SANDBOX=off: tenants' code runs under Node's permission model alone, which is no protection against hostile code");
@@ -53,7 +53,29 @@ const sandboxes = new WarmSandboxes({
   idleMs: config.WARM_SANDBOX_IDLE_MS,
   fork: (bundleRoot, egress) => spawnAssetChild(sandbox, bundleRoot, egress),
 });
-const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant);
+/**
+ * A pool credential that the engine refuses (revoked, or never issued) cannot become good
+ * again: the worker says so once and exits with EX_NOPERM, instead of retrying forever.
+ */
+let refused = false;
+/** What to close on a refusal, added as it is made (the queue's connection and worker). */
+const closeOnRefusal: Array<() => void> = [];
+const credentialRefused = (where: 'worker API' | 'Redis') => {
+  if (refused) return;
+  refused = true;
+  log.fatal(
+    { exit_code: WORKER_EXIT_CODES.credentialRefused, refused_by: where },
+    `the ${where} refused this worker's pool credential: it was revoked or is not known to the engine. Create a new one (envctl pool credentials create) and start the worker with it`,
+  );
+  leases.stopAll('drain');
+  leases.stop();
+  sandboxes.close();
+  for (const close of closeOnRefusal) close();
+  log.flush(() => process.exit(WORKER_EXIT_CODES.credentialRefused));
+};
+const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant, () => credentialRefused('worker API'));
+// Checked before any job is taken: a refused credential stops the worker at once.
+if (!(await leases.credentialAccepted())) credentialRefused('worker API');
 // One runner per tenant: bundles are fetched with the tenant's identity (the engine's
 // runner serves every tenant), and cached by digest on disk.
 const runners = new Map<string, AttemptRunner>();
@@ -84,7 +106,10 @@ const connection =
   config.mode === 'pool'
     ? new Redis(poolRedisOptions(config.REDIS_URL, config.REDIS_USERNAME, config.REDIS_PASSWORD))
     : new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
+connection.on('error', (error: Error) => {
+  if (config.mode === 'pool' && /WRONGPASS/.test(error.message)) credentialRefused('Redis');
+  else log.warn({ err: error.message }, 'redis error');
+});
 
 const queueName = config.mode === 'local' ? LOCAL_ATTEMPT_QUEUE : config.POOL_QUEUE;
 const worker = new Worker(
@@ -98,6 +123,7 @@ const worker = new Worker(
   { connection, prefix: ATTEMPT_QUEUE_PREFIX, concurrency: config.CONCURRENCY, autorun: true },
 );
 worker.on('error', (error: Error) => log.warn({ err: error.message }, 'queue worker error'));
+closeOnRefusal.push(() => void worker.close(true).catch(() => undefined), () => connection.disconnect());
 worker.on('failed', (job, error) => log.warn({ job_id: job?.id, err: error.message }, 'attempt job failed; the dispatcher offers it again'));
 leases.start();
 

@@ -133,3 +133,14 @@ export const ReleaseAttemptRequest = z.strictObject({ reason: z.string().max(500
 /** `ctx.connection(name)` of one asset of the attempt: only the binding that asset declares resolves. */
 export const ConnectionRequest = z.strictObject({ asset: z.string().min(1).max(200) });
 export type ConnectionRequest = z.infer<typeof ConnectionRequest>;
+
+/**
+ * How an attempt-worker process ends when it cannot work (docs/operations.md): what
+ * `envctl worker start` and a process supervisor branch on. EX_NOPERM and EX_CONFIG of sysexits.
+ */
+export const WORKER_EXIT_CODES = {
+  /** The pool credential was refused (revoked, or never issued) by the worker API or Redis. */
+  credentialRefused: 77,
+  /** The OS sandbox cannot run here (bubblewrap missing, user namespaces off…). */
+  sandboxUnavailable: 78,
+} as const;

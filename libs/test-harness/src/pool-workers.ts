@@ -23,6 +23,23 @@ export async function startPoolWorker(
   env: Record<string, string> = {},
 ): Promise<PoolWorker> {
   const port = await freePort();
+  const worker = launchPoolWorker(stack, credential, name, { PORT: String(port), ...env });
+  const healthUrl = `http://127.0.0.1:${port}`;
+  await waitUntil(`pool worker ${name}`, async () => (await fetch(`${healthUrl}/readyz`)).status === 200, {
+    timeoutMs: 30_000,
+    alive: () => worker.process.running,
+    logFile: worker.logFile,
+  });
+  return { ...worker, healthUrl };
+}
+
+/** The worker process only, not waited for, with no PORT unless `env` gives one (it then picks a free port). */
+export function launchPoolWorker(
+  stack: StackInfo,
+  credential: PoolCredentialIssued,
+  name: string,
+  env: Record<string, string> = {},
+): Omit<PoolWorker, 'healthUrl'> {
   const logFile = join(stack.dataDir, 'logs', `pool-worker-${name}.log`);
   const bundleCacheDir = join(stack.dataDir, `pool-worker-${name}-bundles`);
   const process_ = new ManagedProcess({
@@ -41,18 +58,11 @@ export async function startPoolWorker(
       REDIS_PASSWORD: credential.redis.password,
       POOL_QUEUE: credential.queue,
       WORKER_NAME: name,
-      PORT: String(port),
       BUNDLE_CACHE_DIR: bundleCacheDir,
       HEARTBEAT_INTERVAL_MS: '500',
       ASSET_TIMEOUT_MS: '20000',
       ...env,
     },
   });
-  const healthUrl = `http://127.0.0.1:${port}`;
-  await waitUntil(`pool worker ${name}`, async () => (await fetch(`${healthUrl}/readyz`)).status === 200, {
-    timeoutMs: 30_000,
-    alive: () => process_.running,
-    logFile,
-  });
-  return { process: process_, name, healthUrl, logFile, bundleCacheDir };
+  return { process: process_, name, logFile, bundleCacheDir };
 }

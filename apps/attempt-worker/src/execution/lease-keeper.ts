@@ -1,6 +1,6 @@
 import type { WorkerIdentity } from '@envengine/contracts';
 import type { Logger } from '@envengine/service-kit';
-import type { HeldAttempt, WorkerApiClient } from '../worker-api/worker-api-client.ts';
+import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 
 /** Why a running attempt is stopped from outside. */
 export type StopReason = 'superseded' | 'drain';
@@ -29,7 +29,26 @@ export class LeaseKeeper {
     private readonly intervalMs: number,
     /** A pool worker's tenant is its token's; it reports while idle too. */
     private readonly poolTenant: string | undefined,
+    /** The worker API refused the worker's credential (401): revoked or never known. */
+    private readonly onCredentialRefused: () => void = () => undefined,
   ) {}
+
+  /**
+   * One heartbeat with nothing running, before the worker takes any job: false when the
+   * worker API refuses the credential (401). Other failures (unreachable) are retried by
+   * the regular beats and leave this true.
+   */
+  async credentialAccepted(): Promise<boolean> {
+    if (this.poolTenant === undefined) return true;
+    try {
+      await this.api.heartbeat(this.poolTenant, { worker: this.worker, draining: false, attempts: [] });
+      return true;
+    } catch (error) {
+      if (error instanceof WorkerApiError && error.status === 401) return false;
+      this.log.warn({ err: (error as Error).message }, 'the worker API is not reachable yet; retrying every heartbeat');
+      return true;
+    }
+  }
 
   start(): void {
     this.timer = setInterval(() => void this.beat(), this.intervalMs);
@@ -83,6 +102,10 @@ export class LeaseKeeper {
             tracked.stop('superseded');
           }
         } catch (error) {
+          if (error instanceof WorkerApiError && error.status === 401) {
+            this.onCredentialRefused();
+            return;
+          }
           // The lease lasts several intervals: one missed beat is not a loss.
           this.log.warn({ err: (error as Error).message }, 'heartbeat failed; retrying next interval');
         }

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { PoolCredentialIssued } from '@envengine/contracts';
+import { PoolCredentialIssued, WORKER_EXIT_CODES } from '@envengine/contracts';
 import { integerOption, stringOption, type CommandSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
@@ -74,6 +74,9 @@ export const workerCommand: CommandSpec = {
         child.once('error', reject);
         child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === 'SIGTERM' || signal === 'SIGINT' ? 0 : 1)));
       });
+      if (code === WORKER_EXIT_CODES.credentialRefused) {
+        throw new CliError(ExitCode.auth, 'credential_refused', `the engine refused the pool credential ${credential.id} (revoked?): create a new one with envctl pool credentials create`);
+      }
       return code === 0 ? ExitCode.ok : ExitCode.failed;
     } finally {
       process.off('SIGINT', onInt);
