@@ -1,11 +1,42 @@
+import { builtinModules } from 'node:module';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
-const NODE_BUILTINS = [
-  'assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'fs/promises',
-  'http', 'http2', 'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers',
-  'tls', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
+// Every Node built-in, with and without `node:` (builtinModules lists `node:`-only ones such as `node:sqlite` with it).
+const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => (name.startsWith('node:') ? [name] : [name, `node:${name}`])))];
+
+// A lib is reached through its public entry only. Repeated in every block that sets
+// `no-restricted-imports`, since a later block's setting replaces an earlier one's.
+const DEEP_IMPORT_PATTERNS = [{ group: ['@envengine/*/*', '!@envengine/*/testing'], message: 'Import a lib through its public entry.' }];
+
+// Dev tooling and tests: they start servers, read the environment and look behind the API on purpose.
+const DEV_AND_TESTS = ['**/*.test.ts', 'apps/api-e2e/**', 'libs/test-harness/**', 'libs/backing-servers/**', 'libs/dev-stack/**'];
+
+// The libs and repositories that own stored data: the only places that touch the driver.
+const DATA_ACCESS = ['libs/tenant-data/**', 'libs/deployment-data/**', 'libs/local-secret-store/**', 'libs/api-tokens/**', 'libs/service-kit/src/mongo.ts'];
+
+/**
+ * Where a read across every tenant is allowed, each for its reason: the lease reaper and
+ * the dispatcher's reconciler sweep every tenant's attempts (run.repository.ts); a pool
+ * credential is looked up by its token's hash before its tenant is known, and the
+ * placement-service re-creates every live pool user in Redis (pool-credential.repository.ts).
+ */
+const ACROSS_TENANTS_ALLOWED = ['libs/tenant-data/**', 'apps/placement-service/src/runs/run.repository.ts', 'apps/placement-service/src/pool/pool-credential.repository.ts'];
+
+const RAW_DRIVER = [
+  {
+    selector: 'MemberExpression[property.name=/^(collection|db)$/]',
+    message: 'Reach stored data through its data-access lib (a typed model; TenantScopedModel for tenant data), not the driver.',
+  },
+  {
+    selector: "CallExpression[callee.property.name=/^(insertMany|updateOne|updateMany|replaceOne|deleteOne|deleteMany|findOneAndUpdate|findOneAndReplace|findOneAndDelete|bulkWrite)$/][arguments.0.type='ObjectExpression']",
+    message: 'A write with a filter first is tenant-less: write tenant data through TenantScopedModel, whose methods take the tenant first.',
+  },
 ];
+const ACROSS_TENANTS = {
+  selector: "MemberExpression[property.name='findAcrossTenants']",
+  message: 'Reads across tenants are allowed only where eslint.config.mjs names the file and its reason (ACROSS_TENANTS_ALLOWED).',
+};
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.envengine/**'] },
@@ -50,43 +81,56 @@ export default tseslint.config(
           ],
         },
       ],
-      // A lib is reached through its public entry only.
-      'no-restricted-imports': ['error', { patterns: [{ group: ['@envengine/*/*', '!@envengine/*/testing'], message: 'Import a lib through its public entry.' }] }],
+      'no-restricted-imports': ['error', { patterns: DEEP_IMPORT_PATTERNS }],
     },
   },
   {
     // Stored data is written through typed models (schema-cast and validated), and tenant
-    // data through TenantScopedModel: never by raw driver calls on a model's collection.
+    // data through TenantScopedModel: never through the driver's collection or database
+    // objects, never by a model write whose first argument is a filter (a tenant-less
+    // write: TenantScopedModel's writes take the tenant first), and across tenants only
+    // where named (ACROSS_TENANTS_ALLOWED).
     files: ['apps/**/*.ts', 'libs/**/*.ts'],
-    ignores: ['**/*.test.ts', 'apps/api-e2e/**', 'libs/test-harness/**', 'libs/backing-servers/**', 'libs/dev-stack/**'],
+    ignores: [...DEV_AND_TESTS, ...DATA_ACCESS, ...ACROSS_TENANTS_ALLOWED],
+    rules: { 'no-restricted-syntax': ['error', ...RAW_DRIVER, ACROSS_TENANTS] },
+  },
+  {
+    // The files allowed to read across tenants keep the other data rules.
+    files: ACROSS_TENANTS_ALLOWED,
+    ignores: DATA_ACCESS,
+    rules: { 'no-restricted-syntax': ['error', ...RAW_DRIVER] },
+  },
+  {
+    // Configuration is read once at start-up, through a schema, by each app's entry point.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: ['apps/*/src/main.ts', 'apps/*/src/config.ts', ...DEV_AND_TESTS],
     rules: {
-      'no-restricted-syntax': [
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read configuration in the app config (parsed once at start) and pass it in.' },
+      ],
+      'no-restricted-imports': [
         'error',
         {
-          selector: "CallExpression[callee.object.property.name='collection'][callee.property.name=/^(insertOne|insertMany|updateOne|updateMany|replaceOne|deleteOne|deleteMany|findOneAndUpdate|findOneAndReplace|findOneAndDelete|bulkWrite)$/]",
-          message: 'Write through the typed model (TenantScopedModel for tenant data), not the raw collection.',
+          paths: ['process', 'node:process'].map((name) => ({ name, importNames: ['env'], message: 'Read configuration in the app config (parsed once at start) and pass it in.' })),
+          patterns: DEEP_IMPORT_PATTERNS,
         },
       ],
     },
   },
   {
-    // Configuration is read once at start-up, through a schema, by each app's entry point.
-    files: ['apps/**/*.ts', 'libs/**/*.ts'],
-    ignores: ['apps/*/src/main.ts', 'apps/*/src/config.ts', '**/*.test.ts', 'libs/backing-servers/**', 'libs/dev-stack/**', 'libs/test-harness/**'],
-    rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration in the app config (parsed once at start) and pass it in.' }],
-    },
-  },
-  {
     // Workflow code is replayed by Temporal and must stay deterministic: no I/O, no Node.
-    files: ['**/*.workflow.ts', '**/workflows/**/*.ts'],
+    // The whole workflows lib (its definitions are imported by every workflow), and any
+    // workflow file elsewhere.
+    files: ['libs/deployment-workflows/src/**/*.ts', '**/*.workflow.ts', '**/workflows/**/*.ts'],
     ignores: ['**/*.test.ts', '**/*.activities.ts', '**/activities/**'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
+          patterns: DEEP_IMPORT_PATTERNS,
           paths: [
-            ...NODE_BUILTINS.flatMap((name) => [name, `node:${name}`]).map((name) => ({ name, message: 'Workflow code cannot use Node built-ins; do it in an activity.' })),
+            ...NODE_BUILTINS.map((name) => ({ name, message: 'Workflow code cannot use Node built-ins; do it in an activity.' })),
             ...['mongoose', 'mongodb', 'ioredis', 'bullmq', 'express', 'undici', 'pino', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'].map((name) => ({ name, message: 'Workflow code cannot do I/O; do it in an activity.' })),
           ],
         },
