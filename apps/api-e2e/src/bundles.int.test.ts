@@ -86,7 +86,6 @@ describe('bundles', () => {
         }
       },
     });
-    const started = Date.now();
     const response = await fetch(`${stack.gatewayUrl}/api/v1/bundles`, {
       method: 'POST',
       headers: { ...gzip, authorization: `Bearer ${tenant.token}` },
@@ -96,6 +95,7 @@ describe('bundles', () => {
     // The answer closes the connection; the client may see it, or the closed connection.
     if (response instanceof Error) expect(String(response.cause ?? response.message)).toMatch(/EPIPE|ECONNRESET|closed|other side/i);
     else expect(response.status).toBe(422);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Refused at its first chunks: the client was not made to send the whole body.
+    expect(sent).toBeLessThan(70);
   });
 });

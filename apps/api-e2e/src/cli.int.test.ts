@@ -262,9 +262,9 @@ describe('envctl against the stack', () => {
     const rotated = await envctl(['secrets', 'set', 'orders-api-key', '--env', 'dev', '-o', 'table'], {
       input: value,
       // stdin is still open here: the process waits for the value.
+      // Read once the child has become envctl (its arguments are in place), not after a guess of time.
       whileRunning: async (pid) => {
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        cmdline = await until(async () => readFileSync(`/proc/${pid}/cmdline`, 'utf8'), (text) => text.includes('secrets\u0000set'), 10_000, 10);
       },
     });
     expectExit(rotated, 0);

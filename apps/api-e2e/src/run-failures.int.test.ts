@@ -37,8 +37,14 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
   }
 
   it('answers 503 while Redis is down, and every run created before ends once after it returns', async () => {
+    // The gate: no runner takes anything, so all 20 are provably still queued when Redis
+    // (not persisted) goes down with their jobs; only the dispatcher's reconciler can
+    // offer them again.
+    await stack.services.processes['attempt-worker'].stop();
     const ids: string[] = [];
     for (let i = 0; i < 20; i += 1) ids.push(Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data).id);
+    const queued = await Promise.all(ids.map(async (id) => Run.parse((await tenant.api.get(`/runs/${id}`)).body.data)));
+    expect(queued.map((run) => [run.status, run.attempts.map((attempt) => attempt.status)])).toEqual(ids.map(() => ['queued', ['queued']]));
     const port = Number(new URL(stack.servers.redis.url).port);
     await stack.servers.redis.stop();
 
@@ -48,6 +54,7 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
     expect(listed).toHaveLength(20);
 
     restartedRedis = await startRedis({ dataDir: stack.info.dataDir, port, persist: false, acl: stack.servers.redisAcl, maxMemoryMb: stack.servers.redisMaxMemoryMb, report: () => undefined });
+    await stack.services.restart('attempt-worker');
     const runs = await allTerminal(ids);
     expect(runs.map((run) => run.status)).toEqual(ids.map(() => 'succeeded'));
     // No attempt ran twice: one attempt per run, and one materialization per run.

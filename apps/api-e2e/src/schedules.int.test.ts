@@ -74,6 +74,11 @@ function expectedFireTable(timeZone: string, hours: number[], year = 2026): stri
   return fires.sort((a, b) => a - b).map((instant) => new Date(instant).toISOString());
 }
 
+/** The instant of a UTC schedule's tick key (its wall time in UTC, e.g. `2026-11-25T14:59:03`). */
+function utcTickInstant(tick: string): number {
+  return Date.parse(/[zZ]|[+-]\d\d:\d\d$/.test(tick) ? tick : `${tick}Z`);
+}
+
 describe('schedules', () => {
   let tenant: TestTenant;
   let other: TestTenant;
@@ -85,6 +90,20 @@ describe('schedules', () => {
   const scheduledRuns = async (schedule = EVERY_SECOND.name): Promise<Run[]> => {
     const response = await tenant.api.get('/environments/prod/runs?limit=200');
     return RunList.parse(response.body).data.filter((run) => run.trigger === 'schedule' && run.schedule === schedule);
+  };
+  /** The tick of each scheduled run (kept with the run, not in its API view), as an instant. */
+  const scheduledTicks = async (schedule = EVERY_SECOND.name): Promise<Array<{ id: string; tick: number }>> => {
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
+    try {
+      const runs = await mongo
+        .db(stack.databases['placement-service'])
+        .collection<{ _id: string; tenant_id: string; schedule: string; schedule_tick: string | null }>('runs')
+        .find({ tenant_id: tenant.tenantId, schedule, schedule_tick: { $ne: null } })
+        .toArray();
+      return runs.map((run) => ({ id: run._id, tick: utcTickInstant(run.schedule_tick!) }));
+    } finally {
+      await mongo.close();
+    }
   };
   const listSchedules = async (): Promise<Schedule[]> => {
     const response = await tenant.api.get('/environments/prod/schedules');
@@ -140,8 +159,11 @@ describe('schedules', () => {
     expect(schedules.map((schedule) => schedule.name).sort()).toEqual(['every_second', 'nightly_berlin', 'nightly_ny']);
     const everySecond = schedules.find((schedule) => schedule.name === 'every_second')!;
     expect(everySecond).toMatchObject({ job: 'quick', cron: '* * * * * *', timezone: 'UTC', paused: false });
-    expect(Date.parse(everySecond.next_run_at!) - Date.now()).toBeLessThanOrEqual(1500);
-    expect((await scheduledRuns()).map((run) => run.id)).toContain(everySecond.last_run_id);
+    // The next fire time is the schedule's, a whole second, after the tick of its last run.
+    const lastRun = (await scheduledTicks()).find((run) => run.id === everySecond.last_run_id);
+    expect(lastRun).toBeDefined();
+    expect(Date.parse(everySecond.next_run_at!) % 1000).toBe(0);
+    expect(Date.parse(everySecond.next_run_at!)).toBeGreaterThan(lastRun!.tick);
     expect(await temporalState('every_second')).toBe('running');
   });
 
@@ -268,15 +290,12 @@ describe('schedules', () => {
     const resumed = await tenant.api.post('/environments/prod/schedules/resume');
     expect(resumed.status).toBe(200);
     expect(resumed.body.data).toMatchObject({ schedules_paused: false, schedules_paused_reason: null });
-    // Evidence that three seconds of ticks have passed: a run started that late.
-    await until(() => scheduledRuns(), (runs) => runs.some((run) => Date.parse(run.inserted_at) >= resumeAskedAt + 3000), 30_000, 200);
-    const firstSeconds = (await scheduledRuns()).filter((run) => {
-      const at = Date.parse(run.inserted_at);
-      return at >= resumeAskedAt && at < resumeAskedAt + 3000;
-    });
-    // Three ticks at most (the four-plus ticks missed while paused are not made up for).
-    expect(firstSeconds.length).toBeGreaterThan(0);
-    expect(firstSeconds.length).toBeLessThanOrEqual(3);
+    // Evidence that the schedule fires again: runs of two ticks after the resume.
+    await until(() => scheduledTicks(), (runs) => runs.filter((run) => run.tick >= resumeAskedAt).length >= 2, 30_000, 200);
+    // No catch-up: no run of a tick that fell while paused (the four-plus ticks missed then
+    // are not made up for; the second before the resume is its rounding).
+    const madeUp = (await scheduledTicks()).filter((run) => run.tick > pausedAt && run.tick < resumeAskedAt - 1000);
+    expect(madeUp.map((run) => new Date(run.tick).toISOString())).toEqual([]);
   });
 
   it("admits no tick once the pause has returned, not even one whose run's transaction was under way", async () => {

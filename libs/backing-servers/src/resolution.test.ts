@@ -70,10 +70,11 @@ describe('the build lock', () => {
     await acquireBuildLock(lock, 'temporal', () => undefined);
     expect(readFileSync(join(lock, 'pid'), 'utf8')).toBe(String(process.pid));
 
-    const said: string[] = [];
-    const second = acquireBuildLock(lock, 'temporal', (line) => said.push(line));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(said[0]).toMatch(/waiting for another process \(pid \d+\) to finish building temporal/);
+    // Evidence, not time: the waiter says it waits, and only then is the lock let go.
+    let announce!: (line: string) => void;
+    const firstLine = new Promise<string>((resolve) => (announce = resolve));
+    const second = acquireBuildLock(lock, 'temporal', (line) => announce(line));
+    expect(await firstLine).toMatch(/waiting for another process \(pid \d+\) to finish building temporal/);
     rmSync(lock, { recursive: true });
     await second;
     rmSync(lock, { recursive: true });
