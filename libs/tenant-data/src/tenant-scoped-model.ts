@@ -40,12 +40,18 @@ export class TenantScopedModel<T extends TenantOwned> {
     return ensureCollectionAndIndexes(this.model);
   }
 
+  /** Types say it; this says it to a caller the types did not reach (`any`, JavaScript): a tenant is a non-empty string. */
+  private requireTenant(tenantId: unknown, what: string): asserts tenantId is string {
+    if (typeof tenantId !== 'string' || tenantId === '') throw new Error(`${this.model.modelName}: ${what} without a tenant`);
+  }
+
   private scoped(tenantId: string, filter: TenantFilter<T>): QueryFilter<T> {
-    if (!tenantId) throw new Error(`${this.model.modelName}: a query without a tenant`);
+    this.requireTenant(tenantId, 'a query');
     return { ...filter, tenant_id: tenantId } as QueryFilter<T>;
   }
 
   async insert(tenantId: string, doc: Omit<T, 'tenant_id'>, options: WriteOptions = {}): Promise<T> {
+    this.requireTenant(tenantId, 'an insert');
     const full = { ...doc, tenant_id: tenantId } as T;
     await this.model.insertOne(full as never, { session: options.session });
     return full;
@@ -57,7 +63,7 @@ export class TenantScopedModel<T extends TenantOwned> {
    * the write's cost matters (an audit log).
    */
   async insertManyOwned(docs: ReadonlyArray<{ tenantId: string; doc: Omit<T, 'tenant_id'> }>, options: WriteOptions = {}): Promise<void> {
-    for (const { tenantId } of docs) if (!tenantId) throw new Error(`${this.model.modelName}: an insert without a tenant`);
+    for (const { tenantId } of docs) this.requireTenant(tenantId, 'an insert');
     await this.model.insertMany(
       docs.map(({ tenantId, doc }) => ({ ...doc, tenant_id: tenantId })),
       { ordered: false, lean: true, session: options.session },
