@@ -309,6 +309,35 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     }
   });
 
+  it('takes a recorded materialization back, and answers 409, when the lease is superseded between the record and the outcome', async () => {
+    // Forced, not hoped for: the test holds the attempt's document in a transaction of its
+    // own that supersedes the lease. The record (another scope's database) is written; the
+    // outcome's conditional write waits on the held document; once the test commits, that
+    // write no longer matches, and the record must be taken back.
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    const session = mongo.startSession();
+    try {
+      const attempts = mongo.db(stack.databases['placement-service']).collection<{ _id: string; lease: string }>('attempts');
+      const records = mongo.db(stack.databases['deployment-service']).collection<{ _id: string }>('materializations');
+      const held = await hold();
+      session.startTransaction();
+      await attempts.updateOne({ _id: held.attemptId }, { $set: { lease: 'superseded-by-the-test' } }, { session });
+      const call = callsAbout(held, bundleRef).materialization;
+      const id = newId('mat');
+      const answer = send(ownerPool, { ...call, json: { ...(call.json as object), id, location: ordersLocation(id) } });
+      // Evidence that the request is past the record and waiting on the outcome: the record exists.
+      await until(() => records.countDocuments({ _id: id }), (count) => count === 1, 15_000, 20);
+      await session.commitTransaction();
+      const written = await answer;
+      expect([written.status, ErrorBody.parse(written.body).error.code]).toEqual([409, 'lease_superseded']);
+      expect(await records.countDocuments({ _id: id })).toBe(0);
+      expect((await owner.api.post(`/runs/${held.runId}/cancel`, {})).status).toBe(200);
+    } finally {
+      await session.endSession();
+      await mongo.close();
+    }
+  });
+
   it("stores no log line past the attempt's limit, whatever a worker sends", async () => {
     const call = callsAbout(mine, bundleRef).logs;
     // The test stack keeps the default limit, 10,000 lines: seq 10,000 is the cut marker's, past it nothing.
