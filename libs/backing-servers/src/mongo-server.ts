@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type Db } from 'mongodb';
 import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
 import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
@@ -136,7 +136,7 @@ const ALREADY_INITIALIZED = 23;
 const USER_ALREADY_EXISTS = 51003;
 
 /** Each scope user with its own database only; an existing one gets the current password (rotation) and roles. */
-async function keepScopeUsers(admin: import('mongodb').Db, users: MongoAuth['users']): Promise<void> {
+async function keepScopeUsers(admin: Db, users: MongoAuth['users']): Promise<void> {
   for (const user of users) {
     const definition = { pwd: user.password, roles: [{ role: 'readWrite', db: user.db }] };
     await admin.command({ createUser: user.username, ...definition }).catch(async (error: { code?: number }) => {
