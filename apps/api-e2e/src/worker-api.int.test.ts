@@ -309,6 +309,29 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     }
   });
 
+  it("ends an attempt exactly once when its finish races its run's cancel: one wins, the other is refused, and the run agrees", async () => {
+    const winners = { finish: 0, cancel: 0 };
+    for (let round = 0; round < 12; round += 1) {
+      const held = await hold();
+      const failing = { ...callsAbout(held, bundleRef).finish, json: { status: 'failed', error: 'failed by the test', assets: [{ key: 'orders', status: 'failed', error: 'failed by the test' }] } };
+      // Both sent at once, each on its own connection.
+      const [finished, canceled] = await Promise.all([send(ownerPool, failing), owner.api.post(`/runs/${held.runId}/cancel`, {})]);
+      const run = Run.parse((await readers[0]!.get(`/runs/${held.runId}`)).body.data);
+      const answers = `round ${round}: finish ${JSON.stringify(outcome(finished))}, cancel ${JSON.stringify(outcome(canceled))}, run ${run.status}`;
+      expect([finished.status, canceled.status].filter((status) => status === 200), answers).toHaveLength(1);
+      if (finished.status === 200) {
+        winners.finish += 1;
+        expect(outcome(canceled), answers).toEqual([409, 'run_finished']);
+        expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['failed', ['failed']]);
+      } else {
+        winners.cancel += 1;
+        expect(outcome(finished), answers).toEqual([409, 'lease_superseded']);
+        expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['canceled', ['canceled']]);
+      }
+    }
+    console.log(`finish racing a cancel, winners: ${JSON.stringify(winners)}`);
+  });
+
   it('takes a recorded materialization back, and answers 409, when the lease is superseded between the record and the outcome', async () => {
     // Forced, not hoped for: the test holds the attempt's document in a transaction of its
     // own that supersedes the lease. The record (another scope's database) is written; the
