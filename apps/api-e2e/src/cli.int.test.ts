@@ -374,9 +374,12 @@ describe('envctl against the stack', () => {
     const credential = PoolCredentialIssued.parse(JSON.parse(readFileSync(credentialFile, 'utf8')));
     expect(issued.stdout + issued.stderr).not.toContain(credential.token);
     expect(json(issued)).toMatchObject({ id: credential.id, saved_to: credentialFile });
+    // The credential says where the queues are (the engine's PUBLIC_REDIS_URL, no credential in it).
+    expect(credential.redis.url).toBe(stack.redisServerUrl);
 
+    // No --redis-url and no ENVCTL_REDIS_URL: the credential file is all a worker needs.
     const worker = spawn(process.execPath, [CLI, 'worker', 'start', '--credentials', credentialFile, '--name', 'cli-worker'], {
-      env: { ...baseEnv, ENVCTL_REDIS_URL: stack.redisServerUrl, PORT: String(await unusedPort()), HEARTBEAT_INTERVAL_MS: '500' },
+      env: { ...baseEnv, PORT: String(await unusedPort()), HEARTBEAT_INTERVAL_MS: '500' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let workerStderr = '';

@@ -4,6 +4,16 @@ import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveI
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
   REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1),
+  /**
+   * The Redis URL pool workers are told to use (in every credential issued), e.g.
+   * `rediss://queues.example.com:6380` for workers on other hosts; no credential in it
+   * (each pool signs in as its own user). Default: REDIS_URL without its credential.
+   */
+  PUBLIC_REDIS_URL: z
+    .url({ message: 'must be a redis:// or rediss:// URL' })
+    .refine((url) => /^rediss?:\/\//.test(url), { message: 'must be a redis:// or rediss:// URL' })
+    .refine((url) => !new URL(url).username && !new URL(url).password, { message: 'must carry no credential: each pool signs in as its own user' })
+    .optional(),
   DEPLOYMENT_SERVICE_URL: z.url({ message: 'must be the deployment-service URL' }).default('http://127.0.0.1:8082'),
   SECRETS_SERVICE_URL: z.url({ message: 'must be the secrets-service URL' }).default('http://127.0.0.1:8083'),
   /** Opens the secrets-service's resolution, which `ctx.connection` needs on a worker's behalf. */
@@ -30,6 +40,15 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
 
 export type PlacementConfig = z.infer<typeof placementConfigSchema>;
 
-export function loadPlacementConfig(env: Record<string, string | undefined>): PlacementConfig {
-  return parseConfig(placementConfigSchema, env);
+export function loadPlacementConfig(env: Record<string, string | undefined>): PlacementConfig & { PUBLIC_REDIS_URL: string } {
+  const config = parseConfig(placementConfigSchema, env);
+  return { ...config, PUBLIC_REDIS_URL: config.PUBLIC_REDIS_URL ?? withoutCredential(config.REDIS_URL) };
+}
+
+/** REDIS_URL as workers may be told it: its user and password removed. */
+function withoutCredential(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString().replace(/\/$/, '');
 }

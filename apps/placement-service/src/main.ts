@@ -63,7 +63,7 @@ await runInternalService({
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
     });
-    const pool = new PoolService(credentials, runs, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS);
+    const pool = new PoolService(credentials, runs, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
 
     const api = Router();
     api.use(environmentsRouter(environments, config.STORAGE_ROOT));

@@ -5,8 +5,12 @@ export const PoolCredentialIssued = z.object({
   id: z.string(),
   /** Opens only the worker API (`/api/v1/worker/…`) of the tenant. */
   token: z.string(),
-  /** A Redis ACL user that reaches only the tenant's queue keys. */
-  redis: z.object({ username: z.string(), password: z.string() }),
+  /**
+   * A Redis ACL user that reaches only the tenant's queue keys, and where workers reach
+   * that Redis (the engine's PUBLIC_REDIS_URL, no credential in it; null in a credential
+   * saved before it was given).
+   */
+  redis: z.object({ url: z.string().nullable().default(null), username: z.string(), password: z.string() }),
   /** The BullMQ queue the pool's workers take attempts from. */
   queue: z.string(),
   created_at: z.iso.datetime(),

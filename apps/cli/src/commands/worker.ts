@@ -38,15 +38,16 @@ export const workerCommand: CommandSpec = {
   summary: 'run an attempt-worker of your pool here, with a pool credential (passed to it through its environment, never its arguments)',
   options: {
     credentials: { type: 'string', value: 'FILE', description: 'the credential file (envctl pool credentials create --save FILE); else stdin' },
-    'redis-url': { type: 'string', value: 'URL', description: "the engine's Redis (else ENVCTL_REDIS_URL)" },
+    'redis-url': { type: 'string', value: 'URL', description: "the engine's Redis, to override the one the credential names (else ENVCTL_REDIS_URL)" },
     name: { type: 'string', value: 'NAME', description: 'the worker name shown by pool status (default host-pid)' },
     concurrency: { type: 'string', value: 'N', description: 'attempts at once (default 4)' },
   },
   async run(ctx, { values }) {
     const settings = await ctx.settings();
-    const redisUrl = stringOption(values, 'redis-url') ?? ctx.env.redisUrl;
-    if (!redisUrl) throw usageError("worker start needs the engine's Redis: --redis-url URL or ENVCTL_REDIS_URL");
     const credential = await credentialOf(ctx, stringOption(values, 'credentials'));
+    // The credential names the Redis the engine advertises; a flag or the environment overrides it.
+    const redisUrl = stringOption(values, 'redis-url') ?? ctx.env.redisUrl ?? credential.redis.url ?? undefined;
+    if (!redisUrl) throw usageError("this credential names no Redis (it predates PUBLIC_REDIS_URL): give --redis-url URL or ENVCTL_REDIS_URL");
     const program = ctx.env.workerBin ?? BUILT_WORKER;
     if (!existsSync(program)) throw new CliError(ExitCode.usage, 'worker_missing', `no attempt-worker at ${program}; build it (npx nx run attempt-worker:build) or set ENVCTL_WORKER_BIN`);
     const concurrency = integerOption(values, 'concurrency', { min: 1, max: 256 });

@@ -20,6 +20,8 @@ export class PoolService {
     private readonly redis: Redis,
     private readonly log: Logger,
     private readonly workerLivenessMs: number,
+    /** Where workers reach the queues (PUBLIC_REDIS_URL): told in every credential. */
+    private readonly publicRedisUrl: string,
   ) {}
 
   /**
@@ -48,7 +50,7 @@ export class PoolService {
       await this.acl.revoke(username).catch(() => undefined);
       throw error;
     }
-    return { id, token, redis: { username, password }, queue: tenantAttemptQueue(tenantId), created_at: createdAt.toISOString() };
+    return { id, token, redis: { url: this.publicRedisUrl, username, password }, queue: tenantAttemptQueue(tenantId), created_at: createdAt.toISOString() };
   }
 
   /** Revokes the token and the Redis user at once: the user's open connections are closed by Redis. */

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { loadPlacementConfig } from './config.ts';
+
+const required = {
+  MONGO_URL: 'mongodb://127.0.0.1:27017/?replicaSet=rs0',
+  REDIS_URL: 'redis://placement:s3cret@10.0.0.5:6379',
+  INTERNAL_CREDENTIAL: 'i'.repeat(40),
+  RESOLVER_CREDENTIAL: 'r'.repeat(40),
+};
+
+describe('PUBLIC_REDIS_URL, the Redis every pool credential names', () => {
+  it("defaults to the engine's REDIS_URL without its credential", () => {
+    expect(loadPlacementConfig(required).PUBLIC_REDIS_URL).toBe('redis://10.0.0.5:6379');
+  });
+
+  it('takes the address other hosts reach, rediss:// for TLS', () => {
+    expect(loadPlacementConfig({ ...required, PUBLIC_REDIS_URL: 'rediss://queues.example.com:6380' }).PUBLIC_REDIS_URL).toBe('rediss://queues.example.com:6380');
+  });
+
+  it('refuses a URL with a credential, or that is not Redis, naming the setting', () => {
+    expect(() => loadPlacementConfig({ ...required, PUBLIC_REDIS_URL: 'redis://default:pw@queues.example.com:6379' })).toThrow(/PUBLIC_REDIS_URL: must carry no credential/);
+    expect(() => loadPlacementConfig({ ...required, PUBLIC_REDIS_URL: 'http://queues.example.com' })).toThrow(/PUBLIC_REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL/);
+  });
+});
