@@ -245,7 +245,17 @@ describe('envctl against the stack', () => {
   });
 
   it('watches a failing run to its end: exit 1 and the error on stderr', async () => {
-    expectExit(await envctl(['bindings', 'set', 'warehouse', '--env', 'dev', '--secret-ref', 'api_key=orders-api-key', '--config', '{"reporting_currency":"EUR","rates":{"USD_EUR":0.92}}', '--mode', 'read_only']), 0);
+    // Only the mode changes: --keep writes the binding's config and secret refs back as they are.
+    const readOnly = await envctl(['bindings', 'set', 'warehouse', '--env', 'dev', '--keep', '--mode', 'read_only']);
+    expectExit(readOnly, 0);
+    expect(Binding.parse(json(readOnly))).toMatchObject({
+      mode: 'read_only',
+      config: { reporting_currency: 'EUR', rates: { USD_EUR: 0.92 } },
+      secret_refs: { api_key: 'orders-api-key' },
+    });
+    const nothingToKeep = await envctl(['bindings', 'set', 'no-such-binding', '--env', 'dev', '--keep', '--mode', 'read_only']);
+    expectExit(nothingToKeep, 4);
+    expect(nothingToKeep.stderr).toContain('there is no binding no-such-binding in dev to keep');
     try {
       const watched = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch', '-o', 'table']);
       expectExit(watched, 1);

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { Binding, PutBindingRequest } from '@envengine/contracts';
 import { z } from 'zod';
-import { listOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
-import { usageError } from '../exit-codes.ts';
+import { flagOption, listOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
+import { CliError, ExitCode, usageError } from '../exit-codes.ts';
 import { deleteCommand, ENV_OPTION, requestBody, segment } from './request-body.ts';
 
 function keyValue(option: string, pair: string): [string, string] {
@@ -59,7 +59,7 @@ export const bindingCommands: CommandSpec[] = [
   },
   {
     path: ['bindings', 'set'],
-    summary: 'create or replace a binding (a PUT: what is not given takes its default)',
+    summary: 'create or replace a binding (a PUT: what is not given takes its default; --keep keeps it instead)',
     args: 'CONNECTION',
     positionals: { min: 1, max: 1 },
     options: {
@@ -69,18 +69,30 @@ export const bindingCommands: CommandSpec[] = [
       set: { type: 'string', multiple: true, value: 'KEY=VALUE', description: 'one setting (added to --config); JSON values are parsed' },
       'secret-ref': { type: 'string', multiple: true, value: 'SETTING=SECRET', description: "a setting whose value is the environment's secret SECRET" },
       mode: { type: 'string', value: 'live|read_only', description: 'default live; read_only makes ctx.emit fail for its assets' },
+      keep: {
+        type: 'boolean',
+        description: "change only what is given: the binding's other settings, secret refs and mode are read and written back (a change made by someone else in between is overwritten)",
+      },
     },
     async run(ctx, { values, positionals }) {
       const env = requiredOption(values, 'env', 'bindings set');
-      const config = await configObject(stringOption(values, 'config'), stringOption(values, 'config-file'));
+      const name = positionals[0]!;
+      const api = await ctx.api();
+      let kept: Binding | undefined;
+      if (flagOption(values, 'keep')) {
+        const { data: bindings } = await api.call('GET', `/environments/${segment(env)}/bindings`, { data: z.array(Binding) });
+        kept = bindings.find((binding) => binding.name === name);
+        if (!kept) throw new CliError(ExitCode.notFound, 'not_found', `there is no binding ${name} in ${env} to keep; create it without --keep`);
+      }
+      const config = { ...kept?.config, ...(await configObject(stringOption(values, 'config'), stringOption(values, 'config-file'))) };
       for (const pair of listOption(values, 'set')) {
         const [key, value] = keyValue('set', pair);
         config[key] = settingValue(value);
       }
-      const secretRefs = Object.fromEntries(listOption(values, 'secret-ref').map((pair) => keyValue('secret-ref', pair)));
-      const mode = stringOption(values, 'mode');
+      const secretRefs = { ...kept?.secret_refs, ...Object.fromEntries(listOption(values, 'secret-ref').map((pair) => keyValue('secret-ref', pair))) };
+      const mode = stringOption(values, 'mode') ?? kept?.mode;
       const body = requestBody(PutBindingRequest, { config, secret_refs: secretRefs, ...(mode ? { mode } : {}) });
-      const { status, data } = await (await ctx.api()).call('PUT', `/environments/${segment(env)}/bindings/${segment(positionals[0]!)}`, { data: Binding, json: body });
+      const { status, data } = await api.call('PUT', `/environments/${segment(env)}/bindings/${segment(name)}`, { data: Binding, json: body });
       ctx.out.info(`${status === 201 ? 'Created' : 'Replaced'} binding ${data.name} in ${env}.`);
       ctx.out.data(data, () => ctx.out.fields([['name', data.name], ['mode', data.mode], ['config', JSON.stringify(data.config)], ['secret refs', JSON.stringify(data.secret_refs)]]));
     },
