@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
+import { freePort } from '@envengine/backing-servers';
 import { createTenant, launchPoolWorker, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
 
@@ -220,6 +221,29 @@ describe("remote attempts on a tenant's pool", () => {
       expect(await worker.process.waitForExit()).toBe(WORKER_EXIT_CODES.credentialRefused);
       const refusals = logOf(worker).split('\n').filter((line) => line.includes("refused this worker's pool credential"));
       expect(refusals).toHaveLength(1);
+    });
+
+    it('is neither ready nor counted live while it cannot reach Redis: a remote run says it waits for a worker', async () => {
+      await Promise.all(workers.splice(0).map((worker) => worker.process.stop()));
+      // The stopped workers count as live until their last heartbeat ages past the lease: wait for that.
+      await until(() => tenant.api.get('/pool'), (response) => response.body.data.workers.length === 0, 30_000);
+      const issued = await issueCredential(tenant);
+      const port = await freePort();
+      // A Redis address where nothing listens.
+      const worker = launchPoolWorker(stack, issued, 'no-redis', { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, PORT: String(port) });
+      workers.push(worker as PoolWorker);
+      await until(async () => logOf(worker), (text) => text.includes('cannot reach Redis'), 30_000);
+      // Its health server answers once its heartbeats have started: it is up, and not ready.
+      await until(() => fetch(`http://127.0.0.1:${port}/readyz`).then((response) => response.status, () => 0), (status) => status === 503, 30_000);
+      const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+      const seen = Run.parse((await tenant.api.get(`/runs/${run.id}`)).body.data);
+      expect(seen.waiting_for_worker).toBe(true);
+      const pool = (await tenant.api.get('/pool')).body.data as { workers: Array<{ name: string; draining: boolean }> };
+      expect(pool.workers.filter((entry) => entry.name === 'no-redis' && !entry.draining)).toEqual([]);
+      expect(logOf(worker).split('\n').filter((line) => line.includes('cannot reach Redis'))).toHaveLength(1);
+      // Cleaned up: the run is canceled, the worker stopped.
+      expect((await tenant.api.post(`/runs/${run.id}/cancel`, {})).status).toBe(200);
+      await worker.process.stop();
     });
 
     it('listens on a free health port unless told one, and stops at once on Ctrl-C with nothing running', async () => {

@@ -73,7 +73,11 @@ const credentialRefused = (where: 'worker API' | 'Redis') => {
   for (const close of closeOnRefusal) close();
   log.flush(() => process.exit(WORKER_EXIT_CODES.credentialRefused));
 };
-const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant, () => credentialRefused('worker API'));
+const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS, poolTenant, {
+  onCredentialRefused: () => credentialRefused('worker API'),
+  // The queue's connection, made below, before the first beat.
+  canTakeWork: () => connection.status === 'ready',
+});
 // Checked before any job is taken: a refused credential stops the worker at once.
 if (!(await leases.credentialAccepted())) credentialRefused('worker API');
 // One runner per tenant: bundles are fetched with the tenant's identity (the engine's
@@ -106,9 +110,19 @@ const connection =
   config.mode === 'pool'
     ? new Redis(poolRedisOptions(config.REDIS_URL, config.REDIS_USERNAME, config.REDIS_PASSWORD))
     : new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+// One line per outage (ioredis reports every reconnect attempt), and one when it is back.
+let redisDown = false;
 connection.on('error', (error: Error) => {
   if (config.mode === 'pool' && /WRONGPASS/.test(error.message)) credentialRefused('Redis');
-  else log.warn({ err: error.message }, 'redis error');
+  else if (!redisDown) {
+    redisDown = true;
+    log.warn({ err: error.message }, 'cannot reach Redis: taking no attempts and not reported live until it answers');
+  }
+});
+connection.on('ready', () => {
+  if (!redisDown) return;
+  redisDown = false;
+  log.info({}, 'Redis answers again: taking attempts');
 });
 
 const queueName = config.mode === 'local' ? LOCAL_ATTEMPT_QUEUE : config.POOL_QUEUE;
@@ -132,7 +146,7 @@ const server = await startHealthServer({
   host: config.HOST,
   port: config.PORT,
   log,
-  readiness: { redis: async () => connection.status === 'ready' },
+  readiness: { redis: async () => connection.status === 'ready', worker_api: async () => leases.reachesWorkerApi },
 });
 log.info({ port: server.port, queue: queueName, mode: config.mode, worker: identity.id, concurrency: config.CONCURRENCY }, 'attempt-worker ready');
 

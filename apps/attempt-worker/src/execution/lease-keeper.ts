@@ -29,9 +29,29 @@ export class LeaseKeeper {
     private readonly intervalMs: number,
     /** A pool worker's tenant is its token's; it reports while idle too. */
     private readonly poolTenant: string | undefined,
-    /** The worker API refused the worker's credential (401): revoked or never known. */
-    private readonly onCredentialRefused: () => void = () => undefined,
+    private readonly hooks: {
+      /** The worker API refused the worker's credential (401): revoked or never known. */
+      onCredentialRefused?: () => void;
+      /**
+       * Whether the worker can take attempts (its queue's Redis answers). An idle pool worker
+       * that cannot does not report itself, so that it is not counted live and a remote run
+       * says it waits for a worker.
+       */
+      canTakeWork?: () => boolean;
+    } = {},
   ) {}
+
+  /**
+   * Whether the worker API answered the last heartbeat (readiness). The engine's runner
+   * beats only while attempts run: it counts as reaching the services until a beat fails.
+   */
+  get reachesWorkerApi(): boolean {
+    return this.lastBeatOk ?? this.poolTenant === undefined;
+  }
+
+  /** Undefined until the first answer or failure. */
+  private lastBeatOk: boolean | undefined;
+  private apiDown = false;
 
   /**
    * One heartbeat with nothing running, before the worker takes any job: false when the
@@ -41,7 +61,9 @@ export class LeaseKeeper {
   async credentialAccepted(): Promise<boolean> {
     if (this.poolTenant === undefined) return true;
     try {
-      await this.api.heartbeat(this.poolTenant, { worker: this.worker, draining: false, attempts: [] });
+      // Reported as draining (taking nothing yet): the worker is not counted live until it can take work.
+      await this.api.heartbeat(this.poolTenant, { worker: this.worker, draining: true, attempts: [] });
+      this.lastBeatOk = true;
       return true;
     } catch (error) {
       if (error instanceof WorkerApiError && error.status === 401) return false;
@@ -83,7 +105,7 @@ export class LeaseKeeper {
 
   private async beat(): Promise<void> {
     const byTenant = new Map<string, Tracked[]>();
-    if (this.poolTenant !== undefined) byTenant.set(this.poolTenant, []);
+    if (this.poolTenant !== undefined && (this.hooks.canTakeWork?.() ?? true)) byTenant.set(this.poolTenant, []);
     for (const tracked of this.running.values()) {
       byTenant.set(tracked.held.tenantId, [...(byTenant.get(tracked.held.tenantId) ?? []), tracked]);
     }
@@ -95,6 +117,11 @@ export class LeaseKeeper {
             draining: this.draining,
             attempts: attempts.map(({ held, asset }) => ({ id: held.attemptId, lease: held.lease, asset })),
           });
+          this.lastBeatOk = true;
+          if (this.apiDown) {
+            this.apiDown = false;
+            this.log.info({}, 'the worker API answers again');
+          }
           for (const attemptId of superseded) {
             const tracked = this.running.get(attemptId);
             if (!tracked) continue;
@@ -103,11 +130,15 @@ export class LeaseKeeper {
           }
         } catch (error) {
           if (error instanceof WorkerApiError && error.status === 401) {
-            this.onCredentialRefused();
+            this.hooks.onCredentialRefused?.();
             return;
           }
-          // The lease lasts several intervals: one missed beat is not a loss.
-          this.log.warn({ err: (error as Error).message }, 'heartbeat failed; retrying next interval');
+          // The lease lasts several intervals: one missed beat is not a loss. Said once per outage.
+          this.lastBeatOk = false;
+          if (!this.apiDown) {
+            this.apiDown = true;
+            this.log.warn({ err: (error as Error).message }, 'cannot reach the worker API: not ready, retrying every heartbeat');
+          }
         }
       }),
     );

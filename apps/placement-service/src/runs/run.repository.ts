@@ -222,11 +222,11 @@ export class RunRepository {
     );
   }
 
-  /** Whether a `remote` worker of the tenant has reported within `livenessMs`. */
+  /** Whether a `remote` worker of the tenant that takes attempts (not draining) has reported within `livenessMs`. */
   async hasLiveRemoteWorker(tenantId: string, livenessMs: number): Promise<boolean> {
     const [worker] = await this.workers.find(
       tenantId,
-      { executor: 'remote', last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
+      { executor: 'remote', draining: false, last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
       { limit: 1, projection: { _id: 1 } },
     );
     return worker !== undefined;
