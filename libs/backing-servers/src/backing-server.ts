@@ -24,6 +24,14 @@ export class ServerUnavailableError extends Error {
   }
 }
 
+/** A connection string for one user (`mongodb://` or `redis://`), the credential URL-encoded. */
+export function withCredential(url: string, credential: { username: string; password: string }): URL {
+  const parsed = new URL(url);
+  parsed.username = encodeURIComponent(credential.username);
+  parsed.password = encodeURIComponent(credential.password);
+  return parsed;
+}
+
 /** A connection string fit to show: its user and password removed. */
 export function withoutCredential(url: string): string {
   try {

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
-import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
+import { ServerUnavailableError, withCredential, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { ensureMongodWheel, PINNED_MONGOD_WHEEL } from './mongod-wheel.ts';
 import { freePort, StartupRefused, waitUntil } from './network.ts';
@@ -148,9 +148,7 @@ async function keepScopeUsers(admin: Db, users: MongoAuth['users']): Promise<voi
 
 /** A connection string for one of the server's users (authSource admin, where the users live). */
 export function mongoUrlFor(url: string, credential: MongoCredential): string {
-  const parsed = new URL(url);
-  parsed.username = encodeURIComponent(credential.username);
-  parsed.password = encodeURIComponent(credential.password);
+  const parsed = withCredential(url, credential);
   parsed.searchParams.set('authSource', 'admin');
   return parsed.toString();
 }

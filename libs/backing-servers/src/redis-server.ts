@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
-import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
+import { ServerUnavailableError, withCredential, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { freePort, waitUntil } from './network.ts';
 
@@ -34,23 +34,24 @@ export interface RedisAcl {
   users: readonly RedisUser[];
 }
 
+/** How Redis's ACL takes a password without keeping it: `#<sha256 hex>`. */
+export function redisPasswordHash(password: string): string {
+  return `#${createHash('sha256').update(password, 'utf8').digest('hex')}`;
+}
+
 /** The ACL file: `default` off, each user with its password's SHA-256 only (the file never holds a password). */
 export function redisAclFile(acl: RedisAcl): string {
-  const sha = (password: string) => createHash('sha256').update(password, 'utf8').digest('hex');
   const lines = [
     'user default off resetkeys resetchannels -@all',
-    `user ${acl.admin.username} on #${sha(acl.admin.password)} ~* &* +@all`,
-    ...acl.users.map((user) => `user ${user.username} on #${sha(user.password)} ${user.rules.join(' ')}`),
+    `user ${acl.admin.username} on ${redisPasswordHash(acl.admin.password)} ~* &* +@all`,
+    ...acl.users.map((user) => `user ${user.username} on ${redisPasswordHash(user.password)} ${user.rules.join(' ')}`),
   ];
   return `${lines.join('\n')}\n`;
 }
 
 /** A `redis://` URL for one user. */
 export function redisUrlFor(url: string, credential: { username: string; password: string }): string {
-  const parsed = new URL(url);
-  parsed.username = encodeURIComponent(credential.username);
-  parsed.password = encodeURIComponent(credential.password);
-  return parsed.toString();
+  return withCredential(url, credential).toString();
 }
 
 async function redisAnswers(url: string): Promise<boolean> {

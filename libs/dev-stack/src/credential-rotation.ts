@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
-import { mongoUrlFor, redisAclFile, redisUrlFor } from '@envengine/backing-servers';
+import { mongoUrlFor, redisAclFile, redisPasswordHash, redisUrlFor } from '@envengine/backing-servers';
 import { ADMIN_USERNAME, MONGO_SCOPE_USERS, redisAcl } from './backing-credentials.ts';
 import { credentialFilePath, loadOrCreateCredentialFile, newCredentialValues, saveCredentialFile, type CredentialFile } from './credentials.ts';
 import { readRunningStackFile } from './local-stack.ts';
@@ -72,12 +71,11 @@ async function rotateRedis(base: string, dataDir: string, current: Record<string
       throw new Error(`Redis of the local stack is not reachable with the current credentials (${error.message}); is the stack running?`);
     });
     const acl = redisAcl(next as Parameters<typeof redisAcl>[0]);
-    const sha = (password: string) => createHash('sha256').update(password, 'utf8').digest('hex');
     // One password per user at a time: `resetpass` drops the old one, open connections carry on.
-    for (const user of [...acl.users, acl.admin]) await redis.call('ACL', 'SETUSER', user.username, 'resetpass', `#${sha(user.password)}`);
+    for (const user of [...acl.users, acl.admin]) await redis.call('ACL', 'SETUSER', user.username, 'resetpass', redisPasswordHash(user.password));
     // What a restarted Redis loads: the same users with the new passwords.
     const aclFile = join(dataDir, 'redis', 'users.acl');
-    if (existsSync(aclFile) && readFileSync(aclFile, 'utf8').length > 0) writeFileSync(aclFile, redisAclFile(acl), { mode: 0o600 });
+    if (existsSync(aclFile)) writeFileSync(aclFile, redisAclFile(acl), { mode: 0o600 });
   } finally {
     redis.disconnect();
   }
