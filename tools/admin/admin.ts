@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { redisAclFile } from '@envengine/backing-servers';
 import {
-  CREDENTIAL_FILES,
+  ROTATABLE_CREDENTIAL_FILES,
   credentialsDir,
   loadOrCreateCredentials,
   redisAcl,
@@ -18,7 +18,6 @@ import {
   SERVICE_DATABASES,
   signalRunningStack,
   withTokenStore,
-  type CredentialFile,
 } from '@envengine/dev-stack';
 import { printNewMasterKey, rewrapDataKeys } from './master-key.ts';
 
@@ -62,12 +61,12 @@ if (noun === 'credentials' && verb === 'init') {
   const credentials = loadOrCreateCredentials(local.dataDir);
   const aclFile = join(credentialsDir(local.dataDir), 'redis-users.acl');
   writeFileSync(aclFile, redisAclFile(redisAcl(credentials.redis)), { mode: 0o600 });
-  console.log(`credentials in ${credentialsDir(local.dataDir)} (mongodb.env, redis.env, internal.env, redis-users.acl)`);
+  console.log(`credentials in ${credentialsDir(local.dataDir)} (mongodb.env, redis.env, internal.env, s3.env, redis-users.acl)`);
   process.exit();
 }
 
 if (noun === 'credentials') {
-  if (verb !== 'rotate' || !CREDENTIAL_FILES.includes(argument as CredentialFile)) {
+  if (verb !== 'rotate' || !(ROTATABLE_CREDENTIAL_FILES as readonly string[]).includes(argument ?? '')) {
     console.log(USAGE);
     process.exit(2);
   }
@@ -78,7 +77,7 @@ if (noun === 'credentials') {
       ...localServerUrls(local.dataDir),
       report,
     },
-    argument as CredentialFile,
+    argument as (typeof ROTATABLE_CREDENTIAL_FILES)[number],
   );
   signalRunningStack(local.dataDir, report);
   process.exit();

@@ -44,6 +44,7 @@ const stack = await startStack({
   mongoUrl: process.env.MONGO_URL,
   redisUrl: process.env.REDIS_URL,
   temporalAddress: process.env.TEMPORAL_ADDRESS,
+  s3Url: process.env.S3_URL,
   redisMaxMemoryMb,
 });
 const { servers, services } = stack;
@@ -51,7 +52,7 @@ const { servers, services } = stack;
 // backoff while the rest keeps serving.
 const supervisor = superviseStack(stack, { report });
 
-for (const server of [servers.mongo, servers.redis, servers.temporal]) {
+for (const server of [servers.mongo, servers.redis, servers.temporal, ...(servers.s3 ? [servers.s3] : [])]) {
   report(`${server.name} ready at ${server.url} (${server.source})`);
 }
 
@@ -65,6 +66,7 @@ console.log(`
 envengine is up in ${((Date.now() - started) / 1000).toFixed(1)} s
   Gateway:      ${services.gatewayUrl}/api/v1
   Temporal UI:  ${servers.temporal.links['Temporal UI'] ?? '(external Temporal: see its own UI)'}
+  Object store: ${servers.s3 ? `${servers.s3.url} (bucket "${servers.s3.bucket}": s3://${servers.s3.bucket}/<prefix> with a binding that names no endpoint)` : '(none)'}
   Dev token:    ${token.token}   (tenant "${tenant.name}", also in ${tokenFile})
   Logs:         ${join(dataDir, 'logs')}
 

@@ -12,7 +12,7 @@ let stack: TestStack | undefined;
 
 
 export async function setup(project: TestProject): Promise<void> {
-  stack = await startTestStack({ env: RUN_TEST_SETTINGS });
+  stack = await startTestStack({ env: RUN_TEST_SETTINGS, objectStore: true });
   project.provide('stack', stack.info);
 }
 

@@ -130,6 +130,7 @@ export function engineTargets(stack: StackInfo): ProbeTarget[] {
     mongodb: `http://${stack.mongoUrl.replace(/^mongodb:\/\//, '').split(/[,/]/)[0]}`,
     redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
     temporal: `http://${stack.temporalAddress}`,
+    ...(stack.objectStore ? { 'object-store': stack.objectStore.url } : {}),
   };
   return Object.entries(urls).map(([name, url]) => ({ name, host: new URL(url).hostname, port: Number(new URL(url).port) }));
 }

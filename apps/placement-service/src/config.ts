@@ -36,6 +36,21 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * runner writes there for tenants). Relative to the working directory.
    */
   STORAGE_ROOT: z.string().min(1).default('.envengine/lake/').transform((path) => resolve(path)),
+  /**
+   * The engine's own S3-compatible store (SeaweedFS under `npm start`), used by `s3://`
+   * prefixes whose binding names no endpoint; none when unset. Its administrator's keys are
+   * held here only: each tenant is issued keys of its own (docs/operations.md).
+   */
+  ENGINE_S3_URL: z.url({ message: 'must be the http(s) endpoint of the engine\'s object store' }).optional(),
+  ENGINE_S3_ADMIN_ACCESS_KEY: z.string().min(1).optional(),
+  ENGINE_S3_ADMIN_SECRET_KEY: z.string().min(8).optional(),
+  ENGINE_S3_REGION: z.string().min(1).default('us-east-1'),
+  ENGINE_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'must be a bucket name' }).default('lake'),
+  /** The store's endpoint as workers on other hosts reach it. Default: ENGINE_S3_URL. */
+  PUBLIC_S3_URL: z.url({ message: 'must be an http(s) URL' }).optional(),
+}).refine((config) => !config.ENGINE_S3_URL || (config.ENGINE_S3_ADMIN_ACCESS_KEY && config.ENGINE_S3_ADMIN_SECRET_KEY), {
+  message: 'ENGINE_S3_ADMIN_ACCESS_KEY and ENGINE_S3_ADMIN_SECRET_KEY are required with ENGINE_S3_URL',
+  path: ['ENGINE_S3_ADMIN_ACCESS_KEY'],
 });
 
 export type PlacementConfig = z.infer<typeof placementConfigSchema>;

@@ -20,6 +20,7 @@ import { ScheduleOverlapRepository } from './schedules/schedule-overlap.reposito
 import { SchedulesService } from './schedules/schedules.service.ts';
 import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
+import { EngineObjectStore } from './storage/engine-object-store.ts';
 import { workerApiRouter } from './worker-api/worker-api.routes.ts';
 
 const config = loadPlacementConfig(process.env);
@@ -34,6 +35,15 @@ const queues = new AttemptQueueProducer(redis);
 const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE });
 let dispatcher: AttemptDispatcher | undefined;
+const engineStore = config.ENGINE_S3_URL
+  ? new EngineObjectStore({
+      endpoint: config.ENGINE_S3_URL,
+      publicEndpoint: config.PUBLIC_S3_URL ?? config.ENGINE_S3_URL,
+      region: config.ENGINE_S3_REGION,
+      bucket: config.ENGINE_S3_BUCKET,
+      admin: { accessKeyId: config.ENGINE_S3_ADMIN_ACCESS_KEY!, secretAccessKey: config.ENGINE_S3_ADMIN_SECRET_KEY! },
+    })
+  : undefined;
 
 await runInternalService({
   service: 'placement-service',
@@ -73,7 +83,7 @@ await runInternalService({
     api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
-      })));
+      }, engineStore)));
     const internal = Router();
     internal.use(environmentsInternalRouter(environments));
     internal.use(poolInternalRouter(pool));

@@ -4,8 +4,8 @@ import type { ManagedProcess } from './managed-process.ts';
 export type ServerSource = 'url' | 'path' | 'pip' | 'go-build' | 'apt';
 
 export interface BackingServer {
-  name: 'mongodb' | 'redis' | 'temporal';
-  /** Connection string for MongoDB and Redis; `host:port` for Temporal. Never carries a credential: it is shown. */
+  name: 'mongodb' | 'redis' | 'temporal' | 's3';
+  /** Connection string for MongoDB and Redis; `host:port` for Temporal; the S3 endpoint. Never carries a credential: it is shown. */
   url: string;
   /** `url` with the administrator's credential (the stack tool, the admin command, tests); `url` itself when none. */
   adminUrl: string;

@@ -4,8 +4,10 @@ import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
 /** Servers built from source with Go, pinned (DESIGN.md §3). */
-export const PINNED_GO_BUILDS: Record<'temporal', GoBuildPin> = {
+export const PINNED_GO_BUILDS: Record<PinnedBinary, GoBuildPin> = {
   temporal: { module: 'github.com/temporalio/cli', version: 'v1.5.1', mainPackage: './cmd/temporal' },
+  // SeaweedFS publishes no semver tags to the proxy; this pseudo-version is its release of 2026-11-09.
+  weed: { module: 'github.com/seaweedfs/seaweedfs', version: 'v0.0.0-20261109003541-7506e5f91cd6', mainPackage: './weed' },
 };
 
 export interface GoBuildPin {
@@ -14,7 +16,7 @@ export interface GoBuildPin {
   /** The main package, relative to the module root. */
   mainPackage: string;
 }
-export type PinnedBinary = 'temporal';
+export type PinnedBinary = 'temporal' | 'weed';
 
 export type Reporter = (line: string) => void;
 

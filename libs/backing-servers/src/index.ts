@@ -8,3 +8,4 @@ export * from './temporal-server.ts';
 export * from './mongod-wheel.ts';
 export * from './install-servers.ts';
 export * from './sandbox-tools.ts';
+export * from './object-store-server.ts';

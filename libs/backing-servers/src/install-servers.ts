@@ -3,17 +3,20 @@ import { mongodBinary } from './mongo-server.ts';
 import { redisServerBinary } from './redis-server.ts';
 import { bubblewrapBinary } from './sandbox-tools.ts';
 import { temporalBinary } from './temporal-server.ts';
+import { weedBinary } from './object-store-server.ts';
 
 export interface InstalledServers {
   mongod: string | undefined;
   redisServer: string | undefined;
   temporal: string | undefined;
+  /** SeaweedFS, the embedded S3-compatible store. */
+  weed: string | undefined;
   /** The OS sandbox of the engine's runner (not a server, but obtained the same way). */
   bubblewrap: string | undefined;
 }
 
 /**
- * Obtains the binaries of the three backing servers ahead of their first start, by the
+ * Obtains the binaries of the backing servers ahead of their first start, by the
  * same lookup their start uses (DESIGN.md §3), so that tests which start a server of their
  * own (a lib's Redis test, say) find it on a fresh machine too. Nothing is installed for a
  * server given by URL; undefined where nothing could be had (its start then says why).
@@ -23,6 +26,7 @@ export async function installServerBinaries(report: Reporter, env: NodeJS.Proces
     redisServer: env.REDIS_URL ? undefined : redisServerBinary(report, env)?.path,
     mongod: env.MONGO_URL ? undefined : (await mongodBinary(report, env))?.path,
     temporal: env.TEMPORAL_ADDRESS ? undefined : (await temporalBinary(report, env))?.path,
+    weed: env.S3_URL ? undefined : (await weedBinary(report, env))?.path,
     bubblewrap: env.SANDBOX === 'off' ? undefined : bubblewrapBinary(report, env),
   };
 }

@@ -129,10 +129,37 @@ export const AttemptFinished = Attempt;
 /** A draining worker gives back an attempt it could not finish in time: it is queued again. */
 export const ReleaseAttemptRequest = z.strictObject({ reason: z.string().max(500).default('worker is shutting down') });
 
-/** `POST …/connections/:name`: nothing but the lease (in its header). */
 /** `ctx.connection(name)` of one asset of the attempt: only the binding that asset declares resolves. */
 export const ConnectionRequest = z.strictObject({ asset: z.string().min(1).max(200) });
 export type ConnectionRequest = z.infer<typeof ConnectionRequest>;
+
+/** `POST …/storage`: where one asset of the attempt writes and reads (`ctx.emit`, `ctx.read`). */
+export const StorageRequest = ConnectionRequest;
+export type StorageRequest = ConnectionRequest;
+
+/**
+ * How a worker reaches the environment's storage for one asset: nothing more for
+ * `file://`; for `s3://` the asset's binding (`endpoint`, `region`, `force_path_style`,
+ * keys from its `secret_refs`, resolved through the audited resolution), or keys the engine
+ * issues to its own store when the binding names no endpoint. `key_prefix` goes before
+ * every object key (the engine's store keeps each tenant under its own); the worker masks
+ * `secret_access_key` in log lines like any resolved secret.
+ */
+export const StorageConnection = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('file') }),
+  z.object({
+    kind: z.literal('s3'),
+    endpoint: z.url(),
+    region: z.string().min(1),
+    force_path_style: z.boolean(),
+    access_key_id: z.string().min(1),
+    secret_access_key: z.string().min(1),
+    key_prefix: z.string(),
+    /** The binding it came from, or null for the engine's own store. */
+    binding: z.string().nullable(),
+  }),
+]);
+export type StorageConnection = z.infer<typeof StorageConnection>;
 
 /**
  * How an attempt-worker process ends when it cannot work (docs/operations.md): what

@@ -1,9 +1,12 @@
 import {
   startMongo,
+  startObjectStore,
   startRedis,
   startTemporal,
   type BackingServer,
   type MongoAuth,
+  type ObjectStoreAdmin,
+  type ObjectStoreServer,
   type RedisAcl,
   type Reporter,
 } from '@envengine/backing-servers';
@@ -12,6 +15,8 @@ export interface BackingServers {
   mongo: BackingServer;
   redis: BackingServer;
   temporal: BackingServer;
+  /** The S3-compatible store (SeaweedFS or S3_URL); absent when the stack runs without one. */
+  s3?: ObjectStoreServer;
   /** What the embedded servers were started with, to start one again the same way (tests of restarts). */
   mongoAuth?: MongoAuth;
   redisAcl?: RedisAcl;
@@ -27,6 +32,10 @@ export interface BackingServerOptions {
   mongoUrl?: string;
   redisUrl?: string;
   temporalAddress?: string;
+  /** An S3-compatible store to use instead of starting SeaweedFS. */
+  s3Url?: string;
+  /** The object store's administrator keys; no object store is started or used without them. */
+  objectStore?: ObjectStoreAdmin;
   /** Run Temporal without its web UI (tests). */
   temporalHeadless?: boolean;
   /** Keep Redis data across restarts. */
@@ -39,7 +48,12 @@ export interface BackingServerOptions {
   redisMaxMemoryMb?: number;
 }
 
-/** Temporal, a MongoDB-wire server and Redis, each obtained in the order of DESIGN.md §3. */
+/** The embedded store's S3 port under `npm start`. */
+export const DEFAULT_S3_PORT = 8333;
+/** The bucket of the engine's own store, made at its start: the README's `s3://lake/prod`. */
+export const ENGINE_BUCKET = 'lake';
+
+/** Temporal, a MongoDB-wire server, Redis and (when asked) the object store, each obtained in the order of DESIGN.md §3. */
 export async function startBackingServers(options: BackingServerOptions): Promise<BackingServers> {
   const fixed = options.ports === 'default';
   const started: BackingServer[] = [];
@@ -73,10 +87,23 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       report: options.report,
     });
     started.push(temporal);
+    let s3: ObjectStoreServer | undefined;
+    if (options.objectStore) {
+      s3 = await startObjectStore({
+        url: options.s3Url,
+        dataDir: options.dataDir,
+        port: fixed ? DEFAULT_S3_PORT : undefined,
+        admin: options.objectStore,
+        bucket: ENGINE_BUCKET,
+        report: options.report,
+      });
+      started.push(s3);
+    }
     return {
       mongo,
       redis,
       temporal,
+      s3,
       mongoAuth: options.mongoAuth,
       redisAcl: options.redisAcl,
       redisMaxMemoryMb: options.redisMaxMemoryMb,

@@ -4,7 +4,7 @@ import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
 import { mongoUrlFor, redisAclFile, redisPasswordHash, redisUrlFor } from '@envengine/backing-servers';
 import { ADMIN_USERNAME, MONGO_SCOPE_USERS, redisAcl } from './backing-credentials.ts';
-import { credentialFilePath, loadOrCreateCredentialFile, newCredentialValues, saveCredentialFile, type CredentialFile } from './credentials.ts';
+import { credentialFilePath, loadOrCreateCredentialFile, newCredentialValues, saveCredentialFile, ROTATABLE_CREDENTIAL_FILES } from './credentials.ts';
 import { readRunningStackFile } from './local-stack.ts';
 
 export interface RotationTarget {
@@ -23,7 +23,7 @@ export interface RotationTarget {
  * `npm start`: `signalRunningStack`). A failure before the file is written leaves the old
  * credentials working.
  */
-export async function rotateCredentials(target: RotationTarget, file: CredentialFile): Promise<void> {
+export async function rotateCredentials(target: RotationTarget, file: (typeof ROTATABLE_CREDENTIAL_FILES)[number]): Promise<void> {
   const { dataDir } = target;
   const path = credentialFilePath(dataDir, file);
   if (!existsSync(path)) throw new Error(`${path} does not exist: start the stack once (npm start) to create the credentials`);

@@ -18,10 +18,18 @@ export const CREDENTIAL_NAMES = {
   ],
   redis: ['REDIS_ADMIN_PASSWORD', 'REDIS_GATEWAY_PASSWORD', 'REDIS_PLACEMENT_PASSWORD', 'REDIS_RUNNER_PASSWORD'],
   internal: ['INTERNAL_CREDENTIAL', 'RESOLVER_CREDENTIAL'],
+  /** The object store's administrator: held by the placement-service, which derives each tenant's keys from it. */
+  s3: ['S3_ADMIN_ACCESS_KEY', 'S3_ADMIN_SECRET_KEY'],
 } as const;
 
 export type CredentialFile = keyof typeof CREDENTIAL_NAMES;
 export const CREDENTIAL_FILES = Object.keys(CREDENTIAL_NAMES) as CredentialFile[];
+/**
+ * What `credentials rotate` changes. The object store's keys are not among them: every
+ * tenant's store keys derive from them, so a new administrator key means new keys for
+ * every tenant, and SeaweedFS takes its administrator only at its start.
+ */
+export const ROTATABLE_CREDENTIAL_FILES = ['mongodb', 'redis', 'internal'] as const satisfies readonly CredentialFile[];
 export type Credentials = { [F in CredentialFile]: Record<(typeof CREDENTIAL_NAMES)[F][number], string> };
 
 export function credentialsDir(dataDir: string): string {
@@ -84,6 +92,7 @@ export function loadOrCreateCredentials(dataDir: string): Credentials {
     mongodb: loadOrCreateCredentialFile(dataDir, 'mongodb'),
     redis: loadOrCreateCredentialFile(dataDir, 'redis'),
     internal: loadOrCreateCredentialFile(dataDir, 'internal'),
+    s3: loadOrCreateCredentialFile(dataDir, 's3'),
   };
 }
 

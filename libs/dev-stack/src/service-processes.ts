@@ -3,7 +3,7 @@ import type { Credentials } from './credentials.ts';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, ManagedProcess, waitUntil } from '@envengine/backing-servers';
+import { freePort, ManagedProcess, waitUntil, type ObjectStoreAdmin } from '@envengine/backing-servers';
 import { loadOrCreateMasterKey } from './secrets-master-key.ts';
 import { SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
 
@@ -23,6 +23,8 @@ export interface ServiceProcessOptions {
   /** The services' shared credentials (internal APIs, secret resolution), kept in the data directory. */
   internalCredentials: Credentials['internal'];
   temporalAddress: string;
+  /** The engine's own object store: its endpoint and administrator, which only the placement-service holds. */
+  objectStore?: { url: string; admin: ObjectStoreAdmin };
   ports: 'default' | 'random';
   /** The database of each scope (with the stack's prefix). */
   databases: Record<keyof typeof SERVICE_DATABASES, string>;
@@ -92,7 +94,14 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       return { RESOLVER_CREDENTIAL: resolverCredential, SECRETS_MASTER_KEY: masterKey, SECRETS_PREVIOUS_MASTER_KEYS: previousMasterKeys };
     }
     // The placement-service resolves a binding for a worker's `ctx.connection` (audited).
-    if (name === 'placement-service') return { RESOLVER_CREDENTIAL: resolverCredential };
+    if (name === 'placement-service') {
+      const store = options.objectStore;
+      return {
+        RESOLVER_CREDENTIAL: resolverCredential,
+        // It issues each tenant keys to the engine's store that reach only that tenant's objects.
+        ...(store ? { ENGINE_S3_URL: store.url, ENGINE_S3_ADMIN_ACCESS_KEY: store.admin.accessKeyId, ENGINE_S3_ADMIN_SECRET_KEY: store.admin.secretAccessKey } : {}),
+      };
+    }
     return {};
   };
 

@@ -53,8 +53,8 @@ export function superviseStack(stack: RunningStack, options: SupervisorOptions):
     ready: () => answersReadyz(services.urls[name]),
   });
   for (const name of Object.keys(services.processes) as ServiceName[]) supervisor.watch(name, serviceTarget(name));
-  for (const server of [servers.mongo, servers.redis, servers.temporal]) {
-    if (server.process) supervisor.watch(server.name, serverTarget(server, server.process));
+  for (const server of [servers.mongo, servers.redis, servers.temporal, servers.s3]) {
+    if (server?.process) supervisor.watch(server.name, serverTarget(server, server.process));
   }
   // restart() stops the old process (an intended stop, which ends its supervision) and
   // starts a new one in its place: supervise that one.

@@ -1,12 +1,14 @@
 import { chmodSync, mkdirSync } from 'node:fs';
-import { bubblewrapBinary, mongoUrlFor, redisUrlFor, type BackingServer } from '@envengine/backing-servers';
+import { bubblewrapBinary, mongoUrlFor, redisUrlFor, type BackingServer, type ObjectStoreAdmin } from '@envengine/backing-servers';
 import { startBackingServers, type BackingServerOptions, type BackingServers } from './backing.ts';
 import { mongoAuth, redisAcl, REDIS_USER_OF_SERVICE } from './backing-credentials.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { startServiceProcesses, type RunningServices, type ServiceConnections } from './service-processes.ts';
 import { SERVICE_DATABASES, type ServiceName } from './services.ts';
 
-export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl'> {
+export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl' | 'objectStore'> {
+  /** Start (or use, with S3_URL) the object store that serves `s3://` prefixes whose binding names no endpoint. Default true. */
+  objectStore?: boolean;
   /** Prefix of every service database, so that stacks can share one server. */
   databasePrefix?: string;
   logLevel?: string;
@@ -53,6 +55,13 @@ function serviceConnections(servers: BackingServers, credentials: Credentials, d
   };
 }
 
+/** The store's administrator: the operator's keys for a store given by S3_URL, else the generated ones. */
+export function objectStoreAdmin(credentials: Credentials): ObjectStoreAdmin {
+  const { S3_ADMIN_ACCESS_KEY, S3_ADMIN_SECRET_KEY } = process.env;
+  if (S3_ADMIN_ACCESS_KEY && S3_ADMIN_SECRET_KEY) return { accessKeyId: S3_ADMIN_ACCESS_KEY, secretAccessKey: S3_ADMIN_SECRET_KEY };
+  return { accessKeyId: credentials.s3.S3_ADMIN_ACCESS_KEY, secretAccessKey: credentials.s3.S3_ADMIN_SECRET_KEY };
+}
+
 /**
  * The backing servers, then every service wired to them: what `npm start`, tests and
  * benchmarks run. Embedded servers authenticate with the credentials kept in the data
@@ -78,6 +87,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     mongoAuth: auth,
     redisAcl: acl,
     redisMaxMemoryMb: options.redisMaxMemoryMb ?? DEFAULT_REDIS_MAX_MEMORY_MB,
+    objectStore: options.objectStore === false ? undefined : objectStoreAdmin(credentials),
   });
   let services: RunningServices;
   try {
@@ -87,6 +97,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       connections: serviceConnections(servers, credentials, databases),
       internalCredentials: credentials.internal,
       temporalAddress: servers.temporal.url,
+      objectStore: servers.s3 ? { url: servers.s3.url, admin: objectStoreAdmin(credentials) } : undefined,
       databases,
       logLevel: options.logLevel,
       env: options.env,

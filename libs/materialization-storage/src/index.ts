@@ -3,3 +3,4 @@ export { RowSchemaError, checkRows } from './row-check.ts';
 export * from './parquet-codec.ts';
 export * from './storage-driver.ts';
 export * from './materialization.ts';
+export * from './s3-storage-driver.ts';

@@ -104,7 +104,7 @@ describe('writeMaterialization', () => {
   });
 
   it('refuses an unsupported storage prefix before encoding anything', async () => {
-    await expect(writeMaterialization(input({ storagePrefix: 's3://bucket/prod', rows: [{ bad: 1 }] }))).rejects.toThrow(
+    await expect(writeMaterialization(input({ storagePrefix: 'gs://bucket/prod', rows: [{ bad: 1 }] }))).rejects.toThrow(
       UnsupportedStorageError,
     );
   });

@@ -11,6 +11,7 @@ import {
   StoredFileNotFoundError,
   UnsupportedStorageError,
 } from './storage-driver.ts';
+import { S3StorageDriver } from './s3-storage-driver.ts';
 
 let root: string;
 let prefix: string;
@@ -59,19 +60,29 @@ describe('storageDriverFor', () => {
   it('refuses another scheme, naming it and the supported ones', () => {
     const error = (() => {
       try {
-        storageDriverFor('s3://bucket/prod');
+        storageDriverFor('gs://bucket/prod');
       } catch (caught) {
         return caught;
       }
     })();
     expect(error).toBeInstanceOf(UnsupportedStorageError);
-    expect((error as UnsupportedStorageError).scheme).toBe('s3');
-    expect((error as Error).message).toBe('Storage scheme "s3://" of "s3://bucket/prod" is not supported; supported schemes: file://.');
+    expect((error as UnsupportedStorageError).scheme).toBe('gs');
+    expect((error as Error).message).toBe('Storage scheme "gs://" of "gs://bucket/prod" is not supported; supported schemes: file://, s3://.');
+  });
+
+  it('gives an S3 driver for an s3:// prefix only with a connection', () => {
+    expect(() => storageDriverFor('s3://lake/prod')).toThrow(/its binding's connection \(endpoint and keys\) is needed/);
+    const connection = { endpoint: 'http://127.0.0.1:1', region: 'us-east-1', forcePathStyle: true, accessKeyId: 'a', secretAccessKey: 'b', keyPrefix: 't1/' };
+    const driver = storageDriverFor('s3://lake/prod', connection) as S3StorageDriver;
+    expect(driver).toBeInstanceOf(S3StorageDriver);
+    expect(driver.objectOf('s3://lake/prod/orders/mat_1.parquet')).toEqual({ bucket: 'lake', key: 't1/prod/orders/mat_1.parquet' });
+    expect(() => driver.objectOf('s3://lake/production/x.parquet')).toThrow(StorageLocationError);
+    expect(() => driver.objectOf('s3://lake/prod/../x.parquet')).toThrow(StorageLocationError);
   });
 
   it('refuses a prefix that is not a URL', () => {
     expect(() => storageDriverFor('/var/data')).toThrow(UnsupportedStorageError);
-    expect(() => storageDriverFor('/var/data')).toThrow(/not a URL; supported schemes: file:\/\//);
+    expect(() => storageDriverFor('/var/data')).toThrow(/not a URL; supported schemes: file:\/\/, s3:\/\//);
   });
 
   it.each(['file://relative/dir', 'file:relative', 'file://other-host/data', 'file:///data?x=1', 'file:///data/../etc'])(

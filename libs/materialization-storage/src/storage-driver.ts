@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { S3StorageDriver, type S3Connection } from './s3-storage-driver.ts';
 
 /** Where an environment's materializations are kept, addressed by URL. */
 export interface StorageDriver {
@@ -14,7 +15,7 @@ export interface StorageDriver {
 }
 
 /** URL schemes `storageDriverFor` has a driver for. */
-export const SUPPORTED_STORAGE_SCHEMES: readonly string[] = ['file'];
+export const SUPPORTED_STORAGE_SCHEMES: readonly string[] = ['file', 's3'];
 
 /** A storage prefix whose URL scheme no driver handles (or that is not a URL). */
 export class UnsupportedStorageError extends Error {
@@ -166,10 +167,22 @@ export function fileStoragePrefixProblem(storagePrefix: string, rootPath: string
   return `A file:// storage prefix must be under the engine's storage root, file://${root}/ (for example file://${root}/prod); ${storagePrefix} is not.`;
 }
 
-/** The driver for a storage prefix, chosen by its URL scheme. */
-export function storageDriverFor(storagePrefix: string): StorageDriver {
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(storagePrefix)?.[1]?.toLowerCase() ?? null;
+/** The URL scheme of a storage prefix or location, lower-case, or null when it has none. */
+export function storageSchemeOf(url: string): string | null {
+  return /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase() ?? null;
+}
+
+/**
+ * The driver for a storage prefix, chosen by its URL scheme: `file://` needs nothing more;
+ * `s3://` needs the connection of the asset's binding.
+ */
+export function storageDriverFor(storagePrefix: string, s3?: S3Connection): StorageDriver {
+  const scheme = storageSchemeOf(storagePrefix);
   if (scheme === 'file') return new FileStorageDriver(storagePrefix);
+  if (scheme === 's3') {
+    if (!s3) throw new StorageLocationError(`${storagePrefix} is in object storage; its binding's connection (endpoint and keys) is needed to reach it.`);
+    return new S3StorageDriver(storagePrefix, s3);
+  }
   throw new UnsupportedStorageError(storagePrefix, scheme);
 }
 

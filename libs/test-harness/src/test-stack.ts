@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startStack, type BackingServers, type RunningServices, type RunningStack } from '@envengine/dev-stack';
+import { loadOrCreateCredentials, objectStoreAdmin, startStack, type BackingServers, type RunningServices, type RunningStack } from '@envengine/dev-stack';
 
 /** What a test needs to reach the stack; plain data, so vitest can hand it to test files. */
 export interface StackInfo {
@@ -18,6 +18,8 @@ export interface StackInfo {
   /** Redis's address without a credential, as a pool worker is given it (it brings its own). */
   redisServerUrl: string;
   temporalAddress: string;
+  /** The engine's own object store (when the stack has one): its endpoint, bucket and administrator keys. */
+  objectStore: { url: string; bucket: string; accessKeyId: string; secretAccessKey: string } | null;
   dataDir: string;
 }
 
@@ -36,6 +38,8 @@ export interface TestStackOptions {
   temporalAddress?: string;
   /** Extra environment for the services. */
   env?: Record<string, string>;
+  /** Start the object store (SeaweedFS, or S3_URL) too: about ten seconds more. Default false. */
+  objectStore?: boolean;
 }
 
 /**
@@ -52,6 +56,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     mongoUrl: options.mongoUrl ?? process.env.MONGO_URL,
     redisUrl: options.redisUrl ?? process.env.REDIS_URL,
     temporalAddress: options.temporalAddress ?? process.env.TEMPORAL_ADDRESS,
+    s3Url: process.env.S3_URL,
+    objectStore: options.objectStore ?? false,
     temporalHeadless: true,
     persistRedis: false,
     // Unique databases, so that a stack on a shared server starts empty.
@@ -63,6 +69,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 
 /** The `StackInfo` of a stack started with `dataDir` (by `startTestStack`, or by the benchmark). */
 export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' | 'services'>, dataDir: string): StackInfo {
+  const admin = servers.s3 ? objectStoreAdmin(loadOrCreateCredentials(dataDir)) : undefined;
   return {
     gatewayUrl: services.gatewayUrl,
     urls: services.urls,
@@ -73,6 +80,8 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     redisUrl: servers.redis.adminUrl,
     redisServerUrl: servers.redis.url,
     temporalAddress: servers.temporal.url,
+    objectStore:
+      servers.s3 && admin ? { url: servers.s3.url, bucket: servers.s3.bucket, ...admin } : null,
     dataDir,
   };
 }

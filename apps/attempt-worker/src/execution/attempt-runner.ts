@@ -1,6 +1,6 @@
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { readMaterialization, writeMaterialization, type DeclaredSchema, type Row } from '@envengine/materialization-storage';
+import { readMaterialization, storageDriverFor, storageSchemeOf, writeMaterialization, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
 import type { Logger } from '@envengine/service-kit';
 import type { BundleCache } from '../bundles/bundle-cache.ts';
 import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
@@ -108,6 +108,9 @@ export class AttemptRunner {
         continue;
       }
       this.leases.setAsset(held.attemptId, asset.key);
+      // Asked once per asset, on its first emit or read: an asset that stores nothing needs no keys.
+      let driver: Promise<StorageDriver> | undefined;
+      const storage = () => (driver ??= this.storageDriver(held, plan, asset.key, logs));
       const outcome = await runAssetInSandbox({
         bundleDir,
         entry: asset.entry,
@@ -119,8 +122,11 @@ export class AttemptRunner {
         signal,
         sandboxes: this.options.sandboxes,
         handlers: {
-          emit: (rows) => this.emit(held, plan, asset, rows),
-          read: (key) => this.read(held, key),
+          emit: async (rows) => {
+            refuseReadOnly(asset);
+            await this.emit(held, plan, asset, rows, await storage());
+          },
+          read: async (key) => this.read(held, key, await storage()),
           connection: async (name) => {
             const resolved = await this.api.connection(held, asset.key, name);
             // Masked before the user code has the values, so no line can carry them first.
@@ -141,11 +147,25 @@ export class AttemptRunner {
     return reports;
   }
 
+  /** The driver for the environment's storage through this asset's binding; its keys masked in the attempt's log. */
+  private async storageDriver(held: HeldAttempt, plan: AttemptPlan, assetKey: string, logs: LogShipper): Promise<StorageDriver> {
+    if (storageSchemeOf(plan.environment.storage_prefix) === 'file') return storageDriverFor(plan.environment.storage_prefix);
+    const connection = await this.api.storage(held, assetKey);
+    if (connection.kind === 'file') return storageDriverFor(plan.environment.storage_prefix);
+    logs.maskSecrets([connection.secret_access_key, connection.access_key_id]);
+    return storageDriverFor(plan.environment.storage_prefix, {
+      endpoint: connection.endpoint,
+      region: connection.region,
+      forcePathStyle: connection.force_path_style,
+      accessKeyId: connection.access_key_id,
+      secretAccessKey: connection.secret_access_key,
+      keyPrefix: connection.key_prefix,
+    });
+  }
+
   /** `ctx.emit(rows)`: refused on a read_only binding before any I/O; else checked, written, read back, recorded. */
-  private async emit(held: HeldAttempt, plan: AttemptPlan, asset: PlannedAsset, rows: Record<string, unknown>[]): Promise<void> {
-    if (asset.binding_mode === 'read_only') {
-      throw new Error(`ctx.emit refused: asset "${asset.key}" is stored on binding "${asset.binding}", which is read_only`);
-    }
+  private async emit(held: HeldAttempt, plan: AttemptPlan, asset: PlannedAsset, rows: Record<string, unknown>[], driver: StorageDriver): Promise<void> {
+    refuseReadOnly(asset);
     const materializationId = newId('mat');
     const written = await writeMaterialization({
       storagePrefix: plan.environment.storage_prefix,
@@ -153,6 +173,7 @@ export class AttemptRunner {
       materializationId,
       schema: (asset.schema as DeclaredSchema | null) ?? inferSchema(rows),
       rows: rows as Row[],
+      driver,
     });
     await this.api.recordMaterialization(held, asset.key, {
       id: materializationId,
@@ -164,10 +185,17 @@ export class AttemptRunner {
   }
 
   /** `ctx.read(key)`: the upstream's latest rows that are not quarantined. */
-  private async read(held: HeldAttempt, assetKey: string): Promise<unknown[]> {
+  private async read(held: HeldAttempt, assetKey: string, driver: StorageDriver): Promise<unknown[]> {
     const upstream = await this.api.upstream(held, assetKey);
     if (!upstream) throw new Error(`ctx.read("${assetKey}"): the asset has no materialization that is not quarantined`);
-    return readMaterialization(upstream.location);
+    return readMaterialization(upstream.location, { driver });
+  }
+}
+
+/** `ctx.emit` on a read_only binding throws before any I/O (no keys asked for, nothing written). */
+function refuseReadOnly(asset: PlannedAsset): void {
+  if (asset.binding_mode === 'read_only') {
+    throw new Error(`ctx.emit refused: asset "${asset.key}" is stored on binding "${asset.binding}", which is read_only`);
   }
 }
 

@@ -9,11 +9,13 @@ import {
   INTERNAL_HEADERS,
   Materialization,
   ResolvedConnection,
+  StorageConnection,
   UpstreamLocation,
   WorkerHeartbeatResponse,
   type AppendLogsRequest,
   type AttemptLogLine,
   type ConnectionRequest,
+  type StorageRequest,
   type FinishAttemptRequest,
   type MaterializationWritten,
   type WorkerHeartbeatRequest,
@@ -94,6 +96,12 @@ export class WorkerApiClient {
   connection(held: HeldAttempt, assetKey: string, name: string) {
     const body: ConnectionRequest = { asset: assetKey };
     return this.call(ResolvedConnection, 'POST', `/attempts/${enc(held.attemptId)}/connections/${enc(name)}`, held.tenantId, held.lease, body);
+  }
+
+  /** Where the attempt's asset `assetKey` writes and reads its rows (`ctx.emit`, `ctx.read`). */
+  storage(held: HeldAttempt, assetKey: string) {
+    const body: StorageRequest = { asset: assetKey };
+    return this.call(StorageConnection, 'POST', `/attempts/${enc(held.attemptId)}/storage`, held.tenantId, held.lease, body);
   }
 
   recordMaterialization(held: HeldAttempt, assetKey: string, written: MaterializationWritten) {

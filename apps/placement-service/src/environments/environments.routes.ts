@@ -6,7 +6,7 @@ import {
   SetPlacementRequest,
   type Environment,
 } from '@envengine/contracts';
-import { fileStoragePrefixProblem } from '@envengine/materialization-storage';
+import { fileStoragePrefixProblem, s3StoragePrefixProblem } from '@envengine/materialization-storage';
 import { ApiError, defineRoute, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from './environment.repository.ts';
 
@@ -27,7 +27,7 @@ export function environmentsRouter(environments: EnvironmentRepository, storageR
   router.post(
     '/environments',
     defineRoute({ body: CreateEnvironmentRequest }, async ({ tenantId, body }) => {
-      const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath);
+      const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath) ?? s3StoragePrefixProblem(body.storage_prefix);
       if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
       return { status: 201, data: await environments.create(tenantId, body) };
     }),

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import {
   AppendLogsRequest,
   ConnectionRequest,
+  StorageRequest,
   ATTEMPT_LEASE_HEADER,
   FinishAttemptRequest,
   INTERNAL_HEADERS,
@@ -70,6 +71,13 @@ export function workerApiRouter(service: WorkerApiService): Router {
     '/worker/attempts/:id/connections/:name',
     defineRoute({ params: WorkerConnectionParams, body: ConnectionRequest }, async ({ tenantId, params, body, header }) => ({
       data: await service.connection(leaseCheck(tenantId, params.id, header), body.asset, params.name),
+    })),
+  );
+
+  router.post(
+    '/worker/attempts/:id/storage',
+    defineRoute({ params: WorkerAttemptParams, body: StorageRequest }, async ({ tenantId, params, body, header }) => ({
+      data: await service.storage(leaseCheck(tenantId, params.id, header), body.asset),
     })),
   );
 

@@ -7,16 +7,19 @@ import type {
   Materialization,
   MaterializationWritten,
   ResolvedConnection,
+  StorageConnection,
   UpstreamLocation,
   WorkerHeartbeatRequest,
   WorkerIdentity,
 } from '@envengine/contracts';
 import type { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
-import { isUnderStoragePrefix, materializationLocation } from '@envengine/materialization-storage';
+import { isUnderStoragePrefix, materializationLocation, s3StoragePrefixProblem, storageSchemeOf } from '@envengine/materialization-storage';
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
 import { leaseSuperseded, toAttempt, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
+import type { EngineObjectStore } from '../storage/engine-object-store.ts';
+import { s3StorageConnection } from '../storage/storage-connection.ts';
 
 /**
  * The worker API's logic: every call about an attempt is checked against its lease, so a
@@ -32,6 +35,8 @@ export class WorkerApiService {
     private readonly deployments: DeploymentClient,
     private readonly resolver: SecretResolverClient,
     private readonly logLimits: AttemptPlan['log_limits'],
+    /** The engine's own object store, when it has one. */
+    private readonly engineStore?: EngineObjectStore,
   ) {}
 
   async start(tenantId: string, attemptId: string, worker: WorkerIdentity, credentialId: string | null): Promise<AttemptStarted> {
@@ -114,6 +119,32 @@ export class WorkerApiService {
     }
     const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: name, attempt_id: attempt._id });
     return { name: resolved.name, mode: resolved.mode, config: resolved.config, secret_settings: resolved.secret_versions.map((version) => version.setting) };
+  }
+
+  /**
+   * Where one asset of the attempt writes (`ctx.emit`) and reads (`ctx.read`): nothing
+   * more for `file://`; for `s3://` its declared binding, resolved through the audited
+   * resolution, or this tenant's keys to the engine's own store when that binding names
+   * no endpoint.
+   */
+  async storage(check: LeaseCheck, assetKey: string): Promise<StorageConnection> {
+    const attempt = await this.runs.checkLease(check);
+    const run = attempt.assets.some((asset) => asset.key === assetKey) ? await this.runs.findRun(check.tenantId, attempt.run_id) : undefined;
+    const asset = run?.assets.find((candidate) => candidate.key === assetKey);
+    if (!asset) throw notAnAssetOf(attempt._id, assetKey);
+    const environment = await this.environments.findById(check.tenantId, attempt.environment_id);
+    if (!environment) throw notFound(`Environment of attempt "${attempt._id}"`);
+    const scheme = storageSchemeOf(environment.storage_prefix);
+    if (scheme === 'file') return { kind: 'file' };
+    const problem = scheme === 's3' ? s3StoragePrefixProblem(environment.storage_prefix) : `Storage prefix ${environment.storage_prefix} has no driver; supported schemes: file://, s3://.`;
+    if (problem !== null) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
+    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: asset.binding, attempt_id: attempt._id });
+    const store = this.engineStore;
+    return s3StorageConnection(
+      asset.binding,
+      resolved.config,
+      store && { endpoint: store.publicEndpoint, region: store.region, keys: () => store.keysFor(check.tenantId) },
+    );
   }
 
   /**

@@ -1,0 +1,301 @@
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { AssetListing, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
+import { decodeParquet } from '@envengine/materialization-storage';
+import { createTenant, deployProject, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+const AssetList = dataEnvelope(z.array(AssetListing));
+const store = stack.objectStore!;
+
+function s3Client(credentials: { accessKeyId: string; secretAccessKey: string }): S3Client {
+  return new S3Client({
+    endpoint: store.url,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    maxAttempts: 1,
+  });
+}
+const admin = s3Client(store);
+
+/** The bytes of an object as the store's administrator reads them, or the store's error name. */
+async function adminRead(bucket: string, key: string): Promise<Uint8Array | string> {
+  try {
+    return await (await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToByteArray();
+  } catch (error) {
+    return (error as Error).name;
+  }
+}
+
+/** What an S3 call with these keys does: `allowed`, or the store's error name. */
+async function attempt(client: S3Client, command: Parameters<S3Client['send']>[0]): Promise<string> {
+  return client.send(command as never).then(
+    () => 'allowed',
+    (error: Error) => error.name,
+  );
+}
+
+async function latestOf(tenant: TestTenant, key: string) {
+  const assets = AssetList.parse((await tenant.api.get('/environments/prod/assets')).body).data;
+  return assets.find((asset) => asset.key === key)?.latest_materialization ?? null;
+}
+
+async function runAssets(tenant: TestTenant, assets: string[]): Promise<Run> {
+  const created = await tenant.api.post('/environments/prod/runs', { assets });
+  expect(created.status).toBe(201);
+  return waitForRun(tenant, Run.parse(created.body.data).id);
+}
+
+describe("s3:// storage on the engine's own store", () => {
+  let tenant: TestTenant;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 's3-engine');
+    // The README's prefix, with a binding that names no endpoint: the engine's store.
+    await deployProject(tenant.api, {
+      environment: 'prod',
+      storagePrefix: 's3://lake/prod',
+      executor: 'local',
+      bindings: { warehouse: {}, gate: { config: { open: true } } },
+      files: ASSET_CODE,
+      manifest: runsManifest(),
+    });
+  });
+
+  it('writes each asset as Parquet under the tenant in the bucket, and ctx.read reads it back from there', async () => {
+    const run = await runAssets(tenant, ['orders', 'totals']);
+    expect(run.status).toBe('succeeded');
+    const orders = (await latestOf(tenant, 'orders'))!;
+    const totals = (await latestOf(tenant, 'totals'))!;
+    expect(orders.location).toBe(`s3://lake/prod/orders/${orders.id}.parquet`);
+    expect(orders.columns).toEqual([
+      { name: 'id', type: 'integer', nullable: false },
+      { name: 'amount', type: 'number', nullable: true },
+    ]);
+    // Stored under the tenant's own prefix of the bucket, and nowhere else.
+    const stored = await adminRead('lake', `${tenant.tenantId}/prod/orders/${orders.id}.parquet`);
+    expect(stored).toBeInstanceOf(Uint8Array);
+    expect((stored as Uint8Array).byteLength).toBe(orders.bytes);
+    expect(await adminRead('lake', `prod/orders/${orders.id}.parquet`)).toBe('NoSuchKey');
+    // totals is what ctx.read gave it: the three orders summed.
+    const totalsBytes = await adminRead('lake', `${tenant.tenantId}/prod/totals/${totals.id}.parquet`);
+    expect(await decodeParquet(totalsBytes as Uint8Array)).toEqual([{ orders: 3, total: 30.5 }]);
+  });
+
+  it("gives a tenant's workers keys that reach only that tenant's objects, never the administrator's", async () => {
+    const other = await createTenant(stack, 's3-engine-other');
+    await deployProject(other.api, {
+      environment: 'prod',
+      storagePrefix: 's3://lake/prod',
+      executor: 'local',
+      bindings: { warehouse: {}, gate: { config: { open: true } } },
+      files: ASSET_CODE,
+      manifest: runsManifest(),
+    });
+    expect((await runAssets(other, ['orders'])).status).toBe('succeeded');
+    const othersOrders = (await latestOf(other, 'orders'))!;
+
+    // The first tenant's pool worker, as an attacker holding its token: it takes a remote
+    // attempt and asks for its storage keys, as the worker it is.
+    const remote = await deployRemoteEnvironment(tenant, 'remote-keys');
+    const credential = await issueCredential(tenant);
+    const queued = Run.parse((await tenant.api.post(`/environments/${remote}/runs`, { assets: ['orders'] })).body.data);
+    const pool = { authorization: `Bearer ${credential.token}`, 'content-type': 'application/json' };
+    const worker = { id: 'keys-probe-1', name: 'keys-probe', executor: 'remote', concurrency: 1, sandbox: 'bwrap' };
+    const attemptId = queued.attempts[0]!.id;
+    const started = await fetch(`${stack.gatewayUrl}/api/v1/worker/attempts/${attemptId}/start`, { method: 'POST', headers: pool, body: JSON.stringify({ worker }) });
+    expect(started.status).toBe(200);
+    const { lease } = AttemptStarted.parse(((await started.json()) as { data: unknown }).data);
+    const answer = await fetch(`${stack.gatewayUrl}/api/v1/worker/attempts/${attemptId}/storage`, {
+      method: 'POST',
+      headers: { ...pool, [ATTEMPT_LEASE_HEADER]: lease },
+      body: JSON.stringify({ asset: 'orders' }),
+    });
+    expect(answer.status).toBe(200);
+    const text = await answer.text();
+    expect(text).not.toContain(store.secretAccessKey);
+    expect(text).not.toContain(store.accessKeyId);
+    const keys = StorageConnection.parse((JSON.parse(text) as { data: unknown }).data);
+    if (keys.kind !== 's3') throw new Error('expected s3 keys');
+    expect(keys).toMatchObject({ endpoint: store.url, key_prefix: `${tenant.tenantId}/`, binding: null });
+
+    const mine = s3Client({ accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key });
+    // Positive control: its own prefix is writable and readable.
+    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt`, Body: 'mine' }))).toBe('allowed');
+    expect(await attempt(mine, new GetObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt` }))).toBe('allowed');
+    // The other tenant's objects: not readable, not overwritable, not listable.
+    const othersKey = `${other.tenantId}/prod/orders/${othersOrders.id}.parquet`;
+    expect(await attempt(mine, new GetObjectCommand({ Bucket: 'lake', Key: othersKey }))).toBe('AccessDenied');
+    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: othersKey, Body: 'x' }))).toBe('AccessDenied');
+    expect(await attempt(mine, new ListObjectsV2Command({ Bucket: 'lake', Prefix: `${other.tenantId}/` }))).toBe('AccessDenied');
+    // Nor a path that starts with the other tenant and ends in its own id.
+    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: `${other.tenantId}/${tenant.tenantId}/x`, Body: 'x' }))).toBe('AccessDenied');
+    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: 'top-level.txt', Body: 'x' }))).toBe('AccessDenied');
+    expect(await attempt(mine, new CreateBucketCommand({ Bucket: 'mine-now' }))).toBe('AccessDenied');
+    expect((await adminRead('lake', othersKey)) instanceof Uint8Array).toBe(true);
+  });
+});
+
+/** A `remote` environment on the engine's store with the runs project, for a pool to take attempts of. */
+async function deployRemoteEnvironment(tenant: TestTenant, name: string): Promise<string> {
+  await deployProject(tenant.api, {
+    environment: name,
+    storagePrefix: `s3://lake/${name}`,
+    executor: 'remote',
+    bindings: { warehouse: {}, gate: { config: { open: true } } },
+    files: ASSET_CODE,
+    manifest: runsManifest(),
+  });
+  return name;
+}
+
+describe("s3:// storage on a tenant's own store, named by the binding", () => {
+  let tenant: TestTenant;
+  const mongo = new MongoClient(stack.mongoUrl);
+  /** The tenant's own bucket and keys on the same SeaweedFS, made by its administrator. */
+  const bucket = `own-${Date.now().toString(36)}`;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 's3-own');
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+
+  afterAll(async () => {
+    await mongo.close();
+  });
+
+  async function environmentWith(name: string, prefix: string, config: Record<string, unknown>, secrets: Record<string, string>): Promise<void> {
+    for (const [secret, value] of Object.entries(secrets)) {
+      expect((await tenant.api.put(`/environments/${name}/secrets/${secret}`, { value })).status).toBeLessThan(300);
+    }
+    const secretRefs = Object.fromEntries(Object.keys(secrets).map((secret) => [secret.toLowerCase(), secret]));
+    await tenant.api.put(`/environments/${name}/bindings/warehouse`, { config, secret_refs: secretRefs });
+  }
+
+  it('writes and reads through the endpoint and keys of the binding', async () => {
+    await deployProject(tenant.api, {
+      environment: 'prod',
+      storagePrefix: `s3://${bucket}/data`,
+      executor: 'local',
+      bindings: { warehouse: {}, gate: { config: { open: true } } },
+      files: ASSET_CODE,
+      manifest: runsManifest(),
+    });
+    await environmentWith('prod', `s3://${bucket}/data`, { endpoint: store.url, region: 'us-east-1', force_path_style: true }, {
+      ACCESS_KEY_ID: store.accessKeyId,
+      SECRET_ACCESS_KEY: store.secretAccessKey,
+    });
+    const run = await runAssets(tenant, ['orders', 'totals']);
+    expect(run.status).toBe('succeeded');
+    const totals = (await latestOf(tenant, 'totals'))!;
+    expect(totals.location).toBe(`s3://${bucket}/data/totals/${totals.id}.parquet`);
+    // Its own store has no tenant prefix: the key is the location's.
+    expect(await decodeParquet((await adminRead(bucket, `data/totals/${totals.id}.parquet`)) as Uint8Array)).toEqual([{ orders: 3, total: 30.5 }]);
+    // Neither key appears in the attempt's log.
+    const logs = JSON.stringify((await tenant.api.get(`/runs/${run.id}/logs`)).body);
+    expect(logs).not.toContain(store.secretAccessKey);
+  });
+
+  it.each([
+    {
+      title: 'an unknown bucket',
+      prefix: 's3://no-such-bucket-here/data',
+      config: { endpoint: store.url },
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /the bucket "no-such-bucket-here" does not exist \(NoSuchBucket\)/,
+    },
+    {
+      title: 'a wrong secret key',
+      prefix: `s3://${bucket}/wrong`,
+      config: { endpoint: store.url },
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: 'not-the-secret-key' },
+      error: /the binding's secret_access_key does not match its access_key_id \(SignatureDoesNotMatch\)/,
+    },
+    {
+      title: 'an unknown access key',
+      prefix: `s3://${bucket}/unknown`,
+      config: { endpoint: store.url },
+      secrets: { ACCESS_KEY_ID: 'NOSUCHKEY0000000', SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /does not know the binding's access_key_id \(InvalidAccessKeyId\)/,
+    },
+    {
+      title: 'an endpoint without keys',
+      prefix: `s3://${bucket}/nokeys`,
+      config: { endpoint: store.url },
+      secrets: {},
+      error: /Storage binding "warehouse": names an endpoint but no access_key_id; add it to secret_refs/,
+    },
+    {
+      title: 'keys without an endpoint',
+      prefix: `s3://${bucket}/noendpoint`,
+      config: {},
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /Storage binding "warehouse": names access keys but no endpoint/,
+    },
+    {
+      title: 'an endpoint that is not a URL',
+      prefix: `s3://${bucket}/badurl`,
+      config: { endpoint: 'somewhere' },
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /Storage binding "warehouse": endpoint "somewhere" is not a URL/,
+    },
+  ])('fails the asset with an error naming $title, and records nothing', async ({ prefix, config, secrets, error }) => {
+    const name = `bad-${Math.random().toString(36).slice(2, 8)}`;
+    await deployProject(tenant.api, {
+      environment: name,
+      storagePrefix: prefix,
+      executor: 'local',
+      bindings: { warehouse: {}, gate: { config: { open: true } } },
+      files: ASSET_CODE,
+      manifest: runsManifest(),
+    });
+    await environmentWith(name, prefix, config, secrets);
+    const created = await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] });
+    const run = await waitForRun(tenant, Run.parse(created.body.data).id);
+    expect(run.status).toBe('failed');
+    expect(run.attempts[0]!.assets[0]!.error).toMatch(error);
+    for (const secret of Object.values(secrets)) expect(JSON.stringify(run)).not.toContain(secret);
+    const assets = AssetList.parse((await tenant.api.get(`/environments/${name}/assets`)).body).data;
+    expect(assets.find((asset) => asset.key === 'orders')?.latest_materialization ?? null).toBeNull();
+    const recorded = await mongo.db(stack.databases['deployment-service']).collection('materializations').countDocuments({ tenant_id: tenant.tenantId, location: { $regex: `^${prefix}/` } });
+    expect(recorded).toBe(0);
+  });
+});
+
+describe('a remote pool stores through s3:// and a second worker reads it', () => {
+  let tenant: TestTenant;
+  let credential: PoolCredentialIssued;
+  const workers: PoolWorker[] = [];
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 's3-pool');
+    await deployRemoteEnvironment(tenant, 'prod');
+    credential = await issueCredential(tenant);
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((worker) => worker.process.stop()));
+  });
+
+  it('runs orders → totals on one worker, then totals alone on another with its own cache', async () => {
+    workers.push(await startPoolWorker(stack, credential, 's3-w1'));
+    const first = await runAssets(tenant, ['orders', 'totals']);
+    expect(first.status).toBe('succeeded');
+    expect(first.attempts[0]).toMatchObject({ executor: 'remote', worker: 's3-w1' });
+    await workers.shift()!.process.stop();
+
+    workers.push(await startPoolWorker(stack, credential, 's3-w2'));
+    const second = await runAssets(tenant, ['totals']);
+    expect(second.status).toBe('succeeded');
+    expect(second.attempts[0]).toMatchObject({ executor: 'remote', worker: 's3-w2' });
+    const totals = (await latestOf(tenant, 'totals'))!;
+    expect(totals.run_id).toBe(second.id);
+    expect(await decodeParquet((await adminRead('lake', `${tenant.tenantId}/prod/totals/${totals.id}.parquet`)) as Uint8Array)).toEqual([{ orders: 3, total: 30.5 }]);
+  });
+});

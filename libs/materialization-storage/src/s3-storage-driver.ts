@@ -1,0 +1,143 @@
+import { GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { StorageLocationError, StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
+
+/** How to reach an S3-compatible store: what an asset's binding gives (or the engine issues for its own store). */
+export interface S3Connection {
+  /** `http(s)://host[:port]` of the store (AWS S3, SeaweedFS, MinIO, R2, Ceph). */
+  endpoint: string;
+  region: string;
+  /** Address buckets as `endpoint/bucket` rather than `bucket.endpoint` (most self-hosted stores need it). */
+  forcePathStyle: boolean;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /**
+   * Put before every object key: the engine's own store keeps each tenant under its own
+   * prefix, which is all its credentials reach. Empty for a tenant's own store.
+   */
+  keyPrefix: string;
+}
+
+/** The store refused or failed an operation; the message names the store, bucket and key, never a credential. */
+export class ObjectStoreError extends Error {
+  override readonly name = 'ObjectStoreError';
+  constructor(message: string, readonly code: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** Parts of this size are uploaded as they are cut from the file; a smaller file is one PUT. */
+export const S3_PART_BYTES = 8 * 1024 * 1024;
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** Bucket and key of an `s3://bucket/key` URL; the key must be non-empty and free of `.`/`..` segments. */
+export function s3ObjectOf(url: string): { bucket: string; key: string } {
+  const match = /^s3:\/\/([^/]+)\/(.+)$/i.exec(url);
+  if (match === null) throw new StorageLocationError(`${JSON.stringify(url)} is not an s3://bucket/key URL.`);
+  const [, bucket, key] = match as unknown as [string, string, string];
+  if (!BUCKET_NAME.test(bucket)) {
+    throw new StorageLocationError(`${JSON.stringify(bucket)} is not a bucket name (3 to 63 lower-case letters, digits, "." and "-").`);
+  }
+  if (/[\\?#\0]/.test(key) || key.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) {
+    throw new StorageLocationError(`${JSON.stringify(url)} has an empty, "." or ".." segment, a backslash, query, fragment or NUL.`);
+  }
+  return { bucket, key };
+}
+
+/**
+ * Why an `s3://` storage prefix is malformed, or null: it must name a bucket and may name a
+ * prefix under it (`s3://lake` or `s3://lake/prod`).
+ */
+export function s3StoragePrefixProblem(storagePrefix: string): string | null {
+  if (!/^s3:/i.test(storagePrefix)) return null;
+  const match = /^s3:\/\/([^/]+)(\/.*)?$/i.exec(storagePrefix);
+  if (match === null) return `An s3:// storage prefix is s3://<bucket>/<prefix> (for example s3://lake/prod); ${storagePrefix} is not.`;
+  try {
+    s3ObjectOf(`s3://${match[1]}${(match[2] ?? '').replace(/\/+$/, '')}/probe`);
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/**
+ * Stores files in an S3-compatible bucket. A file is uploaded by `@aws-sdk/lib-storage`:
+ * one PUT when small, else a multipart upload whose parts are sent as they are cut (four
+ * at a time) and which is aborted on failure, so a failed upload leaves no object. Either
+ * way the object appears whole or not at all. Request checksums are sent only where the
+ * API requires them: the SDK's default CRC32 trailers break several S3-compatible stores.
+ */
+export class S3StorageDriver implements StorageDriver {
+  private readonly client: S3Client;
+
+  constructor(
+    /** `s3://bucket/prefix`: every location must be under it. */
+    readonly prefix: string,
+    private readonly connection: S3Connection,
+  ) {
+    this.client = new S3Client({
+      endpoint: connection.endpoint,
+      region: connection.region,
+      forcePathStyle: connection.forcePathStyle,
+      credentials: { accessKeyId: connection.accessKeyId, secretAccessKey: connection.secretAccessKey },
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      maxAttempts: 3,
+    });
+  }
+
+  /** Bucket and stored key of a location under the prefix. */
+  objectOf(location: string): { bucket: string; key: string } {
+    const base = this.prefix.replace(/\/+$/, '');
+    if (!location.startsWith(`${base}/`)) throw new StorageLocationError(`${location} is not under the storage prefix ${this.prefix}.`);
+    const { bucket, key } = s3ObjectOf(location);
+    return { bucket, key: `${this.connection.keyPrefix}${key}` };
+  }
+
+  async write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }> {
+    const { bucket, key } = this.objectOf(location);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: bucket, Key: key, Body: bytes, ContentType: 'application/vnd.apache.parquet' },
+      partSize: S3_PART_BYTES,
+      queueSize: 4,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+    } catch (error) {
+      throw this.describe(error, 'write', location);
+    }
+    return { location, bytes: bytes.byteLength };
+  }
+
+  async read(location: string): Promise<Uint8Array> {
+    const { bucket, key } = this.objectOf(location);
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return await answer.Body!.transformToByteArray();
+    } catch (error) {
+      if (error instanceof S3ServiceException && error.name === 'NoSuchKey') throw new StoredFileNotFoundError(location, { cause: error });
+      throw this.describe(error, 'read', location);
+    }
+  }
+
+  /** A sentence naming what failed and what to check; the store's own code kept. */
+  private describe(error: unknown, operation: 'read' | 'write', location: string): ObjectStoreError {
+    const where = `${operation} ${location} at ${this.connection.endpoint}`;
+    if (!(error instanceof S3ServiceException)) {
+      const cause = error as NodeJS.ErrnoException;
+      return new ObjectStoreError(`Could not ${where}: the store did not answer (${cause.code ?? cause.message}).`, cause.code ?? 'unreachable', { cause: error });
+    }
+    const bucket = s3ObjectOf(location).bucket;
+    const sentence: Record<string, string> = {
+      NoSuchBucket: `the bucket "${bucket}" does not exist`,
+      InvalidAccessKeyId: 'the store does not know the binding\'s access_key_id',
+      SignatureDoesNotMatch: 'the binding\'s secret_access_key does not match its access_key_id',
+      AccessDenied: 'the credentials may not do this there',
+      InvalidBucketName: `"${bucket}" is not a bucket name`,
+    };
+    const reason = sentence[error.name] ?? error.message;
+    return new ObjectStoreError(`Could not ${where}: ${reason} (${error.name}).`, error.name, { cause: error });
+  }
+}
