@@ -34,8 +34,8 @@ async function adminRead(bucket: string, key: string): Promise<Uint8Array | stri
 }
 
 /** What an S3 call with these keys does: `allowed`, or the store's error name. */
-async function attempt(client: S3Client, command: Parameters<S3Client['send']>[0]): Promise<string> {
-  return client.send(command as never).then(
+async function attempt(call: () => Promise<unknown>): Promise<string> {
+  return call().then(
     () => 'allowed',
     (error: Error) => error.name,
   );
@@ -127,17 +127,17 @@ describe("s3:// storage on the engine's own store", () => {
 
     const mine = s3Client({ accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key });
     // Positive control: its own prefix is writable and readable.
-    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt`, Body: 'mine' }))).toBe('allowed');
-    expect(await attempt(mine, new GetObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt` }))).toBe('allowed');
+    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt`, Body: 'mine' })))).toBe('allowed');
+    expect(await attempt(() => mine.send(new GetObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt` })))).toBe('allowed');
     // The other tenant's objects: not readable, not overwritable, not listable.
     const othersKey = `${other.tenantId}/prod/orders/${othersOrders.id}.parquet`;
-    expect(await attempt(mine, new GetObjectCommand({ Bucket: 'lake', Key: othersKey }))).toBe('AccessDenied');
-    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: othersKey, Body: 'x' }))).toBe('AccessDenied');
-    expect(await attempt(mine, new ListObjectsV2Command({ Bucket: 'lake', Prefix: `${other.tenantId}/` }))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new GetObjectCommand({ Bucket: 'lake', Key: othersKey })))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: othersKey, Body: 'x' })))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new ListObjectsV2Command({ Bucket: 'lake', Prefix: `${other.tenantId}/` })))).toBe('AccessDenied');
     // Nor a path that starts with the other tenant and ends in its own id.
-    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: `${other.tenantId}/${tenant.tenantId}/x`, Body: 'x' }))).toBe('AccessDenied');
-    expect(await attempt(mine, new PutObjectCommand({ Bucket: 'lake', Key: 'top-level.txt', Body: 'x' }))).toBe('AccessDenied');
-    expect(await attempt(mine, new CreateBucketCommand({ Bucket: 'mine-now' }))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: `${other.tenantId}/${tenant.tenantId}/x`, Body: 'x' })))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: 'top-level.txt', Body: 'x' })))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new CreateBucketCommand({ Bucket: 'mine-now' })))).toBe('AccessDenied');
     expect((await adminRead('lake', othersKey)) instanceof Uint8Array).toBe(true);
   });
 });
@@ -245,7 +245,7 @@ describe("s3:// storage on a tenant's own store, named by the binding", () => {
       secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
       error: /Storage binding "warehouse": endpoint "somewhere" is not a URL/,
     },
-  ])('fails the asset with an error naming $title, and records nothing', async ({ prefix, config, secrets, error }) => {
+  ] as Array<{ title: string; prefix: string; config: Record<string, unknown>; secrets: Record<string, string>; error: RegExp }>)('fails the asset with an error naming $title, and records nothing', async ({ prefix, config, secrets, error }) => {
     const name = `bad-${Math.random().toString(36).slice(2, 8)}`;
     await deployProject(tenant.api, {
       environment: name,

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { PoolCredentialIssued } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
 
 /**
@@ -75,9 +77,44 @@ const poolSchema = z.object({
 
 export type WorkerConfig = z.infer<typeof localSchema> | z.infer<typeof poolSchema>;
 
+/**
+ * A pool worker's settings from its credential file (`POOL_CREDENTIAL_FILE`, what
+ * `envctl pool credentials create --save FILE` writes): token, Redis user, queue and the
+ * Redis the engine advertises. A variable set in the environment wins over the file.
+ */
+function credentialFileSettings(path: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Error(`Invalid configuration:\n  POOL_CREDENTIAL_FILE: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`Invalid configuration:\n  POOL_CREDENTIAL_FILE: ${path} is not JSON (expected what envctl pool credentials create --save FILE writes)`);
+  }
+  const parsed = PoolCredentialIssued.safeParse(json);
+  if (!parsed.success) {
+    throw new Error(`Invalid configuration:\n  POOL_CREDENTIAL_FILE: ${path} lacks ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`);
+  }
+  const credential = parsed.data;
+  return {
+    POOL_TOKEN: credential.token,
+    REDIS_USERNAME: credential.redis.username,
+    REDIS_PASSWORD: credential.redis.password,
+    POOL_QUEUE: credential.queue,
+    ...(credential.redis.url ? { REDIS_URL: credential.redis.url } : {}),
+  };
+}
+
 export function loadWorkerConfig(argv: readonly string[], env: Record<string, string | undefined>): WorkerConfig {
   const local = argv.includes('--local');
   const pool = argv.includes('--pool');
   if (local === pool) throw new Error('Start the attempt-worker with exactly one of --local (the engine\'s runner) or --pool (a tenant\'s worker).');
-  return local ? parseConfig(localSchema, { ...env, mode: 'local' }) : parseConfig(poolSchema, { ...env, mode: 'pool' });
+  if (local) return parseConfig(localSchema, { ...env, mode: 'local' });
+  const fromFile = env.POOL_CREDENTIAL_FILE ? credentialFileSettings(env.POOL_CREDENTIAL_FILE) : {};
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  return parseConfig(poolSchema, { ...fromFile, ...given, mode: 'pool' });
 }

@@ -6,14 +6,28 @@ import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOp
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
 import { BundleCache } from './bundles/bundle-cache.ts';
-import { loadWorkerConfig } from './config.ts';
+import { loadWorkerConfig, type WorkerConfig } from './config.ts';
+import { nodeVersionProblem } from './runtime-check.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
 import { LeaseKeeper } from './execution/lease-keeper.ts';
 import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/os-sandbox.ts';
 import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
 
-const config = loadWorkerConfig(process.argv.slice(2), process.env);
+// Before anything else: on another Node the worker would start, then fail every attempt.
+const nodeProblem = nodeVersionProblem(process.versions.node);
+if (nodeProblem) {
+  process.stderr.write(`${nodeProblem}\n`);
+  process.exit(WORKER_EXIT_CODES.configuration);
+}
+
+let config: WorkerConfig;
+try {
+  config = loadWorkerConfig(process.argv.slice(2), process.env);
+} catch (error) {
+  process.stderr.write(`${(error as Error).message}\n`);
+  process.exit(WORKER_EXIT_CODES.configuration);
+}
 const log = createLogger('attempt-worker', config.LOG_LEVEL);
 const identity: WorkerIdentity = {
   id: `${config.mode}-${randomBytes(8).toString('hex')}`,
@@ -35,7 +49,7 @@ await mkdir(config.BUNDLE_CACHE_DIR, { recursive: true });
 const sandboxProblem = checkSandbox(sandbox, config.BUNDLE_CACHE_DIR, process.env.PATH);
 if (sandboxProblem) {
   log.fatal({ sandbox: config.SANDBOX }, sandboxProblem);
-  process.exit(WORKER_EXIT_CODES.sandboxUnavailable);
+  process.exit(WORKER_EXIT_CODES.configuration);
 }
 if (config.SANDBOX === 'off') {
   log.warn({ sandbox: 'off' }, "SANDBOX=off: tenants' code runs under Node's permission model alone, which is no protection against hostile code");

@@ -168,6 +168,9 @@ export type StorageConnection = z.infer<typeof StorageConnection>;
 export const WORKER_EXIT_CODES = {
   /** The pool credential was refused (revoked, or never issued) by the worker API or Redis. */
   credentialRefused: 77,
-  /** The OS sandbox cannot run here (bubblewrap missing, user namespaces off…). */
-  sandboxUnavailable: 78,
+  /**
+   * The worker cannot start as configured here: a setting missing or wrong, a Node.js
+   * other than 24, or an OS sandbox that does not start (bubblewrap, user namespaces…).
+   */
+  configuration: 78,
 } as const;

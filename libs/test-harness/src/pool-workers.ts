@@ -12,8 +12,12 @@ export interface PoolWorker {
   bundleCacheDir: string;
 }
 
+/** The installable worker (`nx run attempt-worker:build`), as a pool host runs it: every npm package compiled in. */
+export const WORKER_PACKAGE_DIR = join(WORKSPACE_ROOT, 'dist', 'worker-package');
+export const WORKER_PACKAGE_ENTRY = join(WORKER_PACKAGE_DIR, 'envengine-worker', 'envengine-worker.mjs');
+
 /**
- * A tenant's worker as docs/api.md#worker-pools starts one: the built attempt-worker in `--pool` mode
+ * A tenant's worker as docs/api.md#worker-pools starts one: the installable worker in `--pool` mode
  * with the credential's token, Redis user and queue, reaching only the gateway and Redis.
  */
 export async function startPoolWorker(
@@ -45,7 +49,7 @@ export function launchPoolWorker(
   const process_ = new ManagedProcess({
     name: `pool-worker-${name}`,
     command: process.execPath,
-    args: ['--enable-source-maps', join(WORKSPACE_ROOT, 'dist', 'apps', 'attempt-worker', 'main.js'), '--pool'],
+    args: [WORKER_PACKAGE_ENTRY, '--pool'],
     logFile,
     cwd: WORKSPACE_ROOT,
     env: {

@@ -8,8 +8,8 @@ import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
 import { readStdin } from '../prompts.ts';
 
-/** The attempt-worker built beside envctl (dist/apps/attempt-worker/main.js). */
-const BUILT_WORKER = fileURLToPath(new URL('../attempt-worker/main.js', import.meta.url));
+/** The installable worker built beside envctl (dist/worker-package/envengine-worker/envengine-worker.mjs): what a pool host runs. */
+const BUILT_WORKER = fileURLToPath(new URL('../../worker-package/envengine-worker/envengine-worker.mjs', import.meta.url));
 
 async function credentialOf(ctx: CommandContext, file: string | undefined): Promise<PoolCredentialIssued> {
   let text: string;
@@ -49,7 +49,7 @@ export const workerCommand: CommandSpec = {
     const redisUrl = stringOption(values, 'redis-url') ?? ctx.env.redisUrl ?? credential.redis.url ?? undefined;
     if (!redisUrl) throw usageError("this credential names no Redis (it predates PUBLIC_REDIS_URL): give --redis-url URL or ENVCTL_REDIS_URL");
     const program = ctx.env.workerBin ?? BUILT_WORKER;
-    if (!existsSync(program)) throw new CliError(ExitCode.usage, 'worker_missing', `no attempt-worker at ${program}; build it (npx nx run attempt-worker:build) or set ENVCTL_WORKER_BIN`);
+    if (!existsSync(program)) throw new CliError(ExitCode.usage, 'worker_missing', `no worker at ${program}; build it (npx nx run attempt-worker:build) or set ENVCTL_WORKER_BIN`);
     const concurrency = integerOption(values, 'concurrency', { min: 1, max: 256 });
     const name = stringOption(values, 'name');
     const env: Record<string, string> = {
@@ -75,6 +75,9 @@ export const workerCommand: CommandSpec = {
         child.once('error', reject);
         child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === 'SIGTERM' || signal === 'SIGINT' ? 0 : 1)));
       });
+      if (code === WORKER_EXIT_CODES.configuration) {
+        throw new CliError(ExitCode.usage, 'worker_cannot_start', 'the worker cannot start here: it said why above (a setting, Node.js 24, or the OS sandbox)');
+      }
       if (code === WORKER_EXIT_CODES.credentialRefused) {
         throw new CliError(ExitCode.auth, 'credential_refused', `the engine refused the pool credential ${credential.id} (revoked?): create a new one with envctl pool credentials create`);
       }

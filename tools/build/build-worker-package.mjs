@@ -1,0 +1,71 @@
+// The installable pool worker (docs/operations.md, "Run a pool on another host"): the
+// attempt-worker with every npm package compiled in, so that a host with only Node 24
+// runs it. Writes dist/worker-package/:
+//   envengine-worker/              the package: package.json (a `bin`, no dependencies),
+//     envengine-worker.mjs         the worker (`node envengine-worker.mjs --pool`),
+//     asset-child.js               the sandboxed child it starts for each asset;
+//   envengine-worker-<version>.tgz the same, packed by `npm pack` (`npx ./envengine-worker-<version>.tgz --pool`).
+import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const workspaceRoot = resolve(import.meta.dirname, '..', '..');
+const outRoot = join(workspaceRoot, 'dist', 'worker-package');
+const packageDir = join(outRoot, 'envengine-worker');
+const { version } = JSON.parse(readFileSync(join(workspaceRoot, 'package.json'), 'utf8'));
+const { engines } = JSON.parse(readFileSync(join(workspaceRoot, 'package.json'), 'utf8'));
+
+rmSync(outRoot, { recursive: true, force: true });
+mkdirSync(packageDir, { recursive: true });
+
+await build({
+  absWorkingDir: workspaceRoot,
+  entryPoints: [
+    { in: 'apps/attempt-worker/src/main.ts', out: 'envengine-worker' },
+    { in: 'apps/attempt-worker/src/sandbox/asset-child.ts', out: 'asset-child' },
+  ],
+  outdir: packageDir,
+  outExtension: { '.js': '.js' },
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node24',
+  minifyWhitespace: false,
+  legalComments: 'linked',
+  logLevel: 'warning',
+  // Optional native speed-ups that their packages load in a try and do without.
+  external: ['msgpackr-extract', 'cpu-features', 'snappy', 'kerberos', '@mongodb-js/zstd', 'mongodb-client-encryption', 'gcp-metadata', 'socks', 'aws4', '@aws-sdk/credential-providers'],
+  // CommonJS packages compiled into an ES module still call require() for Node's own modules.
+  banner: { js: "import { createRequire as __envengineCreateRequire } from 'node:module'; const require = __envengineCreateRequire(import.meta.url);" },
+});
+
+// The worker's entry is named .mjs so that `node envengine-worker.mjs` runs it as a module
+// outside the package too; the child keeps .js (the worker finds it beside itself by that name).
+spawnSync('mv', [join(packageDir, 'envengine-worker.js'), join(packageDir, 'envengine-worker.mjs')]);
+const entry = join(packageDir, 'envengine-worker.mjs');
+writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, 'utf8')}`, { mode: 0o755 });
+
+writeFileSync(
+  join(packageDir, 'package.json'),
+  `${JSON.stringify(
+    {
+      name: 'envengine-worker',
+      version,
+      description: "envengine's pool worker: takes a tenant's remote attempts and runs each asset in an OS sandbox.",
+      license: 'UNLICENSED',
+      type: 'module',
+      bin: { 'envengine-worker': 'envengine-worker.mjs' },
+      engines,
+      files: ['envengine-worker.mjs', 'asset-child.js', '*.LEGAL.txt'],
+    },
+    null,
+    2,
+  )}\n`,
+);
+
+const packed = spawnSync('npm', ['pack', '--silent', '--pack-destination', outRoot], { cwd: packageDir, encoding: 'utf8' });
+if (packed.status !== 0) {
+  console.error(packed.stderr);
+  process.exit(1);
+}
