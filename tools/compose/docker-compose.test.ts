@@ -5,7 +5,7 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DEV_SERVER_TUNING, SEARCH_ATTRIBUTE_FLAGS } from '@envengine/backing-servers';
+import { DEV_SERVER_TUNING, PINNED_GO_BUILDS, SEARCH_ATTRIBUTE_FLAGS } from '@envengine/backing-servers';
 import { SERVICE_NAMES, WORKSPACE_ROOT } from '@envengine/dev-stack';
 
 // No Docker engine runs here, so the file is checked against the Compose specification's
@@ -81,7 +81,7 @@ describe('docker-compose.yml', () => {
     for (const name of [
       'MONGO_ADMIN_PASSWORD', 'MONGO_GATEWAY_PASSWORD', 'MONGO_PLACEMENT_PASSWORD', 'MONGO_DEPLOYMENT_PASSWORD', 'MONGO_SECRETS_PASSWORD',
       'MONGO_REPLICA_SET_KEY', 'REDIS_ADMIN_PASSWORD', 'REDIS_GATEWAY_PASSWORD', 'REDIS_PLACEMENT_PASSWORD', 'REDIS_RUNNER_PASSWORD',
-      'INTERNAL_CREDENTIAL', 'RESOLVER_CREDENTIAL', 'ENVENGINE_SECRETS_MASTER_KEY',
+      'INTERNAL_CREDENTIAL', 'RESOLVER_CREDENTIAL', 'ENVENGINE_SECRETS_MASTER_KEY', 'S3_ADMIN_ACCESS_KEY', 'S3_ADMIN_SECRET_KEY',
     ]) {
       expect(composeText, name).toMatch(new RegExp(`\\$\\{${name}:\\?`));
       expect(composeText, name).not.toMatch(new RegExp(`\\$\\{${name}:-`));
@@ -99,6 +99,18 @@ describe('docker-compose.yml', () => {
     const command = (compose.services.temporal as { command?: string[] }).command ?? [];
     const pairs = (flags: string[]) => flags.flatMap((flag, i) => (flag.startsWith('--') && !flags[i + 1]?.startsWith('--') ? [`${flag}=${flags[i + 1]}`] : []));
     expect(command).toEqual(expect.arrayContaining([...pairs(DEV_SERVER_TUNING), ...pairs(SEARCH_ATTRIBUTE_FLAGS)]));
+  });
+
+  it("runs SeaweedFS built at the pinned version, its administrator held by it and the placement-service alone", () => {
+    const dockerfile = readFileSync(join(WORKSPACE_ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toContain(`ARG SEAWEEDFS_VERSION=${PINNED_GO_BUILDS.weed.version}`);
+    const seaweedfs = compose.services.seaweedfs as { build?: { target?: string }; command?: string[]; environment?: Record<string, string> };
+    expect(seaweedfs.build?.target).toBe('seaweedfs');
+    expect(seaweedfs.command).toEqual(expect.arrayContaining(['mini', '-s3.iam.readOnly=false', '-s3.autoCreateBucket=false']));
+    expect(seaweedfs.environment?.S3_BUCKET).toBe('lake');
+    const holders = Object.entries(compose.services).filter(([, service]) => JSON.stringify(service.environment ?? {}).includes('S3_ADMIN_SECRET_KEY')).map(([name]) => name);
+    expect(holders.sort()).toEqual(['placement-service', 'seaweedfs']);
+    expect((compose.services['pool-worker'] as { build?: { target?: string } }).build?.target).toBe('worker');
   });
 
   it('runs MongoDB, Redis and Temporal with its UI', () => {
