@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { issueToken, startStack, withTokenStore } from '@envengine/dev-stack';
 import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
+import { objectStorageSuite } from './object-storage-suite.ts';
 import { Bench } from './harness.ts';
 import { deploymentsSuite } from './deployments-suite.ts';
 import { runsSuite } from './runs-suite.ts';
@@ -16,7 +17,15 @@ import { schedulesSuite } from './schedules-suite.ts';
 import { secretsSuite } from './secrets-suite.ts';
 import type { SuiteContext } from './suite-context.ts';
 
-const SUITES = { gateway: gatewaySuite, secrets: secretsSuite, deployments: deploymentsSuite, scale: scaleSuite, runs: runsSuite, schedules: schedulesSuite } as const;
+const SUITES = {
+  gateway: gatewaySuite,
+  secrets: secretsSuite,
+  deployments: deploymentsSuite,
+  scale: scaleSuite,
+  runs: runsSuite,
+  schedules: schedulesSuite,
+  'object-storage': objectStorageSuite,
+} as const;
 
 const { values } = parseArgs({
   options: {
