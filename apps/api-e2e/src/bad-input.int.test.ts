@@ -56,6 +56,8 @@ describe('bad input gets the documented status and code, and changes nothing', (
     { title: 'missing storage_prefix', method: 'POST', path: '/environments', options: create({ name: 'fresh', executor: 'local' }), status: 422, code: 'invalid_request', detailPath: 'storage_prefix' },
     { title: 'missing executor', method: 'POST', path: '/environments', options: create({ name: 'fresh', storage_prefix: 'x' }), status: 422, code: 'invalid_request', detailPath: 'executor' },
     { title: 'an empty storage_prefix', method: 'POST', path: '/environments', options: create({ ...valid, storage_prefix: '' }), status: 422, code: 'invalid_request', detailPath: 'storage_prefix' },
+    { title: 'an s3:// storage_prefix with no bucket', method: 'POST', path: '/environments', options: create({ ...valid, storage_prefix: 's3://' }), status: 422, code: 'invalid_request', detailPath: 'storage_prefix' },
+    { title: 'an s3:// storage_prefix with a ".." segment', method: 'POST', path: '/environments', options: create({ ...valid, storage_prefix: 's3://lake/../other' }), status: 422, code: 'invalid_request', detailPath: 'storage_prefix' },
     { title: 'executor outside its enum', method: 'POST', path: '/environments', options: create({ ...valid, executor: 'cloud' }), status: 422, code: 'invalid_request', detailPath: 'executor' },
     { title: 'kind outside its enum', method: 'POST', path: '/environments', options: create({ ...valid, kind: 'temporary' }), status: 422, code: 'invalid_request', detailPath: 'kind' },
     { title: 'strict not a boolean', method: 'POST', path: '/environments', options: create({ ...valid, strict: 'yes' }), status: 422, code: 'invalid_request', detailPath: 'strict' },

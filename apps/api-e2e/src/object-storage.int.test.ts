@@ -1,4 +1,7 @@
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
@@ -290,7 +293,10 @@ describe('a remote pool stores through s3:// and a second worker reads it', () =
     expect(first.attempts[0]).toMatchObject({ executor: 'remote', worker: 's3-w1' });
     await workers.shift()!.process.stop();
 
-    workers.push(await startPoolWorker(stack, credential, 's3-w2'));
+    // Its own bundle cache (by name) and its own tmp, where it stages its sandbox's runtime.
+    const tmp = mkdtempSync(join(tmpdir(), 's3-w2-tmp-'));
+    chmodSync(tmp, 0o755);
+    workers.push(await startPoolWorker(stack, credential, 's3-w2', { TMPDIR: tmp }));
     const second = await runAssets(tenant, ['totals']);
     expect(second.status).toBe('succeeded');
     expect(second.attempts[0]).toMatchObject({ executor: 'remote', worker: 's3-w2' });

@@ -46,18 +46,18 @@ export function s3ObjectOf(url: string): { bucket: string; key: string } {
 
 /**
  * Why an `s3://` storage prefix is malformed, or null: it must name a bucket and may name a
- * prefix under it (`s3://lake` or `s3://lake/prod`).
+ * prefix under it (`s3://lake` or `s3://lake/prod`), with no empty, `.` or `..` segment.
+ * The bucket's name is left to the store (some accept names AWS refuses); a name the
+ * driver cannot use fails the first emit with a message that says so.
  */
 export function s3StoragePrefixProblem(storagePrefix: string): string | null {
   if (!/^s3:/i.test(storagePrefix)) return null;
-  const match = /^s3:\/\/([^/]+)(\/.*)?$/i.exec(storagePrefix);
-  if (match === null) return `An s3:// storage prefix is s3://<bucket>/<prefix> (for example s3://lake/prod); ${storagePrefix} is not.`;
-  try {
-    s3ObjectOf(`s3://${match[1]}${(match[2] ?? '').replace(/\/+$/, '')}/probe`);
-    return null;
-  } catch (error) {
-    return (error as Error).message;
+  const match = /^s3:\/\/([^/\\?#\s]+)(\/[^\\?#]*)?$/i.exec(storagePrefix);
+  const segments = (match?.[2] ?? '').replace(/\/+$/, '').split('/').slice(1);
+  if (match === null || segments.some((segment) => segment === '' || segment === '.' || segment === '..')) {
+    return `An s3:// storage prefix is s3://<bucket>/<prefix> with no empty, "." or ".." segment (for example s3://lake/prod); ${storagePrefix} is not.`;
   }
+  return null;
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   StoredFileNotFoundError,
   UnsupportedStorageError,
 } from './storage-driver.ts';
-import { S3StorageDriver } from './s3-storage-driver.ts';
+import { S3StorageDriver, s3StoragePrefixProblem } from './s3-storage-driver.ts';
 
 let root: string;
 let prefix: string;
@@ -167,5 +167,15 @@ describe('FileStorageDriver', () => {
     const driver = new FileStorageDriver(prefix);
     await writeFile(join(root, 'other.parquet'), 'x');
     await expect(driver.read(`${prefix}/orders/missing.parquet`)).rejects.toThrow(StoredFileNotFoundError);
+  });
+});
+
+describe('s3StoragePrefixProblem', () => {
+  it.each(['s3://lake', 's3://lake/', 's3://lake/prod', 's3://lake/prod/', 's3://b/p', 'file:///data', 'p'])('accepts %s (a bucket, an optional prefix; other schemes are not its business)', (prefix) => {
+    expect(s3StoragePrefixProblem(prefix)).toBeNull();
+  });
+
+  it.each(['s3://', 's3:///prod', 's3://lake//prod', 's3://lake/../prod', 's3://lake/./prod', 's3://lake?x=1', 's3://la ke/p'])('refuses %s, saying what an s3:// prefix is', (prefix) => {
+    expect(s3StoragePrefixProblem(prefix)).toMatch(/^An s3:\/\/ storage prefix is s3:\/\/<bucket>\/<prefix>/);
   });
 });
