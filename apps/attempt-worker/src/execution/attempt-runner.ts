@@ -108,9 +108,12 @@ export class AttemptRunner {
         continue;
       }
       this.leases.setAsset(held.attemptId, asset.key);
-      // Asked once per asset, on its first emit or read: an asset that stores nothing needs no keys.
+      // Asked once per asset. An asset that may emit to object storage has its connection
+      // asked for while its sandbox starts, so that the round trip is not on its emit's
+      // path; an error waits for the emit (or read) that needs it.
       let driver: Promise<StorageDriver> | undefined;
       const storage = () => (driver ??= this.storageDriver(held, plan, asset.key, logs));
+      if (asset.binding_mode !== 'read_only' && storageSchemeOf(plan.environment.storage_prefix) === 's3') storage().catch(() => undefined);
       const outcome = await runAssetInSandbox({
         bundleDir,
         entry: asset.entry,
