@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { dataEnvelope, ErrorBody, httpStatusFor, type ErrorCode } from '@envengine/contracts';
+import { dataEnvelope, errorOfBody, httpStatusFor, type ErrorCode } from '@envengine/contracts';
 import type { z } from 'zod';
 import { CliError, ExitCode } from './exit-codes.ts';
 
@@ -94,9 +94,9 @@ export class ApiClient {
   }
 
   private errorOf(method: string, path: string, status: number, body: unknown): CliError {
-    const parsed = ErrorBody.safeParse(body);
-    if (parsed.success) {
-      const { code, message, details } = parsed.data.error;
+    const error = errorOfBody(body);
+    if (error) {
+      const { code, message, details } = error;
       return new CliError(exitCodeForApiError(code, status), code, message, details.map((detail) => `${detail.path}: ${detail.message}`));
     }
     const exitCode = exitCodeForApiError(undefined, status);

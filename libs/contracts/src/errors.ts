@@ -36,6 +36,24 @@ export const ErrorBody = z.object({
 });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
+/**
+ * The error of an HTTP answer's body (its text, or JSON already parsed), or null when the
+ * body is not this API's error shape (a proxy's HTML page, an empty body): what every
+ * client of the engine's HTTP APIs reads a refusal with.
+ */
+export function errorOfBody(body: unknown): ErrorBody['error'] | null {
+  let parsed = body;
+  if (typeof body === 'string') {
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return null;
+    }
+  }
+  const error = ErrorBody.safeParse(parsed);
+  return error.success ? error.data.error : null;
+}
+
 function assertUnreachable(value: never): never {
   throw new Error(`unhandled error code: ${String(value)}`);
 }

@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import type { z } from 'zod';
-import { ErrorBody, INTERNAL_HEADERS } from '@envengine/contracts';
+import { errorOfBody, INTERNAL_HEADERS } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 
 export interface InternalHttpClientOptions {
@@ -69,10 +69,8 @@ export class InternalHttpClient {
       const envelope = parsed as { data?: unknown } | undefined;
       return schema.parse(envelope?.data);
     }
-    const error = ErrorBody.safeParse(parsed);
-    if (error.success) {
-      throw new ApiError(error.data.error.code, error.data.error.message, { details: error.data.error.details });
-    }
+    const error = errorOfBody(parsed);
+    if (error) throw new ApiError(error.code, error.message, { details: error.details });
     throw new ApiError('unavailable', `The ${this.options.service} answered ${statusCode}; try again shortly.`);
   }
 

@@ -13,8 +13,20 @@ export class TtlCache<V> {
       maxEntries: number;
       /** Keep `null`/`undefined` results too. Off by default: what is missing may appear any moment. */
       keepMisses?: boolean;
+      /** The clock, in milliseconds (tests move it). */
+      now?: () => number;
     },
   ) {}
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /** The fresh entry of `key`, without loading anything. */
+  peek(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.expiresAt > this.now() ? hit.value : undefined;
+  }
 
   get enabled(): boolean {
     return this.options.ttlMs > 0;
@@ -23,7 +35,7 @@ export class TtlCache<V> {
   async get(key: string, load: () => Promise<V>): Promise<V> {
     if (!this.enabled) return load();
     const hit = this.entries.get(key);
-    if (hit && hit.expiresAt > Date.now()) return hit.value;
+    if (hit && hit.expiresAt > this.now()) return hit.value;
     // Concurrent misses of one key share a single load.
     const inFlight = this.pending.get(key);
     if (inFlight) return inFlight;
@@ -46,11 +58,13 @@ export class TtlCache<V> {
     this.pending.delete(key);
   }
 
-  private set(key: string, value: V): void {
+  /** Stores `value` for the TTL, the oldest entry dropped when the cache is full. */
+  set(key: string, value: V): void {
+    if (!this.enabled) return;
     if (this.entries.size >= this.options.maxEntries && !this.entries.has(key)) {
       // Maps iterate in insertion order: the first key is the oldest entry.
       this.entries.delete(this.entries.keys().next().value!);
     }
-    this.entries.set(key, { value, expiresAt: Date.now() + this.options.ttlMs });
+    this.entries.set(key, { value, expiresAt: this.now() + this.options.ttlMs });
   }
 }

@@ -5,7 +5,7 @@ import {
   ATTEMPT_LEASE_HEADER,
   AttemptFinished,
   AttemptStarted,
-  ErrorBody,
+  errorOfBody,
   INTERNAL_HEADERS,
   Materialization,
   ResolvedConnection,
@@ -180,14 +180,6 @@ const enc = encodeURIComponent;
 const RETRY_FOR_MS = 30_000;
 
 async function refusal(status: number, text: string): Promise<WorkerApiError> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  const error = ErrorBody.safeParse(parsed);
-  return error.success
-    ? new WorkerApiError(status, error.data.error.code, error.data.error.message)
-    : new WorkerApiError(status, 'unavailable', `the worker API answered ${status}`);
+  const error = errorOfBody(text);
+  return error ? new WorkerApiError(status, error.code, error.message) : new WorkerApiError(status, 'unavailable', `the worker API answered ${status}`);
 }

@@ -1,5 +1,5 @@
 import { bearerTokenFrom, hashToken, isPoolToken } from '@envengine/api-tokens';
-import { unauthorized } from '@envengine/service-kit';
+import { TtlCache, unauthorized } from '@envengine/service-kit';
 
 export interface Caller {
   tenantId: string;
@@ -15,28 +15,6 @@ export interface TokenLookup {
   findActiveByHash(tokenHash: string, kind: TokenKind): Promise<Caller | undefined>;
 }
 
-interface CacheEntry {
-  caller: Caller | undefined;
-  expiresMs: number;
-}
-
-/** A map that forgets its oldest entry when full (Map keeps insertion order). */
-class BoundedCache<V> {
-  private readonly entries = new Map<string, V>();
-  constructor(private readonly maxEntries: number) {}
-  get(key: string): V | undefined {
-    return this.entries.get(key);
-  }
-  set(key: string, value: V): void {
-    this.entries.delete(key);
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, value);
-  }
-  delete(key: string): void {
-    this.entries.delete(key);
-  }
-}
-
 /**
  * Resolves a bearer token to its tenant. Lookups are cached for `ttlMs` so that the hot
  * path does not ask the database on every request; a revocation broadcast removes an
@@ -44,17 +22,17 @@ class BoundedCache<V> {
  * tokens are cached apart, so a flood of made-up tokens cannot push out the real ones.
  */
 export class TokenAuthenticator {
-  private readonly known: BoundedCache<CacheEntry>;
-  private readonly unknown: BoundedCache<CacheEntry>;
+  private readonly known: TtlCache<Caller | undefined>;
+  private readonly unknown: TtlCache<true>;
 
   constructor(
     private readonly tokens: TokenLookup,
-    private readonly ttlMs: number,
+    ttlMs: number,
     maxEntries = 50_000,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
-    this.known = new BoundedCache(maxEntries);
-    this.unknown = new BoundedCache(Math.max(1, Math.floor(maxEntries / 5)));
+    this.known = new TtlCache({ ttlMs, maxEntries, now });
+    this.unknown = new TtlCache({ ttlMs, maxEntries: Math.max(1, Math.floor(maxEntries / 5)), now });
   }
 
   /**
@@ -65,16 +43,14 @@ export class TokenAuthenticator {
     const token = bearerTokenFrom(authorization);
     if (!token) throw unauthorized();
     const tokenHash = hashToken(token);
-    const now = this.now();
-    const cached = this.known.get(tokenHash) ?? this.unknown.get(tokenHash);
-    let caller: Caller | undefined;
-    if (cached && cached.expiresMs > now) {
-      caller = cached.caller;
-    } else {
-      beforeLookup?.();
-      caller = await this.tokens.findActiveByHash(tokenHash, isPoolToken(token) ? 'pool' : 'api');
-      (caller ? this.known : this.unknown).set(tokenHash, { caller, expiresMs: now + this.ttlMs });
-    }
+    const caller = this.unknown.peek(tokenHash)
+      ? undefined
+      : await this.known.get(tokenHash, async () => {
+          beforeLookup?.();
+          const found = await this.tokens.findActiveByHash(tokenHash, isPoolToken(token) ? 'pool' : 'api');
+          if (!found) this.unknown.set(tokenHash, true);
+          return found;
+        });
     if (!caller) throw unauthorized('The bearer token is unknown or revoked.');
     return caller;
   }
