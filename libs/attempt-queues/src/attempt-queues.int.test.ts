@@ -1,7 +1,8 @@
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue, type AttemptJob } from './attempt-queues.ts';
+import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
+import type { AttemptJob } from '@envengine/contracts';
 import { startRedisChild, testId, type RedisChild } from './redis-child.fixture.ts';
 
 let server: RedisChild;

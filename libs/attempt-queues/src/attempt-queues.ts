@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
+import { AttemptJob, TENANT_ID_PATTERN } from '@envengine/contracts';
 
 /** Prefix of every BullMQ key of the engine's attempt queues (`envengine:<queue>:…`). */
 export const ATTEMPT_QUEUE_PREFIX = 'envengine';
@@ -10,8 +10,7 @@ export const LOCAL_ATTEMPT_QUEUE = 'attempts-local';
 
 export type AttemptExecutor = 'local' | 'remote';
 
-// Crockford base32 ids (`ten_` + 26): no `*`, `?`, `[`, `\` or `:` can reach an ACL key pattern.
-const TENANT_ID = /^ten_[0-9a-z]{26}$/;
+const TENANT_ID = TENANT_ID_PATTERN;
 const TENANT_QUEUE = /^attempts-(ten_[0-9a-z]{26})$/;
 
 /** A tenant's queue: its `remote` attempts, taken by its pool. Its name ends up in an ACL key pattern, so it is checked. */
@@ -28,16 +27,6 @@ export function attemptQueueFor(executor: AttemptExecutor, tenantId: string): st
 export function isAttemptQueueName(name: string): boolean {
   return name === LOCAL_ATTEMPT_QUEUE || TENANT_QUEUE.test(name);
 }
-
-/** A queue payload: ids only, never secret values or user data. */
-export const AttemptJob = z.strictObject({
-  attempt_id: z.string().regex(/^att_[0-9a-z]{26}$/),
-  run_id: z.string().regex(/^run_[0-9a-z]{26}$/),
-  tenant_id: z.string().regex(TENANT_ID),
-  /** 0 at first; bumped when a draining worker hands the attempt back. */
-  dispatch: z.number().int().nonnegative(),
-});
-export type AttemptJob = z.infer<typeof AttemptJob>;
 
 export function parseAttemptJob(data: unknown): AttemptJob {
   return AttemptJob.parse(data);

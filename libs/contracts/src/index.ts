@@ -12,3 +12,5 @@ export * from './runs.ts';
 export * from './pool.ts';
 export * from './worker-api.ts';
 export * from './schedules.ts';
+export * from './attempt-job.ts';
+export * from './workflow-inputs.ts';

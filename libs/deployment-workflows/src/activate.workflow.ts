@@ -1,6 +1,6 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
-import type { Recheck } from '@envengine/contracts';
-import type { ActivateInput, DeploymentActivities } from './definitions.ts';
+import { ActivateInput, type Recheck } from '@envengine/contracts';
+import type { DeploymentActivities } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';
 
 const { requestActivation } = proxyLocalActivities<DeploymentActivities>({
@@ -14,7 +14,8 @@ const { requestActivation } = proxyLocalActivities<DeploymentActivities>({
  * activation workflow runs it after any activation already queued, and this one answers
  * with its re-check report.
  */
-export async function activateDeployment(input: ActivateInput): Promise<Recheck> {
+export async function activateDeployment(raw: ActivateInput): Promise<Recheck> {
+  const input = ActivateInput.parse(raw);
   const { recheck } = await awaitActivation(
     (request) => requestActivation({ tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName, ...request }),
     input.deploymentId,

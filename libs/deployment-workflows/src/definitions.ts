@@ -1,7 +1,20 @@
 // Names, inputs, signals and activity signatures shared by the deployment-service (which
 // starts the workflows), the workflow-worker (which runs them) and the workflow code itself.
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import type { GitInfo, Recheck, ScheduledRunOutcome, ValidationItem } from '@envengine/contracts';
+import type {
+  ActivateInput,
+  ActivationRequest,
+  ActivationRetry,
+  EnvironmentScope,
+  IngestInput,
+  Recheck,
+  ScheduledRunInput,
+  ScheduledRunOutcome,
+} from '@envengine/contracts';
+
+// The inputs are zod schemas in libs/contracts (one definition, checked where a workflow is
+// started and where it begins); their types are named here too for the workflows' callers.
+export type { ActivateInput, ActivationRequest, ActivationRetry, EnvironmentActivationsInput, EnvironmentScope, IngestInput, ScheduledRunInput } from '@envengine/contracts';
 
 export const DEFAULT_TASK_QUEUE = 'deployments';
 export const INGEST_WORKFLOW = 'ingestDeployment';
@@ -45,55 +58,11 @@ export interface DeploymentMemo {
   deployment_id: string;
 }
 
-/** Which environment a workflow works on: ids and names only. */
-export interface EnvironmentScope {
-  tenantId: string;
-  environmentId: string;
-  environmentName: string;
-}
-
-/**
- * The ingest's input: ids and small values. The manifest was stored under the deployment
- * id before the workflow started; the activity that validates it reads it from there.
- */
-export interface IngestInput extends EnvironmentScope {
-  deploymentId: string;
-  /** The environment as the deployment-service read it when the ingest arrived. */
-  strict: boolean;
-  activeDeploymentId: string | null;
-  bundleRef: string;
-  git: GitInfo;
-  sdkVersion: string | null;
-  activate: boolean;
-  allowContractChanges: string[];
-  createdBy: string | null;
-  /** Problems with the ingest fields beside the manifest; they fail the deployment. */
-  fieldErrors: ValidationItem[];
-}
-
 export interface IngestOutcome {
   deploymentId: string;
   status: 'ready' | 'failed';
   /** The re-check of the activation this ingest asked for; null when it did not activate. */
   recheck: Recheck | null;
-}
-
-export interface ActivateInput extends EnvironmentScope {
-  deploymentId: string;
-}
-
-/** What an environment's activation workflow is asked to do, and whom it answers. */
-export interface ActivationRequest {
-  deploymentId: string;
-  /** The workflow run waiting for the outcome (an ingest or an `activate-…` workflow). */
-  replyTo: { workflowId: string; runId: string };
-}
-
-/** How an activation's step is retried before the activation fails. */
-export interface ActivationRetry {
-  maximumAttempts: number;
-  /** A Temporal duration, such as `5 seconds`. */
-  maximumInterval: string;
 }
 
 /** About a minute of retries: a placement-service restart is ridden out, not reported. */
@@ -103,27 +72,10 @@ export type ActivationOutcome =
   | { deploymentId: string; ok: true; recheck: Recheck }
   | { deploymentId: string; ok: false; error: string };
 
-export interface EnvironmentActivationsInput extends EnvironmentScope {
-  /** Requests carried over a continue-as-new. */
-  pending: ActivationRequest[];
-  /** Keys of the requests served last, carried over so that a late repeat is not served again. */
-  served: string[];
-  /** Default `DEFAULT_ACTIVATION_RETRY`; tests shorten it. */
-  retry?: ActivationRetry;
-}
-
 export interface ValidationOutcome {
   status: 'ready' | 'failed';
   errors: number;
   warnings: number;
-}
-
-/** A schedule's tick: which schedule of which environment, and what it runs. */
-export interface ScheduledRunInput extends EnvironmentScope {
-  schedule: string;
-  job: string;
-  cron: string;
-  timezone: string;
 }
 
 export interface ScheduledTick extends ScheduledRunInput {

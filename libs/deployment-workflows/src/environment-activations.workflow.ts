@@ -1,12 +1,7 @@
 import { ApplicationFailure, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { activationFinished, activationRequested } from './activation-signals.ts';
-import {
-  DEFAULT_ACTIVATION_RETRY,
-  type ActivationOutcome,
-  type ActivationRequest,
-  type DeploymentActivities,
-  type EnvironmentActivationsInput,
-} from './definitions.ts';
+import { ActivationRequest, EnvironmentActivationsInput } from '@envengine/contracts';
+import { DEFAULT_ACTIVATION_RETRY, type ActivationOutcome, type DeploymentActivities } from './definitions.ts';
 
 /** Activations handled by one run before it continues as new, keeping its history short. */
 const ACTIVATIONS_PER_RUN = 200;
@@ -23,7 +18,8 @@ const requestKey = (request: ActivationRequest) => `${request.replyTo.workflowId
  * asked. The last activation to finish is the one the environment points at. A request
  * delivered twice (its sender's local activity retried) is served once.
  */
-export async function environmentActivations(input: EnvironmentActivationsInput): Promise<void> {
+export async function environmentActivations(raw: EnvironmentActivationsInput): Promise<void> {
+  const input = EnvironmentActivationsInput.parse(raw);
   const retry = input.retry ?? DEFAULT_ACTIVATION_RETRY;
   const { activate, restoreSchedules } = proxyActivities<DeploymentActivities>({
     startToCloseTimeout: '30 seconds',
@@ -39,7 +35,11 @@ export async function environmentActivations(input: EnvironmentActivationsInput)
   const queue: ActivationRequest[] = [...input.pending];
   const seen = new Set<string>([...input.served, ...input.pending.map(requestKey)]);
   const served: string[] = [...input.served];
-  setHandler(activationRequested, (request) => {
+  setHandler(activationRequested, (raw) => {
+    // A signal that is not a request is dropped: no caller waits on something unnamed.
+    const parsed = ActivationRequest.safeParse(raw);
+    if (!parsed.success) return;
+    const request = parsed.data;
     if (seen.has(requestKey(request))) return;
     seen.add(requestKey(request));
     queue.push(request);

@@ -1,5 +1,6 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
-import type { DeploymentActivities, IngestInput, IngestOutcome } from './definitions.ts';
+import { IngestInput } from '@envengine/contracts';
+import type { DeploymentActivities, IngestOutcome } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';
 
 // Short steps that touch only this scope's database (and one typed call to the secrets
@@ -16,7 +17,8 @@ const { validateAndRecord, requestActivation } = proxyLocalActivities<Deployment
  * local activity), then, for a ready deployment asked to activate, has the environment's
  * activation workflow run the activation and waits for its re-check report.
  */
-export async function ingestDeployment(input: IngestInput): Promise<IngestOutcome> {
+export async function ingestDeployment(raw: IngestInput): Promise<IngestOutcome> {
+  const input = IngestInput.parse(raw);
   const { status } = await validateAndRecord(input);
   if (status !== 'ready' || !input.activate) return { deploymentId: input.deploymentId, status, recheck: null };
   const { recheck } = await awaitActivation(

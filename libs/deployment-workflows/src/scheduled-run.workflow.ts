@@ -1,7 +1,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { ScheduledRunOutcome } from '@envengine/contracts';
-import type { DeploymentActivities, ScheduledRunInput } from './definitions.ts';
+import { ScheduledRunInput, type ScheduledRunOutcome } from '@envengine/contracts';
+import type { DeploymentActivities } from './definitions.ts';
 
 /** Set by Temporal on every workflow a schedule starts: the tick it was started for. */
 const SCHEDULED_START_TIME = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
@@ -22,7 +22,8 @@ const { startScheduledRun } = proxyLocalActivities<DeploymentActivities>({
  * one run per tick. The workflow ends there: holding it open for the run's length would
  * hold a worker slot per running schedule.
  */
-export async function scheduledRun(input: ScheduledRunInput): Promise<ScheduledRunOutcome> {
+export async function scheduledRun(raw: ScheduledRunInput): Promise<ScheduledRunOutcome> {
+  const input = ScheduledRunInput.parse(raw);
   const info = workflowInfo();
   const scheduledAt: Date = info.typedSearchAttributes.get(SCHEDULED_START_TIME) ?? info.startTime;
   return startScheduledRun({ ...input, scheduledAt: scheduledAt.toISOString() });

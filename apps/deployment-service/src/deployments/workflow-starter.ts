@@ -1,14 +1,12 @@
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
-import type { Recheck } from '@envengine/contracts';
+import { ActivateInput, IngestInput, type Recheck } from '@envengine/contracts';
 import {
   ACTIVATE_WORKFLOW,
   activateWorkflowId,
   INGEST_WORKFLOW,
   ingestWorkflowId,
   searchAttributesOf,
-  type ActivateInput,
   type DeploymentMemo,
-  type IngestInput,
   type IngestOutcome,
 } from '@envengine/deployment-workflows';
 import { ApiError, isBackingServerUnavailable, type TemporalConnectionOptions } from '@envengine/service-kit';
@@ -57,7 +55,7 @@ export class WorkflowStarter {
       this.client.workflow.start(INGEST_WORKFLOW, {
         workflowId: ingestWorkflowId(input.deploymentId),
         taskQueue: this.options.taskQueue,
-        args: [input],
+        args: [IngestInput.parse(input)],
         memo: { ...memoOf(input) },
         typedSearchAttributes: searchAttributesOf(input),
       }),
@@ -72,7 +70,7 @@ export class WorkflowStarter {
         this.client.workflow.start(ACTIVATE_WORKFLOW, {
           workflowId,
           taskQueue: this.options.taskQueue,
-          args: [input],
+          args: [ActivateInput.parse(input)],
           memo: { ...memoOf(input) },
           typedSearchAttributes: searchAttributesOf(input),
         }),

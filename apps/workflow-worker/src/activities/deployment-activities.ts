@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type { ValidationItem } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, type ValidationItem } from '@envengine/contracts';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import {
   activationRequested,
@@ -9,7 +9,6 @@ import {
   searchAttributesOf,
   type DeploymentActivities,
   type DeploymentMemo,
-  type EnvironmentActivationsInput,
 } from '@envengine/deployment-workflows';
 import { ManifestV1, validateManifest } from '@envengine/manifest-rules';
 import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
@@ -105,14 +104,14 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
 
     async requestActivation({ tenantId, environmentId, environmentName, deploymentId, replyTo }) {
       const scope = { tenantId, environmentId, environmentName };
-      const args: EnvironmentActivationsInput = { ...scope, pending: [], served: [] };
+      const args = EnvironmentActivationsInput.parse({ ...scope, pending: [], served: [] });
       const memo: Omit<DeploymentMemo, 'deployment_id'> = { tenant_id: tenantId, environment: environmentName, environment_id: environmentId };
       await temporal.workflow.signalWithStart(ENVIRONMENT_ACTIVATIONS_WORKFLOW, {
         workflowId: environmentActivationsWorkflowId(environmentId),
         taskQueue: deps.taskQueue,
         args: [args],
         signal: activationRequested,
-        signalArgs: [{ deploymentId, replyTo }],
+        signalArgs: [ActivationRequest.parse({ deploymentId, replyTo })],
         memo: { ...memo },
         typedSearchAttributes: searchAttributesOf(scope),
       });

@@ -1,11 +1,10 @@
-import { schedulesOfManifest, type ScheduleDefinition } from '@envengine/contracts';
+import { ScheduledRunInput, schedulesOfManifest, type ScheduleDefinition } from '@envengine/contracts';
 import type { DeploymentRepository } from '@envengine/deployment-data';
 import {
   SCHEDULED_RUN_WORKFLOW,
   searchAttributesOf,
   type DeploymentActivities,
   type EnvironmentScope,
-  type ScheduledRunInput,
 } from '@envengine/deployment-workflows';
 import type { EnvironmentSchedules, ReconcileOutcome } from '@envengine/environment-schedules';
 import { isDroppedTick, parseCronExpression, tickKeyOf } from '@envengine/schedule-timing';
@@ -49,7 +48,7 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
         taskQueue: deps.taskQueue,
         searchAttributes: searchAttributesOf(scope),
         args: (definition): [ScheduledRunInput] => [
-          { ...scope, schedule: definition.name, job: definition.job, cron: definition.cron, timezone: definition.timezone },
+          ScheduledRunInput.parse({ ...scope, schedule: definition.name, job: definition.job, cron: definition.cron, timezone: definition.timezone }),
         ],
       },
     });

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { GitInfo, ValidationItem } from './deployments.ts';
+
+// The inputs of the deployment workflows: ids and small values, never documents. Checked
+// where a workflow is started (deployment-service, workflow-worker) and where it begins
+// (the workflow code: zod is pure, so parsing is deterministic).
+
+// Ids are checked by kind (their prefix) and size, not by their full pattern: workflow
+// tests run the workflows with ids of their own.
+const idOf = (kind: string) => z.string().max(64).regex(new RegExp(`^${kind}_[0-9a-z_]+$`), { message: `must be a ${kind}_ id` });
+const EnvironmentId = idOf('env');
+const DeploymentId = idOf('dep');
+
+/** Which environment a workflow works on: ids and its name. */
+export const EnvironmentScope = z.strictObject({
+  tenantId: idOf('ten'),
+  environmentId: EnvironmentId,
+  environmentName: z.string().min(1).max(63),
+});
+export type EnvironmentScope = z.infer<typeof EnvironmentScope>;
+
+/**
+ * The ingest's input. The manifest was stored under the deployment id before the workflow
+ * started; the activity that validates it reads it from there.
+ */
+export const IngestInput = EnvironmentScope.extend({
+  deploymentId: DeploymentId,
+  /** The environment as the deployment-service read it when the ingest arrived. */
+  strict: z.boolean(),
+  activeDeploymentId: DeploymentId.nullable(),
+  bundleRef: z.string().min(1),
+  git: GitInfo,
+  sdkVersion: z.string().nullable(),
+  activate: z.boolean(),
+  allowContractChanges: z.array(z.string()),
+  createdBy: z.string().nullable(),
+  /** Problems with the ingest fields beside the manifest; they fail the deployment. */
+  fieldErrors: z.array(ValidationItem),
+});
+export type IngestInput = z.infer<typeof IngestInput>;
+
+export const ActivateInput = EnvironmentScope.extend({ deploymentId: DeploymentId });
+export type ActivateInput = z.infer<typeof ActivateInput>;
+
+/** What an environment's activation workflow is asked to do, and whom it answers. */
+export const ActivationRequest = z.strictObject({
+  deploymentId: DeploymentId,
+  /** The workflow run waiting for the outcome (an ingest or an `activate-…` workflow). */
+  replyTo: z.object({ workflowId: z.string().min(1), runId: z.string().min(1) }),
+});
+export type ActivationRequest = z.infer<typeof ActivationRequest>;
+
+/** How an activation's step is retried before the activation fails. */
+export const ActivationRetry = z.object({
+  maximumAttempts: z.number().int().positive(),
+  /** A Temporal duration, such as `5 seconds`. */
+  maximumInterval: z.string().min(1),
+});
+export type ActivationRetry = z.infer<typeof ActivationRetry>;
+
+export const EnvironmentActivationsInput = EnvironmentScope.extend({
+  /** Requests carried over a continue-as-new. */
+  pending: z.array(ActivationRequest),
+  /** Keys of the requests served last, carried over so that a late repeat is not served again. */
+  served: z.array(z.string()),
+  /** Default `DEFAULT_ACTIVATION_RETRY`; tests shorten it. */
+  retry: ActivationRetry.optional(),
+});
+export type EnvironmentActivationsInput = z.infer<typeof EnvironmentActivationsInput>;
+
+/** A schedule's tick: which schedule of which environment, and what it runs. */
+export const ScheduledRunInput = EnvironmentScope.extend({
+  schedule: z.string().min(1),
+  job: z.string().min(1),
+  cron: z.string().min(1),
+  timezone: z.string().min(1),
+});
+export type ScheduledRunInput = z.infer<typeof ScheduledRunInput>;
