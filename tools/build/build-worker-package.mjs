@@ -19,8 +19,9 @@ const { engines } = JSON.parse(readFileSync(join(workspaceRoot, 'package.json'),
 rmSync(outRoot, { recursive: true, force: true });
 mkdirSync(packageDir, { recursive: true });
 
-await build({
+const built = await build({
   absWorkingDir: workspaceRoot,
+  metafile: true,
   entryPoints: [
     { in: 'apps/attempt-worker/src/main.ts', out: 'envengine-worker' },
     { in: 'apps/attempt-worker/src/sandbox/asset-child.ts', out: 'asset-child' },
@@ -39,6 +40,15 @@ await build({
   // CommonJS packages compiled into an ES module still call require() for Node's own modules.
   banner: { js: "import { createRequire as __envengineCreateRequire } from 'node:module'; const require = __envengineCreateRequire(import.meta.url);" },
 });
+
+// A pool host gets the worker and what it needs, not the engine's web framework or
+// database drivers: one of them compiled in means an import went the wrong way.
+const forbidden = ['express', 'mongoose', 'mongodb', '@temporalio'];
+const carried = forbidden.filter((name) => Object.keys(built.metafile.inputs).some((input) => input.includes(`node_modules/${name}/`)));
+if (carried.length > 0) {
+  console.error(`the pool worker must not carry ${carried.join(', ')}: find the import that brings it (esbuild --metafile) and cut it`);
+  process.exit(1);
+}
 
 // The worker's entry is named .mjs so that `node envengine-worker.mjs` runs it as a module
 // outside the package too; the child keeps .js (the worker finds it beside itself by that name).

@@ -3,7 +3,7 @@ import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { PoolCredentialIssued } from '@envengine/contracts';
-import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
+import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/process-kit';
 
 /**
  * One program, two modes: `--local` is the engine's own runner (started by the stack,

@@ -4,7 +4,7 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
-import { createLogger, startHealthServer, stopOnSignals } from '@envengine/service-kit';
+import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
@@ -159,7 +159,6 @@ const server = await startHealthServer({
   service: 'attempt-worker',
   host: config.HOST,
   port: config.PORT,
-  log,
   readiness: { redis: async () => connection.status === 'ready', worker_api: async () => leases.reachesWorkerApi },
 });
 log.info({ port: server.port, queue: queueName, mode: config.mode, worker: identity.id, concurrency: config.CONCURRENCY }, 'attempt-worker ready');

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape } from '@envengine/service-kit';
+import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
   REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1),
@@ -57,13 +57,5 @@ export type PlacementConfig = z.infer<typeof placementConfigSchema>;
 
 export function loadPlacementConfig(env: Record<string, string | undefined>): PlacementConfig & { PUBLIC_REDIS_URL: string } {
   const config = parseConfig(placementConfigSchema, env);
-  return { ...config, PUBLIC_REDIS_URL: config.PUBLIC_REDIS_URL ?? withoutCredential(config.REDIS_URL) };
-}
-
-/** REDIS_URL as workers may be told it: its user and password removed. */
-function withoutCredential(url: string): string {
-  const parsed = new URL(url);
-  parsed.username = '';
-  parsed.password = '';
-  return parsed.toString().replace(/\/$/, '');
+  return { ...config, PUBLIC_REDIS_URL: config.PUBLIC_REDIS_URL ?? withoutCredential(config.REDIS_URL).replace(/\/$/, '') };
 }

@@ -77,7 +77,6 @@ const server = await startHealthServer({
   service: 'workflow-worker',
   host: config.HOST,
   port: config.PORT,
-  log,
   readiness: { temporal: async () => worker.getState() === 'RUNNING', mongodb: () => pingMongo(mongo) },
 });
 log.info({ port: server.port, temporal: config.TEMPORAL_ADDRESS, taskQueue: config.DEPLOYMENTS_TASK_QUEUE }, 'workflow-worker running');

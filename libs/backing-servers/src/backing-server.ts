@@ -1,3 +1,4 @@
+export { withoutCredential } from '@envengine/process-kit';
 import type { ManagedProcess } from './managed-process.ts';
 
 /** Where a server came from, in the order DESIGN.md §3 tries them. */
@@ -30,17 +31,4 @@ export function withCredential(url: string, credential: { username: string; pass
   parsed.username = encodeURIComponent(credential.username);
   parsed.password = encodeURIComponent(credential.password);
   return parsed;
-}
-
-/** A connection string fit to show: its user and password removed. */
-export function withoutCredential(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (!parsed.username && !parsed.password) return url;
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return '(a connection string that does not parse)';
-  }
 }

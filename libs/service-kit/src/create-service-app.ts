@@ -1,9 +1,10 @@
 import express, { type Express, type Router } from 'express';
 import { errorHandler, routeNotFound } from './error-handler.ts';
-import { mountHealthRoutes, type ReadinessCheck } from './health.ts';
+import type { ReadinessCheck } from '@envengine/process-kit';
+import { mountHealthRoutes } from './health.ts';
 import { requireInternalCaller } from './internal-auth.ts';
 import { jsonBody } from './json-body.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@envengine/process-kit';
 import { requestLogging } from './request-context.ts';
 
 export interface InternalServiceAppOptions {

@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { detailsFromZodError } from '@envengine/contracts';
 import type { z } from 'zod';
 import { ApiError } from './api-error.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@envengine/process-kit';
 import { requestContext } from './request-context.ts';
 
 export interface RouteInput<P, B, Q> {

@@ -1,8 +1,5 @@
 import type { Express } from 'express';
-import type { HealthStatus } from '@envengine/contracts';
-
-/** A readiness check: resolves true when the dependency answers. */
-export type ReadinessCheck = () => Promise<boolean>;
+import { livenessBody, readinessReport, type ReadinessCheck } from '@envengine/process-kit';
 
 /**
  * `/healthz` says the process is alive; `/readyz` says whether its dependencies answer
@@ -10,33 +7,10 @@ export type ReadinessCheck = () => Promise<boolean>;
  */
 export function mountHealthRoutes(app: Express, service: string, checks: Record<string, ReadinessCheck>): void {
   app.get('/healthz', (_req, res) => {
-    res.json({ data: { status: 'ok', service, checks: {} } satisfies HealthStatus });
+    res.json({ data: livenessBody(service) });
   });
   app.get('/readyz', async (_req, res) => {
-    const results: HealthStatus['checks'] = {};
-    await Promise.all(
-      Object.entries(checks).map(async ([name, check]) => {
-        results[name] = (await withTimeout(check(), 2000).catch(() => false)) ? 'ok' : 'down';
-      }),
-    );
-    const ready = Object.values(results).every((result) => result === 'ok');
-    const body: HealthStatus = { status: ready ? 'ok' : 'unavailable', service, checks: results };
+    const { ready, body } = await readinessReport(service, checks);
     res.status(ready ? 200 : 503).json({ data: body });
-  });
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('timed out')), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
   });
 }

@@ -1,6 +1,8 @@
+// The engine's HTTP services: Express apps, routes, errors, internal auth, MongoDB. What any
+// process needs (settings, logs, signals, health) is @envengine/process-kit, re-exported here.
+export * from '@envengine/process-kit';
 export * from './api-error.ts';
 export * from './config.ts';
-export * from './logger.ts';
 export * from './json-body.ts';
 export * from './define-route.ts';
 export * from './request-context.ts';
@@ -12,6 +14,5 @@ export * from './create-service-app.ts';
 export * from './http-server.ts';
 export * from './mongo.ts';
 export * from './internal-service.ts';
-export * from './health-server.ts';
 export * from './ttl-cache.ts';
 export * from './temporal-config.ts';

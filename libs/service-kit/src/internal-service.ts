@@ -2,8 +2,8 @@ import type { Router } from 'express';
 import type { Connection } from 'mongoose';
 import type { InternalServiceConfig } from './config.ts';
 import { createInternalServiceApp, type PrivateApi } from './create-service-app.ts';
-import { startHttpServer, stopOnSignals } from './http-server.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, stopOnSignals, type Logger } from '@envengine/process-kit';
+import { startHttpServer } from './http-server.ts';
 import { connectMongo, pingMongo } from './mongo.ts';
 
 export interface InternalServiceDefinition {

@@ -1,5 +1,5 @@
 import mongoose, { type Connection, type Model, type Schema } from 'mongoose';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@envengine/process-kit';
 
 export interface MongoOptions {
   url: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { INTERNAL_HEADERS } from '@envengine/contracts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '@envengine/process-kit';
 
 export interface RequestContext {
   requestId: string;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseConfig } from './config.ts';
+import { parseConfig } from '@envengine/process-kit';
 import { temporalConfigShape, temporalConnectionOptions } from './temporal-config.ts';
 
 const schema = z.object(temporalConfigShape);

@@ -1,7 +1,7 @@
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { readMaterialization, storageDriverFor, storageSchemeOf, writeMaterialization, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
-import type { Logger } from '@envengine/service-kit';
+import type { Logger } from '@envengine/process-kit';
 import type { BundleCache } from '../bundles/bundle-cache.ts';
 import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';

@@ -1,5 +1,5 @@
 import type { WorkerIdentity } from '@envengine/contracts';
-import type { Logger } from '@envengine/service-kit';
+import type { Logger } from '@envengine/process-kit';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 
 /** Why a running attempt is stopped from outside. */

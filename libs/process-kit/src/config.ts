@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+/**
+ * Parses the process environment once, at start-up. A bad value stops the process with
+ * one line per problem instead of failing later at first use.
+ */
+export function parseConfig<S extends z.ZodType>(
+  schema: S,
+  env: Record<string, string | undefined>,
+): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues
+      .map((issue) => `  ${issue.path.join('.') || '(env)'}: ${issue.message}`)
+      .join('\n');
+    throw new Error(`Invalid configuration:\n${problems}`);
+  }
+  return result.data;
+}
+
+/** A TCP port from an environment variable. */
+export const PortFromEnv = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+
+/** A positive integer from an environment variable. */
+export const PositiveIntFromEnv = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** A shared secret between the gateway and internal services. */
+export const InternalCredential = z
+  .string({ message: 'is required (the gateway and every service must share it)' })
+  .min(32, { message: 'must be at least 32 characters' });
+
+export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
+
+/** A connection string fit to show: its user and password removed. */
+export function withoutCredential(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(a connection string that does not parse)';
+  }
+}

@@ -1,0 +1,52 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { livenessBody, readinessReport, type ReadinessCheck } from './readiness.ts';
+
+export interface HealthServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * `/healthz` and `/readyz` alone, on Node's own HTTP server, for processes that serve no
+ * API (the attempt-worker): no web framework to ship to a pool host.
+ */
+export async function startHealthServer(options: {
+  service: string;
+  host: string;
+  port: number;
+  readiness: Record<string, ReadinessCheck>;
+}): Promise<HealthServer> {
+  const server = createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify(body));
+    };
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { error: { code: 'method_not_allowed', message: 'Only GET is served here.', details: [] } });
+    if (path === '/healthz') return send(200, { data: livenessBody(options.service) });
+    if (path === '/readyz') {
+      readinessReport(options.service, options.readiness).then(
+        ({ ready, body }) => send(ready ? 200 : 503, { data: body }),
+        () => send(503, { data: { status: 'unavailable', service: options.service, checks: {} } }),
+      );
+      return;
+    }
+    send(404, { error: { code: 'not_found', message: `No route matches ${req.method} ${path}.`, details: [] } });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,31 @@
+import type { Logger } from './logger.ts';
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT, then exits; a stop that hangs is cut off after
+ * `graceMs` so that an orchestrator's kill is never needed.
+ */
+export function stopOnSignals(log: Logger, stop: () => Promise<void>, graceMs = 10_000): void {
+  let stopping = false;
+  const handle = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    const timer = setTimeout(() => {
+      log.error({ grace_ms: graceMs }, 'stop took too long; exiting');
+      process.exit(1);
+    }, graceMs);
+    timer.unref();
+    stop().then(
+      () => {
+        log.info('stopped');
+        log.flush(() => process.exit(0));
+      },
+      (error: unknown) => {
+        log.error({ err: error instanceof Error ? error.message : String(error) }, 'stop failed');
+        log.flush(() => process.exit(1));
+      },
+    );
+  };
+  process.on('SIGTERM', handle);
+  process.on('SIGINT', handle);
+}
