@@ -13,7 +13,11 @@ import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
 import { poolInternalRouter, poolRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
+import { DispatchReconciler } from './runs/dispatch-reconciler.ts';
+import { LeaseReaper } from './runs/lease-reaper.ts';
 import { RunRepository } from './runs/run.repository.ts';
+import { AttemptLogRepository } from './runs/attempt-log.repository.ts';
+import { WorkerRegistry } from './runs/worker-registry.ts';
 import { runsInternalRouter, runsRouter } from './runs/runs.routes.ts';
 import { schedulesRouter } from './schedules/schedules.routes.ts';
 import { ScheduleOverlapRepository } from './schedules/schedule-overlap.repository.ts';
@@ -34,7 +38,7 @@ const queues = new AttemptQueueProducer(redis);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
 const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE });
-let dispatcher: AttemptDispatcher | undefined;
+let sweeps: Array<LeaseReaper | DispatchReconciler> = [];
 const engineStore = config.ENGINE_S3_URL
   ? new EngineObjectStore({
       endpoint: config.ENGINE_S3_URL,
@@ -52,9 +56,11 @@ await runInternalService({
     redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
     const environments = new EnvironmentRepository(mongo);
     const runs = new RunRepository(mongo, environments);
+    const workers = new WorkerRegistry(mongo);
+    const logs = new AttemptLogRepository(mongo);
     const credentials = new PoolCredentialRepository(mongo);
     const overlaps = new ScheduleOverlapRepository(mongo);
-    await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);
+    await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);
 
     const acl = new PoolAclRegistry(redis);
     // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
@@ -64,23 +70,21 @@ await runInternalService({
       tenantId: row.tenant_id,
     })), log);
 
-    dispatcher = new AttemptDispatcher(runs, queues, log, {
-      leaseTtlMs: config.ATTEMPT_LEASE_TTL_MS,
-      reconcileIntervalMs: config.DISPATCH_RECONCILE_INTERVAL_MS,
-    });
-    dispatcher.start();
-    const runsService = new RunsService(environments, runs, deployments, dispatcher, overlaps, {
+    const dispatcher = new AttemptDispatcher(runs, queues, log);
+    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS)];
+    for (const sweep of sweeps) sweep.start();
+    const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, overlaps, {
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
     });
-    const pool = new PoolService(credentials, runs, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
+    const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
 
     const api = Router();
     api.use(environmentsRouter(environments, config.STORAGE_ROOT));
     api.use(runsRouter(runsService));
     api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));
-    api.use(workerApiRouter(new WorkerApiService(runs, environments, dispatcher, deployments, resolver, {
+    api.use(workerApiRouter(new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
       }, engineStore)));
@@ -95,7 +99,7 @@ await runInternalService({
     };
   },
   onStop: async () => {
-    dispatcher?.stop();
+    for (const sweep of sweeps) sweep.stop();
     await queues.close();
     redis.disconnect();
     await temporalConnection.close();

@@ -5,6 +5,11 @@
 // and its own script, write only its private /tmp, start no process, thread or addon;
 // rows, logs, upstream reads and connections go through ctx, relayed over IPC to the
 // handlers given here.
+//
+// Over 300 lines on purpose: `SandboxedAsset` is one state machine (start, IPC relay, the
+// three limits, every way a child can end, and the one outcome it reports), and each of
+// its exits must settle exactly once; split across files, that invariant would have no
+// single place to be read in.
 import type { ChildProcess } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';

@@ -5,6 +5,7 @@ import type { PoolCredentialIssued, PoolStatus, PoolTokenOwner, PoolWorker } fro
 import { newId } from '@envengine/resource-ids';
 import { notFound, type Logger } from '@envengine/service-kit';
 import type { RunRepository } from '../runs/run.repository.ts';
+import type { WorkerRegistry } from '../runs/worker-registry.ts';
 import type { WorkerDocument } from '../runs/run.schema.ts';
 import type { PoolCredentialRepository } from './pool-credential.repository.ts';
 
@@ -16,6 +17,7 @@ export class PoolService {
   constructor(
     private readonly credentials: PoolCredentialRepository,
     private readonly runs: RunRepository,
+    private readonly workers: WorkerRegistry,
     private readonly acl: PoolAclRegistry,
     private readonly redis: Redis,
     private readonly log: Logger,
@@ -73,8 +75,8 @@ export class PoolService {
 
   async status(tenantId: string): Promise<PoolStatus> {
     const [workers, engineRunners, attempts, credentials] = await Promise.all([
-      this.runs.liveWorkers(tenantId, 'remote', this.workerLivenessMs),
-      this.runs.liveWorkers(tenantId, 'local', this.workerLivenessMs),
+      this.workers.liveWorkers(tenantId, 'remote', this.workerLivenessMs),
+      this.workers.liveWorkers(tenantId, 'local', this.workerLivenessMs),
       this.runs.attemptCounts(tenantId, 'remote'),
       this.credentials.active(tenantId),
     ]);

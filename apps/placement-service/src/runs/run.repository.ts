@@ -1,75 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientSession, Connection } from 'mongoose';
-import type {
-  AppendLogsRequest,
-  Attempt,
-  AttemptLogLine,
-  Executor,
-  FinishAttemptRequest,
-  Run,
-  RunListQuery,
-  RunLogLine,
-  RunOrigin,
-  RunStatus,
-  WorkerIdentity,
-} from '@envengine/contracts';
+import type { Executor, FinishAttemptRequest, RunOrigin, RunStatus, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, notFound } from '@envengine/service-kit';
-import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { inTransaction } from '@envengine/tenant-data';
 import type { RunAssetSpec } from './run-plan.ts';
-import {
-  attemptSchema,
-  logLineSchema,
-  runSchema,
-  workerSchema,
-  type AttemptAssetDocument,
-  type AttemptDocument,
-  type LogLineDocument,
-  type RunDocument,
-  type WorkerDocument,
-} from './run.schema.ts';
+import { leaseSuperseded, newAttempt } from './attempt-records.ts';
+import { RunQueries } from './run-queries.ts';
+import type { AttemptAssetDocument, AttemptDocument, RunDocument } from './run.schema.ts';
 
 const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
-const LOG_SEQ_DIGITS = 10;
 
 const iso = (date: Date | null | undefined) => (date ? date.toISOString() : null);
-
-export function toAttempt(doc: AttemptDocument): Attempt {
-  return {
-    id: doc._id,
-    run_id: doc.run_id,
-    number: doc.number,
-    executor: doc.executor,
-    status: doc.status,
-    worker: doc.worker,
-    dispatched_at: doc.dispatched_at.toISOString(),
-    started_at: iso(doc.started_at),
-    finished_at: iso(doc.finished_at),
-    last_heartbeat_at: iso(doc.last_heartbeat_at),
-    error: doc.error,
-    assets: doc.assets.map((asset) => ({ ...asset })),
-  };
-}
-
-export function toRun(doc: RunDocument, attempts: AttemptDocument[], waitingForWorker: boolean): Run {
-  return {
-    id: doc._id,
-    environment_id: doc.environment_id,
-    deployment_id: doc.deployment_id,
-    trigger: doc.trigger,
-    schedule: doc.schedule,
-    job: doc.job,
-    assets: doc.assets.map((asset) => asset.key),
-    status: doc.status,
-    max_attempts: doc.max_attempts,
-    attempts: attempts.sort((a, b) => a.number - b.number).map(toAttempt),
-    waiting_for_worker: waitingForWorker,
-    inserted_at: doc.inserted_at.toISOString(),
-    started_at: iso(doc.started_at),
-    finished_at: iso(doc.finished_at),
-    error: doc.error,
-  };
-}
 
 /** What a worker write is checked against: the attempt is running under this lease. */
 export interface LeaseCheck {
@@ -109,16 +51,12 @@ export interface Transition {
 }
 
 /**
- * Runs, attempts, their log lines and the workers that report on them. Every state change
+ * The attempt lifecycle: runs made with their first attempt, started, leased, finished,
+ * lost, canceled, handed back and retried (the reads are `RunQueries`'). Every state change
  * is a conditional update on the state it leaves (or a transaction of such updates), so
  * that a terminal state is reached once and never changes.
  */
-export class RunRepository {
-  private readonly runs: TenantScopedModel<RunDocument>;
-  private readonly attempts: TenantScopedModel<AttemptDocument>;
-  private readonly logs: TenantScopedModel<LogLineDocument>;
-  private readonly workers: TenantScopedModel<WorkerDocument>;
-
+export class RunRepository extends RunQueries {
   /**
    * @param environments the placement scope's environments, read and fenced inside this
    * repository's transactions.
@@ -127,14 +65,7 @@ export class RunRepository {
     private readonly connection: Connection,
     private readonly environments: EnvironmentFences,
   ) {
-    this.runs = TenantScopedModel.of(connection, 'Run', runSchema);
-    this.attempts = TenantScopedModel.of(connection, 'Attempt', attemptSchema);
-    this.logs = TenantScopedModel.of(connection, 'AttemptLogLine', logLineSchema);
-    this.workers = TenantScopedModel.of(connection, 'Worker', workerSchema);
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await Promise.all([this.runs.ensureIndexes(), this.attempts.ensureIndexes(), this.logs.ensureIndexes(), this.workers.ensureIndexes()]);
+    super(connection);
   }
 
   /** The run and its first attempt, in one transaction; the attempt still needs its queue add. */
@@ -172,82 +103,8 @@ export class RunRepository {
     });
   }
 
-  /** The run a schedule's tick already made, if any. */
-  async findScheduledRun(tenantId: string, environmentId: string, schedule: string, tick: string): Promise<RunDocument | undefined> {
-    return (await this.runs.findOne(tenantId, { environment_id: environmentId, schedule, schedule_tick: tick })) ?? undefined;
-  }
-
-  /** The schedule's run that is still queued or running, if any (its newest). */
-  async unfinishedScheduledRun(tenantId: string, environmentId: string, schedule: string): Promise<RunDocument | undefined> {
-    const [run] = await this.runs.find(
-      tenantId,
-      { environment_id: environmentId, schedule, status: { $in: ['queued', 'running'] } },
-      { sort: { _id: -1 }, limit: 1 },
-    );
-    return run;
-  }
-
-  /** The newest run of each named schedule of the environment. */
-  async lastScheduledRuns(tenantId: string, environmentId: string, schedules: string[]): Promise<Map<string, string>> {
-    const last = await Promise.all(
-      schedules.map(async (schedule) => {
-        const [run] = await this.runs.find(tenantId, { environment_id: environmentId, schedule }, { sort: { _id: -1 }, limit: 1, projection: { _id: 1 } });
-        return [schedule, run?._id] as const;
-      }),
-    );
-    return new Map(last.filter((entry): entry is readonly [string, string] => entry[1] !== undefined));
-  }
-
   async markEnqueued(tenantId: string, attemptId: string, dispatchSeq: number): Promise<void> {
     await this.attempts.updateOne(tenantId, { _id: attemptId, status: 'queued', dispatch_seq: dispatchSeq }, { $set: { enqueued_at: new Date() } });
-  }
-
-  async findRun(tenantId: string, runId: string): Promise<RunDocument | undefined> {
-    return (await this.runs.findOne(tenantId, { _id: runId })) ?? undefined;
-  }
-
-  attemptsOf(tenantId: string, runIds: string[]): Promise<AttemptDocument[]> {
-    return this.attempts.find(tenantId, { run_id: { $in: runIds } });
-  }
-
-  listRuns(tenantId: string, environmentId: string, query: RunListQuery): Promise<RunDocument[]> {
-    return this.runs.find(
-      tenantId,
-      {
-        environment_id: environmentId,
-        ...(query.status ? { status: query.status } : {}),
-        ...(query.before ? { _id: { $lt: query.before } } : {}),
-      },
-      { sort: { _id: -1 }, limit: query.limit },
-    );
-  }
-
-  /** Whether a `remote` worker of the tenant that takes attempts (not draining) has reported within `livenessMs`. */
-  async hasLiveRemoteWorker(tenantId: string, livenessMs: number): Promise<boolean> {
-    const [worker] = await this.workers.find(
-      tenantId,
-      { executor: 'remote', draining: false, last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
-      { limit: 1, projection: { _id: 1 } },
-    );
-    return worker !== undefined;
-  }
-
-  liveWorkers(tenantId: string, executor: Executor, livenessMs: number): Promise<WorkerDocument[]> {
-    return this.workers.find(
-      tenantId,
-      { executor, last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
-      { sort: { last_heartbeat_at: -1 }, limit: 500 },
-    );
-  }
-
-  async attemptCounts(tenantId: string, executor: Executor): Promise<{ queued: number; running: number }> {
-    const rows = await this.attempts.aggregate<{ _id: string; count: number }>(
-      tenantId,
-      { status: { $in: ['queued', 'running'] }, executor },
-      [{ $group: { _id: '$status', count: { $sum: 1 } } }],
-    );
-    const count = (status: string) => rows.find((row) => row._id === status)?.count ?? 0;
-    return { queued: count('queued'), running: count('running') };
   }
 
   /**
@@ -287,12 +144,8 @@ export class RunRepository {
     return attempt;
   }
 
-  /** Renews the leases a worker holds; returns the attempts whose lease no longer holds. */
-  async heartbeat(
-    tenantId: string,
-    worker: WorkerIdentity & { credentialId: string | null; draining: boolean },
-    attempts: ReadonlyArray<{ id: string; lease: string; asset: string | null }>,
-  ): Promise<string[]> {
+  /** Renews the leases a worker holds (the attempt it works on with each); returns the attempts whose lease no longer holds. */
+  async renewLeases(tenantId: string, attempts: ReadonlyArray<{ id: string; lease: string; asset: string | null }>): Promise<{ held: string[]; lost: string[] }> {
     const now = new Date();
     const renewed = await Promise.all(
       attempts.map(async (held) => {
@@ -304,60 +157,7 @@ export class RunRepository {
         return { id: held.id, held: result.matched === 1 };
       }),
     );
-    await this.workers.updateOne(
-      tenantId,
-      { _id: `${tenantId}:${worker.executor}:${worker.id}` },
-      {
-        $set: {
-          name: worker.name,
-          executor: worker.executor,
-          credential_id: worker.credentialId,
-          concurrency: worker.concurrency,
-          draining: worker.draining,
-          sandbox: worker.sandbox,
-          running: renewed.filter((entry) => entry.held).map((entry) => entry.id),
-          last_heartbeat_at: now,
-        },
-        $setOnInsert: { started_at: now },
-      },
-      { upsert: true },
-    );
-    return renewed.filter((entry) => !entry.held).map((entry) => entry.id);
-  }
-
-  /** Stores a batch of log lines once each (a re-sent batch is ignored line by line). */
-  async appendLogs(attempt: AttemptDocument, request: AppendLogsRequest): Promise<void> {
-    const docs = request.lines.map((line: AttemptLogLine) => ({
-      tenantId: attempt.tenant_id,
-      doc: {
-        _id: `${attempt._id}:${String(line.seq).padStart(LOG_SEQ_DIGITS, '0')}`,
-        run_id: attempt.run_id,
-        attempt_id: attempt._id,
-        attempt: attempt.number,
-        asset: line.asset,
-        at: new Date(line.at),
-        message: line.message,
-      },
-    }));
-    try {
-      await this.logs.insertManyOwned(docs);
-    } catch (error) {
-      // Duplicates of lines already stored are expected on a retry; anything else is not.
-      const writeErrors = (error as { writeErrors?: Array<{ code?: number; err?: { code?: number } }> }).writeErrors;
-      if (!writeErrors || !writeErrors.every((entry) => (entry.code ?? entry.err?.code) === 11000)) throw error;
-    }
-  }
-
-  async logLines(tenantId: string, runId: string, after: string | undefined, limit: number): Promise<RunLogLine[]> {
-    const docs = await this.logs.find(tenantId, { run_id: runId, ...(after ? { _id: { $gt: after } } : {}) }, { sort: { _id: 1 }, limit });
-    return docs.map((doc) => ({
-      cursor: doc._id,
-      attempt_id: doc.attempt_id,
-      attempt: doc.attempt,
-      asset: doc.asset,
-      at: doc.at.toISOString(),
-      message: doc.message,
-    }));
+    return { held: renewed.filter((entry) => entry.held).map((entry) => entry.id), lost: renewed.filter((entry) => !entry.held).map((entry) => entry.id) };
   }
 
   /** Records an asset's outcome on the attempt while the lease holds; whether it did. */
@@ -512,34 +312,4 @@ export class RunRepository {
   }
 }
 
-function newAttempt(runId: string, environmentId: string, number: number, executor: Executor, assetKeys: string[], now: Date): Omit<AttemptDocument, 'tenant_id'> {
-  return {
-    _id: newId('att', now.getTime()),
-    run_id: runId,
-    environment_id: environmentId,
-    number,
-    executor,
-    status: 'queued',
-    worker: null,
-    worker_id: null,
-    lease: null,
-    dispatch_seq: 0,
-    dispatched_at: now,
-    enqueued_at: null,
-    started_at: null,
-    finished_at: null,
-    last_heartbeat_at: null,
-    current_asset: null,
-    error: null,
-    assets: assetKeys.map((key) => ({ key, status: 'pending', materialization_id: null, error: null })),
-  };
-}
-
-export function leaseSuperseded(attempt: AttemptDocument): ApiError {
-  return new ApiError(
-    'lease_superseded',
-    attempt.status === 'running'
-      ? `Attempt "${attempt._id}" is held under a newer lease; this worker's writes are refused.`
-      : `Attempt "${attempt._id}" is ${attempt.status}; this worker's writes are refused.`,
-  );
-}
+export { leaseSuperseded } from './attempt-records.ts';

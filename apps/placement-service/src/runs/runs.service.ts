@@ -15,7 +15,10 @@ import type { EnvironmentRepository } from '../environments/environment.reposito
 import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
-import { SchedulesPausedError, toRun, type RunRepository } from './run.repository.ts';
+import type { AttemptLogRepository } from './attempt-log.repository.ts';
+import { toRun } from './run-mappers.ts';
+import { SchedulesPausedError, type RunRepository } from './run.repository.ts';
+import type { WorkerRegistry } from './worker-registry.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
 
 export interface RunsServiceOptions {
@@ -36,6 +39,8 @@ export class RunsService {
   constructor(
     private readonly environments: EnvironmentRepository,
     private readonly runs: RunRepository,
+    private readonly workers: WorkerRegistry,
+    private readonly attemptLogs: AttemptLogRepository,
     private readonly deployments: DeploymentClient,
     private readonly dispatcher: AttemptDispatcher,
     private readonly overlaps: ScheduleOverlapRepository,
@@ -118,7 +123,7 @@ export class RunsService {
 
   async logs(tenantId: string, runId: string, after: string | undefined, limit: number): Promise<RunLogLine[]> {
     if (!(await this.runs.findRun(tenantId, runId))) throw notFound(`Run "${runId}"`);
-    return this.runs.logLines(tenantId, runId, after, limit);
+    return this.attemptLogs.lines(tenantId, runId, after, limit);
   }
 
   /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
@@ -138,7 +143,7 @@ export class RunsService {
     const byRun = new Map<string, AttemptDocument[]>();
     for (const attempt of attempts) byRun.set(attempt.run_id, [...(byRun.get(attempt.run_id) ?? []), attempt]);
     const anyWaiting = attempts.some((attempt) => attempt.status === 'queued' && attempt.executor === 'remote');
-    const noWorker = anyWaiting && !(await this.runs.hasLiveRemoteWorker(tenantId, this.options.workerLivenessMs));
+    const noWorker = anyWaiting && !(await this.workers.hasLiveRemoteWorker(tenantId, this.options.workerLivenessMs));
     return runs.map((run) => {
       const own = byRun.get(run._id) ?? [];
       const waiting = noWorker && own.some((attempt) => attempt.status === 'queued' && attempt.executor === 'remote');
@@ -148,6 +153,6 @@ export class RunsService {
 
   private async waitingForWorker(tenantId: string, attempts: AttemptDocument[]): Promise<boolean> {
     if (!attempts.some((attempt) => attempt.status === 'queued' && attempt.executor === 'remote')) return false;
-    return !(await this.runs.hasLiveRemoteWorker(tenantId, this.options.workerLivenessMs));
+    return !(await this.workers.hasLiveRemoteWorker(tenantId, this.options.workerLivenessMs));
   }
 }

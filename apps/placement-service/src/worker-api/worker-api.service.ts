@@ -17,7 +17,10 @@ import { isUnderStoragePrefix, materializationLocation, s3StoragePrefixProblem, 
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
-import { leaseSuperseded, toAttempt, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
+import type { AttemptLogRepository } from '../runs/attempt-log.repository.ts';
+import { toAttempt } from '../runs/run-mappers.ts';
+import { leaseSuperseded, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
+import type { WorkerRegistry, WorkerReport } from '../runs/worker-registry.ts';
 import type { EngineObjectStore } from '../storage/engine-object-store.ts';
 import { s3StorageConnection } from '../storage/storage-connection.ts';
 
@@ -30,6 +33,8 @@ import { s3StorageConnection } from '../storage/storage-connection.ts';
 export class WorkerApiService {
   constructor(
     private readonly runs: RunRepository,
+    private readonly workers: WorkerRegistry,
+    private readonly logs: AttemptLogRepository,
     private readonly environments: EnvironmentRepository,
     private readonly dispatcher: AttemptDispatcher,
     private readonly deployments: DeploymentClient,
@@ -45,7 +50,7 @@ export class WorkerApiService {
     const { attempt, run } = await this.runs.start(tenantId, attemptId, callerExecutor, worker);
     const lease = attempt.lease!;
     // The worker is known to be alive from now on, even before its first heartbeat.
-    await this.runs.heartbeat(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
+    await this.reportWorker(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
     const [environment, bindings] = await Promise.all([
       this.environments.findById(tenantId, run.environment_id),
       this.resolver.bindingModes(tenantId, run.environment_id),
@@ -69,7 +74,14 @@ export class WorkerApiService {
   }
 
   heartbeat(tenantId: string, request: WorkerHeartbeatRequest, credentialId: string | null): Promise<string[]> {
-    return this.runs.heartbeat(tenantId, { ...request.worker, credentialId, draining: request.draining }, request.attempts);
+    return this.reportWorker(tenantId, { ...request.worker, credentialId, draining: request.draining }, request.attempts);
+  }
+
+  /** Renews the worker's leases and records it with the attempts it still holds; returns those it lost. */
+  private async reportWorker(tenantId: string, worker: WorkerReport, attempts: ReadonlyArray<{ id: string; lease: string; asset: string | null }>): Promise<string[]> {
+    const { held, lost } = await this.runs.renewLeases(tenantId, attempts);
+    await this.workers.report(tenantId, worker, held);
+    return lost;
   }
 
   /** Stores the lines within the attempt's log limit; returns how many were. */
@@ -77,7 +89,7 @@ export class WorkerApiService {
     const attempt = await this.runs.checkLease(check);
     // A worker that ignores its plan's limit (a hostile pool) fills no more than the limit and its marker.
     const kept = request.lines.filter((line) => line.seq <= this.logLimits.max_lines);
-    if (kept.length > 0) await this.runs.appendLogs(attempt, { lines: kept });
+    if (kept.length > 0) await this.logs.append(attempt, { lines: kept });
     return kept.length;
   }
 

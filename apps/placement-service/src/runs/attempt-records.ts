@@ -1,0 +1,38 @@
+import type { Executor } from '@envengine/contracts';
+import { newId } from '@envengine/resource-ids';
+import { ApiError } from '@envengine/service-kit';
+import type { AttemptDocument } from './run.schema.ts';
+
+/** A new attempt of a run, queued, for the assets it is to run. */
+export function newAttempt(runId: string, environmentId: string, number: number, executor: Executor, assetKeys: string[], now: Date): Omit<AttemptDocument, 'tenant_id'> {
+  return {
+    _id: newId('att', now.getTime()),
+    run_id: runId,
+    environment_id: environmentId,
+    number,
+    executor,
+    status: 'queued',
+    worker: null,
+    worker_id: null,
+    lease: null,
+    dispatch_seq: 0,
+    dispatched_at: now,
+    enqueued_at: null,
+    started_at: null,
+    finished_at: null,
+    last_heartbeat_at: null,
+    current_asset: null,
+    error: null,
+    assets: assetKeys.map((key) => ({ key, status: 'pending', materialization_id: null, error: null })),
+  };
+}
+
+/** Why a worker's write about an attempt is refused: its lease is not the attempt's any more. */
+export function leaseSuperseded(attempt: AttemptDocument): ApiError {
+  return new ApiError(
+    'lease_superseded',
+    attempt.status === 'running'
+      ? `Attempt "${attempt._id}" is held under a newer lease; this worker's writes are refused.`
+      : `Attempt "${attempt._id}" is ${attempt.status}; this worker's writes are refused.`,
+  );
+}

@@ -1,0 +1,40 @@
+import type { Logger } from '@envengine/service-kit';
+import type { AttemptDispatcher } from './attempt-dispatcher.ts';
+import { PeriodicSweep } from './periodic-sweep.ts';
+import type { RunRepository } from './run.repository.ts';
+
+/**
+ * The reconciler: queued attempts older than one interval are offered to their queue
+ * again. A crash or a Redis outage between an attempt's write and its queue add leaves it
+ * queued with no job; a job still in the queue makes the second add a no-op (its id is
+ * the attempt's), so offering again is always safe.
+ */
+export class DispatchReconciler {
+  private readonly sweep: PeriodicSweep;
+
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly dispatcher: AttemptDispatcher,
+    log: Logger,
+    private readonly intervalMs: number,
+  ) {
+    this.sweep = new PeriodicSweep('reconcile', intervalMs, () => this.reconcileOnce(), log);
+  }
+
+  start(): void {
+    this.sweep.start();
+  }
+
+  stop(): void {
+    this.sweep.stop();
+  }
+
+  /** Offers queued attempts older than one interval to their queue again; how many were added. */
+  async reconcileOnce(): Promise<number> {
+    const cutoff = new Date(Date.now() - this.intervalMs);
+    const queued = await this.runs.queuedSince(cutoff, 500);
+    let offered = 0;
+    for (const attempt of queued) if (await this.dispatcher.dispatch(attempt)) offered += 1;
+    return offered;
+  }
+}

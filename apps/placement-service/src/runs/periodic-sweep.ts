@@ -1,0 +1,38 @@
+import type { Logger } from '@envengine/service-kit';
+
+/**
+ * Runs `work` every `intervalMs`, never two at once (a slow sweep makes the next one wait
+ * for the interval after it); a failed sweep is logged and the next interval tries again.
+ */
+export class PeriodicSweep {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly intervalMs: number,
+    private readonly work: () => Promise<unknown>,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.runOnce(), this.intervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async runOnce(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      await this.work();
+    } catch (error) {
+      this.log.warn({ err: (error as Error).message }, `${this.name} sweep failed; next interval retries`);
+    } finally {
+      this.running = false;
+    }
+  }
+}

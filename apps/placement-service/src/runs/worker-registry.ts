@@ -1,0 +1,64 @@
+import type { Connection } from 'mongoose';
+import type { Executor, WorkerIdentity } from '@envengine/contracts';
+import { TenantScopedModel } from '@envengine/tenant-data';
+import { workerSchema, type WorkerDocument } from './run.schema.ts';
+
+/** What a worker says of itself with each heartbeat. */
+export type WorkerReport = WorkerIdentity & { credentialId: string | null; draining: boolean };
+
+/**
+ * The workers that report to the engine: one row per worker process, written by its
+ * heartbeats. What `GET /pool` lists, and what says whether a remote run has a worker to wait for.
+ */
+export class WorkerRegistry {
+  private readonly workers: TenantScopedModel<WorkerDocument>;
+
+  constructor(connection: Connection) {
+    this.workers = TenantScopedModel.of(connection, 'Worker', workerSchema);
+  }
+
+  ensureIndexes(): Promise<void> {
+    return this.workers.ensureIndexes();
+  }
+
+  /** The worker's row, made at its first report: what it is and the attempts whose leases it still holds. */
+  async report(tenantId: string, worker: WorkerReport, running: string[]): Promise<void> {
+    const now = new Date();
+    await this.workers.updateOne(
+      tenantId,
+      { _id: `${tenantId}:${worker.executor}:${worker.id}` },
+      {
+        $set: {
+          name: worker.name,
+          executor: worker.executor,
+          credential_id: worker.credentialId,
+          concurrency: worker.concurrency,
+          draining: worker.draining,
+          sandbox: worker.sandbox,
+          running,
+          last_heartbeat_at: now,
+        },
+        $setOnInsert: { started_at: now },
+      },
+      { upsert: true },
+    );
+  }
+
+  /** Whether a `remote` worker of the tenant that takes attempts (not draining) has reported within `livenessMs`. */
+  async hasLiveRemoteWorker(tenantId: string, livenessMs: number): Promise<boolean> {
+    const [worker] = await this.workers.find(
+      tenantId,
+      { executor: 'remote', draining: false, last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
+      { limit: 1, projection: { _id: 1 } },
+    );
+    return worker !== undefined;
+  }
+
+  liveWorkers(tenantId: string, executor: Executor, livenessMs: number): Promise<WorkerDocument[]> {
+    return this.workers.find(
+      tenantId,
+      { executor, last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
+      { sort: { last_heartbeat_at: -1 }, limit: 500 },
+    );
+  }
+}
