@@ -4,7 +4,7 @@ import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, INTERNAL_HEADERS, Run, type ErrorCode } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { anotherTokenOf, createTenant, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
-import { deployRunsProject, issueCredential } from './runs-fixtures.ts';
+import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -330,6 +330,42 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
       }
     }
     console.log(`finish racing a cancel, winners: ${JSON.stringify(winners)}`);
+  });
+
+  it("ends an attempt exactly once when its finish races the lease reaper: finished, or lost with the finish refused, and the run agrees", async () => {
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    const winners = { finish: 0, reaper: 0 };
+    try {
+      const attempts = mongo.db(stack.databases['placement-service']).collection<{ _id: string; last_heartbeat_at: Date }>('attempts');
+      // The reaper sweeps every third of the lease TTL (RUN_TEST_SETTINGS: 4 s, so about 1.3 s).
+      const sweepMs = Number(RUN_TEST_SETTINGS.ATTEMPT_LEASE_TTL_MS) / 3;
+      for (let round = 0; round < 12; round += 1) {
+        const held = await hold();
+        // The barrier: from this write on, the reaper's next sweep takes the attempt as lost;
+        // the finish goes out at a point spread over one sweep interval, so each round lands
+        // on either side of that sweep, or on it.
+        await attempts.updateOne({ _id: held.attemptId }, { $set: { last_heartbeat_at: new Date(0) } });
+        await new Promise((resolve) => setTimeout(resolve, Math.round((round / 11) * sweepMs)));
+        const finished = await send(ownerPool, callsAbout(held, bundleRef).finish);
+        // The attempt is terminal either way now, or will be at the next sweep: wait for evidence.
+        const run = Run.parse(
+          (await until(() => readers[0]!.get(`/runs/${held.runId}`), (r) => ['succeeded', 'failed'].includes(r.body.data.status), 10_000)).body.data,
+        );
+        const answers = `round ${round}: finish ${JSON.stringify(outcome(finished))}, run ${run.status}, attempts ${run.attempts.map((attempt) => attempt.status)}`;
+        if (finished.status === 200) {
+          winners.finish += 1;
+          expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['succeeded', ['succeeded']]);
+        } else {
+          winners.reaper += 1;
+          expect(outcome(finished), answers).toEqual([409, 'lease_superseded']);
+          expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['failed', ['lost']]);
+          expect(run.attempts[0]!.error, answers).toMatch(/stopped reporting/);
+        }
+      }
+      console.log(`finish racing the reaper, winners: ${JSON.stringify(winners)}`);
+    } finally {
+      await mongo.close();
+    }
   });
 
   it('takes a recorded materialization back, and answers 409, when the lease is superseded between the record and the outcome', async () => {
