@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
@@ -161,14 +161,23 @@ describe('runs on the engine host (local)', () => {
     expect(canceled.status).toBe(200);
     expect(canceled.body.data).toMatchObject({ status: 'canceled' });
     expect(canceled.body.data.attempts[0].status).toBe('canceled');
-    // The sleeper logs a tick every 100 ms while alive: the ticks stop once it is killed.
-    const ticks = async () => ((await tenant.api.get(`/runs/${run.id}/logs`)).body.data as unknown[]).length;
-    const settled = await until(
-      async () => [await ticks(), await new Promise((resolve) => setTimeout(resolve, 1500)).then(ticks)],
-      ([before, after]) => before === after,
+    // The engine's runner learns of the cancel at its next heartbeat, stops the sleeper's
+    // sandboxed child, and says the attempt is done only once that child has exited.
+    const attemptId = canceled.body.data.attempts[0].id as string;
+    const runnerLog = join(stack.dataDir, 'logs', 'attempt-worker.log');
+    const done = await until(
+      async () =>
+        readFileSync(runnerLog, 'utf8')
+          .split('\n')
+          .filter((line) => line.includes(attemptId))
+          .map((line) => JSON.parse(line) as { msg: string; result?: string; reason?: string }),
+      (lines) => lines.some((line) => line.msg === 'attempt done'),
       15_000,
     );
-    expect(settled[0]).toBe(settled[1]);
+    expect(done.map((line) => line.msg)).toContain('lease superseded (canceled or presumed lost): stopping the attempt');
+    // Stopped because of the cancel (the abort), not by its time limit.
+    expect(done.find((line) => line.msg === 'asset stopped')?.reason).toBe('canceled');
+    expect(done.find((line) => line.msg === 'attempt done')?.result).toBe('superseded');
     expect((await tenant.api.get(`/runs/${run.id}`)).body.data.status).toBe('canceled');
   });
 });

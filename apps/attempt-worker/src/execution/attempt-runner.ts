@@ -142,6 +142,8 @@ export class AttemptRunner {
       if (outcome.status === 'succeeded') {
         reports.push({ key: asset.key, status: 'succeeded', error: null });
       } else {
+        // In the worker's own log too: a canceled or superseded attempt's lines are no longer stored.
+        this.log.info({ attempt_id: held.attemptId, asset: asset.key, reason: outcome.reason }, 'asset stopped');
         logs.add(asset.key, `asset ${asset.key} failed: ${outcome.error}`);
         reports.push({ key: asset.key, status: 'failed', error: outcome.error });
       }
