@@ -332,6 +332,29 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     console.log(`finish racing a cancel, winners: ${JSON.stringify(winners)}`);
   });
 
+  it('runs a job delivered twice once: a second start of the same attempt, at once or later, is refused and the first lease holds', async () => {
+    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const attemptId = run.attempts[0]!.id;
+    const second = { ...WORKER, id: 'owner-worker-2', name: 'second-taker' };
+    // Two workers given the same job (a stalled BullMQ job handed to a second worker) start it at once.
+    const [a, b] = await Promise.all([
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER }),
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: second }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const winner = a.status === 200 ? a : b;
+    const loser = a.status === 200 ? b : a;
+    expect(loser.body.error.code).toBe('lease_superseded');
+    const { lease } = AttemptStarted.parse(winner.body.data);
+    // A third delivery later changes nothing either.
+    const late = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: second });
+    expect([late.status, late.body.error.code]).toEqual([409, 'lease_superseded']);
+    const held = { runId: run.id, attemptId, lease };
+    expect((await send(ownerPool, callsAbout(held, bundleRef).finish)).status).toBe(200);
+    const finished = Run.parse((await readers[0]!.get(`/runs/${run.id}`)).body.data);
+    expect([finished.status, finished.attempts.length, finished.attempts[0]!.worker]).toEqual(['succeeded', 1, (winner === a ? WORKER : second).name]);
+  });
+
   it("ends an attempt exactly once when its finish races the lease reaper: finished, or lost with the finish refused, and the run agrees", async () => {
     const mongo = await MongoClient.connect(stack.mongoUrl);
     const winners = { finish: 0, reaper: 0 };
