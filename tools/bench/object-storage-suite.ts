@@ -2,27 +2,14 @@
 // against the same work done bare in the bench process: the same rows encoded with
 // hyparquet-writer and sent in a single PUT with the same client, to the same server.
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { parquetWriteBuffer } from 'hyparquet-writer';
 import { Run, RunLogLine } from '@envengine/contracts';
 import { ApiClient, deployProject, manifestOf, stackInfoOf } from '@envengine/test-harness';
 import { median, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
+import { EMIT_ROWS, encodeWideRows, loadMakeRows, ROWS_MODULE, WIDE_ASSET, WIDE_COLUMNS } from './wide-rows.ts';
 
 const ENVIRONMENT = 's3-bench';
-const EMIT_ROWS = 100_000;
 const REPEATS = 3;
-const ROWS_MODULE = `export const makeRows = (count) => Array.from({ length: count }, (_, i) => ({
-  id: i, customer: 'customer-' + (i % 5000), amount: (i % 10000) / 4, paid: i % 3 === 0, region: ['eu', 'us', 'apac', 'latam'][i % 4],
-}));`;
-const COLUMNS = [
-  { name: 'id', type: 'integer' },
-  { name: 'customer', type: 'string' },
-  { name: 'amount', type: 'number' },
-  { name: 'paid', type: 'boolean' },
-  { name: 'region', type: 'string' },
-];
-const PARQUET_TYPES = { id: 'INT64', customer: 'STRING', amount: 'DOUBLE', paid: 'BOOLEAN', region: 'STRING' } as const;
-
 const ms = (iso: string | null | undefined) => (iso ? Date.parse(iso) : Number.NaN);
 
 export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token }: SuiteContext): Promise<string[]> {
@@ -37,15 +24,9 @@ export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token 
     bindings: { warehouse: {} },
     files: {
       'assets/rows.js': ROWS_MODULE,
-      'assets/wide.js': `import { makeRows } from './rows.js';
-      export default async (ctx) => {
-        const rows = makeRows(${EMIT_ROWS});
-        ctx.log('emit start');
-        await ctx.emit(rows);
-        ctx.log('emit done');
-      };`,
+      'assets/wide.js': WIDE_ASSET,
     },
-    manifest: { ...manifestOf([{ key: 'wide', columns: COLUMNS }]), schedules: [] },
+    manifest: { ...manifestOf([{ key: 'wide', columns: WIDE_COLUMNS }]), schedules: [] },
   });
 
   const emitMs: number[] = [];
@@ -76,7 +57,7 @@ export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token 
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
-  const { makeRows } = (await import(`data:text/javascript,${encodeURIComponent(ROWS_MODULE)}`)) as { makeRows: (count: number) => Array<Record<string, unknown>> };
+  const makeRows = await loadMakeRows();
   const bareMs: number[] = [];
   const putMs: number[] = [];
   let bareBytes = 0;
@@ -84,13 +65,7 @@ export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token 
     for (let i = 0; i <= REPEATS; i += 1) {
       const rows = makeRows(EMIT_ROWS);
       const started = performance.now();
-      const columnData = Object.entries(PARQUET_TYPES).map(([name, type]) => ({
-        name,
-        type,
-        nullable: false,
-        data: type === 'INT64' ? rows.map((row) => BigInt(row[name] as number)) : rows.map((row) => row[name]),
-      }));
-      const body = new Uint8Array(parquetWriteBuffer({ columnData }));
+      const body = encodeWideRows(rows);
       const encoded = performance.now();
       await client.send(new PutObjectCommand({ Bucket: store.bucket, Key: `bench-bare/${i}.parquet`, Body: body }));
       const done = performance.now();

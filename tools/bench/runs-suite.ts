@@ -12,33 +12,19 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
-import { parquetWriteBuffer } from 'hyparquet-writer';
 import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX } from '@envengine/attempt-queues';
 import { PoolCredentialIssued, PoolStatus, Run, RunLogLine } from '@envengine/contracts';
 import { ApiClient, deployProject, manifestOf, stackInfoOf, startPoolWorker, type PoolWorker } from '@envengine/test-harness';
 import { cpuSecondsOf, endedChildrenCpuSecondsOf, machineBusyCpuSeconds, median, percentile, runConcurrently, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
+import { EMIT_ROWS, encodeWideRows, loadMakeRows, ROWS_MODULE, WIDE_ASSET, WIDE_COLUMNS } from './wide-rows.ts';
 
 const ENVIRONMENT = 'runs-bench';
 const POOL_CONCURRENCY = 10;
 const RUN_TIMEOUT_MS = 120_000;
 const QUEUED_RUNS = 1_000;
-const EMIT_ROWS = 100_000;
 const EMIT_REPEATS = 3;
-
-/** One module for the rows, run by the asset and imported by the bench: the same rows on both sides. */
-const ROWS_MODULE = `export const makeRows = (count) => Array.from({ length: count }, (_, i) => ({
-  id: i, customer: 'customer-' + (i % 5000), amount: (i % 10000) / 4, paid: i % 3 === 0, region: ['eu', 'us', 'apac', 'latam'][i % 4],
-}));`;
-const WIDE_COLUMNS = [
-  { name: 'id', type: 'integer' },
-  { name: 'customer', type: 'string' },
-  { name: 'amount', type: 'number' },
-  { name: 'paid', type: 'boolean' },
-  { name: 'region', type: 'string' },
-];
-const WIDE_PARQUET_TYPES = { id: 'INT64', customer: 'STRING', amount: 'DOUBLE', paid: 'BOOLEAN', region: 'STRING' } as const;
 
 function assetCode(counterUrl: string): Record<string, string> {
   return {
@@ -50,13 +36,7 @@ function assetCode(counterUrl: string): Record<string, string> {
       ctx.log('counted');
     };`,
     'assets/rows.js': ROWS_MODULE,
-    'assets/wide.js': `import { makeRows } from './rows.js';
-    export default async (ctx) => {
-      const rows = makeRows(${EMIT_ROWS});
-      ctx.log('emit start');
-      await ctx.emit(rows);
-      ctx.log('emit done');
-    };`,
+    'assets/wide.js': WIDE_ASSET,
   };
 }
 
@@ -360,19 +340,12 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       const at = (message: string) => ms(lines.find((line) => line.message === message)?.at);
       emitMs.push(at('emit done') - at('emit start'));
     }
-    const { makeRows } = (await import(`data:text/javascript,${encodeURIComponent(ROWS_MODULE)}`)) as { makeRows: (count: number) => Array<Record<string, unknown>> };
+    const makeRows = await loadMakeRows();
     const directMs: number[] = [];
     for (let i = 0; i < EMIT_REPEATS; i += 1) {
       const rows = makeRows(EMIT_ROWS);
       const started = performance.now();
-      // INT64 columns take bigints, as the engine's codec converts them.
-      const columnData = Object.entries(WIDE_PARQUET_TYPES).map(([name, type]) => ({
-        name,
-        type,
-        nullable: false,
-        data: type === 'INT64' ? rows.map((row) => BigInt(row[name] as number)) : rows.map((row) => row[name]),
-      }));
-      await writeFile(join(dataDir, `direct-${i}.parquet`), new Uint8Array(parquetWriteBuffer({ columnData })));
+      await writeFile(join(dataDir, `direct-${i}.parquet`), encodeWideRows(rows));
       directMs.push(performance.now() - started);
     }
     const rate = (millis: number) => EMIT_ROWS / (millis / 1000);

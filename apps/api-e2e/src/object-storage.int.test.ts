@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { AssetListing, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
 import { decodeParquet } from '@envengine/materialization-storage';
-import { createTenant, deployProject, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
-import { ASSET_CODE, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
+import { createTenant, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { deployOnS3, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 const AssetList = dataEnvelope(z.array(AssetListing));
@@ -61,14 +61,7 @@ describe("s3:// storage on the engine's own store", () => {
   beforeAll(async () => {
     tenant = await createTenant(stack, 's3-engine');
     // The README's prefix, with a binding that names no endpoint: the engine's store.
-    await deployProject(tenant.api, {
-      environment: 'prod',
-      storagePrefix: 's3://lake/prod',
-      executor: 'local',
-      bindings: { warehouse: {}, gate: { config: { open: true } } },
-      files: ASSET_CODE,
-      manifest: runsManifest(),
-    });
+    await deployOnS3(tenant, 'prod', 's3://lake/prod', 'local');
   });
 
   it('writes each asset as Parquet under the tenant in the bucket, and ctx.read reads it back from there', async () => {
@@ -93,14 +86,7 @@ describe("s3:// storage on the engine's own store", () => {
 
   it("gives a tenant's workers keys that reach only that tenant's objects, never the administrator's", async () => {
     const other = await createTenant(stack, 's3-engine-other');
-    await deployProject(other.api, {
-      environment: 'prod',
-      storagePrefix: 's3://lake/prod',
-      executor: 'local',
-      bindings: { warehouse: {}, gate: { config: { open: true } } },
-      files: ASSET_CODE,
-      manifest: runsManifest(),
-    });
+    await deployOnS3(other, 'prod', 's3://lake/prod', 'local');
     expect((await runAssets(other, ['orders'])).status).toBe('succeeded');
     const othersOrders = (await latestOf(other, 'orders'))!;
 
@@ -147,16 +133,10 @@ describe("s3:// storage on the engine's own store", () => {
 
 /** A `remote` environment on the engine's store with the runs project, for a pool to take attempts of. */
 async function deployRemoteEnvironment(tenant: TestTenant, name: string): Promise<string> {
-  await deployProject(tenant.api, {
-    environment: name,
-    storagePrefix: `s3://lake/${name}`,
-    executor: 'remote',
-    bindings: { warehouse: {}, gate: { config: { open: true } } },
-    files: ASSET_CODE,
-    manifest: runsManifest(),
-  });
+  await deployOnS3(tenant, name, `s3://lake/${name}`, 'remote');
   return name;
 }
+
 
 describe("s3:// storage on a tenant's own store, named by the binding", () => {
   let tenant: TestTenant;
@@ -182,14 +162,7 @@ describe("s3:// storage on a tenant's own store, named by the binding", () => {
   }
 
   it('writes and reads through the endpoint and keys of the binding', async () => {
-    await deployProject(tenant.api, {
-      environment: 'prod',
-      storagePrefix: `s3://${bucket}/data`,
-      executor: 'local',
-      bindings: { warehouse: {}, gate: { config: { open: true } } },
-      files: ASSET_CODE,
-      manifest: runsManifest(),
-    });
+    await deployOnS3(tenant, 'prod', `s3://${bucket}/data`, 'local');
     await environmentWith('prod', `s3://${bucket}/data`, { endpoint: store.url, region: 'us-east-1', force_path_style: true }, {
       ACCESS_KEY_ID: store.accessKeyId,
       SECRET_ACCESS_KEY: store.secretAccessKey,
@@ -250,14 +223,7 @@ describe("s3:// storage on a tenant's own store, named by the binding", () => {
     },
   ] as Array<{ title: string; prefix: string; config: Record<string, unknown>; secrets: Record<string, string>; error: RegExp }>)('fails the asset with an error naming $title, and records nothing', async ({ prefix, config, secrets, error }) => {
     const name = `bad-${Math.random().toString(36).slice(2, 8)}`;
-    await deployProject(tenant.api, {
-      environment: name,
-      storagePrefix: prefix,
-      executor: 'local',
-      bindings: { warehouse: {}, gate: { config: { open: true } } },
-      files: ASSET_CODE,
-      manifest: runsManifest(),
-    });
+    await deployOnS3(tenant, name, prefix, 'local');
     await environmentWith(name, prefix, config, secrets);
     const created = await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] });
     const run = await waitForRun(tenant, Run.parse(created.body.data).id);

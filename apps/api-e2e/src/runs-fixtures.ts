@@ -107,6 +107,18 @@ export function deployRunsProject(tenant: TestTenant, lakeDir: string, executor:
   });
 }
 
+/** The runs project deployed to a new environment on `prefix`; its `warehouse` binding names no store (the engine's). */
+export async function deployOnS3(tenant: TestTenant, environment: string, prefix: string, executor: 'local' | 'remote'): Promise<void> {
+  await deployProject(tenant.api, {
+    environment,
+    storagePrefix: prefix,
+    executor,
+    bindings: { warehouse: {}, gate: { config: { open: true } } },
+    files: ASSET_CODE,
+    manifest: runsManifest(),
+  });
+}
+
 /** A pool credential of the tenant: its token opens the worker API only. */
 export async function issueCredential(tenant: TestTenant): Promise<PoolCredentialIssued> {
   const response = await tenant.api.post('/pool/credentials', { label: 'test' });

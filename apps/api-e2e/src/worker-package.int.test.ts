@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
 import { freePort, ManagedProcess, waitUntil } from '@envengine/backing-servers';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
-import { createTenant, deployProject, WORKER_PACKAGE_DIR, type TestTenant } from '@envengine/test-harness';
-import { ASSET_CODE, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
+import { createTenant, WORKER_PACKAGE_DIR, type TestTenant } from '@envengine/test-harness';
+import { deployOnS3, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -47,14 +47,7 @@ describe('the installable worker, on a host that has only Node', () => {
 
   beforeAll(async () => {
     tenant = await createTenant(stack, 'pool-host');
-    await deployProject(tenant.api, {
-      environment: 'prod',
-      storagePrefix: 's3://lake/prod',
-      executor: 'remote',
-      bindings: { warehouse: {}, gate: { config: { open: true } } },
-      files: ASSET_CODE,
-      manifest: runsManifest(),
-    });
+    await deployOnS3(tenant, 'prod', 's3://lake/prod', 'remote');
     credential = await issueCredential(tenant);
     host = unpackWorker();
   });
