@@ -76,6 +76,18 @@ export async function ensureGoBuild(name: PinnedBinary, report: Reporter, env: N
   }
 }
 
+/** `name` from PATH, else its pinned Go build from the per-user cache (built once); with where it came from. */
+export async function pathOrGoBuild(
+  name: PinnedBinary,
+  report: Reporter,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ path: string; source: 'path' | 'go-build' } | undefined> {
+  const onPath = findOnPath(name, env);
+  if (onPath) return { path: onPath, source: 'path' };
+  const built = await ensureGoBuild(name, report, env);
+  return built ? { path: built, source: 'go-build' } : undefined;
+}
+
 /**
  * Takes the build lock: a directory holding the builder's pid. A lock whose builder is
  * gone (a build interrupted by Ctrl-C) is taken over; a live one is waited for, saying so.

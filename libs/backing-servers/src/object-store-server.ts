@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand, HeadBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { binaryCacheRoot, ensureGoBuild, findOnPath, type Reporter } from './binaries.ts';
+import { binaryCacheRoot, pathOrGoBuild, type Reporter } from './binaries.ts';
 import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { freePort, StartupRefused, waitUntil } from './network.ts';
@@ -60,11 +60,8 @@ async function bucketAnswers(client: S3Client, bucket: string): Promise<boolean>
 }
 
 /** `weed` from PATH, else the pinned SeaweedFS build from the per-user cache (built once with Go). */
-export async function weedBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
-  const onPath = findOnPath('weed', env);
-  if (onPath) return { path: onPath, source: 'path' };
-  const built = await ensureGoBuild('weed', report, env);
-  return built ? { path: built, source: 'go-build' } : undefined;
+export function weedBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
+  return pathOrGoBuild('weed', report, env);
 }
 
 /**

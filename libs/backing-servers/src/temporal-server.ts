@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { binaryCacheRoot, ensureGoBuild, findOnPath, type Reporter } from './binaries.ts';
+import { binaryCacheRoot, pathOrGoBuild, type Reporter } from './binaries.ts';
 import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { freePort, waitUntil } from './network.ts';
@@ -61,11 +61,8 @@ async function temporalAnswers(address: string, namespace: string): Promise<bool
 }
 
 /** The `temporal` CLI from PATH, else the pinned Go build from the per-user cache (built once); with where it came from. */
-export async function temporalBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
-  const onPath = findOnPath('temporal', env);
-  if (onPath) return { path: onPath, source: 'path' };
-  const built = await ensureGoBuild('temporal', report, env);
-  return built ? { path: built, source: 'go-build' } : undefined;
+export function temporalBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
+  return pathOrGoBuild('temporal', report, env);
 }
 
 /** Temporal dev server: TEMPORAL_ADDRESS, then `temporal` on PATH, then the CLI built with Go. */
