@@ -332,65 +332,6 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     console.log(`finish racing a cancel, winners: ${JSON.stringify(winners)}`);
   });
 
-  it('runs a job delivered twice once: a second start of the same attempt, at once or later, is refused and the first lease holds', async () => {
-    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
-    const attemptId = run.attempts[0]!.id;
-    const second = { ...WORKER, id: 'owner-worker-2', name: 'second-taker' };
-    // Two workers given the same job (a stalled BullMQ job handed to a second worker) start it at once.
-    const [a, b] = await Promise.all([
-      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER }),
-      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: second }),
-    ]);
-    expect([a.status, b.status].sort()).toEqual([200, 409]);
-    const winner = a.status === 200 ? a : b;
-    const loser = a.status === 200 ? b : a;
-    expect(loser.body.error.code).toBe('lease_superseded');
-    const { lease } = AttemptStarted.parse(winner.body.data);
-    // A third delivery later changes nothing either.
-    const late = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: second });
-    expect([late.status, late.body.error.code]).toEqual([409, 'lease_superseded']);
-    const held = { runId: run.id, attemptId, lease };
-    expect((await send(ownerPool, callsAbout(held, bundleRef).finish)).status).toBe(200);
-    const finished = Run.parse((await readers[0]!.get(`/runs/${run.id}`)).body.data);
-    expect([finished.status, finished.attempts.length, finished.attempts[0]!.worker]).toEqual(['succeeded', 1, (winner === a ? WORKER : second).name]);
-  });
-
-  it("ends an attempt exactly once when its finish races the lease reaper: finished, or lost with the finish refused, and the run agrees", async () => {
-    const mongo = await MongoClient.connect(stack.mongoUrl);
-    const winners = { finish: 0, reaper: 0 };
-    try {
-      const attempts = mongo.db(stack.databases['placement-service']).collection<{ _id: string; last_heartbeat_at: Date }>('attempts');
-      // The reaper sweeps every third of the lease TTL (RUN_TEST_SETTINGS: 4 s, so about 1.3 s).
-      const sweepMs = Number(RUN_TEST_SETTINGS.ATTEMPT_LEASE_TTL_MS) / 3;
-      for (let round = 0; round < 12; round += 1) {
-        const held = await hold();
-        // The barrier: from this write on, the reaper's next sweep takes the attempt as lost;
-        // the finish goes out at a point spread over one sweep interval, so each round lands
-        // on either side of that sweep, or on it.
-        await attempts.updateOne({ _id: held.attemptId }, { $set: { last_heartbeat_at: new Date(0) } });
-        await new Promise((resolve) => setTimeout(resolve, Math.round((round / 11) * sweepMs)));
-        const finished = await send(ownerPool, callsAbout(held, bundleRef).finish);
-        // The attempt is terminal either way now, or will be at the next sweep: wait for evidence.
-        const run = Run.parse(
-          (await until(() => readers[0]!.get(`/runs/${held.runId}`), (r) => ['succeeded', 'failed'].includes(r.body.data.status), 10_000)).body.data,
-        );
-        const answers = `round ${round}: finish ${JSON.stringify(outcome(finished))}, run ${run.status}, attempts ${run.attempts.map((attempt) => attempt.status)}`;
-        if (finished.status === 200) {
-          winners.finish += 1;
-          expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['succeeded', ['succeeded']]);
-        } else {
-          winners.reaper += 1;
-          expect(outcome(finished), answers).toEqual([409, 'lease_superseded']);
-          expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['failed', ['lost']]);
-          expect(run.attempts[0]!.error, answers).toMatch(/stopped reporting/);
-        }
-      }
-      console.log(`finish racing the reaper, winners: ${JSON.stringify(winners)}`);
-    } finally {
-      await mongo.close();
-    }
-  });
-
   it('takes a recorded materialization back, and answers 409, when the lease is superseded between the record and the outcome', async () => {
     // Forced, not hoped for: the test holds the attempt's document in a transaction of its
     // own that supersedes the lease. The record (another scope's database) is written; the
@@ -522,5 +463,89 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect(after.run.status).toBe('succeeded');
     expect(after.logs).toEqual([expect.objectContaining({ message: LOG_MESSAGE })]);
     expect(after.assets).toContainEqual(expect.objectContaining({ key: 'orders', latest_materialization: expect.objectContaining({ id: MATERIALIZATION_ID }) }));
+  });
+});
+
+// Apart from the file's main block: these tests hold attempts without heartbeats for longer
+// than a lease, which would let the reaper take that block's attempts too.
+describe('one terminal state under a second delivery and under the lease reaper', () => {
+  let owner: TestTenant;
+  let ownerPool: ApiClient;
+  let reader: ApiClient;
+  let bundleRef: string;
+
+  async function hold(): Promise<Held> {
+    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const attemptId = run.attempts[0]!.id;
+    const started = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER });
+    expect(started.status).toBe(200);
+    return { runId: run.id, attemptId, lease: AttemptStarted.parse(started.body.data).lease };
+  }
+
+  beforeAll(async () => {
+    owner = await createTenant(stack, 'worker-api-races');
+    reader = await anotherTokenOf(stack, owner);
+    bundleRef = await deployRunsProject(owner, join(stack.dataDir, 'lake', owner.tenantId), 'remote');
+    ownerPool = owner.api.withToken((await issueCredential(owner)).token);
+  });
+
+  it('runs a job delivered twice once: a second start of the same attempt, at once or later, is refused and the first lease holds', async () => {
+    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const attemptId = run.attempts[0]!.id;
+    const second = { ...WORKER, id: 'owner-worker-2', name: 'second-taker' };
+    // Two workers given the same job (a stalled BullMQ job handed to a second worker) start it at once.
+    const [a, b] = await Promise.all([
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER }),
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: second }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const winner = a.status === 200 ? a : b;
+    const loser = a.status === 200 ? b : a;
+    expect(loser.body.error.code).toBe('lease_superseded');
+    const { lease } = AttemptStarted.parse(winner.body.data);
+    // A third delivery later changes nothing either.
+    const late = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: second });
+    expect([late.status, late.body.error.code]).toEqual([409, 'lease_superseded']);
+    const held = { runId: run.id, attemptId, lease };
+    expect((await send(ownerPool, callsAbout(held, bundleRef).finish)).status).toBe(200);
+    const finished = Run.parse((await reader.get(`/runs/${run.id}`)).body.data);
+    expect([finished.status, finished.attempts.length, finished.attempts[0]!.worker]).toEqual(['succeeded', 1, (winner === a ? WORKER : second).name]);
+  });
+
+
+  it("ends an attempt exactly once when its finish races the lease reaper: finished, or lost with the finish refused, and the run agrees", async () => {
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    const winners = { finish: 0, reaper: 0 };
+    try {
+      const attempts = mongo.db(stack.databases['placement-service']).collection<{ _id: string; last_heartbeat_at: Date }>('attempts');
+      // The reaper sweeps every third of the lease TTL (RUN_TEST_SETTINGS: 4 s, so about 1.3 s).
+      const sweepMs = Number(RUN_TEST_SETTINGS.ATTEMPT_LEASE_TTL_MS) / 3;
+      for (let round = 0; round < 12; round += 1) {
+        const held = await hold();
+        // The barrier: from this write on, the reaper's next sweep takes the attempt as lost;
+        // the finish goes out at a point spread over one sweep interval, so each round lands
+        // on either side of that sweep, or on it.
+        await attempts.updateOne({ _id: held.attemptId }, { $set: { last_heartbeat_at: new Date(0) } });
+        await new Promise((resolve) => setTimeout(resolve, Math.round((round / 11) * sweepMs)));
+        const finished = await send(ownerPool, callsAbout(held, bundleRef).finish);
+        // The attempt is terminal either way now, or will be at the next sweep: wait for evidence.
+        const run = Run.parse(
+          (await until(() => reader.get(`/runs/${held.runId}`), (r) => ['succeeded', 'failed'].includes(r.body.data.status), 10_000)).body.data,
+        );
+        const answers = `round ${round}: finish ${JSON.stringify(outcome(finished))}, run ${run.status}, attempts ${run.attempts.map((attempt) => attempt.status)}`;
+        if (finished.status === 200) {
+          winners.finish += 1;
+          expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['succeeded', ['succeeded']]);
+        } else {
+          winners.reaper += 1;
+          expect(outcome(finished), answers).toEqual([409, 'lease_superseded']);
+          expect([run.status, run.attempts.map((attempt) => attempt.status)], answers).toEqual(['failed', ['lost']]);
+          expect(run.attempts[0]!.error, answers).toMatch(/stopped reporting/);
+        }
+      }
+      console.log(`finish racing the reaper, winners: ${JSON.stringify(winners)}`);
+    } finally {
+      await mongo.close();
+    }
   });
 });
