@@ -1,4 +1,5 @@
-import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { AssetListing, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
-import { decodeParquet } from '@envengine/materialization-storage';
+import { decodeParquet, ObjectStoreError, S3_PART_BYTES, S3StorageDriver } from '@envengine/materialization-storage';
 import { createTenant, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { deployOnS3, issueCredential, waitForRun } from './runs-fixtures.ts';
 
@@ -269,5 +270,45 @@ describe('a remote pool stores through s3:// and a second worker reads it', () =
     const totals = (await latestOf(tenant, 'totals'))!;
     expect(totals.run_id).toBe(second.id);
     expect(await decodeParquet((await adminRead('lake', `${tenant.tenantId}/prod/totals/${totals.id}.parquet`)) as Uint8Array)).toEqual([{ orders: 3, total: 30.5 }]);
+  });
+});
+
+describe('the s3:// driver on a file larger than a part', () => {
+  const connection = { endpoint: store.url, region: 'us-east-1', forcePathStyle: true, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey, keyPrefix: 'driver-test/' };
+
+  it('uploads it in parts and reads back the same bytes, leaving no upload open', async () => {
+    const driver = new S3StorageDriver('s3://lake/big', connection);
+    const bytes = new Uint8Array(randomBytes(2 * S3_PART_BYTES + 12345));
+    const location = 's3://lake/big/asset/mat_big.parquet';
+    expect(await driver.write(location, bytes)).toEqual({ location, bytes: bytes.byteLength });
+    expect(Buffer.compare(Buffer.from(await driver.read(location)), Buffer.from(bytes))).toBe(0);
+    // A multipart object's ETag names its part count: three parts of 8 MiB at most.
+    const head = await admin.send(new HeadObjectCommand({ Bucket: 'lake', Key: 'driver-test/big/asset/mat_big.parquet' }));
+    expect(head.ETag).toMatch(/-3"?$/);
+    const open = await admin.send(new ListMultipartUploadsCommand({ Bucket: 'lake', Prefix: 'driver-test/' }));
+    expect(open.Uploads ?? []).toEqual([]);
+  });
+
+  it('leaves no object and no open upload when the store refuses a large write', async () => {
+    // Keys to the engine's store that reach only one tenant's prefix, writing outside it.
+    const tenant = await createTenant(stack, 's3-driver');
+    const remote = await deployRemoteEnvironment(tenant, 'driver-keys');
+    const credential = await issueCredential(tenant);
+    const queued = Run.parse((await tenant.api.post(`/environments/${remote}/runs`, { assets: ['orders'] })).body.data);
+    const pool = tenant.api.withToken(credential.token);
+    const attemptId = queued.attempts[0]!.id;
+    const started = await pool.post(`/worker/attempts/${attemptId}/start`, { worker: { id: 'driver-probe-1', name: 'driver-probe', executor: 'remote', concurrency: 1, sandbox: 'bwrap' } });
+    const { lease } = AttemptStarted.parse(started.body.data);
+    const keys = StorageConnection.parse((await pool.post(`/worker/attempts/${attemptId}/storage`, { asset: 'orders' }, { headers: { [ATTEMPT_LEASE_HEADER]: lease } })).body.data);
+    if (keys.kind !== 's3') throw new Error('expected s3 keys');
+    const outside = new S3StorageDriver('s3://lake/elsewhere', { ...connection, accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key, keyPrefix: 'not-the-tenant/' });
+    const bytes = new Uint8Array(randomBytes(S3_PART_BYTES + 1));
+    const error = await outside.write('s3://lake/elsewhere/x.parquet', bytes).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ObjectStoreError);
+    expect((error as Error).message).toMatch(/the credentials may not do this there \(AccessDenied\)/);
+    expect((error as Error).message).not.toContain(keys.secret_access_key);
+    expect(await adminRead('lake', 'not-the-tenant/elsewhere/x.parquet')).toBe('NoSuchKey');
+    const open = await admin.send(new ListMultipartUploadsCommand({ Bucket: 'lake', Prefix: 'not-the-tenant/' }));
+    expect(open.Uploads ?? []).toEqual([]);
   });
 });
