@@ -116,9 +116,14 @@ describe("s3:// storage on the engine's own store", () => {
     expect(keys).toMatchObject({ endpoint: store.url, key_prefix: `${tenant.tenantId}/`, binding: null });
 
     const mine = s3Client({ accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key });
-    // Positive control: its own prefix is writable and readable.
-    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt`, Body: 'mine' })))).toBe('allowed');
-    expect(await attempt(() => mine.send(new GetObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt` })))).toBe('allowed');
+    // Positive control: its environment's own prefix is writable and readable.
+    const own = `${tenant.tenantId}/remote-keys/probe.txt`;
+    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: own, Body: 'mine' })))).toBe('allowed');
+    expect(await attempt(() => mine.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('allowed');
+    // The same tenant's other environment: its keys are another environment's.
+    const prodOrders = (await latestOf(tenant, 'orders'))!;
+    expect(await attempt(() => mine.send(new GetObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/prod/orders/${prodOrders.id}.parquet` })))).toBe('AccessDenied');
+    expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: `${tenant.tenantId}/probe.txt`, Body: 'x' })))).toBe('AccessDenied');
     // The other tenant's objects: not readable, not overwritable, not listable.
     const othersKey = `${other.tenantId}/prod/orders/${othersOrders.id}.parquet`;
     expect(await attempt(() => mine.send(new GetObjectCommand({ Bucket: 'lake', Key: othersKey })))).toBe('AccessDenied');
@@ -129,6 +134,17 @@ describe("s3:// storage on the engine's own store", () => {
     expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: 'top-level.txt', Body: 'x' })))).toBe('AccessDenied');
     expect(await attempt(() => mine.send(new CreateBucketCommand({ Bucket: 'mine-now' })))).toBe('AccessDenied');
     expect((await adminRead('lake', othersKey)) instanceof Uint8Array).toBe(true);
+
+    // A read_only binding's keys read and never write.
+    expect((await tenant.api.put(`/environments/${remote}/bindings/warehouse`, { mode: 'read_only' })).status).toBe(200);
+    const readOnly = StorageConnection.parse(
+      (await tenant.api.withToken(credential.token).post(`/worker/attempts/${attemptId}/storage`, { asset: 'orders' }, { headers: { [ATTEMPT_LEASE_HEADER]: lease } })).body.data,
+    );
+    if (readOnly.kind !== 's3') throw new Error('expected s3 keys');
+    expect(readOnly.access_key_id).not.toBe(keys.access_key_id);
+    const reader = s3Client({ accessKeyId: readOnly.access_key_id, secretAccessKey: readOnly.secret_access_key });
+    expect(await attempt(() => reader.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('allowed');
+    expect(await attempt(() => reader.send(new PutObjectCommand({ Bucket: 'lake', Key: own, Body: 'overwritten' })))).toBe('AccessDenied');
   });
 });
 
@@ -220,7 +236,7 @@ describe("s3:// storage on a tenant's own store, named by the binding", () => {
       prefix: `s3://${bucket}/badurl`,
       config: { endpoint: 'somewhere' },
       secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
-      error: /Storage binding "warehouse": endpoint "somewhere" is not a URL/,
+      error: /Storage binding "warehouse": endpoint is not a URL/,
     },
   ] as Array<{ title: string; prefix: string; config: Record<string, unknown>; secrets: Record<string, string>; error: RegExp }>)('fails the asset with an error naming $title, and records nothing', async ({ prefix, config, secrets, error }) => {
     const name = `bad-${Math.random().toString(36).slice(2, 8)}`;

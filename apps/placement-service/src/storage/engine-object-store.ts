@@ -14,7 +14,20 @@ export interface EngineObjectStoreSettings {
   admin: { accessKeyId: string; secretAccessKey: string };
 }
 
-/** One tenant's keys to the engine's store: they reach objects under `<bucket>/<tenant id>/` and nothing else. */
+/** Whose objects a set of keys reaches, and how. */
+export interface StoreScope {
+  tenantId: string;
+  environmentId: string;
+  /** The storage prefix's path in the bucket (`prod` of `s3://lake/prod`), without slashes at its ends; '' for the bucket's root. */
+  objectPath: string;
+  mode: 'live' | 'read_only';
+}
+
+/** One IAM user per environment and mode; environment ids are unique across tenants. */
+const userOf = (scope: StoreScope) => `env-${scope.environmentId}-${scope.mode === 'read_only' ? 'ro' : 'rw'}`;
+const REPROVISION_AFTER_MS = 10 * 60_000;
+
+/** One environment's keys to the engine's store: they reach objects under `<bucket>/<tenant id>/<its prefix>/` and nothing else. */
 export interface TenantStoreKeys {
   accessKeyId: string;
   secretAccessKey: string;
@@ -45,9 +58,10 @@ class NodeSha256 {
 }
 
 /**
- * The engine's own store, for `s3://` prefixes whose binding names no endpoint. Each tenant
- * gets an IAM user of its own in the store (SeaweedFS's embedded IAM API), whose only
- * policy allows reading and writing objects under `<tenant id>/` of the engine's bucket; so a
+ * The engine's own store, for `s3://` prefixes whose binding names no endpoint. Each
+ * environment gets IAM users of its own in the store (SeaweedFS's embedded IAM API), one
+ * per binding mode, whose only policy allows reading (and, for `live`, writing) objects
+ * under `<tenant id>/<its prefix>/` of the engine's bucket; so a
  * tenant, its workers and its code never hold the administrator's keys, and one tenant's
  * keys cannot read or list another's objects. The keys are derived from the
  * administrator's secret (HMAC), so nothing is stored and every replica of this service
@@ -56,7 +70,7 @@ class NodeSha256 {
  */
 export class EngineObjectStore {
   private readonly signer: SignatureV4;
-  private readonly provisioned = new Map<string, Promise<void>>();
+  private readonly provisioned = new Map<string, { at: number; done: Promise<void> }>();
 
   constructor(private readonly settings: EngineObjectStoreSettings) {
     this.signer = new SignatureV4({ credentials: settings.admin, region: settings.region, service: 'iam', sha256: NodeSha256 });
@@ -70,41 +84,53 @@ export class EngineObjectStore {
     return this.settings.region;
   }
 
-  /** The tenant's keys, its user made in the store first if this process has not yet. */
-  async keysFor(tenantId: string): Promise<TenantStoreKeys> {
-    const keys = this.derivedKeys(tenantId);
-    let made = this.provisioned.get(tenantId);
-    if (!made) {
-      made = this.provision(tenantId, keys);
-      this.provisioned.set(tenantId, made);
+  /** The one bucket of the engine's store that tenants get keys to. */
+  get bucket(): string {
+    return this.settings.bucket;
+  }
+
+  /**
+   * Keys for one environment's objects (`<bucket>/<tenant id>/<its prefix>/…`), read and
+   * write for a `live` binding, read only for a `read_only` one; their user is made in the
+   * store first if this process has not made it in the last ten minutes (the store may
+   * have lost its IAM state since).
+   */
+  async keysFor(scope: StoreScope): Promise<TenantStoreKeys> {
+    const user = userOf(scope);
+    const keys = this.derivedKeys(scope);
+    const made = this.provisioned.get(user);
+    if (!made || made.at < Date.now() - REPROVISION_AFTER_MS) {
+      const provisioning = { at: Date.now(), done: this.provision(user, scope, keys) };
+      this.provisioned.set(user, provisioning);
       // A store that was down is asked again next time.
-      made.catch(() => this.provisioned.delete(tenantId));
+      provisioning.done.catch(() => this.provisioned.delete(user));
+      await provisioning.done;
+    } else {
+      await made.done;
     }
-    await made;
     return keys;
   }
 
-  derivedKeys(tenantId: string): TenantStoreKeys {
-    const derive = (purpose: string) => createHmac('sha256', this.settings.admin.secretAccessKey).update(`${purpose}:${tenantId}`).digest('hex');
+  derivedKeys(scope: StoreScope): TenantStoreKeys {
+    const subject = `${scope.tenantId}:${scope.environmentId}:${scope.mode}`;
+    const derive = (purpose: string) => createHmac('sha256', this.settings.admin.secretAccessKey).update(`${purpose}:${subject}`).digest('hex');
     return {
       accessKeyId: `EE${derive('access-key-id').slice(0, 30).toUpperCase()}`,
       secretAccessKey: derive('secret-access-key'),
-      keyPrefix: `${tenantId}/`,
+      keyPrefix: `${scope.tenantId}/`,
     };
   }
 
-  private async provision(tenantId: string, keys: TenantStoreKeys): Promise<void> {
-    const userName = `tenant-${tenantId}`;
-    await this.iam({ Action: 'CreateUser', UserName: userName }, ['EntityAlreadyExists']);
-    await this.iam({ Action: 'CreateAccessKey', UserName: userName, AccessKeyId: keys.accessKeyId, SecretAccessKey: keys.secretAccessKey }, ['EntityAlreadyExists']);
-    // One named bucket: a wildcard bucket (`*/<tenant>/*`) would also match
-    // `<bucket>/<another tenant>/<tenant>/…`, since `*` spans slashes in the store's matching.
-    const objects = `arn:aws:s3:::${this.settings.bucket}/${keys.keyPrefix}*`;
-    const policy = {
-      Version: '2012-10-17',
-      Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'], Resource: [objects] }],
-    };
-    await this.iam({ Action: 'PutUserPolicy', UserName: userName, PolicyName: 'envengine-tenant', PolicyDocument: JSON.stringify(policy) }, []);
+  private async provision(user: string, scope: StoreScope, keys: TenantStoreKeys): Promise<void> {
+    await this.iam({ Action: 'CreateUser', UserName: user }, ['EntityAlreadyExists']);
+    await this.iam({ Action: 'CreateAccessKey', UserName: user, AccessKeyId: keys.accessKeyId, SecretAccessKey: keys.secretAccessKey }, ['EntityAlreadyExists']);
+    // One named bucket and the environment's own path: a wildcard bucket (`*/<tenant>/*`)
+    // would also match `<bucket>/<another tenant>/<tenant>/…`, since `*` spans slashes in
+    // the store's matching.
+    const objects = `arn:aws:s3:::${this.settings.bucket}/${keys.keyPrefix}${scope.objectPath ? `${scope.objectPath}/` : ''}*`;
+    const actions = scope.mode === 'read_only' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'];
+    const policy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: actions, Resource: [objects] }] };
+    await this.iam({ Action: 'PutUserPolicy', UserName: user, PolicyName: 'envengine-environment', PolicyDocument: JSON.stringify(policy) }, []);
   }
 
   /** One IAM call, signed by the administrator; an error code in `tolerated` counts as done. */

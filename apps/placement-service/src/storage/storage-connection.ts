@@ -4,10 +4,11 @@ import { ApiError } from '@envengine/service-kit';
 /** The settings of an `s3://` storage binding, as its resolved config holds them (secrets included). */
 export const S3_BINDING_SETTINGS = ['endpoint', 'region', 'force_path_style', 'access_key_id', 'secret_access_key'] as const;
 
-/** The engine's own store, when it has one: the endpoint workers use and the tenant's issued keys. */
+/** The engine's own store, when it has one: the endpoint workers use, its bucket, and the environment's issued keys. */
 export interface EngineStoreAccess {
   endpoint: string;
   region: string;
+  bucket: string;
   keys(): Promise<{ accessKeyId: string; secretAccessKey: string; keyPrefix: string }>;
 }
 
@@ -28,6 +29,8 @@ export async function s3StorageConnection(
   binding: string,
   config: Record<string, unknown>,
   engineStore: EngineStoreAccess | undefined,
+  /** The bucket the storage prefix names. */
+  bucket: string,
 ): Promise<StorageConnection> {
   const text = (setting: string): string | undefined => {
     const value = config[setting];
@@ -49,6 +52,9 @@ export async function s3StorageConnection(
     if (!engineStore) {
       throw refused(binding, 'names no endpoint, and this engine has no object store of its own (ENGINE_S3_URL); set config.endpoint and the access_key_id and secret_access_key secret refs', 'endpoint');
     }
+    if (bucket !== engineStore.bucket) {
+      throw refused(binding, `names no endpoint, so it is the engine's store, whose one bucket is "${engineStore.bucket}" (not "${bucket}"); use s3://${engineStore.bucket}/<prefix>, or set config.endpoint to a store that has "${bucket}"`, 'endpoint');
+    }
     const keys = await engineStore.keys();
     return {
       kind: 's3',
@@ -65,7 +71,8 @@ export async function s3StorageConnection(
   try {
     url = new URL(endpoint);
   } catch {
-    throw refused(binding, `endpoint ${JSON.stringify(endpoint)} is not a URL (for example https://s3.eu-west-1.amazonaws.com)`, 'endpoint');
+    // The value is not repeated: it may come from a secret.
+    throw refused(binding, 'endpoint is not a URL (for example https://s3.eu-west-1.amazonaws.com)', 'endpoint');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refused(binding, 'endpoint must be an http:// or https:// URL', 'endpoint');
   if (url.username || url.password) throw refused(binding, 'endpoint must carry no credential; give the keys as secret_refs', 'endpoint');

@@ -152,10 +152,15 @@ export class WorkerApiService {
     if (problem !== null) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
     const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: asset.binding, attempt_id: attempt._id });
     const store = this.engineStore;
+    // `s3://<bucket>/<path>`, checked at create (s3StoragePrefixProblem above).
+    const [, bucket = '', path = ''] = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(environment.storage_prefix) ?? [];
+    // The environment's keys: its own path of the bucket, read only for a read_only binding.
+    const scope = { tenantId: check.tenantId, environmentId: environment.id, objectPath: path.replace(/\/+$/, ''), mode: resolved.mode };
     return s3StorageConnection(
       asset.binding,
       resolved.config,
-      store && { endpoint: store.publicEndpoint, region: store.region, keys: () => store.keysFor(check.tenantId) },
+      store && { endpoint: store.publicEndpoint, region: store.region, bucket: store.bucket, keys: () => store.keysFor(scope) },
+      bucket,
     );
   }
 
