@@ -238,6 +238,28 @@ describe("s3:// storage on a tenant's own store, named by the binding", () => {
       secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
       error: /Storage binding "warehouse": endpoint is not a URL/,
     },
+    // The engine's runner connects from the engine host: a binding may not point it at the engine's own network.
+    {
+      title: "an endpoint on the engine's loopback",
+      prefix: `s3://${bucket}/loopback`,
+      config: { endpoint: stack.gatewayUrl },
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /endpoint 127\.0\.0\.1 is on the engine's own network/,
+    },
+    {
+      title: 'a name that resolves to the loopback',
+      prefix: `s3://${bucket}/localhost`,
+      config: { endpoint: `http://localhost:${new URL(stack.gatewayUrl).port}` },
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /localhost: (127\.0\.0\.1|::1) is on the engine's own network/,
+    },
+    {
+      title: 'the cloud metadata address',
+      prefix: `s3://${bucket}/metadata`,
+      config: { endpoint: 'http://169.254.169.254' },
+      secrets: { ACCESS_KEY_ID: store.accessKeyId, SECRET_ACCESS_KEY: store.secretAccessKey },
+      error: /endpoint 169\.254\.169\.254 is on the engine's own network/,
+    },
   ] as Array<{ title: string; prefix: string; config: Record<string, unknown>; secrets: Record<string, string>; error: RegExp }>)('fails the asset with an error naming $title, and records nothing', async ({ prefix, config, secrets, error }) => {
     const name = `bad-${Math.random().toString(36).slice(2, 8)}`;
     await deployOnS3(tenant, name, prefix, 'local');

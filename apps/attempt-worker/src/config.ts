@@ -58,6 +58,22 @@ const localSchema = z.object({
   /** The engine's runner calls the owning services directly, never the public gateway. */
   PLACEMENT_SERVICE_URL: z.url({ message: 'must be the placement-service URL' }).default('http://127.0.0.1:8081'),
   DEPLOYMENT_SERVICE_URL: z.url({ message: 'must be the deployment-service URL' }).default('http://127.0.0.1:8082'),
+  /**
+   * Object-store endpoints a binding may name although they are on the engine's network
+   * (loopback, private, link-local), comma-separated; the runner refuses any other such
+   * address. The stack sets the engine's own store.
+   */
+  STORAGE_ENDPOINTS_ALLOWED: z
+    .string()
+    .default('')
+    .transform((list, context) => {
+      const origins = new Set<string>();
+      for (const entry of list.split(',').map((item) => item.trim()).filter(Boolean)) {
+        if (!URL.canParse(entry)) context.addIssue({ code: 'custom', message: `${entry} is not a URL` });
+        else origins.add(new URL(entry).origin);
+      }
+      return origins;
+    }),
 });
 
 const poolSchema = z.object({

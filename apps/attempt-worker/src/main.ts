@@ -13,6 +13,7 @@ import { LeaseKeeper } from './execution/lease-keeper.ts';
 import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/os-sandbox.ts';
 import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
+import { EndpointGuard } from './storage/endpoint-guard.ts';
 
 // Before anything else: on another Node the worker would start, then fail every attempt.
 const nodeProblem = nodeVersionProblem(process.versions.node);
@@ -54,6 +55,9 @@ if (sandboxProblem) {
 if (config.SANDBOX === 'off') {
   log.warn({ sandbox: 'off' }, "SANDBOX=off: tenants' code runs under Node's permission model alone, which is no protection against hostile code");
 }
+
+// The engine's runner connects to tenants' object stores from the engine host: never to its network.
+const endpointGuard = config.mode === 'local' ? new EndpointGuard(config.STORAGE_ENDPOINTS_ALLOWED) : undefined;
 
 const api = new WorkerApiClient(
   config.mode === 'local'
@@ -110,6 +114,7 @@ const runnerFor = (tenantId: string): AttemptRunner => {
       sandbox,
       sandboxes,
       logFlushMs: 250,
+      endpointGuard,
     });
     runners.set(tenantId, runner);
   }

@@ -127,6 +127,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     ...(name === 'attempt-worker' && options.ports === 'random' ? { BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
     // file:// storage prefixes must lie under the engine's storage root, in the stack's data directory.
     ...(name === 'placement-service' ? { STORAGE_ROOT: join(options.dataDir, 'lake') } : {}),
+    // A binding may name the engine's own store as its endpoint (it is on the loopback, which the runner refuses otherwise).
+    ...(name === 'attempt-worker' && options.objectStore ? { STORAGE_ENDPOINTS_ALLOWED: options.objectStore.url } : {}),
     // SANDBOX=off (user code without the OS sandbox) is the operator's explicit choice, passed on as given.
     ...(name === 'attempt-worker' && process.env.SANDBOX ? { SANDBOX: process.env.SANDBOX } : {}),
     ...secretsEnvFor(name),

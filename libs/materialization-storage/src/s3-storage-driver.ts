@@ -1,4 +1,8 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Upload } from '@aws-sdk/lib-storage';
 import { StorageLocationError, StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
 
@@ -16,6 +20,8 @@ export interface S3Connection {
    * prefix, which is all its credentials reach. Empty for a tenant's own store.
    */
   keyPrefix: string;
+  /** How the store's name is resolved (a guard that refuses some addresses); Node's own by default. */
+  lookup?: LookupFunction;
 }
 
 /** The store refused or failed an operation; the message names the store, bucket and key, never a credential. */
@@ -83,7 +89,20 @@ export class S3StorageDriver implements StorageDriver {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,
+      ...(connection.lookup
+        ? {
+            requestHandler: new NodeHttpHandler({
+              httpAgent: new HttpAgent({ keepAlive: true, lookup: connection.lookup }),
+              httpsAgent: new HttpsAgent({ keepAlive: true, lookup: connection.lookup }),
+            }),
+          }
+        : {}),
     });
+  }
+
+  /** Closes the client's connections (the driver is not used after). */
+  close(): void {
+    this.client.destroy();
   }
 
   /** Bucket and stored key of a location under the prefix. */
@@ -127,6 +146,7 @@ export class S3StorageDriver implements StorageDriver {
     const where = `${operation} ${location} at ${this.connection.endpoint}`;
     if (!(error instanceof S3ServiceException)) {
       const cause = error as NodeJS.ErrnoException;
+      if (cause.code === 'EREFUSEDADDRESS') return new ObjectStoreError(`Could not ${where}: ${cause.message}.`, cause.code, { cause: error });
       return new ObjectStoreError(`Could not ${where}: the store did not answer (${cause.code ?? cause.message}).`, cause.code ?? 'unreachable', { cause: error });
     }
     const bucket = s3ObjectOf(location).bucket;

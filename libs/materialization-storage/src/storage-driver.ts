@@ -12,6 +12,8 @@ export interface StorageDriver {
   write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }>;
   /** The bytes stored at `location`; a `StoredFileNotFoundError` when there are none. */
   read(location: string): Promise<Uint8Array>;
+  /** Lets go of what it holds open (connections), when it has any. */
+  close?(): void;
 }
 
 /** URL schemes `storageDriverFor` has a driver for. */

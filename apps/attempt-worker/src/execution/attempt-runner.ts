@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { readMaterialization, storageDriverFor, storageSchemeOf, writeMaterialization, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
@@ -7,6 +8,7 @@ import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
+import type { EndpointGuard } from '../storage/endpoint-guard.ts';
 import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
 import { LogShipper } from './log-shipper.ts';
 
@@ -17,6 +19,8 @@ export interface AttemptRunnerOptions {
   /** Sandboxed children started ahead of need with those settings. */
   sandboxes: WarmSandboxes;
   logFlushMs: number;
+  /** The engine's runner only: keeps a tenant's storage endpoint off the engine's network. */
+  endpointGuard?: EndpointGuard;
 }
 
 export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
@@ -139,6 +143,8 @@ export class AttemptRunner {
           log: (message) => logs.add(asset.key, message),
         },
       });
+      // Its connections closed: one client per asset, never reused.
+      void driver?.then((opened) => opened.close?.(), () => undefined);
       if (outcome.status === 'succeeded') {
         reports.push({ key: asset.key, status: 'succeeded', error: null });
       } else {
@@ -158,7 +164,13 @@ export class AttemptRunner {
     const connection = await this.api.storage(held, assetKey);
     if (connection.kind === 'file') return storageDriverFor(plan.environment.storage_prefix);
     logs.maskSecrets([connection.secret_access_key, connection.access_key_id]);
+    // A binding's own endpoint (not the engine's store, which names none) is checked on the engine's runner.
+    const guard = connection.binding !== null && !this.options.endpointGuard?.isAllowed(connection.endpoint) ? this.options.endpointGuard : undefined;
+    const host = new URL(connection.endpoint).hostname.replace(/^\[|\]$/g, '');
+    const literal = guard && isIP(host) ? guard.refusal(host) : null;
+    if (literal) throw new Error(`Storage binding "${connection.binding}": endpoint ${literal}`);
     return storageDriverFor(plan.environment.storage_prefix, {
+      lookup: guard?.lookup,
       endpoint: connection.endpoint,
       region: connection.region,
       forcePathStyle: connection.force_path_style,
