@@ -7,7 +7,7 @@
 //   envengine-worker-<version>.tgz the same, packed by `npm pack` (`npx ./envengine-worker-<version>.tgz --pool`).
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const workspaceRoot = resolve(import.meta.dirname, '..', '..');
@@ -52,9 +52,10 @@ if (carried.length > 0) {
 
 // The worker's entry is named .mjs so that `node envengine-worker.mjs` runs it as a module
 // outside the package too; the child keeps .js (the worker finds it beside itself by that name).
-spawnSync('mv', [join(packageDir, 'envengine-worker.js'), join(packageDir, 'envengine-worker.mjs')]);
 const entry = join(packageDir, 'envengine-worker.mjs');
-writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, 'utf8')}`, { mode: 0o755 });
+renameSync(join(packageDir, 'envengine-worker.js'), entry);
+writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, 'utf8')}`);
+chmodSync(entry, 0o755);
 
 writeFileSync(
   join(packageDir, 'package.json'),

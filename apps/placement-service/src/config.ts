@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
-  REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1),
+  REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1).refine((url) => /^rediss?:\/\//.test(url) && URL.canParse(url), { message: 'must be a redis:// or rediss:// URL' }),
   /**
    * The Redis URL pool workers are told to use (in every credential issued), e.g.
    * `rediss://queues.example.com:6380` for workers on other hosts; no credential in it

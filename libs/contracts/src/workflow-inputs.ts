@@ -28,7 +28,8 @@ export const IngestInput = EnvironmentScope.extend({
   /** The environment as the deployment-service read it when the ingest arrived. */
   strict: z.boolean(),
   activeDeploymentId: DeploymentId.nullable(),
-  bundleRef: z.string().min(1),
+  // Checked by the ingest itself (an empty or unknown ref fails the deployment with a reason), not here.
+  bundleRef: z.string(),
   git: GitInfo,
   sdkVersion: z.string().nullable(),
   activate: z.boolean(),

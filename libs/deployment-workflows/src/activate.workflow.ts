@@ -1,5 +1,6 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
 import { ActivateInput, type Recheck } from '@envengine/contracts';
+import { workflowInput } from './workflow-input.ts';
 import type { DeploymentActivities } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';
 
@@ -15,7 +16,7 @@ const { requestActivation } = proxyLocalActivities<DeploymentActivities>({
  * with its re-check report.
  */
 export async function activateDeployment(raw: ActivateInput): Promise<Recheck> {
-  const input = ActivateInput.parse(raw);
+  const input = workflowInput(ActivateInput, raw, 'activateDeployment');
   const { recheck } = await awaitActivation(
     (request) => requestActivation({ tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName, ...request }),
     input.deploymentId,

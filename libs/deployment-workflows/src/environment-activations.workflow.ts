@@ -1,6 +1,7 @@
 import { ApplicationFailure, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { activationFinished, activationRequested } from './activation-signals.ts';
 import { ActivationRequest, EnvironmentActivationsInput } from '@envengine/contracts';
+import { workflowInput } from './workflow-input.ts';
 import { DEFAULT_ACTIVATION_RETRY, type ActivationOutcome, type DeploymentActivities } from './definitions.ts';
 
 /** Activations handled by one run before it continues as new, keeping its history short. */
@@ -19,7 +20,7 @@ const requestKey = (request: ActivationRequest) => `${request.replyTo.workflowId
  * delivered twice (its sender's local activity retried) is served once.
  */
 export async function environmentActivations(raw: EnvironmentActivationsInput): Promise<void> {
-  const input = EnvironmentActivationsInput.parse(raw);
+  const input = workflowInput(EnvironmentActivationsInput, raw, 'environmentActivations');
   const retry = input.retry ?? DEFAULT_ACTIVATION_RETRY;
   const { activate, restoreSchedules } = proxyActivities<DeploymentActivities>({
     startToCloseTimeout: '30 seconds',

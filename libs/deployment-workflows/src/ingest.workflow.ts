@@ -1,5 +1,6 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
 import { IngestInput } from '@envengine/contracts';
+import { workflowInput } from './workflow-input.ts';
 import type { DeploymentActivities, IngestOutcome } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';
 
@@ -18,7 +19,7 @@ const { validateAndRecord, requestActivation } = proxyLocalActivities<Deployment
  * activation workflow run the activation and waits for its re-check report.
  */
 export async function ingestDeployment(raw: IngestInput): Promise<IngestOutcome> {
-  const input = IngestInput.parse(raw);
+  const input = workflowInput(IngestInput, raw, 'ingestDeployment');
   const { status } = await validateAndRecord(input);
   if (status !== 'ready' || !input.activate) return { deploymentId: input.deploymentId, status, recheck: null };
   const { recheck } = await awaitActivation(

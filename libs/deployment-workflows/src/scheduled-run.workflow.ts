@@ -1,6 +1,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { ScheduledRunInput, type ScheduledRunOutcome } from '@envengine/contracts';
+import { workflowInput } from './workflow-input.ts';
 import type { DeploymentActivities } from './definitions.ts';
 
 /** Set by Temporal on every workflow a schedule starts: the tick it was started for. */
@@ -23,7 +24,7 @@ const { startScheduledRun } = proxyLocalActivities<DeploymentActivities>({
  * hold a worker slot per running schedule.
  */
 export async function scheduledRun(raw: ScheduledRunInput): Promise<ScheduledRunOutcome> {
-  const input = ScheduledRunInput.parse(raw);
+  const input = workflowInput(ScheduledRunInput, raw, 'scheduledRun');
   const info = workflowInfo();
   const scheduledAt: Date = info.typedSearchAttributes.get(SCHEDULED_START_TIME) ?? info.startTime;
   return startScheduledRun({ ...input, scheduledAt: scheduledAt.toISOString() });

@@ -24,7 +24,13 @@ export async function startHealthServer(options: {
       res.end(JSON.stringify(body));
     };
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { error: { code: 'method_not_allowed', message: 'Only GET is served here.', details: [] } });
+    if (path !== '/healthz' && path !== '/readyz') {
+      return send(404, { error: { code: 'not_found', message: `No route matches ${req.method} ${path}.`, details: [] } });
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      return send(405, { error: { code: 'method_not_allowed', message: `${path} answers GET and HEAD only.`, details: [] } });
+    }
     if (path === '/healthz') return send(200, { data: livenessBody(options.service) });
     if (path === '/readyz') {
       readinessReport(options.service, options.readiness).then(
@@ -33,7 +39,6 @@ export async function startHealthServer(options: {
       );
       return;
     }
-    send(404, { error: { code: 'not_found', message: `No route matches ${req.method} ${path}.`, details: [] } });
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
