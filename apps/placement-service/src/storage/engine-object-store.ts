@@ -61,12 +61,12 @@ class NodeSha256 {
  * The engine's own store, for `s3://` prefixes whose binding names no endpoint. Each
  * environment gets IAM users of its own in the store (SeaweedFS's embedded IAM API), one
  * per binding mode, whose only policy allows reading (and, for `live`, writing) objects
- * under `<tenant id>/<its prefix>/` of the engine's bucket; so a
- * tenant, its workers and its code never hold the administrator's keys, and one tenant's
- * keys cannot read or list another's objects. The keys are derived from the
- * administrator's secret (HMAC), so nothing is stored and every replica of this service
- * issues the same ones; the user, its keys and its policy are made idempotently the first
- * time a tenant needs them in this process.
+ * under `<tenant id>/<its prefix>/` of the engine's bucket; so a tenant, its workers and
+ * its code never hold the administrator's keys, and no key reads or lists another
+ * environment's objects. The keys are derived from the administrator's secret (HMAC), so
+ * nothing is stored and every replica of this service issues the same ones; the user, its
+ * keys and its policy are made idempotently when an environment first needs them in this
+ * process, and again after ten minutes.
  */
 export class EngineObjectStore {
   private readonly signer: SignatureV4;
@@ -111,7 +111,7 @@ export class EngineObjectStore {
     return keys;
   }
 
-  derivedKeys(scope: StoreScope): TenantStoreKeys {
+  private derivedKeys(scope: StoreScope): TenantStoreKeys {
     const subject = `${scope.tenantId}:${scope.environmentId}:${scope.mode}`;
     const derive = (purpose: string) => createHmac('sha256', this.settings.admin.secretAccessKey).update(`${purpose}:${subject}`).digest('hex');
     return {
