@@ -21,7 +21,14 @@ const DATA_ACCESS = ['libs/tenant-data/**', 'libs/deployment-data/**', 'libs/loc
  * credential is looked up by its token's hash before its tenant is known, and the
  * placement-service re-creates every live pool user in Redis (pool-credential.repository.ts).
  */
-const ACROSS_TENANTS_ALLOWED = ['libs/tenant-data/**', 'apps/placement-service/src/runs/run.repository.ts', 'apps/placement-service/src/pool/pool-credential.repository.ts'];
+const ACROSS_TENANTS_ALLOWED = [
+  'libs/tenant-data/**',
+  'apps/placement-service/src/runs/run.repository.ts',
+  'apps/placement-service/src/runs/run-slots.ts',
+  'apps/placement-service/src/pool/pool-credential.repository.ts',
+  // Tear-downs to resume and expiry timers to re-arm at start-up.
+  'apps/placement-service/src/environments/environment.repository.ts',
+];
 
 const RAW_DRIVER = [
   {

@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline/promises';
 import type { CliIo } from './output.ts';
 
 /** All of stdin as bytes (a secret or a token piped in). */
@@ -48,4 +49,14 @@ export function promptHidden(io: CliIo, question: string): Promise<string> {
     };
     stdin.on('data', onData);
   });
+}
+
+/** Asks on stderr and reads one line (echoed) from the terminal. Only called where envctl may ask (`canPrompt`). */
+export async function promptLine(io: CliIo, question: string): Promise<string> {
+  const lines = createInterface({ input: io.stdin, output: io.stderr as NodeJS.WritableStream, terminal: false });
+  try {
+    return (await lines.question(question)).trim();
+  } finally {
+    lines.close();
+  }
 }

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_TASK_QUEUE } from '@envengine/contracts';
 import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
@@ -23,8 +24,12 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * longer is presumed dead, its attempt becomes `lost` and a new one is dispatched.
    */
   ATTEMPT_LEASE_TTL_MS: PositiveIntFromEnv(15_000),
-  /** Temporal, where the environments' schedules run (paused, resumed and described here). */
+  /** Temporal, where the environments' schedules run (paused, resumed and described here) and their tear-downs and TTLs. */
   ...temporalConfigShape,
+  /** The workflow-worker's task queue, where tear-down and expiry workflows are started. */
+  DEPLOYMENTS_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
+  /** How long a DELETE waits for its tear-down before it answers 503 (the tear-down goes on; a repeat joins it). */
+  TEARDOWN_WAIT_MS: PositiveIntFromEnv(25_000),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
   /** Log lines kept of one attempt (workers are told in the plan; more are not stored). */

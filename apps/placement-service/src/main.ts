@@ -9,6 +9,9 @@ import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsInternalRouter } from './environments/environments.internal-routes.ts';
 import { environmentsRouter } from './environments/environments.routes.ts';
+import { EnvironmentLifecycle } from './environments/environment-lifecycle.ts';
+import { LifecycleWorkflows } from './environments/lifecycle-workflows.ts';
+import { MaterializationPurge } from './environments/materialization-purge.ts';
 import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
 import { poolInternalRouter, poolRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
@@ -77,10 +80,22 @@ await runInternalService({
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
     });
+    const lifecycle = new EnvironmentLifecycle(
+      environments,
+      runs,
+      logs,
+      overlaps,
+      dispatcher,
+      new LifecycleWorkflows(temporal, temporalConnection, config.DEPLOYMENTS_TASK_QUEUE),
+      log,
+      { teardownWaitMs: config.TEARDOWN_WAIT_MS },
+    );
+    // In the background: the service serves while Temporal is still coming up.
+    void lifecycle.resume().catch((error: Error) => log.warn({ err: error.message }, 'could not resume tear-downs and expiry timers at start-up'));
     const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
 
     const api = Router();
-    api.use(environmentsRouter(environments, config.STORAGE_ROOT));
+    api.use(environmentsRouter(environments, lifecycle, config.STORAGE_ROOT));
     api.use(runsRouter(runsService));
     api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
     api.use(poolRouter(pool));
@@ -89,7 +104,7 @@ await runInternalService({
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
       }, engineStore)));
     const internal = Router();
-    internal.use(environmentsInternalRouter(environments));
+    internal.use(environmentsInternalRouter(environments, lifecycle, new MaterializationPurge(environments, engineStore, log)));
     internal.use(poolInternalRouter(pool));
     internal.use(runsInternalRouter(runsService));
     return {

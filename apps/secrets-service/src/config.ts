@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MasterKeyring } from '@envengine/local-secret-store';
-import { internalServiceConfigSchema, InternalCredential, parseConfig, PositiveIntFromEnv } from '@envengine/service-kit';
+import { internalServiceConfigSchema, InternalCredential, parseConfig } from '@envengine/service-kit';
 
 const secretsConfigSchema = internalServiceConfigSchema({ port: 8083, mongoDb: 'envengine_secrets' })
   .extend({
@@ -11,8 +11,6 @@ const secretsConfigSchema = internalServiceConfigSchema({ port: 8083, mongoDb: '
     SECRETS_MASTER_KEY: z.string({ message: 'is required (base64 of 32 random bytes)' }).min(1),
     /** Comma-separated keys that still unwrap older data keys during a rotation. */
     SECRETS_PREVIOUS_MASTER_KEYS: z.string().default(''),
-    /** How long an environment's name-to-id lookup is reused. */
-    ENVIRONMENT_CACHE_TTL_MS: PositiveIntFromEnv(60_000),
   })
   .transform((config, ctx) => {
     try {

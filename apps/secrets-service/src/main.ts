@@ -7,6 +7,7 @@ import { bindingsRouter } from './bindings/bindings.routes.ts';
 import { BindingsService } from './bindings/bindings.service.ts';
 import { loadSecretsConfig } from './config.ts';
 import { EnvironmentDirectory } from './environments/environment-directory.ts';
+import { lifecycleRouter } from './environments/lifecycle.routes.ts';
 import { BindingResolver } from './resolution/binding-resolver.ts';
 import { resolutionRouter } from './resolution/resolution.routes.ts';
 import { SecretAuditRepository } from './resolution/secret-audit.repository.ts';
@@ -29,16 +30,18 @@ await runInternalService({
     await Promise.all([localStore.ensureIndexes(), rows.ensureIndexes(), bindingRows.ensureIndexes(), audit.ensureIndexes()]);
 
     const backends = new SecretBackends([localStore], localStore.name);
-    const environments = new EnvironmentDirectory(placement, { ttlMs: config.ENVIRONMENT_CACHE_TTL_MS, maxEntries: 10_000 });
+    const environments = new EnvironmentDirectory(placement);
+    const secrets = new SecretsService(mongo, rows, backends, audit);
     const api = Router();
-    api.use(secretsRouter(environments, new SecretsService(mongo, rows, backends, audit)));
+    api.use(secretsRouter(environments, secrets));
     api.use(bindingsRouter(environments, new BindingsService(bindingRows, rows)));
     return {
       api,
-      privateApi: {
-        credential: config.RESOLVER_CREDENTIAL,
-        routes: resolutionRouter(new BindingResolver(bindingRows, rows, backends, audit), bindingRows),
-      },
+      privateApi: [
+        // An environment's tear-down, for the lifecycle workflow (the internal credential; it opens no value).
+        { path: '/internal/v1/lifecycle', credential: config.INTERNAL_CREDENTIAL, routes: lifecycleRouter(secrets, bindingRows, audit) },
+        { credential: config.RESOLVER_CREDENTIAL, routes: resolutionRouter(new BindingResolver(bindingRows, rows, backends, audit), bindingRows) },
+      ],
     };
   },
   onStop: () => placement.close(),

@@ -8,6 +8,7 @@ import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalConnectionOptions } from '@envengine/service-kit';
 import { deploymentActivities } from './activities/deployment-activities.ts';
+import { lifecycleActivities } from './activities/lifecycle-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
 
 const config = loadWorkflowWorkerConfig(process.env);
@@ -59,15 +60,18 @@ const worker = await Worker.create({
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
   workflowBundle: { codePath: workflowBundle },
-  activities: deploymentActivities({
-    ...clients,
-    deployments,
-    bundles,
-    materializations,
-    temporal,
-    schedules: new EnvironmentSchedules(temporal),
-    taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
-  }),
+  activities: {
+    ...deploymentActivities({
+      ...clients,
+      deployments,
+      bundles,
+      materializations,
+      temporal,
+      schedules: new EnvironmentSchedules(temporal),
+      taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
+    }),
+    ...lifecycleActivities({ ...clients, deployments, materializations, temporal, schedules: new EnvironmentSchedules(temporal), log }),
+  },
   // Workflows here are short and few at a time: a small cache keeps the idle footprint down.
   maxCachedWorkflows: 100,
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CreateEnvironmentRequest, PatchEnvironmentRequest, ScheduleToggleRequest } from './environment.ts';
+import { CreateEnvironmentRequest, DeleteEnvironmentQuery, PatchEnvironmentRequest, ScheduleToggleRequest } from './environment.ts';
 import { detailsFromZodError, httpStatusFor, ErrorCode } from './errors.ts';
 import { ResourceName } from './names.ts';
 
@@ -65,6 +65,41 @@ describe('ScheduleToggleRequest', () => {
   });
 });
 
+describe('environment lifecycle settings', () => {
+  const base = { name: 'pr-1', storage_prefix: 'file:///lake/pr-1', executor: 'local' } as const;
+
+  it('takes ttl_hours on a preview, fractions included, and refuses it on a persistent environment', () => {
+    expect(CreateEnvironmentRequest.parse({ ...base, kind: 'preview', ttl_hours: 0.5 }).ttl_hours).toBe(0.5);
+    const persistent = CreateEnvironmentRequest.safeParse({ ...base, ttl_hours: 2 });
+    expect(persistent.success).toBe(false);
+    expect(persistent.error?.issues[0]?.path).toEqual(['ttl_hours']);
+  });
+
+  it.each([0, -1, '2', 8761, Number.NaN])('refuses ttl_hours %s', (ttl) => {
+    expect(CreateEnvironmentRequest.safeParse({ ...base, kind: 'preview', ttl_hours: ttl }).success).toBe(false);
+    expect(PatchEnvironmentRequest.safeParse({ ttl_hours: ttl }).success).toBe(false);
+  });
+
+  it.each([0, -2, 1.5, '2'])('refuses max_concurrent_runs %s', (limit) => {
+    expect(CreateEnvironmentRequest.safeParse({ ...base, max_concurrent_runs: limit }).success).toBe(false);
+    expect(PatchEnvironmentRequest.safeParse({ max_concurrent_runs: limit }).success).toBe(false);
+  });
+
+  it('PATCH takes null to remove a TTL or a limit, and refuses server-owned fields', () => {
+    expect(PatchEnvironmentRequest.parse({ ttl_hours: null, max_concurrent_runs: null })).toEqual({ ttl_hours: null, max_concurrent_runs: null });
+    for (const field of ['id', 'name', 'kind', 'active_deployment_id', 'schedules_paused', 'status', 'expires_at']) {
+      expect(PatchEnvironmentRequest.safeParse({ [field]: 'x' }).success, field).toBe(false);
+    }
+  });
+
+  it('DELETE takes force and purge_data as true or false only', () => {
+    expect(DeleteEnvironmentQuery.parse({})).toEqual({ force: false, purge_data: false });
+    expect(DeleteEnvironmentQuery.parse({ force: 'true', purge_data: 'false' })).toEqual({ force: true, purge_data: false });
+    expect(DeleteEnvironmentQuery.safeParse({ force: 'yes' }).success).toBe(false);
+    expect(DeleteEnvironmentQuery.safeParse({ purge: 'true' }).success).toBe(false);
+  });
+});
+
 describe('httpStatusFor', () => {
   it('maps every error code to the status of DESIGN.md §4', () => {
     const expected: Record<ErrorCode, number> = {
@@ -74,6 +109,8 @@ describe('httpStatusFor', () => {
       not_found: 404,
       activation_in_progress: 409,
       environment_exists: 409,
+      environment_deleting: 409,
+      runs_running: 409,
       deployment_not_ready: 409,
       unknown_secret: 422,
       idempotency_key_reused: 422,

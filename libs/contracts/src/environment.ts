@@ -16,6 +16,26 @@ export type EnvironmentKind = z.infer<typeof EnvironmentKind>;
 export const Egress = z.enum(['none', 'public']);
 export type Egress = z.infer<typeof Egress>;
 
+/**
+ * `active`, or `deleting` while its tear-down runs (DESIGN.md §5 "Environment lifecycle"):
+ * writes to a deleting environment answer 409 `environment_deleting`.
+ */
+export const EnvironmentStatus = z.enum(['active', 'deleting']);
+export type EnvironmentStatus = z.infer<typeof EnvironmentStatus>;
+
+/** Hours a preview environment lives after its creation or its last deploy: fractions allowed, at most a year. */
+export const TtlHours = z
+  .number({ message: 'must be a number of hours' })
+  .positive({ message: 'must be more than 0' })
+  .max(8760, { message: 'must be at most 8760 (a year)' });
+
+/** Runs of the environment queued or running at once; further ones wait in order. */
+export const MaxConcurrentRuns = z
+  .number({ message: 'must be a whole number' })
+  .int({ message: 'must be a whole number' })
+  .min(1, { message: 'must be at least 1' })
+  .max(10_000, { message: 'must be at most 10000' });
+
 /** The environment object, as every response carries it: all fields always present. */
 export const Environment = z.object({
   id: z.string(),
@@ -29,6 +49,13 @@ export const Environment = z.object({
   executor: Executor,
   egress: Egress,
   active_deployment_id: z.string().nullable(),
+  status: EnvironmentStatus,
+  /** A preview's lifetime after its creation or last deploy; null without one (always null on a persistent environment). */
+  ttl_hours: TtlHours.nullable(),
+  /** When the engine tears the environment down; null without a TTL. */
+  expires_at: z.iso.datetime().nullable(),
+  /** Runs allowed in flight at once; null for no limit. */
+  max_concurrent_runs: MaxConcurrentRuns.nullable(),
   inserted_at: z.iso.datetime(),
 });
 export type Environment = z.infer<typeof Environment>;
@@ -40,24 +67,50 @@ export const StoragePrefix = z
   .refine((prefix) => !/\s/.test(prefix), { message: 'must not contain white space' });
 
 /** Unknown fields are rejected so that server-owned fields cannot be set (mass assignment). */
-export const CreateEnvironmentRequest = z.strictObject({
-  name: ResourceName,
-  storage_prefix: StoragePrefix,
-  executor: Executor,
-  kind: EnvironmentKind.default('persistent'),
-  strict: z.boolean().default(false),
-  egress: Egress.default('none'),
-});
+export const CreateEnvironmentRequest = z
+  .strictObject({
+    name: ResourceName,
+    storage_prefix: StoragePrefix,
+    executor: Executor,
+    kind: EnvironmentKind.default('persistent'),
+    strict: z.boolean().default(false),
+    egress: Egress.default('none'),
+    ttl_hours: TtlHours.nullable().optional(),
+    max_concurrent_runs: MaxConcurrentRuns.nullable().optional(),
+  })
+  .refine((request) => request.kind === 'preview' || request.ttl_hours == null, {
+    message: 'is only for preview environments: a persistent environment never expires',
+    path: ['ttl_hours'],
+  });
 export type CreateEnvironmentRequest = z.infer<typeof CreateEnvironmentRequest>;
 
 /**
  * `PATCH /api/v1/environments/:name`: the settings that may change after create. Unknown
- * fields, and server-owned ones (`id`, `name`, `kind`, ...), are refused.
+ * fields, and server-owned ones (`id`, `name`, `kind`, ...), are refused. `null` removes a
+ * TTL or a run limit.
  */
 export const PatchEnvironmentRequest = z
-  .strictObject({ egress: Egress.optional(), strict: z.boolean().optional() })
-  .refine((patch) => Object.keys(patch).length > 0, { message: 'names at least one setting to change (egress, strict)' });
+  .strictObject({
+    egress: Egress.optional(),
+    strict: z.boolean().optional(),
+    ttl_hours: TtlHours.nullable().optional(),
+    max_concurrent_runs: MaxConcurrentRuns.nullable().optional(),
+  })
+  .refine((patch) => Object.keys(patch).length > 0, {
+    message: 'names at least one setting to change (egress, strict, ttl_hours, max_concurrent_runs)',
+  });
 export type PatchEnvironmentRequest = z.infer<typeof PatchEnvironmentRequest>;
+
+/** `DELETE /api/v1/environments/:name` query: `force` cancels running attempts, `purge_data` removes the materialization files. */
+const QueryFlag = z
+  .enum(['true', 'false'], { message: 'must be true or false' })
+  .optional()
+  .transform((flag) => flag === 'true');
+export const DeleteEnvironmentQuery = z.strictObject({ force: QueryFlag, purge_data: QueryFlag });
+export type DeleteEnvironmentQuery = z.infer<typeof DeleteEnvironmentQuery>;
+
+export const DeletedEnvironment = z.object({ name: ResourceName });
+export type DeletedEnvironment = z.infer<typeof DeletedEnvironment>;
 
 export const EnvironmentPathParams = z.object({ name: ResourceName });
 export type EnvironmentPathParams = z.infer<typeof EnvironmentPathParams>;
@@ -80,3 +133,20 @@ export type PlacementResult = z.infer<typeof PlacementResult>;
 export const EnvironmentResponse = dataEnvelope(Environment);
 export const EnvironmentListResponse = dataEnvelope(z.array(Environment));
 export const PlacementResponse = dataEnvelope(PlacementResult);
+export const DeletedEnvironmentResponse = dataEnvelope(DeletedEnvironment);
+
+/** Internal: an environment by its id (the tear-down's steps). */
+export const EnvironmentIdParams = z.object({ id: z.string().regex(/^env_[0-9a-z]{26}$/, { message: 'must be an environment id' }) });
+export type EnvironmentIdParams = z.infer<typeof EnvironmentIdParams>;
+
+/** Internal: what one step of a tear-down removed, for its log and the workflow's history (counts only). */
+export const TeardownStepReport = z.record(z.string(), z.number().int().nonnegative());
+export type TeardownStepReport = z.infer<typeof TeardownStepReport>;
+
+/** Internal: materialization files to remove (a tear-down with `purge_data`), in batches. */
+export const PurgeFilesRequest = z.strictObject({ locations: z.array(z.string().min(1).max(4096)).max(500) });
+export type PurgeFilesRequest = z.infer<typeof PurgeFilesRequest>;
+
+/** Internal: a preview's TTL lapsed; the tear-down begins unless a deploy moved it (then `expires_at` is the new instant). */
+export const ExpireEnvironmentResult = z.object({ expired: z.boolean(), expires_at: z.iso.datetime().nullable() });
+export type ExpireEnvironmentResult = z.infer<typeof ExpireEnvironmentResult>;

@@ -7,6 +7,10 @@ export const ErrorCode = z.enum([
   'invalid_request',
   'not_found',
   'environment_exists',
+  /** A write to an environment whose tear-down is in progress. */
+  'environment_deleting',
+  /** Delete of an environment with attempts running (without `?force=true`). */
+  'runs_running',
   'deployment_not_ready',
   /** Internal: an activation of the environment holds its lock (the workflow retries). */
   'activation_in_progress',
@@ -72,6 +76,8 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'not_found':
       return 404;
     case 'environment_exists':
+    case 'environment_deleting':
+    case 'runs_running':
     case 'idempotency_key_in_use':
     case 'deployment_not_ready':
     case 'activation_in_progress':

@@ -56,6 +56,8 @@ export const Run = z.object({
   attempts: z.array(Attempt),
   /** True while the current attempt is a queued `remote` one and no worker of the pool is alive. */
   waiting_for_worker: z.boolean(),
+  /** True while the run waits for one of its environment's `max_concurrent_runs` slots (it is `queued`, behind older runs). */
+  waiting_for_slot: z.boolean(),
   inserted_at: z.iso.datetime(),
   started_at: z.iso.datetime().nullable(),
   finished_at: z.iso.datetime().nullable(),

@@ -62,6 +62,11 @@ export const ScheduledRunRequest = z.strictObject({
   job: z.string().min(1).max(200),
   /** The tick's wall time in the schedule's zone; one run per (schedule, tick). */
   tick: z.string().min(1).max(40),
+  /**
+   * The environment the schedule was made for: a schedule left behind by a deleted
+   * environment never starts a run in a new one of the same name (404 instead).
+   */
+  environment_id: z.string().min(1).max(64).optional(),
 });
 export type ScheduledRunRequest = z.infer<typeof ScheduledRunRequest>;
 

@@ -77,3 +77,28 @@ export const ScheduledRunInput = EnvironmentScope.extend({
   timezone: z.string().min(1),
 });
 export type ScheduledRunInput = z.infer<typeof ScheduledRunInput>;
+
+// Names of the environment lifecycle's workflows, shared by the placement-service (which
+// starts and signals them) and the workflow-worker (which runs them).
+/** The workflow-worker's task queue, unless configured otherwise. */
+export const DEFAULT_TASK_QUEUE = 'deployments';
+export const ENVIRONMENT_TEARDOWN_WORKFLOW = 'environmentTeardown';
+export const ENVIRONMENT_EXPIRY_WORKFLOW = 'environmentExpiry';
+/** To the expiry workflow: the preview's new expiry (an ISO 8601 instant; null removes the TTL). */
+export const EXPIRY_MOVED_SIGNAL = 'expiryMoved';
+/** One per environment: a second delete joins the tear-down already under way. */
+export const environmentTeardownWorkflowId = (environmentId: string) => `teardown-${environmentId}`;
+export const environmentExpiryWorkflowId = (environmentId: string) => `expiry-${environmentId}`;
+
+/** An environment's tear-down (`teardown-<environment id>`): it works from the ids; the purge flag was stored when the delete was accepted. */
+export const EnvironmentTeardownInput = EnvironmentScope.extend({
+  /** Remove the materialization files through the storage driver too. */
+  purgeData: z.boolean(),
+});
+export type EnvironmentTeardownInput = z.infer<typeof EnvironmentTeardownInput>;
+
+/** A preview's expiry timer (`expiry-<environment id>`): sleeps until `expiresAt`, moved by each deploy's signal. */
+export const EnvironmentExpiryInput = EnvironmentScope.extend({
+  expiresAt: z.iso.datetime(),
+});
+export type EnvironmentExpiryInput = z.infer<typeof EnvironmentExpiryInput>;

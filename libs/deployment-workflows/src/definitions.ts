@@ -5,7 +5,9 @@ import type {
   ActivateInput,
   ActivationRequest,
   ActivationRetry,
+  EnvironmentExpiryInput,
   EnvironmentScope,
+  ExpireEnvironmentResult,
   IngestInput,
   Recheck,
   ScheduledRunInput,
@@ -14,9 +16,25 @@ import type {
 
 // The inputs are zod schemas in libs/contracts (one definition, checked where a workflow is
 // started and where it begins); their types are named here too for the workflows' callers.
-export type { ActivateInput, ActivationRequest, ActivationRetry, EnvironmentActivationsInput, EnvironmentScope, IngestInput, ScheduledRunInput } from '@envengine/contracts';
+export type {
+  ActivateInput,
+  ActivationRequest,
+  ActivationRetry,
+  EnvironmentActivationsInput,
+  EnvironmentExpiryInput,
+  EnvironmentScope,
+  EnvironmentTeardownInput,
+  IngestInput,
+  ScheduledRunInput,
+} from '@envengine/contracts';
 
-export const DEFAULT_TASK_QUEUE = 'deployments';
+export {
+  DEFAULT_TASK_QUEUE,
+  ENVIRONMENT_EXPIRY_WORKFLOW,
+  ENVIRONMENT_TEARDOWN_WORKFLOW,
+  environmentExpiryWorkflowId,
+  environmentTeardownWorkflowId,
+} from '@envengine/contracts';
 export const INGEST_WORKFLOW = 'ingestDeployment';
 export const ACTIVATE_WORKFLOW = 'activateDeployment';
 export const ENVIRONMENT_ACTIVATIONS_WORKFLOW = 'environmentActivations';
@@ -28,6 +46,7 @@ export const ingestWorkflowId = (deploymentId: string) => `ingest-${deploymentId
 export const activateWorkflowId = (deploymentId: string) => `activate-${deploymentId}`;
 /** One per environment: it runs that environment's activations one at a time, in arrival order. */
 export const environmentActivationsWorkflowId = (environmentId: string) => `activations-${environmentId}`;
+
 
 /**
  * Search attributes every workflow carries, so the Temporal UI filters by them
@@ -106,4 +125,24 @@ export interface DeploymentActivities {
   restoreSchedules(input: EnvironmentScope & { failedDeploymentId: string }): Promise<void>;
   /** A tick's run, through the placement-service's run path (once per tick; nothing while paused or while the last one runs). */
   startScheduledRun(input: ScheduledTick): Promise<ScheduledRunOutcome>;
+}
+
+/** The activities of an environment's tear-down and expiry; each is idempotent, so a retry or a resumed tear-down repeats it safely. */
+export interface EnvironmentLifecycleActivities {
+  /** Ends the environment's activation and expiry workflows, so nothing activates or expires it while it goes. */
+  stopEnvironmentWorkflows(input: EnvironmentScope): Promise<void>;
+  /** Deletes its Temporal Schedules (every name its deployments declared, and any Temporal lists). */
+  deleteEnvironmentSchedules(input: EnvironmentScope): Promise<{ deleted: number }>;
+  /** Cancels what is left of its runs (withdrawn from their queues), then removes runs, attempts and logs. */
+  removeEnvironmentRuns(input: EnvironmentScope): Promise<Record<string, number>>;
+  /** Removes its materialization files through the storage driver (`purge_data`). */
+  purgeMaterializationFiles(input: EnvironmentScope): Promise<{ removed: number }>;
+  /** Deletes its bindings and retires its secrets in their backend. */
+  retireEnvironmentSecrets(input: EnvironmentScope): Promise<Record<string, number>>;
+  /** Removes its deployments, manifests and materialization records. */
+  removeDeploymentRecords(input: EnvironmentScope): Promise<Record<string, number>>;
+  /** The last step: the environment's document goes, and its name is free again. */
+  removeEnvironment(input: EnvironmentScope): Promise<void>;
+  /** The TTL's timer fired: begins the tear-down unless a deploy moved the expiry (then the new instant). */
+  expireEnvironment(input: EnvironmentExpiryInput): Promise<ExpireEnvironmentResult>;
 }

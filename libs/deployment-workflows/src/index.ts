@@ -1,2 +1,3 @@
 export * from './definitions.ts';
 export * from './activation-signals.ts';
+export * from './lifecycle-signals.ts';

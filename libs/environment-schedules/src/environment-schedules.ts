@@ -93,6 +93,26 @@ export class EnvironmentSchedules {
     return outcome;
   }
 
+  /**
+   * Deletes every schedule of the environment (its tear-down): those Temporal lists and
+   * those named (listing is eventually consistent). Returns the names deleted.
+   */
+  async deleteAll(environmentId: string, mayExist: string[]): Promise<string[]> {
+    const all = new Set([...mayExist, ...(await this.listedNames(environmentId))]);
+    const deleted: string[] = [];
+    await Promise.all(
+      [...all].map(async (name) => {
+        try {
+          await this.client.schedule.getHandle(scheduleIdOf(environmentId, name)).delete();
+          deleted.push(name);
+        } catch (error) {
+          if (!isNotFound(error)) throw error;
+        }
+      }),
+    );
+    return deleted;
+  }
+
   /** Pauses or resumes the named schedules (a missing one is skipped). */
   async setPaused(environmentId: string, names: string[], paused: boolean, note: string): Promise<void> {
     const all = new Set([...names, ...(await this.listedNames(environmentId))]);

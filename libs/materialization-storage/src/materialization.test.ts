@@ -53,6 +53,10 @@ function recordingDriver(inner: StorageDriver, readBack?: (stored: Uint8Array) =
       const stored = await inner.read(location);
       return readBack === undefined ? stored : readBack(stored);
     },
+    async remove(location) {
+      calls.push(`remove ${location}`);
+      return inner.remove(location);
+    },
   };
   return { driver, calls };
 }

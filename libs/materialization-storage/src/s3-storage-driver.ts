@@ -1,7 +1,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Upload } from '@aws-sdk/lib-storage';
 import { StorageLocationError, StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
@@ -141,8 +141,18 @@ export class S3StorageDriver implements StorageDriver {
     }
   }
 
+  async remove(location: string): Promise<void> {
+    const { bucket, key } = this.objectOf(location);
+    try {
+      // S3 answers a delete of a missing key with success: removing twice is fine.
+      await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    } catch (error) {
+      throw this.describe(error, 'remove', location);
+    }
+  }
+
   /** A sentence naming what failed and what to check; the store's own code kept. */
-  private describe(error: unknown, operation: 'read' | 'write', location: string): ObjectStoreError {
+  private describe(error: unknown, operation: 'read' | 'write' | 'remove', location: string): ObjectStoreError {
     const where = `${operation} ${location} at ${this.connection.endpoint}`;
     if (!(error instanceof S3ServiceException)) {
       const cause = error as NodeJS.ErrnoException;

@@ -12,6 +12,8 @@ export interface StorageDriver {
   write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }>;
   /** The bytes stored at `location`; a `StoredFileNotFoundError` when there are none. */
   read(location: string): Promise<Uint8Array>;
+  /** Removes what is stored at `location` (an environment's purge); nothing stored there is not an error. */
+  remove(location: string): Promise<void>;
   /** Lets go of what it holds open (connections), when it has any. */
   close?(): void;
 }
@@ -134,6 +136,11 @@ export class FileStorageDriver implements StorageDriver {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StoredFileNotFoundError(location, { cause: error });
       throw error;
     }
+  }
+
+  async remove(location: string): Promise<void> {
+    // A symbolic link is removed itself, never what it points at.
+    await rm(this.pathOf(location), { force: true });
   }
 }
 

@@ -1,6 +1,10 @@
+import { z } from 'zod';
 import {
   Environment,
+  ExpireEnvironmentResult,
   PoolTokenOwner,
+  TeardownStepReport,
+  type PurgeFilesRequest,
   ScheduledRunOutcome,
   type ScheduledRunRequest,
   type SetActiveDeploymentRequest,
@@ -41,6 +45,53 @@ export class PlacementClient {
       path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/active-deployment`,
       tenantId,
       body: request,
+    });
+  }
+
+  /** Internal: a deploy arrived; a preview's expiry moves to its TTL from now (409 `environment_deleting` while it is deleted). */
+  extendTtl(tenantId: string, environmentName: string, requestId?: string): Promise<Environment> {
+    return this.http.call(Environment, {
+      method: 'POST',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/ttl-extension`,
+      tenantId,
+      requestId,
+    });
+  }
+
+  /** Internal: the expiry timer fired (the placement-service decides against the stored expiry). */
+  expire(tenantId: string, environmentId: string): Promise<ExpireEnvironmentResult> {
+    return this.http.call(ExpireEnvironmentResult, {
+      method: 'POST',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/expire`,
+      tenantId,
+    });
+  }
+
+  /** Internal, a tear-down step: the environment's runs canceled and removed. */
+  removeEnvironmentRuns(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
+    return this.http.call(TeardownStepReport, {
+      method: 'POST',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/teardown/runs`,
+      tenantId,
+    });
+  }
+
+  /** Internal, a tear-down step: materialization files removed (`purge_data`). */
+  purgeFiles(tenantId: string, environmentId: string, request: PurgeFilesRequest): Promise<{ removed: number; skipped: number }> {
+    return this.http.call(z.object({ removed: z.number(), skipped: z.number() }), {
+      method: 'POST',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/teardown/files`,
+      tenantId,
+      body: request,
+    });
+  }
+
+  /** Internal, the tear-down's last step: the environment's document removed. */
+  async removeEnvironment(tenantId: string, environmentId: string): Promise<void> {
+    await this.http.call(z.object({ removed: z.number() }), {
+      method: 'DELETE',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}`,
+      tenantId,
     });
   }
 

@@ -4,6 +4,7 @@ import {
   BindingModes,
   RESOLVER_CALLER_HEADER,
   ResolvedBinding,
+  TeardownStepReport,
   type ResolveBindingRequest,
 } from '@envengine/contracts';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
@@ -22,6 +23,15 @@ export class SecretsClient {
       path: `/api/v1/environments/${encodeURIComponent(environmentName)}/bindings`,
       tenantId,
       requestId,
+    });
+  }
+
+  /** Internal, a tear-down step: the environment's bindings deleted and its secrets retired in their backend. */
+  retireEnvironment(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
+    return this.http.call(TeardownStepReport, {
+      method: 'DELETE',
+      path: `/internal/v1/lifecycle/environments/${encodeURIComponent(environmentId)}`,
+      tenantId,
     });
   }
 

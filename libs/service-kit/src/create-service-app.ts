@@ -17,7 +17,7 @@ export interface InternalServiceAppOptions {
   /** Routes under `/api/v1`, reached only through the gateway. */
   routes: Router;
   /** Routes under `/internal/v1` for callers other than the gateway, behind a credential of their own. */
-  privateApi?: PrivateApi;
+  privateApi?: PrivateApi | PrivateApi[];
   /** Routes under `/api/v1` that read their own (non-JSON, streamed) request bodies. */
   streamingRoutes?: Router;
 }
@@ -25,6 +25,8 @@ export interface InternalServiceAppOptions {
 export interface PrivateApi {
   credential: string;
   routes: Router;
+  /** Where it is mounted; default `/internal/v1`. A narrower path comes first in a list. */
+  path?: string;
 }
 
 /** The Express app of an internal service: health, gateway-only API, one error edge. */
@@ -35,11 +37,11 @@ export function createInternalServiceApp(options: InternalServiceAppOptions): Ex
   app.use(requestLogging(options.log));
   mountHealthRoutes(app, options.service, options.readiness);
   const readJson = jsonBody(options.jsonLimitBytes ?? 1024 * 1024);
-  if (options.privateApi) {
-    // Mounted first and closed off: the gateway's credential does not open these routes.
-    // Internal calls may carry a whole manifest with its findings, so their limit is wider.
-    const readInternalJson = jsonBody(Math.max(options.jsonLimitBytes ?? 0, 8 * 1024 * 1024));
-    app.use('/internal/v1', requireInternalCaller(options.privateApi.credential), readInternalJson, options.privateApi.routes, routeNotFound());
+  // Mounted first and closed off: the gateway's credential does not open these routes.
+  // Internal calls may carry a whole manifest with its findings, so their limit is wider.
+  const readInternalJson = jsonBody(Math.max(options.jsonLimitBytes ?? 0, 8 * 1024 * 1024));
+  for (const privateApi of [options.privateApi ?? []].flat()) {
+    app.use(privateApi.path ?? '/internal/v1', requireInternalCaller(privateApi.credential), readInternalJson, privateApi.routes, routeNotFound());
   }
   app.use(requireInternalCaller(options.internalCredential));
   if (options.streamingRoutes) app.use('/api/v1', options.streamingRoutes);

@@ -17,7 +17,7 @@ export interface InternalServiceDefinition {
 
 export interface ServiceRoutes {
   api: Router;
-  privateApi?: PrivateApi;
+  privateApi?: PrivateApi | PrivateApi[];
   /** `/api/v1` routes that stream their request bodies (uploads). */
   streamingApi?: Router;
 }

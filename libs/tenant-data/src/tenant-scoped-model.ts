@@ -101,6 +101,10 @@ export class TenantScopedModel<T extends TenantOwned> {
       .exec();
   }
 
+  count(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<number> {
+    return this.model.countDocuments(this.scoped(tenantId, filter), { session: options.session }).exec();
+  }
+
   /** Removes the matching document and returns it, null when none matched. */
   findOneAndDelete(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<T | null> {
     return this.model.findOneAndDelete(this.scoped(tenantId, filter), { session: options.session }).lean<T>().exec();

@@ -7,6 +7,8 @@ export interface ProjectToDeploy {
   /** Where its materializations go, e.g. `file:///tmp/lake`. */
   storagePrefix: string;
   executor: 'local' | 'remote';
+  /** More of the environment's create body (`kind`, `ttl_hours`, `max_concurrent_runs`...). */
+  settings?: Record<string, unknown>;
   /** Binding name → the body of its PUT (e.g. `{}` or `{ config: {...} }`), created before the deployment. */
   bindings: Record<string, Record<string, unknown>>;
   /** The bundle's files, path → content. */
@@ -20,7 +22,7 @@ export interface ProjectToDeploy {
  */
 export async function deployProject(api: ApiClient, project: ProjectToDeploy): Promise<string> {
   const { environment } = project;
-  expectStatus(await api.post('/environments', { name: environment, storage_prefix: project.storagePrefix, executor: project.executor }), 201, 'creating the environment');
+  expectStatus(await api.post('/environments', { name: environment, storage_prefix: project.storagePrefix, executor: project.executor, ...project.settings }), 201, 'creating the environment');
   for (const [name, body] of Object.entries(project.bindings)) {
     expectStatus(await api.put(`/environments/${environment}/bindings/${name}`, body), 201, `creating the binding ${name}`);
   }

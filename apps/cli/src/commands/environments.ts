@@ -1,8 +1,17 @@
-import { CreateEnvironmentRequest, Environment, PatchEnvironmentRequest, PlacementResult, ScheduleToggleRequest, SetPlacementRequest } from '@envengine/contracts';
+import {
+  CreateEnvironmentRequest,
+  DeletedEnvironment,
+  Environment,
+  PatchEnvironmentRequest,
+  PlacementResult,
+  ScheduleToggleRequest,
+  SetPlacementRequest,
+} from '@envengine/contracts';
 import { z } from 'zod';
-import { flagOption, stringOption, type CommandSpec } from '../command-line.ts';
+import { flagOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
-import { usageError } from '../exit-codes.ts';
+import { CliError, ExitCode, usageError } from '../exit-codes.ts';
+import { promptLine } from '../prompts.ts';
 import type { Output } from '../output.ts';
 import { requestBody, segment } from './request-body.ts';
 
@@ -14,7 +23,7 @@ export function environmentTable(out: Output, environments: readonly Environment
       environment.executor,
       environment.kind,
       environment.strict ? 'yes' : 'no',
-      environment.schedules_paused ? { text: 'paused', color: 'yellow' } : 'running',
+      environment.status === 'deleting' ? { text: 'deleting', color: 'red' } : environment.schedules_paused ? { text: 'paused', color: 'yellow' } : 'running',
       environment.active_deployment_id,
       environment.git_ref,
     ]),
@@ -33,12 +42,30 @@ function environmentFields(out: Output, environment: Environment): string {
     ['schedules', environment.schedules_paused ? { text: `paused${environment.schedules_paused_reason ? ` (${environment.schedules_paused_reason})` : ''}`, color: 'yellow' } : 'running'],
     ['active deployment', environment.active_deployment_id],
     ['git ref', environment.git_ref],
+    ['status', environment.status === 'deleting' ? { text: 'deleting', color: 'red' } : environment.status],
+    ['max concurrent runs', environment.max_concurrent_runs ?? 'no limit'],
+    ...(environment.kind === 'preview' ? ([['ttl hours', environment.ttl_hours], ['expires', environment.expires_at]] as const) : []),
     ['created', environment.inserted_at],
   ]);
 }
 
 function printEnvironment(ctx: CommandContext, environment: Environment): void {
   ctx.out.data(environment, () => environmentFields(ctx.out, environment));
+}
+
+/** `--ttl-hours` and `--max-concurrent-runs`: a number, or `none` (on `env set`) to remove it; the API checks the range. */
+function lifecycleSettings(values: OptionValues, allowNone: boolean): { ttl_hours?: unknown; max_concurrent_runs?: unknown } {
+  const setting = (name: string): unknown => {
+    const raw = stringOption(values, name);
+    if (raw === undefined) return undefined;
+    if (raw === 'none' && allowNone) return null;
+    const value = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(value)) throw usageError(`--${name} must be a number${allowNone ? ' or "none"' : ''}, not "${raw}"`);
+    return value;
+  };
+  const ttl = setting('ttl-hours');
+  const limit = setting('max-concurrent-runs');
+  return { ...(ttl === undefined ? {} : { ttl_hours: ttl }), ...(limit === undefined ? {} : { max_concurrent_runs: limit }) };
 }
 
 function executorArgument(value: string): 'local' | 'remote' {
@@ -76,6 +103,8 @@ export const environmentCommands: CommandSpec[] = [
       kind: { type: 'string', value: 'persistent|preview', description: 'default persistent' },
       strict: { type: 'boolean', description: 'accept a schema change only when the deploy lists it (--allow-contract-change)' },
       egress: { type: 'string', value: 'none|public', description: "what its assets may reach on the network: nothing (default), or public hosts (never the engine's host or private addresses)" },
+      'ttl-hours': { type: 'string', value: 'HOURS', description: 'a preview lives this long after its creation and after each deploy, then is deleted' },
+      'max-concurrent-runs': { type: 'string', value: 'N', description: 'runs in flight at once; more wait in order (default: no limit)' },
     },
     async run(ctx, { values, positionals }) {
       const body = requestBody(CreateEnvironmentRequest, {
@@ -85,6 +114,7 @@ export const environmentCommands: CommandSpec[] = [
         ...(stringOption(values, 'kind') ? { kind: stringOption(values, 'kind') } : {}),
         strict: flagOption(values, 'strict'),
         ...(stringOption(values, 'egress') ? { egress: stringOption(values, 'egress') } : {}),
+        ...lifecycleSettings(values, false),
       });
       const { data } = await (await ctx.api()).call('POST', '/environments', { data: Environment, json: body, idempotent: true });
       ctx.out.info(`Created environment ${data.name} (${data.id}).`);
@@ -99,15 +129,50 @@ export const environmentCommands: CommandSpec[] = [
     options: {
       egress: { type: 'string', value: 'none|public', description: 'what its assets may reach on the network' },
       strict: { type: 'string', value: 'true|false', description: 'accept a schema change only when the deploy lists it' },
+      'ttl-hours': { type: 'string', value: 'HOURS|none', description: "a preview's lifetime from now (and after each deploy); none removes it" },
+      'max-concurrent-runs': { type: 'string', value: 'N|none', description: 'runs in flight at once; none removes the limit' },
     },
     async run(ctx, { values, positionals }) {
       const strict = stringOption(values, 'strict');
       if (strict !== undefined && strict !== 'true' && strict !== 'false') throw usageError(`--strict is "true" or "false", not "${strict}"`);
       const egress = stringOption(values, 'egress');
-      if (egress === undefined && strict === undefined) throw usageError('env set changes nothing without --egress or --strict');
-      const body = requestBody(PatchEnvironmentRequest, { ...(egress === undefined ? {} : { egress }), ...(strict === undefined ? {} : { strict: strict === 'true' }) });
+      const lifecycle = lifecycleSettings(values, true);
+      if (egress === undefined && strict === undefined && Object.keys(lifecycle).length === 0) {
+        throw usageError('env set changes nothing without --egress, --strict, --ttl-hours or --max-concurrent-runs');
+      }
+      const body = requestBody(PatchEnvironmentRequest, {
+        ...(egress === undefined ? {} : { egress }),
+        ...(strict === undefined ? {} : { strict: strict === 'true' }),
+        ...lifecycle,
+      });
       const { data } = await (await ctx.api()).call('PATCH', `/environments/${segment(positionals[0]!)}`, { data: Environment, json: body, idempotent: true });
       printEnvironment(ctx, data);
+    },
+  },
+  {
+    path: ['env', 'delete'],
+    summary: 'delete an environment: its schedules, runs, bindings, secrets, deployments and records (its files stay unless --purge-data)',
+    args: 'NAME',
+    positionals: { min: 1, max: 1 },
+    options: {
+      yes: { type: 'boolean', description: 'do not ask; required where envctl cannot ask (CI, or stdin not a terminal)' },
+      force: { type: 'boolean', description: 'cancel running attempts too (without it, running attempts refuse the delete)' },
+      'purge-data': { type: 'boolean', description: 'also remove its materialization files' },
+    },
+    async run(ctx, { values, positionals }) {
+      const name = positionals[0]!;
+      if (!flagOption(values, 'yes')) {
+        if (!ctx.canPrompt) throw usageError(`env delete asks before it deletes; where it cannot ask (CI, or stdin not a terminal), pass --yes`);
+        const what = flagOption(values, 'purge-data') ? 'and its materialization files' : '(its materialization files are kept)';
+        const answer = await promptLine(ctx.io, `Delete environment ${name}, with its schedules, runs, bindings, secrets and deployments ${what}? Type its name to confirm: `);
+        if (answer !== name) throw new CliError(ExitCode.failed, 'not_confirmed', `the answer was not "${name}": nothing was deleted`);
+      }
+      const query = new URLSearchParams({
+        ...(flagOption(values, 'force') ? { force: 'true' } : {}),
+        ...(flagOption(values, 'purge-data') ? { purge_data: 'true' } : {}),
+      }).toString();
+      const { data } = await (await ctx.api()).call('DELETE', `/environments/${segment(name)}${query ? `?${query}` : ''}`, { data: DeletedEnvironment });
+      ctx.out.data(data, () => `Deleted environment ${data.name}.`);
     },
   },
   {

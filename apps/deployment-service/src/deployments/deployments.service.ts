@@ -65,7 +65,9 @@ export class DeploymentsService {
         details: detailsFromZodError(gate.error).filter((detail) => detail.path === 'manifest' || detail.path === 'bundle_ref' || detail.path === '(body)'),
       });
     }
-    const environment = await this.environment(tenantId, environmentName, requestId);
+    // Read once, through the call that also moves a preview's expiry (every deploy extends
+    // its TTL); an environment being deleted refuses it (409 `environment_deleting`).
+    const environment = await this.placement.extendTtl(tenantId, environmentName, requestId);
     const options = IngestOptions.safeParse(body);
     const fieldErrors: ValidationItem[] = options.success
       ? []
@@ -108,6 +110,10 @@ export class DeploymentsService {
     if (!row) throw notFound(`Deployment ${id}`);
     if (row.status !== 'ready') {
       throw new ApiError('deployment_not_ready', `Deployment ${id} is ${row.status}; only a ready deployment can be activated.`);
+    }
+    const environment = await this.placement.findEnvironment(tenantId, row.environment_name);
+    if (environment?.id === row.environment_id && environment.status === 'deleting') {
+      throw new ApiError('environment_deleting', `Environment "${row.environment_name}" is being deleted; it takes no more changes.`);
     }
     try {
       const recheck = await this.workflows.activate({

@@ -18,8 +18,35 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
     executor: doc.executor,
     egress: doc.egress ?? 'none',
     active_deployment_id: doc.active_deployment_id ?? null,
+    status: doc.status ?? 'active',
+    ttl_hours: doc.ttl_hours ?? null,
+    expires_at: doc.expires_at ? doc.expires_at.toISOString() : null,
+    max_concurrent_runs: doc.max_concurrent_runs ?? null,
     inserted_at: doc.inserted_at.toISOString(),
   };
+}
+
+const HOUR_MS = 3_600_000;
+const expiryAfter = (ttlHours: number | null | undefined, from: Date) => (ttlHours ? new Date(from.getTime() + ttlHours * HOUR_MS) : null);
+
+/** The refusal of a write to an environment whose tear-down has begun. */
+export function environmentDeleting(name: string): ApiError {
+  return new ApiError('environment_deleting', `Environment "${name}" is being deleted; it takes no more changes.`);
+}
+
+/** What a tear-down was asked to do (DESIGN.md §5 "Environment lifecycle"). */
+export interface TeardownRequest {
+  force: boolean;
+  purge_data: boolean;
+  /** Who asked: a DELETE, or the TTL lapsing. */
+  reason: string;
+}
+
+/** The environment as the tear-down sees it. */
+export interface TeardownTarget {
+  tenantId: string;
+  environment: Environment;
+  purgeData: boolean;
 }
 
 /**
@@ -55,6 +82,11 @@ export class EnvironmentRepository {
       schedules_paused_reason: input.kind === 'preview' ? PREVIEW_PAUSE_REASON : null,
       active_deployment_id: null,
       git_ref: null,
+      status: 'active',
+      teardown: null,
+      ttl_hours: input.ttl_hours ?? null,
+      expires_at: expiryAfter(input.ttl_hours, now),
+      max_concurrent_runs: input.max_concurrent_runs ?? null,
       inserted_at: now,
       updated_at: now,
     };
@@ -94,30 +126,127 @@ export class EnvironmentRepository {
   }
 
   /**
-   * Admits a schedule's run inside the caller's transaction unless the schedules are paused.
-   * The count is written so that a pause racing the transaction conflicts with it instead of
-   * passing it unseen (a transaction's reads alone do not conflict with anything).
+   * Admits a run inside the caller's transaction: refused while the environment is being
+   * deleted, and for a schedule's run while its schedules are paused. The count is written
+   * so that a pause or a tear-down racing the transaction conflicts with it instead of
+   * passing it unseen (a transaction's reads alone do not conflict with anything). Returns
+   * the environment's run limit, or why the run is refused.
    */
-  async admitScheduledRun(tenantId: string, id: string, session: ClientSession): Promise<boolean> {
-    const { matched } = await this.environments.updateOne(tenantId, { _id: id, schedules_paused: false }, { $inc: { scheduled_runs_admitted: 1 } }, { session });
+  async admitRun(
+    tenantId: string,
+    id: string,
+    trigger: 'manual' | 'schedule' | 'slot',
+    session: ClientSession,
+  ): Promise<{ admitted: true; maxConcurrentRuns: number | null } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }> {
+    const doc = await this.environments.findOneAndUpdate(
+      tenantId,
+      { _id: id, status: 'active', ...(trigger === 'schedule' ? { schedules_paused: false } : {}) },
+      { $inc: { run_admissions: 1 } },
+      { session, projection: { max_concurrent_runs: 1 } },
+    );
+    if (doc) return { admitted: true, maxConcurrentRuns: doc.max_concurrent_runs ?? null };
+    const current = await this.environments.findOne(tenantId, { _id: id }, { session, projection: { status: 1 } });
+    return { admitted: false, why: !current ? 'missing' : current.status === 'deleting' ? 'deleting' : 'paused' };
+  }
+
+  /** The environment's run limit as the caller's transaction sees it; null for none. */
+  async limitOf(tenantId: string, id: string, session: ClientSession): Promise<number | null> {
+    const doc = await this.environments.findOne(tenantId, { _id: id }, { session, projection: { max_concurrent_runs: 1 } });
+    return doc?.max_concurrent_runs ?? null;
+  }
+
+  /**
+   * The settings of a PATCH, in one update whose filter is its precondition: the
+   * environment is active, and a TTL is set only on a preview. A TTL set or changed runs
+   * from now; `null` removes it.
+   */
+  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest): Promise<Environment | undefined> {
+    const now = new Date();
+    const settingTtl = patch.ttl_hours !== undefined && patch.ttl_hours !== null;
+    const doc = await this.environments.findOneAndUpdate(
+      tenantId,
+      { name, status: 'active', ...(settingTtl ? { kind: 'preview' } : {}) },
+      {
+        $set: {
+          ...(patch.egress === undefined ? {} : { egress: patch.egress }),
+          ...(patch.strict === undefined ? {} : { strict: patch.strict }),
+          ...(patch.ttl_hours === undefined ? {} : { ttl_hours: patch.ttl_hours, expires_at: expiryAfter(patch.ttl_hours, now) }),
+          ...(patch.max_concurrent_runs === undefined ? {} : { max_concurrent_runs: patch.max_concurrent_runs }),
+          updated_at: now,
+        },
+      },
+    );
+    if (doc) return toEnvironment(doc);
+    const current = await this.findByName(tenantId, name);
+    if (current?.status === 'active' && settingTtl) {
+      throw new ApiError('invalid_request', 'ttl_hours is only for preview environments: a persistent environment never expires.', {
+        details: [{ path: 'ttl_hours', message: 'is only for preview environments' }],
+      });
+    }
+    return this.refuseChange(current, name);
+  }
+
+  /** A deploy moves a preview's expiry to its TTL from now; an environment without a TTL is returned as it is. */
+  async extendTtl(tenantId: string, name: string): Promise<Environment | undefined> {
+    const current = await this.environments.findOne(tenantId, { name });
+    if (!current) return undefined;
+    if (current.status !== 'active') throw environmentDeleting(name);
+    if (!current.ttl_hours) return toEnvironment(current);
+    const now = new Date();
+    // The TTL read above is the precondition: a PATCH in between wins, and this deploy's extension is recomputed.
+    const doc = await this.environments.findOneAndUpdate(
+      tenantId,
+      { _id: current._id, status: 'active', ttl_hours: current.ttl_hours },
+      { $set: { expires_at: expiryAfter(current.ttl_hours, now), updated_at: now } },
+    );
+    return doc ? toEnvironment(doc) : this.extendTtl(tenantId, name);
+  }
+
+  /**
+   * Marks the environment `deleting` inside the caller's transaction; false when it is not
+   * active (already deleting, or gone). `expiredBy` makes it conditional on the TTL having
+   * lapsed by then (a deploy may have moved it).
+   */
+  async markDeleting(tenantId: string, id: string, request: TeardownRequest, session: ClientSession, expiredBy?: Date): Promise<boolean> {
+    const { matched } = await this.environments.updateOne(
+      tenantId,
+      { _id: id, status: 'active', ...(expiredBy ? { expires_at: { $lte: expiredBy } } : {}) },
+      { $set: { status: 'deleting', teardown: { ...request, requested_at: new Date() }, updated_at: new Date() }, $inc: { run_admissions: 1 } },
+      { session },
+    );
     return matched === 1;
   }
 
-  /** The settings of a PATCH, in one update. */
-  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest): Promise<Environment | undefined> {
-    return this.update(tenantId, name, {
-      ...(patch.egress === undefined ? {} : { egress: patch.egress }),
-      ...(patch.strict === undefined ? {} : { strict: patch.strict }),
-    });
+  /** What the tear-down of a deleting environment was asked to do; undefined unless it is deleting. */
+  async teardownOf(tenantId: string, id: string): Promise<TeardownTarget | undefined> {
+    const doc = await this.environments.findOne(tenantId, { _id: id, status: 'deleting' });
+    return doc ? { tenantId, environment: toEnvironment(doc), purgeData: doc.teardown?.purge_data ?? false } : undefined;
+  }
+
+  /** Environments whose tear-down began, of every tenant: resumed at start-up. */
+  async allDeleting(limit: number): Promise<TeardownTarget[]> {
+    const docs = await this.environments.findAcrossTenants({ status: 'deleting' }, { limit });
+    return docs.map((doc) => ({ tenantId: doc.tenant_id, environment: toEnvironment(doc), purgeData: doc.teardown?.purge_data ?? false }));
+  }
+
+  /** Active environments with an expiry, of every tenant: their timers are armed again at start-up. */
+  async allExpiring(limit: number): Promise<Array<{ tenantId: string; environment: Environment }>> {
+    const docs = await this.environments.findAcrossTenants({ status: 'active', expires_at: { $ne: null } }, { limit });
+    return docs.map((doc) => ({ tenantId: doc.tenant_id, environment: toEnvironment(doc) }));
+  }
+
+  /** The tear-down's last step: the document goes, and the name is free again. Only a deleting environment is removed. */
+  async removeDeleting(tenantId: string, id: string): Promise<boolean> {
+    return this.environments.deleteOne(tenantId, { _id: id, status: 'deleting' });
   }
 
   async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {
     return this.update(tenantId, name, { executor });
   }
 
-  /** Sets the executor of every environment the tenant owns; returns them all. */
+  /** Sets the executor of every active environment the tenant owns; returns them all. */
   async setExecutorForAll(tenantId: string, executor: Executor): Promise<Environment[]> {
-    await this.environments.updateMany(tenantId, {}, { $set: { executor, updated_at: new Date() } });
+    await this.environments.updateMany(tenantId, { status: 'active' }, { $set: { executor, updated_at: new Date() } });
     return this.list(tenantId);
   }
 
@@ -139,12 +268,19 @@ export class EnvironmentRepository {
     return this.update(tenantId, name, { active_deployment_id: deploymentId, git_ref: gitRef });
   }
 
+  /** A change to an active environment; a deleting one answers 409 `environment_deleting`. */
   private async update(
     tenantId: string,
     name: string,
-    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'egress' | 'strict' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
+    fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
   ): Promise<Environment | undefined> {
-    const doc = await this.environments.findOneAndUpdate(tenantId, { name }, { $set: { ...fields, updated_at: new Date() } });
-    return doc ? toEnvironment(doc) : undefined;
+    const doc = await this.environments.findOneAndUpdate(tenantId, { name, status: 'active' }, { $set: { ...fields, updated_at: new Date() } });
+    return doc ? toEnvironment(doc) : this.refuseChange(await this.findByName(tenantId, name), name);
+  }
+
+  /** Why an update matched nothing: the environment is gone (undefined, for a 404) or deleting (409). */
+  private refuseChange(current: Environment | undefined, name: string): undefined {
+    if (current?.status === 'deleting') throw environmentDeleting(name);
+    return undefined;
   }
 }

@@ -1,5 +1,5 @@
 import { Schema } from 'mongoose';
-import type { Egress, EnvironmentKind, Executor } from '@envengine/contracts';
+import type { Egress, EnvironmentKind, EnvironmentStatus, Executor } from '@envengine/contracts';
 
 /** An environment as stored: one document per (tenant, name). */
 export interface EnvironmentDocument {
@@ -15,8 +15,18 @@ export interface EnvironmentDocument {
   schedules_paused_reason: string | null;
   active_deployment_id: string | null;
   git_ref: string | null;
-  /** Schedule runs admitted while unpaused; written by each so that a racing pause conflicts. */
-  scheduled_runs_admitted?: number;
+  /** `deleting` from the moment a tear-down is accepted until the document is removed. */
+  status: EnvironmentStatus;
+  /** What the tear-down was asked to do; null while active. */
+  teardown: { force: boolean; purge_data: boolean; requested_at: Date; reason: string } | null;
+  ttl_hours: number | null;
+  expires_at: Date | null;
+  max_concurrent_runs: number | null;
+  /**
+   * Runs admitted (created, or given a slot): written by each admission so that a racing
+   * pause, tear-down or second admission conflicts with it instead of passing it unseen.
+   */
+  run_admissions?: number;
   inserted_at: Date;
   updated_at: Date;
 }
@@ -36,7 +46,12 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     schedules_paused_reason: { type: String, default: null },
     active_deployment_id: { type: String, default: null },
     git_ref: { type: String, default: null },
-    scheduled_runs_admitted: { type: Number, default: 0 },
+    status: { type: String, required: true, enum: ['active', 'deleting'], default: 'active' },
+    teardown: { type: Schema.Types.Mixed, default: null },
+    ttl_hours: { type: Number, default: null },
+    expires_at: { type: Date, default: null },
+    max_concurrent_runs: { type: Number, default: null },
+    run_admissions: { type: Number, default: 0 },
     inserted_at: { type: Date, required: true },
     updated_at: { type: Date, required: true },
   },
@@ -47,3 +62,5 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
 environmentSchema.index({ tenant_id: 1, name: 1 }, { unique: true });
 // A tenant's listing, in creation order.
 environmentSchema.index({ tenant_id: 1, _id: 1 });
+// Tear-downs to resume after a restart.
+environmentSchema.index({ status: 1 }, { partialFilterExpression: { status: 'deleting' } });

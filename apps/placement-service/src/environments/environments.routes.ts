@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import {
   CreateEnvironmentRequest,
+  DeleteEnvironmentQuery,
   EnvironmentPathParams,
   PatchEnvironmentRequest,
   SetPlacementRequest,
@@ -8,6 +9,7 @@ import {
 } from '@envengine/contracts';
 import { fileStoragePrefixProblem, s3StoragePrefixProblem } from '@envengine/materialization-storage';
 import { ApiError, defineRoute, notFound } from '@envengine/service-kit';
+import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
 import type { EnvironmentRepository } from './environment.repository.ts';
 
 function found(environment: Environment | undefined, name: string): Environment {
@@ -16,7 +18,7 @@ function found(environment: Environment | undefined, name: string): Environment 
 }
 
 /** Environments and placement (interface: Environments); schedule pausing is in `schedules/`. */
-export function environmentsRouter(environments: EnvironmentRepository, storageRootPath: string): Router {
+export function environmentsRouter(environments: EnvironmentRepository, lifecycle: EnvironmentLifecycle, storageRootPath: string): Router {
   const router = Router();
 
   router.get(
@@ -29,7 +31,7 @@ export function environmentsRouter(environments: EnvironmentRepository, storageR
     defineRoute({ body: CreateEnvironmentRequest }, async ({ tenantId, body }) => {
       const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath) ?? s3StoragePrefixProblem(body.storage_prefix);
       if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-      return { status: 201, data: await environments.create(tenantId, body) };
+      return { status: 201, data: await lifecycle.create(tenantId, body) };
     }),
   );
 
@@ -43,7 +45,14 @@ export function environmentsRouter(environments: EnvironmentRepository, storageR
   router.patch(
     '/environments/:name',
     defineRoute({ params: EnvironmentPathParams, body: PatchEnvironmentRequest }, async ({ tenantId, params, body }) => ({
-      data: found(await environments.patch(tenantId, params.name, body), params.name),
+      data: await lifecycle.patch(tenantId, params.name, body),
+    })),
+  );
+
+  router.delete(
+    '/environments/:name',
+    defineRoute({ params: EnvironmentPathParams, query: DeleteEnvironmentQuery }, async ({ tenantId, params, query }) => ({
+      data: await lifecycle.delete(tenantId, params.name, query),
     })),
   );
 

@@ -39,6 +39,11 @@ export class AttemptDispatcher {
     return true;
   }
 
+  /** Adds each attempt to its queue; the reconciler retries those Redis refused. */
+  async dispatchAll(attempts: AttemptDocument[]): Promise<void> {
+    for (const attempt of attempts) await this.dispatch(attempt);
+  }
+
   /** Takes queued attempts out of their queue (after a cancel); a job already taken is refused at start. */
   async withdraw(attempts: AttemptDocument[]): Promise<void> {
     await Promise.all(

@@ -52,4 +52,9 @@ export class AttemptLogRepository {
       message: doc.message,
     }));
   }
+
+  /** Removes the log lines of these runs (an environment's tear-down); how many. */
+  deleteOfRuns(tenantId: string, runIds: string[]): Promise<number> {
+    return this.logs.deleteMany(tenantId, { run_id: { $in: runIds } });
+  }
 }

@@ -4,7 +4,15 @@ import { ApiError } from '@envengine/service-kit';
 import type { AttemptDocument } from './run.schema.ts';
 
 /** A new attempt of a run, queued, for the assets it is to run. */
-export function newAttempt(runId: string, environmentId: string, number: number, executor: Executor, assetKeys: string[], now: Date): Omit<AttemptDocument, 'tenant_id'> {
+export function newAttempt(
+  runId: string,
+  environmentId: string,
+  number: number,
+  executor: Executor,
+  assetKeys: string[],
+  now: Date,
+  waitingForSlot = false,
+): Omit<AttemptDocument, 'tenant_id'> {
   return {
     _id: newId('att', now.getTime()),
     run_id: runId,
@@ -12,6 +20,7 @@ export function newAttempt(runId: string, environmentId: string, number: number,
     number,
     executor,
     status: 'queued',
+    waiting_for_slot: waitingForSlot,
     worker: null,
     worker_id: null,
     lease: null,

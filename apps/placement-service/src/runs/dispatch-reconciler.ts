@@ -29,12 +29,20 @@ export class DispatchReconciler {
     this.sweep.stop();
   }
 
-  /** Offers queued attempts older than one interval to their queue again; how many were added. */
+  /**
+   * Offers queued attempts older than one interval to their queue again, and gives free
+   * slots to runs waiting for one (a slot freed by a transaction whose admission raced a
+   * new waiting run); how many attempts were added.
+   */
   async reconcileOnce(): Promise<number> {
     const cutoff = new Date(Date.now() - this.intervalMs);
     const queued = await this.runs.queuedSince(cutoff, 500);
     let offered = 0;
     for (const attempt of queued) if (await this.dispatcher.dispatch(attempt)) offered += 1;
+    for (const { tenantId, environmentId } of await this.runs.slots.environmentsWaiting(500)) {
+      const admitted = await this.runs.fillSlots(tenantId, environmentId);
+      for (const attempt of admitted) if (await this.dispatcher.dispatch(attempt)) offered += 1;
+    }
     return offered;
   }
 }

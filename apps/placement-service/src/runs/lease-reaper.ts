@@ -45,7 +45,7 @@ export class LeaseReaper {
         { attempt_id: attempt._id, run_id: attempt.run_id, worker: attempt.worker, last_heartbeat_at: attempt.last_heartbeat_at },
         'attempt lost: its worker stopped heartbeating',
       );
-      if (transition.dispatch) await this.dispatcher.dispatch(transition.dispatch);
+      await this.dispatcher.dispatchAll(transition.dispatch);
     }
     return lost;
   }

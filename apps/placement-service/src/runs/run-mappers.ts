@@ -34,6 +34,7 @@ export function toRun(doc: RunDocument, attempts: AttemptDocument[], waitingForW
     max_attempts: doc.max_attempts,
     attempts: attempts.sort((a, b) => a.number - b.number).map(toAttempt),
     waiting_for_worker: waitingForWorker,
+    waiting_for_slot: doc.status === 'queued' && (doc.waiting_for_slot ?? false),
     inserted_at: doc.inserted_at.toISOString(),
     started_at: iso(doc.started_at),
     finished_at: iso(doc.finished_at),

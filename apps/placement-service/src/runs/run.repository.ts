@@ -7,6 +7,7 @@ import { inTransaction } from '@envengine/tenant-data';
 import type { RunAssetSpec } from './run-plan.ts';
 import { leaseSuperseded, newAttempt } from './attempt-records.ts';
 import { RunQueries } from './run-queries.ts';
+import { RunSlots, type SlotFence } from './run-slots.ts';
 import type { AttemptAssetDocument, AttemptDocument, RunDocument } from './run.schema.ts';
 
 const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
@@ -30,11 +31,24 @@ export interface NewRun {
 }
 
 /** What run transactions need of the environment they belong to. */
-export interface EnvironmentFences {
+export interface EnvironmentFences extends SlotFence {
   /** The environment's executor now, where a retry is placed. */
   executorOf(tenantId: string, environmentId: string, session: ClientSession): Promise<Executor | undefined>;
-  /** False when its schedules are paused; otherwise a write that a concurrent pause conflicts with. */
-  admitScheduledRun(tenantId: string, environmentId: string, session: ClientSession): Promise<boolean>;
+  /** Marks it `deleting` (false when it is not active, or, with `expiredBy`, when its TTL has not lapsed by then). */
+  markDeleting(
+    tenantId: string,
+    environmentId: string,
+    request: { force: boolean; purge_data: boolean; reason: string },
+    session: ClientSession,
+    expiredBy?: Date,
+  ): Promise<boolean>;
+}
+
+/** A run refused because its environment's tear-down has begun. */
+export class EnvironmentDeletingError extends Error {
+  constructor() {
+    super('the environment is being deleted');
+  }
 }
 
 /** A schedule's tick that reached the run's transaction after its environment's schedules were paused. */
@@ -44,10 +58,10 @@ export class SchedulesPausedError extends Error {
   }
 }
 
-/** A run after a transition, and the attempt that now needs a queue add (a retry), if any. */
+/** A run after a transition, and the attempts that now need a queue add: a retry, or runs given the slot it freed. */
 export interface Transition {
   attempt: AttemptDocument;
-  dispatch: AttemptDocument | null;
+  dispatch: AttemptDocument[];
 }
 
 /**
@@ -57,6 +71,8 @@ export interface Transition {
  * that a terminal state is reached once and never changes.
  */
 export class RunRepository extends RunQueries {
+  readonly slots: RunSlots;
+
   /**
    * @param environments the placement scope's environments, read and fenced inside this
    * repository's transactions.
@@ -66,6 +82,12 @@ export class RunRepository extends RunQueries {
     private readonly environments: EnvironmentFences,
   ) {
     super(connection);
+    this.slots = new RunSlots(this.runs, this.attempts, environments);
+  }
+
+  /** Gives the environment's free slots to its oldest waiting runs; their attempts need a queue add. */
+  fillSlots(tenantId: string, environmentId: string): Promise<AttemptDocument[]> {
+    return inTransaction(this.connection, (session) => this.slots.fill(tenantId, environmentId, session));
   }
 
   /** The run and its first attempt, in one transaction; the attempt still needs its queue add. */
@@ -83,6 +105,7 @@ export class RunRepository extends RunQueries {
       job: input.job,
       assets: input.assets,
       status: 'queued',
+      waiting_for_slot: false,
       max_attempts: input.maxAttempts,
       attempt_count: 1,
       inserted_at: now,
@@ -90,14 +113,19 @@ export class RunRepository extends RunQueries {
       finished_at: null,
       error: null,
     };
-    const attempt = newAttempt(run._id, input.environment.id, 1, input.environment.executor, input.assets.map((asset) => asset.key), now);
     return inTransaction(this.connection, async (session) => {
-      // The pause flag read in the same transaction as the insert, through a write: a pause
-      // that has returned admits no tick after it (it waits for, or aborts, this transaction).
-      if (input.origin.trigger === 'schedule' && !(await this.environments.admitScheduledRun(tenantId, input.environment.id, session))) {
-        throw new SchedulesPausedError();
+      // The pause flag and the environment's status read in the same transaction as the
+      // insert, through a write: a pause or a tear-down that has returned admits no run
+      // after it (it waits for, or aborts, this transaction).
+      const admission = await this.environments.admitRun(tenantId, input.environment.id, input.origin.trigger, session);
+      if (!admission.admitted) {
+        if (admission.why === 'paused') throw new SchedulesPausedError();
+        if (admission.why === 'deleting') throw new EnvironmentDeletingError();
+        throw notFound(`Environment "${input.environment.name}"`);
       }
-      const storedRun = await this.runs.insert(tenantId, run, { session });
+      const waiting = await this.slots.mustWait(tenantId, input.environment.id, admission.maxConcurrentRuns, session);
+      const attempt = newAttempt(run._id, input.environment.id, 1, input.environment.executor, input.assets.map((asset) => asset.key), now, waiting);
+      const storedRun = await this.runs.insert(tenantId, { ...run, waiting_for_slot: waiting }, { session });
       const storedAttempt = await this.attempts.insert(tenantId, attempt, { session });
       return { run: storedRun, attempt: storedAttempt };
     });
@@ -191,13 +219,13 @@ export class RunRepository extends RunQueries {
       );
       if (!attempt) throw leaseSuperseded(current);
       if (report.status === 'succeeded') {
-        await this.runs.updateOne(
+        const ended = await this.runs.updateOne(
           check.tenantId,
           { _id: attempt.run_id, status: { $in: ACTIVE_RUN } },
           { $set: { status: 'succeeded', finished_at: new Date(), error: null } },
           { session },
         );
-        return { attempt, dispatch: null };
+        return { attempt, dispatch: ended.matched === 1 ? await this.slots.fill(check.tenantId, attempt.environment_id, session) : [] };
       }
       const dispatch = await this.retryOrFail(check.tenantId, attempt, report.error ?? 'the attempt failed', session);
       return { attempt, dispatch };
@@ -231,8 +259,8 @@ export class RunRepository extends RunQueries {
     });
   }
 
-  /** Cancels a run that has not finished, and its unfinished attempt; 409 once it has. */
-  async cancel(tenantId: string, runId: string): Promise<{ run: RunDocument; canceled: AttemptDocument[] }> {
+  /** Cancels a run that has not finished, and its unfinished attempt; 409 once it has. `admitted`: runs given the slot it freed. */
+  async cancel(tenantId: string, runId: string): Promise<{ run: RunDocument; canceled: AttemptDocument[]; admitted: AttemptDocument[] }> {
     return inTransaction(this.connection, async (session) => {
       const now = new Date();
       const run = await this.runs.findOneAndUpdate(
@@ -253,8 +281,72 @@ export class RunRepository extends RunQueries {
         { $set: { status: 'canceled', finished_at: now, current_asset: null, error: 'canceled by request' } },
         { session },
       );
-      return { run, canceled: open };
+      return { run, canceled: open, admitted: await this.slots.fill(tenantId, run.environment_id, session) };
     });
+  }
+
+  /**
+   * The first step of an environment's tear-down, in one transaction: it is marked
+   * `deleting` (no run is admitted after that), and its unfinished runs and attempts are
+   * canceled. With attempts running and no `force`, nothing changes: 409 `runs_running`. A
+   * worker's start racing this conflicts with the cancel of its attempt, so either the
+   * start wins and is counted, or the attempt is canceled first and the start refused.
+   * Returns the attempts canceled (queued ones are withdrawn from their queue), or null
+   * when the environment was not active (a tear-down already began, or the TTL moved).
+   */
+  async beginTeardown(
+    tenantId: string,
+    environmentId: string,
+    request: { force: boolean; purge_data: boolean; reason: string },
+    expiredBy?: Date,
+  ): Promise<AttemptDocument[] | null> {
+    return inTransaction(this.connection, async (session) => {
+      const running = await this.attempts.count(tenantId, { environment_id: environmentId, status: 'running' }, { session });
+      if (running > 0 && !request.force) {
+        throw new ApiError(
+          'runs_running',
+          `${running} attempt${running === 1 ? ' is' : 's are'} running in this environment; cancel ${running === 1 ? 'it' : 'them'} first, or delete with ?force=true to cancel ${running === 1 ? 'it' : 'them'}.`,
+        );
+      }
+      if (!(await this.environments.markDeleting(tenantId, environmentId, request, session, expiredBy))) return null;
+      return this.cancelAllOf(tenantId, environmentId, request.reason, session);
+    });
+  }
+
+  /** Cancels every unfinished run and attempt of an environment being torn down (again, for any that raced its start). */
+  cancelForTeardown(tenantId: string, environmentId: string, reason: string): Promise<AttemptDocument[]> {
+    return inTransaction(this.connection, (session) => this.cancelAllOf(tenantId, environmentId, reason, session));
+  }
+
+  /** Up to `limit` run ids of an environment (its tear-down removes them batch by batch). */
+  async runIdsOf(tenantId: string, environmentId: string, limit: number): Promise<string[]> {
+    const runs = await this.runs.find(tenantId, { environment_id: environmentId }, { projection: { _id: 1 }, limit });
+    return runs.map((run) => run._id);
+  }
+
+  /** Removes these runs and their attempts, attempts first (a crash in between leaves the runs to find again). */
+  async deleteRuns(tenantId: string, runIds: string[]): Promise<{ runs: number; attempts: number }> {
+    const attempts = await this.attempts.deleteMany(tenantId, { run_id: { $in: runIds } });
+    const runs = await this.runs.deleteMany(tenantId, { _id: { $in: runIds } });
+    return { runs, attempts };
+  }
+
+  private async cancelAllOf(tenantId: string, environmentId: string, reason: string, session: ClientSession): Promise<AttemptDocument[]> {
+    const now = new Date();
+    const open = await this.attempts.find(tenantId, { environment_id: environmentId, status: { $in: ['queued', 'running'] } }, { session });
+    await this.attempts.updateMany(
+      tenantId,
+      { environment_id: environmentId, status: { $in: ['queued', 'running'] } },
+      { $set: { status: 'canceled', finished_at: now, current_asset: null, error: reason } },
+      { session },
+    );
+    await this.runs.updateMany(
+      tenantId,
+      { environment_id: environmentId, status: { $in: ACTIVE_RUN } },
+      { $set: { status: 'canceled', finished_at: now, error: reason } },
+      { session },
+    );
+    return open;
   }
 
   /** A draining worker hands a running attempt back: it is queued again under a new job id. */
@@ -276,22 +368,26 @@ export class RunRepository extends RunQueries {
     return this.attempts.findAcrossTenants({ status: 'running', last_heartbeat_at: { $lt: cutoff } }, { limit });
   }
 
-  /** Queued attempts dispatched before `cutoff`, of every tenant (the reconciler's sweep). */
+  /** Queued attempts dispatched before `cutoff` and not waiting for a slot, of every tenant (the reconciler's sweep). */
   queuedSince(cutoff: Date, limit: number): Promise<AttemptDocument[]> {
-    return this.attempts.findAcrossTenants({ status: 'queued', dispatched_at: { $lt: cutoff } }, { limit, sort: { dispatched_at: 1 } });
+    return this.attempts.findAcrossTenants(
+      { status: 'queued', dispatched_at: { $lt: cutoff }, waiting_for_slot: { $ne: true } },
+      { limit, sort: { dispatched_at: 1 } },
+    );
   }
 
-  private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession): Promise<AttemptDocument | null> {
+  /** A failed attempt's retry, or, once attempts are spent, the run's failure and the runs given the slot it freed. */
+  private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession): Promise<AttemptDocument[]> {
     const run = await this.runs.findOne(tenantId, { _id: failed.run_id }, { session });
-    if (!run || !ACTIVE_RUN.includes(run.status)) return null;
+    if (!run || !ACTIVE_RUN.includes(run.status)) return [];
     if (run.attempt_count >= run.max_attempts) {
-      await this.runs.updateOne(
+      const ended = await this.runs.updateOne(
         tenantId,
         { _id: run._id, status: { $in: ACTIVE_RUN } },
         { $set: { status: 'failed', finished_at: new Date(), error: `attempt ${failed.number} of ${run.max_attempts}: ${error}` } },
         { session },
       );
-      return null;
+      return ended.matched === 1 ? this.slots.fill(tenantId, run.environment_id, session) : [];
     }
     // Placed afresh: the environment's executor now, not the failed attempt's.
     const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
@@ -301,8 +397,8 @@ export class RunRepository extends RunQueries {
     const number = run.attempt_count + 1;
     const next = newAttempt(run._id, run.environment_id, number, executor ?? failed.executor, remaining, new Date());
     const bumped = await this.runs.updateOne(tenantId, { _id: run._id, attempt_count: run.attempt_count }, { $set: { attempt_count: number } }, { session });
-    if (bumped.matched !== 1) return null;
-    return this.attempts.insert(tenantId, next, { session });
+    if (bumped.matched !== 1) return [];
+    return [await this.attempts.insert(tenantId, next, { session })];
   }
 
   private async refusal(tenantId: string, attemptId: string, why: string, executor?: Executor): Promise<ApiError> {

@@ -17,6 +17,8 @@ export interface RunDocument {
   /** The assets with what running them needs, in dependency order (from the deployment's manifest). */
   assets: RunAssetSpec[];
   status: RunStatus;
+  /** Queued behind the environment's `max_concurrent_runs`: its attempt is not on a queue yet. */
+  waiting_for_slot: boolean;
   max_attempts: number;
   attempt_count: number;
   inserted_at: Date;
@@ -40,6 +42,8 @@ export interface AttemptDocument {
   number: number;
   executor: Executor;
   status: AttemptStatus;
+  /** Its run waits for a slot: the attempt is kept off the queue (and out of the reconciler's sweep) until then. */
+  waiting_for_slot: boolean;
   /** The worker's name, and its id (for the pool view). */
   worker: string | null;
   worker_id: string | null;
@@ -99,6 +103,7 @@ export const runSchema = new Schema<RunDocument>(
     job: { type: String, default: null },
     assets: { type: Schema.Types.Mixed, required: true },
     status: { type: String, required: true },
+    waiting_for_slot: { type: Boolean, default: false },
     max_attempts: { type: Number, required: true },
     attempt_count: { type: Number, required: true },
     inserted_at: { type: Date, required: true },
@@ -114,6 +119,8 @@ runSchema.index(
   { tenant_id: 1, environment_id: 1, schedule: 1, schedule_tick: 1 },
   { unique: true, partialFilterExpression: { schedule_tick: { $type: 'string' } } },
 );
+// Runs waiting for a slot, oldest first (admission), and the reconciler's sweep of them.
+runSchema.index({ tenant_id: 1, environment_id: 1, _id: 1 }, { partialFilterExpression: { waiting_for_slot: true } });
 // The last run of each schedule, for the schedules listing.
 runSchema.index({ tenant_id: 1, environment_id: 1, schedule: 1, _id: -1 });
 
@@ -126,6 +133,7 @@ export const attemptSchema = new Schema<AttemptDocument>(
     number: { type: Number, required: true },
     executor: { type: String, required: true },
     status: { type: String, required: true },
+    waiting_for_slot: { type: Boolean, default: false },
     worker: { type: String, default: null },
     worker_id: { type: String, default: null },
     lease: { type: String, default: null },
@@ -147,6 +155,8 @@ attemptSchema.index({ tenant_id: 1, run_id: 1, number: 1 }, { unique: true });
 attemptSchema.index({ status: 1, last_heartbeat_at: 1 });
 attemptSchema.index({ status: 1, dispatched_at: 1 });
 attemptSchema.index({ tenant_id: 1, status: 1, executor: 1 });
+// An environment's attempts (its tear-down).
+attemptSchema.index({ tenant_id: 1, environment_id: 1, status: 1 });
 
 export const logLineSchema = new Schema<LogLineDocument>(
   {

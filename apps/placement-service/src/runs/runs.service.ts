@@ -17,7 +17,8 @@ import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
 import type { AttemptLogRepository } from './attempt-log.repository.ts';
 import { toRun } from './run-mappers.ts';
-import { SchedulesPausedError, type RunRepository } from './run.repository.ts';
+import { environmentDeleting } from '../environments/environment.repository.ts';
+import { EnvironmentDeletingError, SchedulesPausedError, type RunRepository } from './run.repository.ts';
 import type { WorkerRegistry } from './worker-registry.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
 
@@ -53,6 +54,7 @@ export class RunsService {
    */
   async create(tenantId: string, environmentName: string, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
     const environment = await this.environment(tenantId, environmentName);
+    if (environment.status === 'deleting') throw environmentDeleting(environmentName);
     if (!environment.active_deployment_id) {
       throw new ApiError('no_active_deployment', `Environment "${environmentName}" has no active deployment; deploy one first.`);
     }
@@ -64,16 +66,21 @@ export class RunsService {
     if (!this.options.queueReady()) {
       throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
     }
-    const { run, attempt } = await this.runs.create(tenantId, {
-      environment: { id: environment.id, name: environment.name, executor: environment.executor },
-      deployment: { id: spec.id, bundle_ref: spec.bundle_ref },
-      origin,
-      job: plan.job,
-      assets: plan.assets,
-      maxAttempts: request.max_attempts,
-    });
+    const { run, attempt } = await this.runs
+      .create(tenantId, {
+        environment: { id: environment.id, name: environment.name, executor: environment.executor },
+        deployment: { id: spec.id, bundle_ref: spec.bundle_ref },
+        origin,
+        job: plan.job,
+        assets: plan.assets,
+        maxAttempts: request.max_attempts,
+      })
+      .catch((error: unknown) => {
+        throw error instanceof EnvironmentDeletingError ? environmentDeleting(environmentName) : error;
+      });
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
-    await this.dispatcher.dispatch(attempt);
+    // A run waiting for a slot goes on its queue when an earlier run ends.
+    if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
     return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
   }
 
@@ -86,7 +93,8 @@ export class RunsService {
    */
   async createScheduled(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
     const environment = await this.environment(tenantId, environmentName);
-    if (environment.schedules_paused) return { outcome: 'paused', run_id: null };
+    if (request.environment_id !== undefined && request.environment_id !== environment.id) throw notFound(`Environment "${environmentName}"`);
+    if (environment.schedules_paused || environment.status === 'deleting') return { outcome: 'paused', run_id: null };
     const earlier = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
     if (earlier) return { outcome: 'repeat', run_id: earlier._id };
     // Overlap policy skip: a schedule's ticks come one at a time, so this check cannot race another tick of it.
@@ -101,6 +109,7 @@ export class RunsService {
       return { outcome: 'started', run_id: run.id };
     } catch (error) {
       if (error instanceof SchedulesPausedError) return { outcome: 'paused', run_id: null };
+      if (error instanceof ApiError && error.code === 'environment_deleting') return { outcome: 'paused', run_id: null };
       if (!isDuplicateKeyError(error)) throw error;
       const raced = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
       return { outcome: 'repeat', run_id: raced?._id ?? null };
@@ -128,8 +137,9 @@ export class RunsService {
 
   /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
   async cancel(tenantId: string, runId: string): Promise<Run> {
-    const { canceled } = await this.runs.cancel(tenantId, runId);
+    const { canceled, admitted } = await this.runs.cancel(tenantId, runId);
     await this.dispatcher.withdraw(canceled);
+    await this.dispatcher.dispatchAll(admitted);
     return this.get(tenantId, runId);
   }
 

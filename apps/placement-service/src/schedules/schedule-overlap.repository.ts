@@ -47,4 +47,9 @@ export class ScheduleOverlapRepository {
     const rows = await this.overlaps.find(tenantId, { environment_id: environmentId });
     return new Map(rows.map((row) => [row.schedule, row.skipped_overlap]));
   }
+
+  /** Removes the environment's skip counts (its tear-down); how many. */
+  deleteAllOf(tenantId: string, environmentId: string): Promise<number> {
+    return this.overlaps.deleteMany(tenantId, { environment_id: environmentId });
+  }
 }

@@ -1,5 +1,6 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
+import type { S3Connection } from '@envengine/materialization-storage';
 import { ApiError } from '@envengine/service-kit';
 
 /** Where the engine's own S3-compatible store is, and its administrator (held here only). */
@@ -82,6 +83,18 @@ export class EngineObjectStore {
 
   get region(): string {
     return this.settings.region;
+  }
+
+  /** A connection with the administrator's keys under the tenant's key prefix: only for the engine's own removals (an environment's purge). */
+  adminConnectionFor(tenantId: string): S3Connection {
+    return {
+      endpoint: this.settings.endpoint,
+      region: this.settings.region,
+      forcePathStyle: true,
+      accessKeyId: this.settings.admin.accessKeyId,
+      secretAccessKey: this.settings.admin.secretAccessKey,
+      keyPrefix: `${tenantId}/`,
+    };
   }
 
   /** The one bucket of the engine's store that tenants get keys to. */

@@ -206,7 +206,7 @@ export class WorkerApiService {
 
   async finish(check: LeaseCheck, report: FinishAttemptRequest): Promise<Attempt> {
     const transition = await this.runs.finish(check, report);
-    if (transition.dispatch) await this.dispatcher.dispatch(transition.dispatch);
+    await this.dispatcher.dispatchAll(transition.dispatch);
     return toAttempt(transition.attempt);
   }
 

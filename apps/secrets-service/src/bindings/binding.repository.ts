@@ -65,4 +65,9 @@ export class BindingRepository {
   remove(tenantId: string, environmentId: string, name: string): Promise<boolean> {
     return this.bindings.deleteOne(tenantId, { environment_id: environmentId, name });
   }
+
+  /** Removes every binding of an environment (its tear-down); how many. */
+  removeAll(tenantId: string, environmentId: string): Promise<number> {
+    return this.bindings.deleteMany(tenantId, { environment_id: environmentId });
+  }
 }

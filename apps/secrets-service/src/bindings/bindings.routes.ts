@@ -21,7 +21,7 @@ export function bindingsRouter(environments: EnvironmentDirectory, bindings: Bin
     defineRoute(
       { params: BindingPathParams, body: PutBindingRequest, bodyOptional: true },
       async ({ tenantId, params, body, requestId }) => {
-        const environment = await environments.require(tenantId, params.name, requestId);
+        const environment = await environments.requireWritable(tenantId, params.name, requestId);
         const { binding, created } = await bindings.put(tenantId, environment, params.connection, body);
         return { status: created ? 201 : 200, data: binding };
       },
@@ -31,7 +31,7 @@ export function bindingsRouter(environments: EnvironmentDirectory, bindings: Bin
   router.delete(
     '/environments/:name/bindings/:connection',
     defineRoute({ params: BindingPathParams }, async ({ tenantId, params, requestId }) => {
-      const environment = await environments.require(tenantId, params.name, requestId);
+      const environment = await environments.requireWritable(tenantId, params.name, requestId);
       await bindings.delete(tenantId, environment, params.connection);
       return { data: { name: params.connection } };
     }),

@@ -1,5 +1,5 @@
 import type { PlacementClient } from '@envengine/service-clients';
-import { notFound, TtlCache } from '@envengine/service-kit';
+import { ApiError, notFound } from '@envengine/service-kit';
 
 export interface EnvironmentRef {
   id: string;
@@ -8,26 +8,24 @@ export interface EnvironmentRef {
 
 /**
  * Finds the caller's environment by name through the placement-service, which owns
- * environments. A name keeps its id for the environment's life, so found ones are kept
- * for a while; a missing one is asked again every time (it may be created any moment).
+ * environments. Asked every time, not cached: a name is re-created with a new id after a
+ * delete, and a cached id would file secrets under the environment that was deleted.
  */
 export class EnvironmentDirectory {
-  private readonly cache: TtlCache<EnvironmentRef | null>;
-
-  constructor(
-    private readonly placement: PlacementClient,
-    options: { ttlMs: number; maxEntries: number },
-  ) {
-    this.cache = new TtlCache(options);
-  }
+  constructor(private readonly placement: PlacementClient) {}
 
   /** The environment, or 404 when the caller has none of that name. */
   async require(tenantId: string, name: string, requestId?: string): Promise<EnvironmentRef> {
-    const ref = await this.cache.get(`${tenantId}/${name}`, async () => {
-      const environment = await this.placement.findEnvironment(tenantId, name, requestId);
-      return environment ? { id: environment.id, name: environment.name } : null;
-    });
-    if (!ref) throw notFound(`Environment "${name}"`);
-    return ref;
+    const environment = await this.placement.findEnvironment(tenantId, name, requestId);
+    if (!environment) throw notFound(`Environment "${name}"`);
+    return { id: environment.id, name: environment.name };
+  }
+
+  /** The environment for a change: 409 `environment_deleting` once its tear-down has begun. */
+  async requireWritable(tenantId: string, name: string, requestId?: string): Promise<EnvironmentRef> {
+    const environment = await this.placement.findEnvironment(tenantId, name, requestId);
+    if (!environment) throw notFound(`Environment "${name}"`);
+    if (environment.status === 'deleting') throw new ApiError('environment_deleting', `Environment "${name}" is being deleted; it takes no more changes.`);
+    return { id: environment.id, name: environment.name };
   }
 }

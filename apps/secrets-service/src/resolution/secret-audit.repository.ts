@@ -112,4 +112,9 @@ export class SecretAuditRepository {
       { session },
     );
   }
+
+  /** Removes an environment's audit rows (its tear-down: nothing of it is kept; its attempts were canceled first, so no resolution follows); how many. */
+  removeAll(tenantId: string, environmentId: string): Promise<number> {
+    return this.records.deleteMany(tenantId, { environment_id: environmentId });
+  }
 }

@@ -19,7 +19,7 @@ export function secretsRouter(environments: EnvironmentDirectory, secrets: Secre
   router.put(
     '/environments/:name/secrets/:secret',
     defineRoute({ params: SecretPathParams, body: PutSecretRequest }, async ({ tenantId, params, body, requestId }) => {
-      const environment = await environments.require(tenantId, params.name, requestId);
+      const environment = await environments.requireWritable(tenantId, params.name, requestId);
       const { row, created } = await secrets.put(tenantId, environment, params.secret, body.value);
       return { status: created ? 201 : 200, data: row };
     }),
@@ -28,7 +28,7 @@ export function secretsRouter(environments: EnvironmentDirectory, secrets: Secre
   router.delete(
     '/environments/:name/secrets/:secret',
     defineRoute({ params: SecretPathParams }, async ({ tenantId, params, requestId }) => {
-      const environment = await environments.require(tenantId, params.name, requestId);
+      const environment = await environments.requireWritable(tenantId, params.name, requestId);
       await secrets.delete(tenantId, environment, params.secret, requestId);
       return { data: { name: params.secret } };
     }),

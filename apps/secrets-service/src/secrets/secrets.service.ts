@@ -62,4 +62,23 @@ export class SecretsService {
     });
     if (!removed) throw notFound(`Secret "${name}" of environment "${environment.name}"`);
   }
+
+  /**
+   * An environment's tear-down: each secret retired as a delete retires it (row removed,
+   * every version destroyed in its backend, in one transaction); how many, and versions.
+   */
+  async retireAll(tenantId: string, environmentId: string): Promise<{ secrets: number; versions: number }> {
+    let retired = 0;
+    let versions = 0;
+    for (const row of await this.rows.list(tenantId, environmentId)) {
+      const destroyed = await inTransaction(this.connection, async (session) => {
+        const removed = await this.rows.removeByName(tenantId, environmentId, row.name, session);
+        if (!removed) return 0;
+        return (await this.backends.get(removed.backend).retire(tenantId, removed._id, session)).destroyed;
+      });
+      retired += 1;
+      versions += destroyed;
+    }
+    return { secrets: retired, versions };
+  }
 }

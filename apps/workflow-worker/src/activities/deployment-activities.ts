@@ -42,9 +42,11 @@ export interface DeploymentActivityDeps {
   taskQueue: string;
 }
 
-// A missing resource will not appear by retrying; anything else (a service restarting) may pass.
+// A missing resource will not appear by retrying, nor will an environment being deleted
+// take changes again; anything else (a service restarting) may pass.
 function finalIfNotFound(error: unknown): never {
   if (error instanceof ApiError && error.code === 'not_found') throw ApplicationFailure.nonRetryable(error.message, 'NotFound');
+  if (error instanceof ApiError && error.code === 'environment_deleting') throw ApplicationFailure.nonRetryable(error.message, 'NotFound');
   throw error;
 }
 

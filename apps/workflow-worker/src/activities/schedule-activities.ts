@@ -9,6 +9,8 @@ import {
 import type { EnvironmentSchedules, ReconcileOutcome } from '@envengine/environment-schedules';
 import { isDroppedTick, parseCronExpression, tickKeyOf } from '@envengine/schedule-timing';
 import type { PlacementClient } from '@envengine/service-clients';
+import { ApiError } from '@envengine/service-kit';
+import { ApplicationFailure } from '@temporalio/activity';
 
 export interface ScheduleActivityDeps {
   deployments: DeploymentRepository;
@@ -34,7 +36,9 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
   /** Makes the environment's schedules those of `deploymentId`; `alsoDelete` names schedules another deployment may have made. */
   async function reconcileTo(scope: EnvironmentScope, deploymentId: string | null, alsoDelete: string[]): Promise<ReconcileOutcome> {
     const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
-    if (!environment) throw new Error(`environment ${scope.environmentName} does not exist`);
+    if (!environment || environment.id !== scope.environmentId) throw new Error(`environment ${scope.environmentName} does not exist`);
+    // Its tear-down deletes its schedules: none is made again behind it.
+    if (environment.status === 'deleting') throw ApplicationFailure.nonRetryable(`environment ${scope.environmentName} is being deleted`, 'NotFound');
     const [target, active] = await Promise.all([
       schedulesOf(deployments, scope.tenantId, deploymentId),
       schedulesOf(deployments, scope.tenantId, environment.active_deployment_id),
@@ -66,11 +70,19 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
       const cron = parseCronExpression(tick.cron);
       // Validation refused a bad cron before the schedule existed; a tick of one starts nothing.
       if (typeof cron === 'string' || isDroppedTick(cron, tick.timezone, instant)) return { outcome: 'not_a_fire_time', run_id: null };
-      return placement.startScheduledRun(tick.tenantId, tick.environmentName, {
-        schedule: tick.schedule,
-        job: tick.job,
-        tick: tickKeyOf(instant, tick.timezone),
-      });
+      try {
+        return await placement.startScheduledRun(tick.tenantId, tick.environmentName, {
+          schedule: tick.schedule,
+          job: tick.job,
+          tick: tickKeyOf(instant, tick.timezone),
+          environment_id: tick.environmentId,
+        });
+      } catch (error) {
+        if (!(error instanceof ApiError && error.code === 'not_found')) throw error;
+        // The schedule outlived its environment (a tear-down that raced an activation): it goes now.
+        await schedules.deleteAll(tick.environmentId, [tick.schedule]);
+        return { outcome: 'paused', run_id: null };
+      }
     },
 
   };

@@ -65,6 +65,8 @@ const manifestSchema = new Schema<ManifestDocument>(
   },
   { versionKey: false, collection: 'deployment_manifests' },
 );
+// An environment's manifests (its tear-down removes them).
+manifestSchema.index({ tenant_id: 1, environment_id: 1 });
 
 /** Deployments and their manifests, one tenant at a time; every query carries the tenant. */
 export class DeploymentRepository {
@@ -117,5 +119,12 @@ export class DeploymentRepository {
       { environment_id: environmentId, ...(page.before ? { _id: { $lt: page.before } } : {}) },
       { sort: { _id: -1 }, limit: page.limit },
     );
+  }
+
+  /** Removes the environment's deployments and manifests (its tear-down); how many of each. */
+  async removeAllOf(tenantId: string, environmentId: string): Promise<{ deployments: number; manifests: number }> {
+    const deployments = await this.rows.deleteMany(tenantId, { environment_id: environmentId });
+    const manifests = await this.manifests.deleteMany(tenantId, { environment_id: environmentId });
+    return { deployments, manifests };
   }
 }

@@ -1,0 +1,311 @@
+import { join } from 'node:path';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { Redis } from 'ioredis';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, Run } from '@envengine/contracts';
+import { createTenant, deployProject, uniqueName, until, type StackInfo, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+
+const NIGHTLY = { name: 'nightly', job: 'all', cron: '0 3 * * *', timezone: 'UTC' };
+
+/** The runs project with one schedule, deployed to a new environment; returns the environment. */
+async function deployed(tenant: TestTenant, name: string, executor: 'local' | 'remote', settings: Record<string, unknown> = {}): Promise<Environment> {
+  await deployProject(tenant.api, {
+    environment: name,
+    storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, name)}`,
+    executor,
+    settings,
+    bindings: { warehouse: {}, gate: { config: { open: false } } },
+    files: ASSET_CODE,
+    manifest: { ...runsManifest(), schedules: [NIGHTLY] },
+  });
+  return EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
+}
+
+/** Every document of the engine's databases whose JSON names one of `ids`, as `<db>.<collection>: <json>`. */
+async function documentsNaming(mongo: MongoClient, info: StackInfo, ids: string[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const database of Object.values(info.databases)) {
+    const db = mongo.db(database);
+    for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
+      for (const doc of await db.collection(name).find({}).toArray()) {
+        const json = JSON.stringify(doc);
+        if (ids.some((id) => json.includes(id))) found.push(`${database}.${name}: ${json.slice(0, 300)}`);
+      }
+    }
+  }
+  return found;
+}
+
+/** Redis keys, and members of its lists and sorted sets (BullMQ's queues), that name one of `ids`. */
+async function redisEntriesNaming(redis: Redis, ids: string[]): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'COUNT', 500);
+    cursor = next;
+    for (const key of keys) {
+      if (ids.some((id) => key.includes(id))) found.push(key);
+      const type = await redis.type(key);
+      const members = type === 'list' ? await redis.lrange(key, 0, -1) : type === 'zset' ? await redis.zrange(key, 0, -1) : [];
+      for (const member of members) if (ids.some((id) => member.includes(id))) found.push(`${key} ∋ ${member}`);
+    }
+  } while (cursor !== '0');
+  return found;
+}
+
+describe('environment lifecycle through the gateway', () => {
+  let tenant: TestTenant;
+  let other: TestTenant;
+  let mongo: MongoClient;
+  let redis: Redis;
+  let temporalConnection: Connection;
+  let temporal: Client;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'lifecycle');
+    other = await createTenant(stack, 'lifecycle-other');
+    mongo = await new MongoClient(stack.mongoUrl).connect();
+    redis = new Redis(stack.redisUrl);
+    temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+    temporal = new Client({ connection: temporalConnection });
+  });
+
+  afterAll(async () => {
+    await mongo?.close();
+    redis?.disconnect();
+    await temporalConnection?.close();
+  });
+
+  it('deletes an environment: nothing of it is left in MongoDB, Temporal or Redis, its secrets are destroyed, and its name is free again', async () => {
+    const name = uniqueName('doomed');
+    // Remote, with no worker: its runs stay queued, with their jobs in Redis.
+    const environment = await deployed(tenant, name, 'remote');
+    expect((await tenant.api.put(`/environments/${name}/secrets/api_key`, { value: 'lifecycle-canary-value' })).status).toBe(201);
+    expect((await tenant.api.put(`/environments/${name}/secrets/api_key`, { value: 'lifecycle-canary-value-2' })).status).toBe(200);
+    const secretIds = (await mongo.db(stack.databases['secrets-service']).collection('secrets').find({ environment_id: environment.id }).toArray()).map((row) => String(row['_id']));
+    expect(secretIds).toHaveLength(1);
+    const scheduleId = `sched-${environment.id}-${NIGHTLY.name}`;
+    expect((await temporal.schedule.getHandle(scheduleId).describe()).scheduleId).toBe(scheduleId);
+    const runs = await Promise.all([1, 2].map(async () => Run.parse((await tenant.api.post(`/environments/${name}/runs`, { job: 'all' })).body.data)));
+    const attemptIds = runs.map((run) => run.attempts[0]!.id);
+    await until(() => redisEntriesNaming(redis, attemptIds), (entries) => entries.length > 0, 10_000, 100);
+    const ids = [environment.id, ...secretIds, ...runs.map((run) => run.id), ...attemptIds];
+    // Positive controls: the scans see what is there before the delete.
+    expect((await documentsNaming(mongo, stack, ids)).length).toBeGreaterThan(5);
+
+    const deleted = await tenant.api.delete(`/environments/${name}`);
+    expect(deleted.status).toBe(200);
+    expect(DeletedEnvironmentResponse.parse(deleted.body)).toEqual({ data: { name } });
+
+    expect((await tenant.api.get(`/environments/${name}`)).status).toBe(404);
+    expect((await tenant.api.get('/environments')).body.data.map((item: Environment) => item.name)).not.toContain(name);
+    for (const run of runs) expect((await tenant.api.get(`/runs/${run.id}`)).status).toBe(404);
+    expect(await documentsNaming(mongo, stack, ids)).toEqual([]);
+    expect(await redisEntriesNaming(redis, attemptIds)).toEqual([]);
+    await expect(temporal.schedule.getHandle(scheduleId).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    // The activation workflow is ended too: nothing can activate a deployment of it any more.
+    expect((await temporal.workflow.getHandle(`activations-${environment.id}`).describe()).status.name).not.toBe('RUNNING');
+
+    // The name is free; the new environment is a new one, with none of the old one's secrets or bindings.
+    const again = await tenant.api.post('/environments', { name, storage_prefix: environment.storage_prefix, executor: 'local' });
+    expect(again.status).toBe(201);
+    expect(again.body.data.id).not.toBe(environment.id);
+    expect((await tenant.api.get(`/environments/${name}/secrets`)).body).toEqual({ data: [] });
+    expect((await tenant.api.get(`/environments/${name}/bindings`)).body).toEqual({ data: [] });
+    expect((await tenant.api.put(`/environments/${name}/secrets/api_key`, { value: 'x' })).body.data.version).toBe(1);
+    expect(await mongo.db(stack.databases['secrets-service']).collection('secrets').countDocuments({ environment_id: again.body.data.id })).toBe(1);
+    expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
+  });
+
+  it('answers 409 runs_running while an attempt runs; ?force=true cancels it and deletes', async () => {
+    const name = uniqueName('busy');
+    await deployed(tenant, name, 'local');
+    // The gate is closed: the attempt runs until it is opened or canceled.
+    const run = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data);
+    await until(() => tenant.api.get(`/runs/${run.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+
+    const refused = await tenant.api.delete(`/environments/${name}`);
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'runs_running']);
+    expect(refused.body.error.message).toContain('force=true');
+    // Nothing changed: the environment is active and the run still running.
+    expect((await tenant.api.get(`/environments/${name}`)).body.data.status).toBe('active');
+    expect((await tenant.api.get(`/runs/${run.id}`)).body.data.status).toBe('running');
+
+    const forced = await tenant.api.delete(`/environments/${name}?force=true`);
+    expect([forced.status, forced.body]).toEqual([200, { data: { name } }]);
+    expect((await tenant.api.get(`/runs/${run.id}`)).status).toBe(404);
+  });
+
+  it("gives another tenant's environment 404 and leaves it as it was", async () => {
+    const name = uniqueName('mine');
+    expect((await tenant.api.post('/environments', { name, storage_prefix: 'p/x', executor: 'local' })).status).toBe(201);
+    for (const path of [`/environments/${name}`, `/environments/${name}?force=true&purge_data=true`]) {
+      const response = await other.api.delete(path);
+      expect([response.status, response.body.error.code]).toEqual([404, 'not_found']);
+    }
+    expect((await other.api.request('PATCH', `/environments/${name}`, { json: { max_concurrent_runs: 1 } })).status).toBe(404);
+    expect((await tenant.api.get(`/environments/${name}`)).body.data).toMatchObject({ status: 'active', max_concurrent_runs: null });
+    expect((await tenant.api.delete('/environments/no-such-environment')).status).toBe(404);
+  });
+
+  it('refuses bad lifecycle input with 422, changing nothing', async () => {
+    const persistent = uniqueName('keep');
+    const preview = uniqueName('pr');
+    expect((await tenant.api.post('/environments', { name: persistent, storage_prefix: 'p/a', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: preview, storage_prefix: 'p/b', executor: 'local', kind: 'preview' })).status).toBe(201);
+    const before = (await tenant.api.get('/environments')).body.data;
+
+    const creates: Array<[Record<string, unknown>, string]> = [
+      [{ kind: 'preview', ttl_hours: 0 }, 'ttl_hours'],
+      [{ kind: 'preview', ttl_hours: -1 }, 'ttl_hours'],
+      [{ kind: 'preview', ttl_hours: '2' }, 'ttl_hours'],
+      [{ ttl_hours: 2 }, 'ttl_hours'],
+      [{ max_concurrent_runs: 0 }, 'max_concurrent_runs'],
+      [{ max_concurrent_runs: 1.5 }, 'max_concurrent_runs'],
+      [{ status: 'deleting' }, 'status'],
+      [{ expires_at: '2030-01-01T00:00:00.000Z' }, 'expires_at'],
+    ];
+    for (const [extra, path] of creates) {
+      const response = await tenant.api.post('/environments', { name: uniqueName('bad'), storage_prefix: 'p/c', executor: 'local', ...extra });
+      expect([JSON.stringify(extra), response.status, response.body.error.code]).toEqual([JSON.stringify(extra), 422, 'invalid_request']);
+      expect(response.body.error.details.map((detail: { path: string }) => detail.path)).toContain(path);
+    }
+    const patches: Array<[string, Record<string, unknown>]> = [
+      [preview, { ttl_hours: 0 }],
+      [preview, { ttl_hours: -3 }],
+      [preview, { ttl_hours: 'soon' }],
+      [persistent, { ttl_hours: 2 }],
+      [persistent, { max_concurrent_runs: 0 }],
+      [persistent, { name: 'renamed' }],
+      ...['id', 'kind', 'active_deployment_id', 'schedules_paused', 'status', 'expires_at'].map((field): [string, Record<string, unknown>] => [persistent, { [field]: null }]),
+      [persistent, {}],
+    ];
+    for (const [name, body] of patches) {
+      const response = await tenant.api.request('PATCH', `/environments/${name}`, { json: body });
+      expect([JSON.stringify(body), response.status, response.body.error.code]).toEqual([JSON.stringify(body), 422, 'invalid_request']);
+    }
+    for (const query of ['force=yes', 'purge_data=1', 'forced=true']) {
+      const response = await tenant.api.delete(`/environments/${persistent}?${query}`);
+      expect([query, response.status, response.body.error.code]).toEqual([query, 422, 'invalid_request']);
+    }
+    expect((await tenant.api.get('/environments')).body.data).toEqual(before);
+  });
+
+  it('PATCHes egress, strict, ttl_hours and max_concurrent_runs; null removes a TTL or a limit', async () => {
+    const name = uniqueName('pr');
+    const created = EnvironmentResponse.parse((await tenant.api.post('/environments', { name, storage_prefix: 'p/d', executor: 'local', kind: 'preview', ttl_hours: 24 })).body).data;
+    expect(created).toMatchObject({ kind: 'preview', ttl_hours: 24, status: 'active', max_concurrent_runs: null });
+    const expiresIn = Date.parse(created.expires_at!) - Date.parse(created.inserted_at);
+    expect(expiresIn).toBe(24 * 3_600_000);
+
+    const patched = await tenant.api.request('PATCH', `/environments/${name}`, { json: { egress: 'public', strict: true, ttl_hours: 48, max_concurrent_runs: 3 } });
+    expect(patched.status).toBe(200);
+    const environment = EnvironmentResponse.parse(patched.body).data;
+    expect(environment).toMatchObject({ egress: 'public', strict: true, ttl_hours: 48, max_concurrent_runs: 3 });
+    expect(Date.parse(environment.expires_at!)).toBeGreaterThan(Date.parse(created.expires_at!));
+    expect((await tenant.api.get(`/environments/${name}`)).body.data).toEqual(environment);
+
+    const cleared = EnvironmentResponse.parse((await tenant.api.request('PATCH', `/environments/${name}`, { json: { ttl_hours: null, max_concurrent_runs: null } })).body).data;
+    expect(cleared).toMatchObject({ ttl_hours: null, expires_at: null, max_concurrent_runs: null });
+    // A persistent environment carries the fields too, null.
+    const persistent = (await tenant.api.post('/environments', { name: uniqueName('p'), storage_prefix: 'p/e', executor: 'local' })).body.data;
+    expect(persistent).toMatchObject({ ttl_hours: null, expires_at: null, max_concurrent_runs: null, status: 'active' });
+  });
+
+  it('tears a preview down when its TTL lapses (a Temporal timer), and a deploy moves expires_at', async () => {
+    const name = uniqueName('pr-ttl');
+    const environment = await deployed(tenant, name, 'local', { kind: 'preview', ttl_hours: 1 });
+    const firstExpiry = Date.parse(environment.expires_at!);
+    const redeployed = await tenant.api.post(`/environments/${name}/deployments`, {
+      manifest: { ...runsManifest(), schedules: [NIGHTLY] },
+      bundle_ref: (await tenant.api.get(`/deployments/${environment.active_deployment_id}`)).body.data.bundle_ref,
+    });
+    expect(redeployed.status).toBe(201);
+    const moved = EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
+    expect(Date.parse(moved.expires_at!)).toBeGreaterThan(firstExpiry);
+    expect(Date.parse(moved.expires_at!) - Date.now()).toBeLessThanOrEqual(3_600_000);
+    const timer = temporal.workflow.getHandle(`expiry-${environment.id}`);
+    expect((await timer.describe()).status.name).toBe('RUNNING');
+
+    // Two seconds from now: the timer wakes, the stored expiry has passed, the tear-down runs.
+    const shortened = await tenant.api.request('PATCH', `/environments/${name}`, { json: { ttl_hours: 2 / 3600 } });
+    expect(shortened.status).toBe(200);
+    await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 30_000, 200);
+    expect((await timer.describe()).status.name).toBe('COMPLETED');
+    expect(await documentsNaming(mongo, stack, [environment.id])).toEqual([]);
+  });
+
+  it('with max_concurrent_runs 2, ten runs started at once never run more than two at a time, and all succeed in order of creation', async () => {
+    const name = uniqueName('limited');
+    await deployed(tenant, name, 'local', { max_concurrent_runs: 2 });
+    const created: Run[] = [];
+    // The gate is closed: the first two hold their slots until it opens, whatever the machine's speed.
+    for (let index = 0; index < 10; index += 1) created.push(Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data));
+    expect(created.map((run) => run.waiting_for_slot)).toEqual([false, false, ...Array(8).fill(true)]);
+    await until(() => tenant.api.get(`/runs/${created[1]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+    expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
+    const finished = await Promise.all(created.map((run) => waitForRun(tenant, run.id, 60_000)));
+    expect(finished.map((run) => run.status)).toEqual(Array(10).fill('succeeded'));
+    expect(finished.every((run) => run.waiting_for_slot === false)).toBe(true);
+
+    // From the attempts' own start and finish times: an end before a start at the same instant.
+    const events = finished.flatMap((run) => run.attempts.flatMap((attempt) => [
+      { at: Date.parse(attempt.started_at!), delta: 1 },
+      { at: Date.parse(attempt.finished_at!), delta: -1 },
+    ]));
+    events.sort((a, b) => a.at - b.at || a.delta - b.delta);
+    let running = 0;
+    let most = 0;
+    for (const event of events) {
+      running += event.delta;
+      most = Math.max(most, running);
+    }
+    expect(most).toBeLessThanOrEqual(2);
+    expect(most).toBe(2);
+    const byStart = [...finished].sort((a, b) => Date.parse(a.attempts[0]!.started_at!) - Date.parse(b.attempts[0]!.started_at!));
+    expect(byStart.map((run) => run.id)).toEqual(created.map((run) => run.id));
+  });
+
+  it('applies a changed limit to runs not yet started, and shows why a run waits', async () => {
+    const name = uniqueName('gated');
+    await deployed(tenant, name, 'local', { max_concurrent_runs: 1 });
+    const runs: Run[] = [];
+    for (let index = 0; index < 3; index += 1) runs.push(Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data));
+    expect(runs.map((run) => run.waiting_for_slot)).toEqual([false, true, true]);
+    await until(() => tenant.api.get(`/runs/${runs[0]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+    const waiting = (await tenant.api.get(`/runs/${runs[1]!.id}`)).body.data;
+    expect(waiting).toMatchObject({ status: 'queued', waiting_for_slot: true, waiting_for_worker: false });
+
+    expect((await tenant.api.request('PATCH', `/environments/${name}`, { json: { max_concurrent_runs: 2 } })).status).toBe(200);
+    await until(() => tenant.api.get(`/runs/${runs[1]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+    expect((await tenant.api.get(`/runs/${runs[2]!.id}`)).body.data).toMatchObject({ status: 'queued', waiting_for_slot: true });
+
+    expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
+    const finished = await Promise.all(runs.map((run) => waitForRun(tenant, run.id, 60_000)));
+    expect(finished.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+  });
+
+  it('a delete racing run starts ends with each run refused or canceled, or with the delete refused; never a run on a deleted environment', async () => {
+    for (let round = 0; round < 4; round += 1) {
+      const name = uniqueName('race');
+      const environment = await deployed(tenant, name, round % 2 === 0 ? 'local' : 'remote');
+      const starts = Array.from({ length: 6 }, () => tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] }));
+      const deletion = tenant.api.delete(`/environments/${name}`);
+      const [deleted, ...started] = await Promise.all([deletion, ...starts]);
+      const runIds = started.filter((response) => response.status === 201).map((response) => response.body.data.id as string);
+      for (const response of started) expect([201, 404, 409]).toContain(response.status);
+      if (deleted.status === 200) {
+        for (const id of runIds) expect((await tenant.api.get(`/runs/${id}`)).status).toBe(404);
+        expect(await mongo.db(stack.databases['placement-service']).collection('runs').countDocuments({ environment_id: environment.id })).toBe(0);
+      } else {
+        expect([deleted.status, deleted.body.error.code]).toEqual([409, 'runs_running']);
+        for (const id of runIds) await waitForRun(tenant, id);
+        expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
+      }
+    }
+  });
+});

@@ -1,0 +1,92 @@
+import type { ClientSession } from 'mongoose';
+import type { RunStatus } from '@envengine/contracts';
+import type { TenantScopedModel } from '@envengine/tenant-data';
+import type { AttemptDocument, RunDocument } from './run.schema.ts';
+
+const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
+
+/** What admission needs of the environment, inside the caller's transaction. */
+export interface SlotFence {
+  /**
+   * Writes the environment's admission count (so that two admissions, a PATCH of the limit
+   * or a tear-down conflict instead of passing each other) and answers its run limit;
+   * not admitted while the environment is deleting or gone.
+   */
+  admitRun(
+    tenantId: string,
+    environmentId: string,
+    trigger: 'manual' | 'schedule' | 'slot',
+    session: ClientSession,
+  ): Promise<{ admitted: true; maxConcurrentRuns: number | null } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }>;
+  /** The environment's run limit as the transaction sees it; null for none. */
+  limitOf(tenantId: string, environmentId: string, session: ClientSession): Promise<number | null>;
+}
+
+/**
+ * An environment's `max_concurrent_runs` (DESIGN.md §5 "Environment lifecycle"). A run
+ * holds a slot from the moment its attempt is handed to a queue until it is terminal; a
+ * run created while every slot is held, or while older runs wait, waits too, its attempt
+ * kept off the queue. The count is of stored runs, in the transaction that changes them,
+ * so it holds across replicas and restarts (there is no counter to drift), and the
+ * environment's admission count is written by each admission, so two of them conflict and
+ * one is run again with the other's outcome in view.
+ */
+export class RunSlots {
+  constructor(
+    private readonly runs: TenantScopedModel<RunDocument>,
+    private readonly attempts: TenantScopedModel<AttemptDocument>,
+    private readonly fence: SlotFence,
+  ) {}
+
+  /** Whether a new run under `limit` must wait: every slot is held, or an older run waits already. */
+  async mustWait(tenantId: string, environmentId: string, limit: number | null, session: ClientSession): Promise<boolean> {
+    if (limit === null) return false;
+    const [holding, waiting] = await Promise.all([
+      this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: false }, { session }),
+      this.runs.count(tenantId, { environment_id: environmentId, status: 'queued', waiting_for_slot: true }, { session }),
+    ]);
+    return holding >= limit || waiting > 0;
+  }
+
+  /**
+   * Gives free slots to the oldest waiting runs of the environment; returns their attempts,
+   * which now need their queue add. Called in the transaction that ended a run, after a
+   * change of the limit, and by the reconciler's sweep.
+   */
+  async fill(tenantId: string, environmentId: string, session: ClientSession): Promise<AttemptDocument[]> {
+    const limit = await this.fence.limitOf(tenantId, environmentId, session);
+    const anyWaiting = await this.runs.count(tenantId, { environment_id: environmentId, status: 'queued', waiting_for_slot: true }, { session });
+    if (anyWaiting === 0) return [];
+    const admission = await this.fence.admitRun(tenantId, environmentId, 'slot', session);
+    if (!admission.admitted) return [];
+    const holding = await this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: false }, { session });
+    const free = limit === null ? anyWaiting : limit - holding;
+    if (free <= 0) return [];
+    const next = await this.runs.find(
+      tenantId,
+      { environment_id: environmentId, status: 'queued', waiting_for_slot: true },
+      { sort: { _id: 1 }, limit: free, projection: { _id: 1 }, session },
+    );
+    const runIds = next.map((run) => run._id);
+    const now = new Date();
+    await this.runs.updateMany(tenantId, { _id: { $in: runIds }, waiting_for_slot: true }, { $set: { waiting_for_slot: false } }, { session });
+    // Dispatched now: the reconciler counts its wait for a queue add from here.
+    await this.attempts.updateMany(
+      tenantId,
+      { run_id: { $in: runIds }, status: 'queued', waiting_for_slot: true },
+      { $set: { waiting_for_slot: false, dispatched_at: now } },
+      { session },
+    );
+    return this.attempts.find(tenantId, { run_id: { $in: runIds }, status: 'queued' }, { session });
+  }
+
+  /** Environments with runs waiting for a slot, of every tenant (the reconciler's sweep). */
+  async environmentsWaiting(limit: number): Promise<Array<{ tenantId: string; environmentId: string }>> {
+    const runs = await this.runs.findAcrossTenants(
+      { waiting_for_slot: true, status: 'queued' },
+      { limit, projection: { tenant_id: 1, environment_id: 1 } },
+    );
+    const unique = new Map(runs.map((run) => [`${run.tenant_id}/${run.environment_id}`, { tenantId: run.tenant_id, environmentId: run.environment_id }]));
+    return [...unique.values()];
+  }
+}

@@ -1,0 +1,105 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { schedulesOfManifest } from '@envengine/contracts';
+import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import {
+  environmentActivationsWorkflowId,
+  environmentExpiryWorkflowId,
+  type EnvironmentLifecycleActivities,
+} from '@envengine/deployment-workflows';
+import type { EnvironmentSchedules } from '@envengine/environment-schedules';
+import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
+import { ApiError, type Logger } from '@envengine/service-kit';
+
+export interface LifecycleActivityDeps {
+  /** The deployment scope's own collections, read and removed directly. */
+  deployments: DeploymentRepository;
+  materializations: MaterializationRepository;
+  /** Other scopes, through their typed internal clients. */
+  placement: PlacementClient;
+  secrets: SecretsClient;
+  temporal: Client;
+  schedules: EnvironmentSchedules;
+  log: Logger;
+}
+
+/** Files listed to the placement-service per call of a purge. */
+const PURGE_BATCH = 500;
+
+/**
+ * The steps of an environment's tear-down and its expiry timer. Each is idempotent: what
+ * was removed is not found again, and a workflow already ended is not an error.
+ */
+export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLifecycleActivities {
+  const { deployments, materializations, placement, secrets, temporal, schedules, log } = deps;
+
+  async function terminate(workflowId: string, reason: string): Promise<void> {
+    try {
+      await temporal.workflow.getHandle(workflowId).terminate(reason);
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
+
+  return {
+    async stopEnvironmentWorkflows({ environmentId }) {
+      // An activation in flight fails at its last step (the environment refuses a new pointer while it is deleting).
+      await terminate(environmentActivationsWorkflowId(environmentId), 'environment deleted');
+      await terminate(environmentExpiryWorkflowId(environmentId), 'environment deleted');
+    },
+
+    async deleteEnvironmentSchedules({ tenantId, environmentId, environmentName }) {
+      const environment = await placement.findEnvironment(tenantId, environmentName);
+      // The active manifest's names too: Temporal's listing may not show a schedule made a moment ago.
+      const active = environment?.id === environmentId && environment.active_deployment_id
+        ? schedulesOfManifest(await deployments.manifest(tenantId, environment.active_deployment_id)).map((schedule) => schedule.name)
+        : [];
+      const deleted = await schedules.deleteAll(environmentId, active);
+      return { deleted: deleted.length };
+    },
+
+    async removeEnvironmentRuns({ tenantId, environmentId }) {
+      return placement.removeEnvironmentRuns(tenantId, environmentId);
+    },
+
+    async purgeMaterializationFiles({ tenantId, environmentId }) {
+      let removed = 0;
+      let skipped = 0;
+      for (let after: string | null = null; ; ) {
+        const page = await materializations.locationsOf(tenantId, environmentId, after, PURGE_BATCH);
+        if (page.locations.length > 0) {
+          const outcome = await placement.purgeFiles(tenantId, environmentId, { locations: page.locations });
+          removed += outcome.removed;
+          skipped += outcome.skipped;
+        }
+        if (page.last === null) break;
+        after = page.last;
+      }
+      if (skipped > 0) log.warn({ tenant_id: tenantId, environment_id: environmentId, skipped }, 'purge left files it may not remove');
+      return { removed };
+    },
+
+    async retireEnvironmentSecrets({ tenantId, environmentId }) {
+      return secrets.retireEnvironment(tenantId, environmentId);
+    },
+
+    async removeDeploymentRecords({ tenantId, environmentId }) {
+      const removed = await deployments.removeAllOf(tenantId, environmentId);
+      return { ...removed, materializations: await materializations.removeAllOf(tenantId, environmentId) };
+    },
+
+    async removeEnvironment({ tenantId, environmentId }) {
+      await placement.removeEnvironment(tenantId, environmentId);
+    },
+
+    async expireEnvironment({ tenantId, environmentId }) {
+      try {
+        return await placement.expire(tenantId, environmentId);
+      } catch (error) {
+        // A request the placement-service refuses will be refused again: the timer ends.
+        if (error instanceof ApiError && error.code === 'invalid_request') throw ApplicationFailure.nonRetryable(error.message, 'BadRequest');
+        throw error;
+      }
+    },
+  };
+}

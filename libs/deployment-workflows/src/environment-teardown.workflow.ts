@@ -1,0 +1,34 @@
+import { proxyActivities } from '@temporalio/workflow';
+import { EnvironmentTeardownInput } from '@envengine/contracts';
+import { workflowInput } from './workflow-input.ts';
+import type { EnvironmentLifecycleActivities } from './definitions.ts';
+
+// Each step is retried until it passes (a service restarting, Temporal's own hiccups): a
+// tear-down never stops half-way on a transient fault. The cap is generous, about an hour,
+// and a tear-down that still fails is started again by the next DELETE or by the
+// placement-service's start-up, from the first step (every step is idempotent).
+const steps = proxyActivities<EnvironmentLifecycleActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 150 },
+});
+
+/**
+ * `teardown-<environment id>`: removes an environment that was marked `deleting` (no run,
+ * deploy or setting is admitted after that mark). The order matters: what could start
+ * work goes first (activations, expiry, schedules), then the runs, the files (while the
+ * bindings that reach them still exist), the secrets, the deployment records, and last
+ * the environment itself, so that until the very end GET shows it `deleting` and a
+ * second DELETE joins this workflow.
+ */
+export async function environmentTeardown(raw: EnvironmentTeardownInput): Promise<{ name: string }> {
+  const input = workflowInput(EnvironmentTeardownInput, raw, 'environmentTeardown');
+  const scope = { tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName };
+  await steps.stopEnvironmentWorkflows(scope);
+  await steps.deleteEnvironmentSchedules(scope);
+  await steps.removeEnvironmentRuns(scope);
+  if (input.purgeData) await steps.purgeMaterializationFiles(scope);
+  await steps.retireEnvironmentSecrets(scope);
+  await steps.removeDeploymentRecords(scope);
+  await steps.removeEnvironment(scope);
+  return { name: input.environmentName };
+}
