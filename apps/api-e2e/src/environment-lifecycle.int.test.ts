@@ -1,10 +1,12 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, Run } from '@envengine/contracts';
-import { createTenant, deployProject, uniqueName, until, type StackInfo, type TestTenant } from '@envengine/test-harness';
+import { createTenant, deployProject, startTestStack, uniqueName, until, type StackInfo, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -23,6 +25,12 @@ async function deployed(tenant: TestTenant, name: string, executor: 'local' | 'r
     manifest: { ...runsManifest(), schedules: [NIGHTLY] },
   });
   return EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
+}
+
+/** The files of the environment's latest materializations, as paths. */
+async function materializedFiles(tenant: TestTenant, environment: string): Promise<string[]> {
+  const assets = (await tenant.api.get(`/environments/${environment}/assets`)).body.data as Array<{ latest_materialization: { location: string } | null }>;
+  return assets.flatMap((asset) => (asset.latest_materialization ? [fileURLToPath(asset.latest_materialization.location)] : []));
 }
 
 /** Every document of the engine's databases whose JSON names one of `ids`, as `<db>.<collection>: <json>`. */
@@ -82,8 +90,13 @@ describe('environment lifecycle through the gateway', () => {
 
   it('deletes an environment: nothing of it is left in MongoDB, Temporal or Redis, its secrets are destroyed, and its name is free again', async () => {
     const name = uniqueName('doomed');
-    // Remote, with no worker: its runs stay queued, with their jobs in Redis.
-    const environment = await deployed(tenant, name, 'remote');
+    const environment = await deployed(tenant, name, 'local');
+    // One run that ran (log lines, materializations, files), then, on remote with no worker, runs that stay queued with their jobs in Redis.
+    const ran = await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { job: 'all' })).body.data).id);
+    expect(ran.status).toBe('succeeded');
+    const files = await materializedFiles(tenant, name);
+    expect(files).toHaveLength(2);
+    expect((await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' })).status).toBe(200);
     expect((await tenant.api.put(`/environments/${name}/secrets/api_key`, { value: 'lifecycle-canary-value' })).status).toBe(201);
     expect((await tenant.api.put(`/environments/${name}/secrets/api_key`, { value: 'lifecycle-canary-value-2' })).status).toBe(200);
     const secretIds = (await mongo.db(stack.databases['secrets-service']).collection('secrets').find({ environment_id: environment.id }).toArray()).map((row) => String(row['_id']));
@@ -93,7 +106,8 @@ describe('environment lifecycle through the gateway', () => {
     const runs = await Promise.all([1, 2].map(async () => Run.parse((await tenant.api.post(`/environments/${name}/runs`, { job: 'all' })).body.data)));
     const attemptIds = runs.map((run) => run.attempts[0]!.id);
     await until(() => redisEntriesNaming(redis, attemptIds), (entries) => entries.length > 0, 10_000, 100);
-    const ids = [environment.id, ...secretIds, ...runs.map((run) => run.id), ...attemptIds];
+    const ids = [environment.id, ...secretIds, ran.id, ...runs.map((run) => run.id), ...attemptIds];
+    expect(await mongo.db(stack.databases['placement-service']).collection('attempt_logs').countDocuments({ run_id: ran.id })).toBeGreaterThan(0);
     // Positive controls: the scans see what is there before the delete.
     expect((await documentsNaming(mongo, stack, ids)).length).toBeGreaterThan(5);
 
@@ -107,6 +121,8 @@ describe('environment lifecycle through the gateway', () => {
     expect(await documentsNaming(mongo, stack, ids)).toEqual([]);
     expect(await redisEntriesNaming(redis, attemptIds)).toEqual([]);
     await expect(temporal.schedule.getHandle(scheduleId).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    // Without ?purge_data=true the files stay.
+    for (const file of files) expect(existsSync(file)).toBe(true);
     // The activation workflow is ended too: nothing can activate a deployment of it any more.
     expect((await temporal.workflow.getHandle(`activations-${environment.id}`).describe()).status.name).not.toBe('RUNNING');
 
@@ -119,6 +135,29 @@ describe('environment lifecycle through the gateway', () => {
     expect((await tenant.api.put(`/environments/${name}/secrets/api_key`, { value: 'x' })).body.data.version).toBe(1);
     expect(await mongo.db(stack.databases['secrets-service']).collection('secrets').countDocuments({ environment_id: again.body.data.id })).toBe(1);
     expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
+  });
+
+  it('removes the materialization files with ?purge_data=true, and only those under its storage prefix', async () => {
+    const name = uniqueName('purged');
+    await deployed(tenant, name, 'local');
+    const neighbour = uniqueName('neighbour');
+    await deployed(tenant, neighbour, 'local');
+    for (const environment of [name, neighbour]) {
+      expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${environment}/runs`, { job: 'all' })).body.data).id)).status).toBe('succeeded');
+    }
+    const files = await materializedFiles(tenant, name);
+    const neighbourFiles = await materializedFiles(tenant, neighbour);
+    for (const file of [...files, ...neighbourFiles]) expect(existsSync(file)).toBe(true);
+    // A record naming a file outside its prefix (as a hostile worker might report one) is not followed.
+    const records = mongo.db(stack.databases['deployment-service']).collection('materializations');
+    const own = await records.findOne({ location: pathToFileURL(files[0]!).href });
+    expect(own).not.toBeNull();
+    await records.insertOne({ ...own!, _id: `${String(own!['_id']).slice(0, -1)}z` as never, location: pathToFileURL(neighbourFiles[0]!).href });
+
+    expect((await tenant.api.delete(`/environments/${name}?purge_data=true`)).status).toBe(200);
+    for (const file of files) expect(existsSync(file)).toBe(false);
+    for (const file of neighbourFiles) expect(existsSync(file)).toBe(true);
+    expect((await tenant.api.delete(`/environments/${neighbour}`)).status).toBe(200);
   });
 
   it('answers 409 runs_running while an attempt runs; ?force=true cancels it and deletes', async () => {
@@ -307,5 +346,104 @@ describe('environment lifecycle through the gateway', () => {
         expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
       }
     }
+  });
+});
+
+describe('an interrupted delete (a stack of its own)', () => {
+  let own: TestStack;
+  let tenant: TestTenant;
+  let temporalConnection: Connection;
+  let temporal: Client;
+
+  beforeAll(async () => {
+    // A DELETE waits one second for its tear-down before it answers 503 (the tear-down goes on).
+    own = await startTestStack({ mongoUrl: stack.mongoUrl, temporalAddress: stack.temporalAddress, env: { TEARDOWN_WAIT_MS: '1000' } });
+    tenant = await createTenant(own.info, 'interrupted');
+    temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+    temporal = new Client({ connection: temporalConnection });
+  });
+
+  afterAll(async () => {
+    await own?.stop();
+    await temporalConnection?.close();
+  });
+
+  async function deployedHere(name: string): Promise<Environment> {
+    await deployProject(tenant.api, {
+      environment: name,
+      storagePrefix: `file://${join(own.info.dataDir, 'lake', name)}`,
+      executor: 'local',
+      bindings: { warehouse: {}, gate: { config: { open: false } } },
+      files: ASSET_CODE,
+      manifest: { ...runsManifest(), schedules: [NIGHTLY] },
+    });
+    expect((await tenant.api.put(`/environments/${name}/secrets/token`, { value: 'interrupted-canary' })).status).toBe(201);
+    return EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
+  }
+
+  it('refuses writes while it is deleting, and completes after the placement-service is killed and restarted', async () => {
+    const lost = await deployedHere('lost');
+    const stalled = await deployedHere('stalled');
+    const bundleRef = (await tenant.api.get(`/deployments/${lost.active_deployment_id}`)).body.data.bundle_ref;
+
+    // No workflow-worker: the tear-downs are started and marked, and wait.
+    await own.services.processes['workflow-worker'].stop();
+    for (const name of ['lost', 'stalled']) {
+      const response = await tenant.api.delete(`/environments/${name}`);
+      expect([response.status, response.body.error.code]).toEqual([503, 'unavailable']);
+      expect(response.headers.get('retry-after')).not.toBeNull();
+      expect((await tenant.api.get(`/environments/${name}`)).body.data.status).toBe('deleting');
+    }
+
+    // Every write to a deleting environment is 409 environment_deleting, and changes nothing.
+    const writes: Array<[string, string, unknown]> = [
+      ['POST', '/environments/lost/runs', { job: 'all' }],
+      ['PATCH', '/environments/lost', { max_concurrent_runs: 1 }],
+      ['POST', '/environments/lost/placement', { executor: 'remote' }],
+      ['POST', '/environments/lost/schedules/pause', {}],
+      ['PUT', '/environments/lost/secrets/token', { value: 'changed' }],
+      ['PUT', '/environments/lost/bindings/warehouse', { mode: 'read_only' }],
+      ['POST', '/environments/lost/deployments', { manifest: runsManifest(), bundle_ref: bundleRef }],
+      ['POST', `/deployments/${lost.active_deployment_id}/activate`, {}],
+    ];
+    for (const [method, path, json] of writes) {
+      const response = await tenant.api.request(method, path, { json });
+      expect([method, path, response.status, response.body.error?.code]).toEqual([method, path, 409, 'environment_deleting']);
+    }
+    expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 'p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
+    const lostNow = (await tenant.api.get('/environments/lost')).body.data;
+    expect(lostNow).toMatchObject({ status: 'deleting', executor: 'local', schedules_paused: false, max_concurrent_runs: null, active_deployment_id: lost.active_deployment_id });
+    expect((await tenant.api.get('/environments/lost/runs')).body.data).toEqual([]);
+
+    // One tear-down is lost (terminated), as after a crash between the mark and its start; then the placement-service dies.
+    await temporal.workflow.getHandle(`teardown-${lost.id}`).terminate('simulated loss');
+    const placement = own.services.processes['placement-service'];
+    process.kill(placement.pid!, 'SIGKILL');
+    await placement.waitForExit();
+
+    // The workflow-worker comes back: the other tear-down's steps fail against the dead service, and are retried.
+    await own.services.restart('workflow-worker');
+    const stalledTeardown = temporal.workflow.getHandle(`teardown-${stalled.id}`);
+    await until(
+      () => stalledTeardown.describe(),
+      (description) => (description.raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 0) >= 2),
+      30_000,
+      200,
+    );
+
+    // The placement-service restarts: it resumes the lost tear-down; the stalled one's next retry passes.
+    await own.services.restart('placement-service', { TEARDOWN_WAIT_MS: '1000' });
+    for (const name of ['lost', 'stalled']) {
+      await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 60_000, 250);
+    }
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
+    try {
+      expect(await documentsNaming(mongo, own.info, [lost.id, stalled.id])).toEqual([]);
+    } finally {
+      await mongo.close();
+    }
+    expect((await stalledTeardown.describe()).status.name).toBe('COMPLETED');
+    // A repeat of the delete finds nothing: 404.
+    expect((await tenant.api.delete('/environments/lost')).status).toBe(404);
   });
 });

@@ -53,8 +53,8 @@ export class RunsService {
    * deployment at this moment is the one the run executes against.
    */
   async create(tenantId: string, environmentName: string, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
+    // A deleting environment is refused inside the run's transaction (the fence a racing delete meets too).
     const environment = await this.environment(tenantId, environmentName);
-    if (environment.status === 'deleting') throw environmentDeleting(environmentName);
     if (!environment.active_deployment_id) {
       throw new ApiError('no_active_deployment', `Environment "${environmentName}" has no active deployment; deploy one first.`);
     }
