@@ -30,9 +30,13 @@ describe('environments through the gateway', () => {
       executor: 'local',
       egress: 'none',
       active_deployment_id: null,
+      status: 'active',
+      ttl_hours: null,
+      expires_at: null,
+      max_concurrent_runs: null,
       inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
-    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'egress', 'active_deployment_id', 'inserted_at']) {
+    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'egress', 'active_deployment_id', 'status', 'expires_at', 'inserted_at']) {
       expect(environment).toHaveProperty(field);
     }
 
