@@ -419,6 +419,21 @@ describe('envctl against the stack', () => {
     expect(json(revoked)).toMatchObject({ id: credential.id });
   });
 
+  it('deletes an environment with --yes only, where it cannot ask; the name is free again after it', async () => {
+    const created = await envctl(['env', 'create', 'scratch', '--storage-prefix', `file://${lake}-scratch`, '--executor', 'local', '--kind', 'preview', '--ttl-hours', '12', '--max-concurrent-runs', '3']);
+    expectExit(created, 0);
+    expect(json(created)).toMatchObject({ name: 'scratch', ttl_hours: 12, max_concurrent_runs: 3, status: 'active' });
+    const unconfirmed = await envctl(['env', 'delete', 'scratch']);
+    expectExit(unconfirmed, 2);
+    expect(unconfirmed.stderr).toContain('--yes');
+    expectExit(await envctl(['env', 'get', 'scratch']), 0);
+    const deleted = await envctl(['env', 'delete', 'scratch', '--yes']);
+    expectExit(deleted, 0);
+    expect(json(deleted)).toEqual({ name: 'scratch' });
+    expectExit(await envctl(['env', 'get', 'scratch']), 4);
+    expectExit(await envctl(['env', 'delete', 'scratch', '--yes']), 4);
+  });
+
   it('takes the token from a flag over the environment over the config file written by login (mode 0600)', async () => {
     const configHome = mkdtempSync(join(tmpdir(), 'envctl-xdg-'));
     const env = { XDG_CONFIG_HOME: configHome, ENVCTL_TOKEN: '' };

@@ -24,6 +24,45 @@ function harness(stdinText: string | undefined, env: Record<string, string> = {}
   return { deps, out, err, requests };
 }
 
+describe('env delete', () => {
+  /** A harness whose stdin is a terminal (or not) that types `typed`, answering every call with the delete's body. */
+  function deleting(typed: string, terminal: boolean, env: Record<string, string> = {}) {
+    const base = harness(undefined, { ENVCTL_TOKEN: 'eek_t', ...env });
+    const stdin = Object.assign(Readable.from([Buffer.from(typed)]), { isTTY: terminal });
+    const requests: Array<{ method: string; url: string }> = [];
+    const fetchImpl = (async (url: string, init: RequestInit) => {
+      requests.push({ method: String(init.method), url });
+      return new Response(JSON.stringify({ data: { name: 'pr-7' } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    return { deps: { ...base.deps, io: { ...base.deps.io, stdin }, fetch: fetchImpl }, requests, out: base.out, err: base.err };
+  }
+
+  it('asks at a terminal and deletes only when the name is typed back', async () => {
+    const confirmed = deleting('pr-7\n', true);
+    expect(await runCli(['env', 'delete', 'pr-7'], confirmed.deps)).toBe(0);
+    expect(confirmed.err.join('')).toContain('Type its name to confirm');
+    expect(confirmed.requests).toEqual([{ method: 'DELETE', url: 'http://engine:8080/api/v1/environments/pr-7' }]);
+    expect(JSON.parse(confirmed.out.join(''))).toEqual({ name: 'pr-7' });
+
+    const declined = deleting('yes\n', true);
+    expect(await runCli(['env', 'delete', 'pr-7'], declined.deps)).toBe(1);
+    expect(declined.err.join('')).toContain('nothing was deleted');
+    expect(declined.requests).toEqual([]);
+  });
+
+  it('needs --yes where it cannot ask (no terminal, or CI), and passes --force and --purge-data on', async () => {
+    for (const [terminal, env] of [[false, {}], [true, { CI: 'true' }]] as const) {
+      const refused = deleting('pr-7\n', terminal, env);
+      expect(await runCli(['env', 'delete', 'pr-7'], refused.deps)).toBe(2);
+      expect(refused.err.join('')).toContain('--yes');
+      expect(refused.requests).toEqual([]);
+    }
+    const forced = deleting('', false);
+    expect(await runCli(['env', 'delete', 'pr-7', '--yes', '--force', '--purge-data'], forced.deps)).toBe(0);
+    expect(forced.requests).toEqual([{ method: 'DELETE', url: 'http://engine:8080/api/v1/environments/pr-7?force=true&purge_data=true' }]);
+  });
+});
+
 describe('runCli', () => {
   it('exits 3 with a clear error when there is no token, and sends nothing', async () => {
     const { deps, err, requests } = harness(undefined);
