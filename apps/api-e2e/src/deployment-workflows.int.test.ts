@@ -11,6 +11,7 @@ import {
   environmentActivationsWorkflowId,
   type ActivateInput,
   type DeploymentActivities,
+  type EnvironmentLifecycleActivities,
   type IngestInput,
   type IngestOutcome,
 } from '@envengine/deployment-workflows';
@@ -45,7 +46,7 @@ describe('deployment workflows', () => {
   });
 
   /** Runs `body` with a worker whose activities are `activities` (any not given throws). */
-  async function withWorker<T>(activities: Partial<DeploymentActivities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
+  async function withWorker<T>(activities: Partial<DeploymentActivities & EnvironmentLifecycleActivities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
     const taskQueue = `wf-test-${randomBytes(4).toString('hex')}`;
     const workerConnection = await NativeConnection.connect({ address: stack.temporalAddress });
     const worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle: bundle, activities });
@@ -201,5 +202,69 @@ describe('deployment workflows', () => {
     expect(attempts.get('dep_flaky')).toBe(4);
     expect(outcomes[2]).toBe('activated');
     await terminateEnvironment(environmentId);
+  });
+
+  it('a tear-down runs its steps in order, rides out a failing step, and purges only when asked', async () => {
+    const scope = { tenantId: 'ten_wf', environmentId: `env_${randomBytes(6).toString('hex')}`, environmentName: 'pr-1' };
+    const steps: string[] = [];
+    let secretsFailures = 2;
+    const record = (name: string) => async () => {
+      steps.push(name);
+      return {};
+    };
+    const activities: Partial<EnvironmentLifecycleActivities> = {
+      stopEnvironmentWorkflows: async () => void steps.push('stop workflows'),
+      deleteEnvironmentSchedules: async () => (steps.push('schedules'), { deleted: 1 }),
+      removeEnvironmentRuns: record('runs'),
+      purgeMaterializationFiles: async () => (steps.push('files'), { removed: 2 }),
+      retireEnvironmentSecrets: async () => {
+        steps.push('secrets');
+        if (secretsFailures-- > 0) throw new Error('secrets-service is restarting');
+        return {};
+      },
+      removeDeploymentRecords: record('deployments'),
+      removeEnvironment: async () => void steps.push('environment'),
+    };
+    const results = await withWorker(activities, async (taskQueue) => [
+      await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}`, args: [{ ...scope, purgeData: true }] }),
+      await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}-again`, args: [{ ...scope, purgeData: false }] }),
+    ]);
+    expect(results).toEqual([{ name: 'pr-1' }, { name: 'pr-1' }]);
+    const order = ['stop workflows', 'schedules', 'runs', 'files', 'secrets', 'secrets', 'secrets', 'deployments', 'environment'];
+    expect(steps.slice(0, order.length)).toEqual(order);
+    expect(steps.slice(order.length)).toEqual(['stop workflows', 'schedules', 'runs', 'secrets', 'deployments', 'environment']);
+  });
+
+  it('an expiry timer fires at the stored expiry: a moved expiry is slept until, a later one answered is slept until, null ends it', async () => {
+    const scope = { tenantId: 'ten_wf', environmentId: `env_${randomBytes(6).toString('hex')}`, environmentName: 'pr-2' };
+    const calls: Array<{ at: number; asked: string }> = [];
+    const storedExpiry = new Date(Date.now() + 1500).toISOString();
+    const expired = await withWorker(
+      {
+        // The placement-service's answer: the first time, that the stored expiry is later (a deploy whose signal was lost); then expired.
+        expireEnvironment: async ({ expiresAt }) => {
+          calls.push({ at: Date.now(), asked: expiresAt });
+          return calls.length === 1 ? { expired: false, expires_at: storedExpiry } : { expired: true, expires_at: storedExpiry };
+        },
+      },
+      async (taskQueue) => {
+        const first = new Date(Date.now() + 500).toISOString();
+        const handle = await client.workflow.start('environmentExpiry', { taskQueue, workflowId: `expiry-${scope.environmentId}`, args: [{ ...scope, expiresAt: first }] });
+        // A deploy moved it (the signal), and the store says later still (a signal lost on the way).
+        const moved = new Date(Date.now() + 1000).toISOString();
+        await handle.signal('expiryMoved', moved);
+        await handle.result();
+        const cleared = await client.workflow.start('environmentExpiry', { taskQueue, workflowId: `expiry-${scope.environmentId}-cleared`, args: [{ ...scope, expiresAt: new Date(Date.now() + 60_000).toISOString() }] });
+        await cleared.signal('expiryMoved', null);
+        await cleared.result();
+        return moved;
+      },
+    );
+    // Not before the moved instant; asked again at the stored one; and the cleared timer asked nothing.
+    expect(calls.length).toBe(2);
+    expect(calls[0]!.asked).toBe(expired);
+    expect(calls[0]!.at).toBeGreaterThanOrEqual(Date.parse(expired));
+    expect(calls[1]!.asked).toBe(storedExpiry);
+    expect(calls[1]!.at).toBeGreaterThanOrEqual(Date.parse(storedExpiry));
   });
 });
