@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { issueToken, startStack, withTokenStore } from '@envengine/dev-stack';
 import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
+import { lifecycleSuite } from './lifecycle-suite.ts';
 import { objectStorageSuite } from './object-storage-suite.ts';
 import { Bench } from './harness.ts';
 import { deploymentsSuite } from './deployments-suite.ts';
@@ -25,6 +26,7 @@ const SUITES = {
   runs: runsSuite,
   schedules: schedulesSuite,
   'object-storage': objectStorageSuite,
+  lifecycle: lifecycleSuite,
 } as const;
 
 const { values } = parseArgs({

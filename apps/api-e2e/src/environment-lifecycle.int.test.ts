@@ -378,6 +378,10 @@ describe('an interrupted delete (a stack of its own)', () => {
       manifest: { ...runsManifest(), schedules: [NIGHTLY] },
     });
     expect((await tenant.api.put(`/environments/${name}/secrets/token`, { value: 'interrupted-canary' })).status).toBe(201);
+    // Runs made (their admission stripes too, which a delete's mark must close).
+    for (let index = 0; index < 2; index += 1) {
+      expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data).id)).status).toBe('succeeded');
+    }
     return EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
   }
 
@@ -413,7 +417,7 @@ describe('an interrupted delete (a stack of its own)', () => {
     expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 'p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
     const lostNow = (await tenant.api.get('/environments/lost')).body.data;
     expect(lostNow).toMatchObject({ status: 'deleting', executor: 'local', schedules_paused: false, max_concurrent_runs: null, active_deployment_id: lost.active_deployment_id });
-    expect((await tenant.api.get('/environments/lost/runs')).body.data).toEqual([]);
+    expect((await tenant.api.get('/environments/lost/runs')).body.data.map((run: Run) => run.status)).toEqual(['succeeded', 'succeeded']);
 
     // One tear-down is lost (terminated), as after a crash between the mark and its start; then the placement-service dies.
     await temporal.workflow.getHandle(`teardown-${lost.id}`).terminate('simulated loss');

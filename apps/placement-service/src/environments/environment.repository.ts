@@ -2,8 +2,9 @@ import type { ClientSession, Connection } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentRequest } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
-import { TenantScopedModel } from '@envengine/tenant-data';
-import { environmentSchema, type EnvironmentDocument } from './environment.schema.ts';
+import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { randomInt } from 'node:crypto';
+import { ADMISSION_STRIPES, admissionStripeSchema, environmentSchema, type AdmissionStripeDocument, type EnvironmentDocument } from './environment.schema.ts';
 
 function toEnvironment(doc: EnvironmentDocument): Environment {
   return {
@@ -58,13 +59,15 @@ export const PREVIEW_PAUSE_REASON = 'preview environment: schedules start paused
 
 export class EnvironmentRepository {
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
+  private readonly stripes: TenantScopedModel<AdmissionStripeDocument>;
 
-  constructor(connection: Connection) {
+  constructor(private readonly connection: Connection) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
+    this.stripes = TenantScopedModel.of(connection, 'EnvironmentAdmissionStripe', admissionStripeSchema);
   }
 
-  ensureIndexes(): Promise<void> {
-    return this.environments.ensureIndexes();
+  async ensureIndexes(): Promise<void> {
+    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes()]);
   }
 
   async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {
@@ -127,26 +130,53 @@ export class EnvironmentRepository {
 
   /**
    * Admits a run inside the caller's transaction: refused while the environment is being
-   * deleted, and for a schedule's run while its schedules are paused. The count is written
+   * deleted, and for a schedule's run while its schedules are paused. A write is the fence,
    * so that a pause or a tear-down racing the transaction conflicts with it instead of
-   * passing it unseen (a transaction's reads alone do not conflict with anything). Returns
-   * the environment's run limit, or why the run is refused.
+   * passing it unseen (a transaction's reads alone do not conflict with anything): a manual
+   * run writes one of the environment's admission stripes, which a tear-down closes all of;
+   * a schedule's run, and any run under a run limit, write the environment's own document
+   * (a pause writes it too; admissions under a limit must take turns). Returns the
+   * environment's run limit, or why the run is refused.
    */
   async admitRun(
     tenantId: string,
     id: string,
     trigger: 'manual' | 'schedule' | 'slot',
     session: ClientSession,
-  ): Promise<{ admitted: true; maxConcurrentRuns: number | null } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }> {
+  ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }> {
+    if (trigger === 'manual') {
+      const stripe = await this.stripes.updateOne(tenantId, { _id: `${id}:${randomInt(ADMISSION_STRIPES)}`, open: true }, { $inc: { admitted: 1 } }, { session });
+      if (stripe.matched === 1) {
+        const current = await this.environments.findOne(tenantId, { _id: id }, { session, projection: { max_concurrent_runs: 1 } });
+        if (current && (current.max_concurrent_runs ?? null) === null) return { admitted: true, maxConcurrentRuns: null, striped: true };
+      }
+    }
     const doc = await this.environments.findOneAndUpdate(
       tenantId,
       { _id: id, status: 'active', ...(trigger === 'schedule' ? { schedules_paused: false } : {}) },
       { $inc: { run_admissions: 1 } },
       { session, projection: { max_concurrent_runs: 1 } },
     );
-    if (doc) return { admitted: true, maxConcurrentRuns: doc.max_concurrent_runs ?? null };
+    if (doc) return { admitted: true, maxConcurrentRuns: doc.max_concurrent_runs ?? null, striped: false };
     const current = await this.environments.findOne(tenantId, { _id: id }, { session, projection: { status: 1 } });
     return { admitted: false, why: !current ? 'missing' : current.status === 'deleting' ? 'deleting' : 'paused' };
+  }
+
+  /**
+   * Opens the environment's admission stripes, made on its first manual run (an
+   * environment that never runs has none). In a transaction that writes the environment's
+   * document with `status: active` in its filter, so a tear-down's mark and this conflict:
+   * no stripe is ever opened on a deleting environment. Idempotent.
+   */
+  async openStripes(tenantId: string, id: string): Promise<void> {
+    await inTransaction(this.connection, async (session) => {
+      const { matched } = await this.environments.updateOne(tenantId, { _id: id, status: 'active' }, { $inc: { run_admissions: 1 } }, { session });
+      if (matched !== 1 || (await this.stripes.count(tenantId, { environment_id: id }, { session })) > 0) return;
+      await this.stripes.insertManyOwned(
+        Array.from({ length: ADMISSION_STRIPES }, (_, stripe) => ({ tenantId, doc: { _id: `${id}:${stripe}`, environment_id: id, open: true, admitted: 0 } })),
+        { session },
+      );
+    });
   }
 
   /** The environment's run limit as the caller's transaction sees it; null for none. */
@@ -214,7 +244,10 @@ export class EnvironmentRepository {
       { $set: { status: 'deleting', teardown: { ...request, requested_at: new Date() }, updated_at: new Date() }, $inc: { run_admissions: 1 } },
       { session },
     );
-    return matched === 1;
+    if (matched !== 1) return false;
+    // Every stripe written (and closed): each run admitted through one conflicts with this.
+    await this.stripes.updateMany(tenantId, { environment_id: id }, { $set: { open: false } }, { session });
+    return true;
   }
 
   /** What the tear-down of a deleting environment was asked to do; undefined unless it is deleting. */
@@ -237,7 +270,10 @@ export class EnvironmentRepository {
 
   /** The tear-down's last step: the document goes, and the name is free again. Only a deleting environment is removed. */
   async removeDeleting(tenantId: string, id: string): Promise<boolean> {
-    return this.environments.deleteOne(tenantId, { _id: id, status: 'deleting' });
+    const removed = await this.environments.deleteOne(tenantId, { _id: id, status: 'deleting' });
+    // Stripes go after the document: a step repeated after a crash finds the document gone and removes them still.
+    if (!(await this.environments.findOne(tenantId, { _id: id }, { projection: { _id: 1 } }))) await this.stripes.deleteMany(tenantId, { environment_id: id });
+    return removed;
   }
 
   async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {

@@ -64,3 +64,33 @@ environmentSchema.index({ tenant_id: 1, name: 1 }, { unique: true });
 environmentSchema.index({ tenant_id: 1, _id: 1 });
 // Tear-downs to resume after a restart.
 environmentSchema.index({ status: 1 }, { partialFilterExpression: { status: 'deleting' } });
+
+/**
+ * One of an environment's admission stripes, made at its first manual run: a manual run's
+ * transaction writes one, at random, and a tear-down's mark writes them all (closing them). So a run racing a delete
+ * conflicts with it, while runs of one environment rarely conflict with each other, as
+ * they would if each wrote the environment's own document.
+ */
+export interface AdmissionStripeDocument {
+  /** `<environment id>:<stripe>` */
+  _id: string;
+  tenant_id: string;
+  environment_id: string;
+  open: boolean;
+  admitted: number;
+}
+
+/** Stripes per environment: creations at 30 in flight rarely pick the same one. */
+export const ADMISSION_STRIPES = 256;
+
+export const admissionStripeSchema = new Schema<AdmissionStripeDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    environment_id: { type: String, required: true },
+    open: { type: Boolean, required: true },
+    admitted: { type: Number, required: true },
+  },
+  { versionKey: false, collection: 'environment_admission_stripes' },
+);
+admissionStripeSchema.index({ tenant_id: 1, environment_id: 1 });

@@ -17,7 +17,7 @@ export interface SlotFence {
     environmentId: string,
     trigger: 'manual' | 'schedule' | 'slot',
     session: ClientSession,
-  ): Promise<{ admitted: true; maxConcurrentRuns: number | null } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }>;
+  ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }>;
   /** The environment's run limit as the transaction sees it; null for none. */
   limitOf(tenantId: string, environmentId: string, session: ClientSession): Promise<number | null>;
 }

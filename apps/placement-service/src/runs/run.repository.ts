@@ -90,8 +90,12 @@ export class RunRepository extends RunQueries {
     return inTransaction(this.connection, (session) => this.slots.fill(tenantId, environmentId, session));
   }
 
-  /** The run and its first attempt, in one transaction; the attempt still needs its queue add. */
-  async create(tenantId: string, input: NewRun): Promise<{ run: RunDocument; attempt: AttemptDocument }> {
+  /**
+   * The run and its first attempt, in one transaction; the attempt still needs its queue
+   * add. `striped`: whether the run was admitted through an admission stripe (false: the
+   * environment has none yet, or the run needed the environment's own document).
+   */
+  async create(tenantId: string, input: NewRun): Promise<{ run: RunDocument; attempt: AttemptDocument; striped: boolean }> {
     const now = new Date();
     const run: Omit<RunDocument, 'tenant_id'> = {
       _id: newId('run', now.getTime()),
@@ -127,7 +131,7 @@ export class RunRepository extends RunQueries {
       const attempt = newAttempt(run._id, input.environment.id, 1, input.environment.executor, input.assets.map((asset) => asset.key), now, waiting);
       const storedRun = await this.runs.insert(tenantId, { ...run, waiting_for_slot: waiting }, { session });
       const storedAttempt = await this.attempts.insert(tenantId, attempt, { session });
-      return { run: storedRun, attempt: storedAttempt };
+      return { run: storedRun, attempt: storedAttempt, striped: admission.striped };
     });
   }
 

@@ -66,7 +66,7 @@ export class RunsService {
     if (!this.options.queueReady()) {
       throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
     }
-    const { run, attempt } = await this.runs
+    const { run, attempt, striped } = await this.runs
       .create(tenantId, {
         environment: { id: environment.id, name: environment.name, executor: environment.executor },
         deployment: { id: spec.id, bundle_ref: spec.bundle_ref },
@@ -81,6 +81,8 @@ export class RunsService {
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
     // A run waiting for a slot goes on its queue when an earlier run ends.
     if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
+    // The environment's first manual run without a limit: its next ones go through admission stripes.
+    if (!striped && origin.trigger === 'manual' && environment.max_concurrent_runs === null) await this.environments.openStripes(tenantId, environment.id);
     return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
   }
 
