@@ -72,6 +72,16 @@ describe('query plans of the request paths', () => {
     await api.get('/environments/prod/deployments?active=true');
     await api.get(`/deployments/${first.body.data.id}`);
     await api.get('/environments/prod/assets');
+    // The lifecycle: settings, a run limit and a TTL, a run under the limit, then the whole tear-down.
+    expect((await api.post('/environments', { name: 'pr', storage_prefix: 'p', executor: 'remote', kind: 'preview', ttl_hours: 1 })).status).toBe(201);
+    expect((await api.request('PATCH', '/environments/pr', { json: { ttl_hours: 2, max_concurrent_runs: 1, strict: true } })).status).toBe(200);
+    expect((await api.request('PATCH', '/environments/prod', { json: { max_concurrent_runs: 1 } })).status).toBe(200);
+    expect((await api.post('/environments/prod/runs', { assets: ['orders'] })).status).toBe(201);
+    expect((await api.post('/environments/prod/runs', { assets: ['orders'] })).body.data.waiting_for_slot).toBe(true);
+    expect((await api.request('PATCH', '/environments/prod', { json: { max_concurrent_runs: null } })).status).toBe(200);
+    expect((await api.post('/environments/prod/runs', { assets: ['orders'] })).status).toBe(201);
+    expect((await api.delete('/environments/prod?force=true&purge_data=true')).status).toBe(200);
+    expect((await api.delete('/environments/pr')).status).toBe(200);
 
     const entries: ProfileEntry[] = [];
     for (const name of databases()) {

@@ -264,7 +264,7 @@ export class EnvironmentRepository {
 
   /** Active environments with an expiry, of every tenant: their timers are armed again at start-up. */
   async allExpiring(limit: number): Promise<Array<{ tenantId: string; environment: Environment }>> {
-    const docs = await this.environments.findAcrossTenants({ status: 'active', expires_at: { $ne: null } }, { limit });
+    const docs = await this.environments.findAcrossTenants({ status: 'active', expires_at: { $type: 'date' } }, { limit });
     return docs.map((doc) => ({ tenantId: doc.tenant_id, environment: toEnvironment(doc) }));
   }
 

@@ -62,8 +62,9 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
 environmentSchema.index({ tenant_id: 1, name: 1 }, { unique: true });
 // A tenant's listing, in creation order.
 environmentSchema.index({ tenant_id: 1, _id: 1 });
-// Tear-downs to resume after a restart.
+// Tear-downs to resume, and expiry timers to re-arm, after a restart.
 environmentSchema.index({ status: 1 }, { partialFilterExpression: { status: 'deleting' } });
+environmentSchema.index({ expires_at: 1 }, { partialFilterExpression: { expires_at: { $type: 'date' } } });
 
 /**
  * One of an environment's admission stripes, made at its first manual run: a manual run's
