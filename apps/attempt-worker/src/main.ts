@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
+import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
 import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
@@ -144,12 +145,15 @@ connection.on('ready', () => {
   log.info({}, 'Redis answers again: taking attempts');
 });
 
+const metricsRegistry = createMetricsRegistry('attempt-worker');
+const metrics = workerMetrics(metricsRegistry);
 const queueName = config.mode === 'local' ? LOCAL_ATTEMPT_QUEUE : config.POOL_QUEUE;
 const worker = new Worker(
   queueName,
   async (job: Job) => {
     const payload = parseAttemptJob(job.data);
     const result = await runnerFor(payload.tenant_id).run(payload.tenant_id, payload.attempt_id);
+    metrics.attemptsRun.inc({ result });
     log.info({ attempt_id: payload.attempt_id, run_id: payload.run_id, result }, 'attempt done');
     return result;
   },
@@ -165,6 +169,7 @@ const server = await startHealthServer({
   host: config.HOST,
   port: config.PORT,
   readiness: { redis: async () => connection.status === 'ready', worker_api: async () => leases.reachesWorkerApi },
+  metrics: () => exposition(metricsRegistry),
 });
 log.info({ port: server.port, queue: queueName, mode: config.mode, worker: identity.id, concurrency: config.CONCURRENCY }, 'attempt-worker ready');
 

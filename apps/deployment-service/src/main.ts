@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { PlacementClient } from '@envengine/service-clients';
 import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
+import { ingestMetrics } from '@envengine/service-metrics';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { assetsRouter } from './assets/assets.routes.ts';
 import { bundlesRouter } from './bundles/bundles.routes.ts';
@@ -24,14 +25,14 @@ const workflows = new WorkflowStarter({
 await runInternalService({
   service: 'deployment-service',
   config,
-  routes: async ({ mongo }) => {
+  routes: async ({ mongo, metrics }) => {
     const bundles = new BundleRepository(mongo);
     const deployments = new DeploymentRepository(mongo);
     const materializations = new MaterializationRepository(mongo);
     await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), materializations.ensureIndexes()]);
 
     const api = Router();
-    api.use(deploymentsRouter(new DeploymentsService(deployments, placement, workflows)));
+    api.use(deploymentsRouter(new DeploymentsService(deployments, placement, workflows, ingestMetrics(metrics))));
     api.use(assetsRouter(placement, deployments, materializations));
     return {
       api,

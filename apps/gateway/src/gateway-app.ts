@@ -1,3 +1,4 @@
+import { httpMetricsMiddleware, metricsRoute, type MetricsRegistry } from '@envengine/service-metrics';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
   ApiError,
@@ -32,6 +33,8 @@ export interface GatewayDependencies {
   /** How long a repeat waits for the first request with its key to finish. */
   idempotencyWaitMs: number;
   readiness: Record<string, ReadinessCheck>;
+  /** Served at `/metrics` (no token: it carries no id); every request is timed into it. */
+  metrics: MetricsRegistry;
   jsonBodyLimitBytes: number;
   /** Largest bundle upload (`POST /api/v1/bundles`), streamed through. */
   bundleBodyLimitBytes: number;
@@ -47,8 +50,10 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(httpMetricsMiddleware(deps.metrics));
   app.use(requestLogging(deps.log));
   mountHealthRoutes(app, 'gateway', deps.readiness);
+  app.get('/metrics', metricsRoute(deps.metrics));
 
   app.use('/api/v1', async (req: Request, res: Response, next: NextFunction) => {
     try {

@@ -1,3 +1,4 @@
+import { createMetricsRegistry } from '@envengine/service-metrics';
 import { Redis } from 'ioredis';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { PlacementClient } from '@envengine/service-clients';
@@ -49,6 +50,7 @@ const forwarder = new UpstreamForwarder(
 );
 
 const app = createGatewayApp({
+  metrics: createMetricsRegistry('gateway'),
   log,
   authenticator,
   limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),

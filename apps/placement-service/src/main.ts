@@ -5,6 +5,7 @@ import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengin
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
 import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
+import { placementMetrics } from '@envengine/service-metrics';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsInternalRouter } from './environments/environments.internal-routes.ts';
@@ -55,7 +56,7 @@ const engineStore = config.ENGINE_S3_URL
 await runInternalService({
   service: 'placement-service',
   config,
-  routes: async ({ mongo, log }) => {
+  routes: async ({ mongo, log, metrics: registry }) => {
     redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
     const environments = new EnvironmentRepository(mongo);
     const runs = new RunRepository(mongo, environments);
@@ -73,12 +74,14 @@ await runInternalService({
       tenantId: row.tenant_id,
     })), log);
 
+    const metrics = placementMetrics(registry, { queued: () => runs.queuedCounts(), liveWorkers: () => workers.liveCounts(config.ATTEMPT_LEASE_TTL_MS) });
     const dispatcher = new AttemptDispatcher(runs, queues, log);
-    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS)];
+    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS)];
     for (const sweep of sweeps) sweep.start();
     const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, overlaps, {
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
+      metrics,
     });
     const lifecycle = new EnvironmentLifecycle(
       environments,
@@ -102,7 +105,7 @@ await runInternalService({
     api.use(workerApiRouter(new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
-      }, engineStore)));
+      }, metrics, engineStore)));
     const internal = Router();
     internal.use(environmentsInternalRouter(environments, lifecycle, new MaterializationPurge(environments, engineStore, log)));
     internal.use(poolInternalRouter(pool));

@@ -7,6 +7,7 @@ import { BundleRepository, DeploymentRepository, MaterializationRepository } fro
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalConnectionOptions } from '@envengine/service-kit';
+import { createMetricsRegistry, activationMetrics, exposition } from '@envengine/service-metrics';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { lifecycleActivities } from './activities/lifecycle-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
@@ -27,6 +28,7 @@ Runtime.install({
   telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
 });
 
+const metricsRegistry = createMetricsRegistry('workflow-worker');
 const credential = config.INTERNAL_CREDENTIAL;
 const clients = {
   placement: new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential }),
@@ -69,6 +71,7 @@ const worker = await Worker.create({
       temporal,
       schedules: new EnvironmentSchedules(temporal),
       taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
+      metrics: activationMetrics(metricsRegistry),
     }),
     ...lifecycleActivities({ ...clients, deployments, materializations, temporal, schedules: new EnvironmentSchedules(temporal), log }),
   },
@@ -79,6 +82,7 @@ const running = worker.run();
 
 const server = await startHealthServer({
   service: 'workflow-worker',
+  metrics: () => exposition(metricsRegistry),
   host: config.HOST,
   port: config.PORT,
   readiness: { temporal: async () => worker.getState() === 'RUNNING', mongodb: () => pingMongo(mongo) },

@@ -6,12 +6,15 @@ import { requireInternalCaller } from './internal-auth.ts';
 import { jsonBody } from './json-body.ts';
 import type { Logger } from '@envengine/process-kit';
 import { requestLogging } from './request-context.ts';
+import { httpMetricsMiddleware, metricsRoute, type MetricsRegistry } from '@envengine/service-metrics';
 
 export interface InternalServiceAppOptions {
   service: string;
   log: Logger;
   internalCredential: string;
   readiness: Record<string, ReadinessCheck>;
+  /** Served at `/metrics` (no credential: it carries no id); every request is timed into it. */
+  metrics: MetricsRegistry;
   /** Largest JSON body accepted, in bytes. Default 1 MiB. */
   jsonLimitBytes?: number;
   /** Routes under `/api/v1`, reached only through the gateway. */
@@ -34,8 +37,10 @@ export function createInternalServiceApp(options: InternalServiceAppOptions): Ex
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(httpMetricsMiddleware(options.metrics));
   app.use(requestLogging(options.log));
   mountHealthRoutes(app, options.service, options.readiness);
+  app.get('/metrics', metricsRoute(options.metrics));
   const readJson = jsonBody(options.jsonLimitBytes ?? 1024 * 1024);
   // Mounted first and closed off: the gateway's credential does not open these routes.
   // Internal calls may carry a whole manifest with its findings, so their limit is wider.

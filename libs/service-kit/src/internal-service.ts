@@ -3,6 +3,7 @@ import type { Connection } from 'mongoose';
 import type { InternalServiceConfig } from './config.ts';
 import { createInternalServiceApp, type PrivateApi } from './create-service-app.ts';
 import { createLogger, stopOnSignals, type Logger } from '@envengine/process-kit';
+import { createMetricsRegistry, type MetricsRegistry } from '@envengine/service-metrics';
 import { startHttpServer } from './http-server.ts';
 import { connectMongo, pingMongo } from './mongo.ts';
 
@@ -10,7 +11,7 @@ export interface InternalServiceDefinition {
   service: string;
   config: InternalServiceConfig;
   /** Builds the service's `/api/v1` routes (and any private `/internal/v1` ones) over its own database. */
-  routes: (deps: { mongo: Connection; log: Logger }) => Promise<Router | ServiceRoutes>;
+  routes: (deps: { mongo: Connection; log: Logger; metrics: MetricsRegistry }) => Promise<Router | ServiceRoutes>;
   /** Closes what the routes opened (clients of other services), after the server stopped. */
   onStop?: () => Promise<void>;
 }
@@ -30,7 +31,8 @@ export async function runInternalService(definition: InternalServiceDefinition):
   const { config, service } = definition;
   const log = createLogger(service, config.LOG_LEVEL);
   const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
-  const built = await definition.routes({ mongo, log });
+  const metrics = createMetricsRegistry(service);
+  const built = await definition.routes({ mongo, log, metrics });
   const routes: ServiceRoutes = 'api' in built ? built : { api: built };
   const app = createInternalServiceApp({
     service,
@@ -38,6 +40,7 @@ export async function runInternalService(definition: InternalServiceDefinition):
     internalCredential: config.INTERNAL_CREDENTIAL,
     jsonLimitBytes: config.JSON_BODY_LIMIT_BYTES,
     readiness: { mongodb: () => pingMongo(mongo) },
+    metrics,
     routes: routes.api,
     privateApi: routes.privateApi,
     streamingRoutes: routes.streamingApi,

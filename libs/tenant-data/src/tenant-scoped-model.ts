@@ -139,6 +139,11 @@ export class TenantScopedModel<T extends TenantOwned> {
     return query.lean<T[]>().exec();
   }
 
+  /** How many documents of every tenant match (the metrics' gauges, from background code only). */
+  countAcrossTenants(filter: QueryFilter<T>): Promise<number> {
+    return this.model.countDocuments(filter).exec();
+  }
+
   /** An aggregation that starts from the tenant's documents: its first stage is the tenant's `$match`. */
   aggregate<R>(tenantId: string, match: TenantFilter<T>, stages: PipelineStage[], options: WriteOptions = {}): Promise<R[]> {
     return this.model.aggregate<R>([{ $match: this.scoped(tenantId, match) }, ...stages], { session: options.session }).exec();

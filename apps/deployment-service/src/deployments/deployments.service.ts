@@ -1,3 +1,4 @@
+import type { IngestMetrics } from '@envengine/service-metrics';
 import {
   detailsFromZodError,
   IngestGate,
@@ -38,6 +39,7 @@ export class DeploymentsService {
     private readonly deployments: DeploymentRepository,
     private readonly placement: PlacementClient,
     private readonly workflows: WorkflowStarter,
+    private readonly metrics: IngestMetrics,
   ) {}
 
   private async environment(tenantId: string, name: string, requestId: string): Promise<Environment> {
@@ -95,10 +97,12 @@ export class DeploymentsService {
     } catch (error) {
       // A manifest whose start failed stays: a start that timed out may still have begun.
       if (!(error instanceof StillRunningError)) throw error;
+      this.metrics.ingestDuration.observe({ outcome: 'pending' }, (Date.now() - arrivedAt) / 1000);
       return { status: 202, row: { id: input.deploymentId, environment_id: environment.id, status: 'pending' } };
     }
     const row = await this.deployments.find(tenantId, input.deploymentId);
     if (!row) throw new Error(`deployment ${input.deploymentId} was not recorded by its workflow`);
+    this.metrics.ingestDuration.observe({ outcome: row.status === 'ready' ? 'ready' : 'failed' }, (Date.now() - arrivedAt) / 1000);
     // Activated by this ingest: the pointer names it (a later activation may move it on).
     const activeId = outcome.recheck ? row._id : environment.active_deployment_id;
     return { status: row.status === 'ready' ? 201 : 422, row: toDeployment(row, activeId, outcome.recheck ?? undefined) };

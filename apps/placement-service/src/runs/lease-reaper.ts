@@ -1,3 +1,5 @@
+import type { PlacementMetrics } from '@envengine/service-metrics';
+import { countTransition } from './run-metrics.ts';
 import type { Logger } from '@envengine/service-kit';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { PeriodicSweep } from './periodic-sweep.ts';
@@ -17,6 +19,7 @@ export class LeaseReaper {
     private readonly dispatcher: AttemptDispatcher,
     private readonly log: Logger,
     private readonly leaseTtlMs: number,
+    private readonly metrics: PlacementMetrics,
   ) {
     this.sweep = new PeriodicSweep('reap', Math.max(100, Math.min(1_000, Math.floor(leaseTtlMs / 3))), () => this.reapOnce(), log);
   }
@@ -45,6 +48,7 @@ export class LeaseReaper {
         { attempt_id: attempt._id, run_id: attempt.run_id, worker: attempt.worker, last_heartbeat_at: attempt.last_heartbeat_at },
         'attempt lost: its worker stopped heartbeating',
       );
+      countTransition(this.metrics, transition, true);
       await this.dispatcher.dispatchAll(transition.dispatch);
     }
     return lost;

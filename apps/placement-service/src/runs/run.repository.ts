@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientSession, Connection } from 'mongoose';
-import type { Executor, FinishAttemptRequest, RunOrigin, RunStatus, WorkerIdentity } from '@envengine/contracts';
+import type { Executor, FinishAttemptRequest, RunOrigin, RunStatus, RunTrigger, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, notFound } from '@envengine/service-kit';
 import { inTransaction } from '@envengine/tenant-data';
@@ -58,10 +58,28 @@ export class SchedulesPausedError extends Error {
   }
 }
 
-/** A run after a transition, and the attempts that now need a queue add: a retry, or runs given the slot it freed. */
+/** A run that reached its terminal status in a transition (for the metrics). */
+export interface EndedRun {
+  trigger: RunTrigger;
+  outcome: 'succeeded' | 'failed' | 'canceled';
+}
+
+/**
+ * A run after a transition: the attempts that now need a queue add (a retry, or runs given
+ * the slot it freed), the run's end if it ended, and the retry if one was made.
+ */
 export interface Transition {
   attempt: AttemptDocument;
   dispatch: AttemptDocument[];
+  ended: EndedRun | null;
+  retried: AttemptDocument | null;
+}
+
+/** What follows a failed or lost attempt: its retry, or the run's failure and the runs given its slot. */
+interface AfterFailure {
+  dispatch: AttemptDocument[];
+  ended: EndedRun | null;
+  retried: AttemptDocument | null;
 }
 
 /**
@@ -223,16 +241,16 @@ export class RunRepository extends RunQueries {
       );
       if (!attempt) throw leaseSuperseded(current);
       if (report.status === 'succeeded') {
-        const ended = await this.runs.updateOne(
+        const run = await this.runs.findOneAndUpdate(
           check.tenantId,
           { _id: attempt.run_id, status: { $in: ACTIVE_RUN } },
           { $set: { status: 'succeeded', finished_at: new Date(), error: null } },
-          { session },
+          { session, projection: { trigger: 1 } },
         );
-        return { attempt, dispatch: ended.matched === 1 ? await this.slots.fill(check.tenantId, attempt.environment_id, session) : [] };
+        if (!run) return { attempt, dispatch: [], ended: null, retried: null };
+        return { attempt, dispatch: await this.slots.fill(check.tenantId, attempt.environment_id, session), ended: { trigger: run.trigger, outcome: 'succeeded' }, retried: null };
       }
-      const dispatch = await this.retryOrFail(check.tenantId, attempt, report.error ?? 'the attempt failed', session);
-      return { attempt, dispatch };
+      return { attempt, ...(await this.retryOrFail(check.tenantId, attempt, report.error ?? 'the attempt failed', session)) };
     });
   }
 
@@ -258,8 +276,7 @@ export class RunRepository extends RunQueries {
         { session },
       );
       if (!attempt) return undefined;
-      const dispatch = await this.retryOrFail(tenantId, attempt, attempt.error!, session);
-      return { attempt, dispatch };
+      return { attempt, ...(await this.retryOrFail(tenantId, attempt, attempt.error!, session)) };
     });
   }
 
@@ -372,6 +389,14 @@ export class RunRepository extends RunQueries {
     return this.attempts.findAcrossTenants({ status: 'running', last_heartbeat_at: { $lt: cutoff } }, { limit });
   }
 
+  /** Attempts queued and not started, of every tenant, by executor (the metrics' queue depth). */
+  async queuedCounts(): Promise<Record<Executor, number>> {
+    const [local, remote] = await Promise.all(
+      (['local', 'remote'] as const).map((executor) => this.attempts.countAcrossTenants({ status: 'queued', executor })),
+    );
+    return { local: local!, remote: remote! };
+  }
+
   /** Queued attempts dispatched before `cutoff` and not waiting for a slot, of every tenant (the reconciler's sweep). */
   queuedSince(cutoff: Date, limit: number): Promise<AttemptDocument[]> {
     return this.attempts.findAcrossTenants(
@@ -381,9 +406,10 @@ export class RunRepository extends RunQueries {
   }
 
   /** A failed attempt's retry, or, once attempts are spent, the run's failure and the runs given the slot it freed. */
-  private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession): Promise<AttemptDocument[]> {
+  private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession): Promise<AfterFailure> {
+    const nothing: AfterFailure = { dispatch: [], ended: null, retried: null };
     const run = await this.runs.findOne(tenantId, { _id: failed.run_id }, { session });
-    if (!run || !ACTIVE_RUN.includes(run.status)) return [];
+    if (!run || !ACTIVE_RUN.includes(run.status)) return nothing;
     if (run.attempt_count >= run.max_attempts) {
       const ended = await this.runs.updateOne(
         tenantId,
@@ -391,7 +417,8 @@ export class RunRepository extends RunQueries {
         { $set: { status: 'failed', finished_at: new Date(), error: `attempt ${failed.number} of ${run.max_attempts}: ${error}` } },
         { session },
       );
-      return ended.matched === 1 ? this.slots.fill(tenantId, run.environment_id, session) : [];
+      if (ended.matched !== 1) return nothing;
+      return { dispatch: await this.slots.fill(tenantId, run.environment_id, session), ended: { trigger: run.trigger, outcome: 'failed' }, retried: null };
     }
     // Placed afresh: the environment's executor now, not the failed attempt's.
     const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
@@ -401,8 +428,9 @@ export class RunRepository extends RunQueries {
     const number = run.attempt_count + 1;
     const next = newAttempt(run._id, run.environment_id, number, executor ?? failed.executor, remaining, new Date());
     const bumped = await this.runs.updateOne(tenantId, { _id: run._id, attempt_count: run.attempt_count }, { $set: { attempt_count: number } }, { session });
-    if (bumped.matched !== 1) return [];
-    return [await this.attempts.insert(tenantId, next, { session })];
+    if (bumped.matched !== 1) return nothing;
+    const retry = await this.attempts.insert(tenantId, next, { session });
+    return { dispatch: [retry], ended: null, retried: retry };
   }
 
   private async refusal(tenantId: string, attemptId: string, why: string, executor?: Executor): Promise<ApiError> {

@@ -1,3 +1,4 @@
+import type { PlacementMetrics } from '@envengine/service-metrics';
 import {
   CreateRunRequest,
   type DeploymentRunSpec,
@@ -27,6 +28,7 @@ export interface RunsServiceOptions {
   queueReady: () => boolean;
   /** A worker that reported within this long counts as alive (the lease TTL). */
   workerLivenessMs: number;
+  metrics: PlacementMetrics;
 }
 
 /** Runs of the caller's environments: created against the active deployment, read, canceled. */
@@ -78,6 +80,7 @@ export class RunsService {
       .catch((error: unknown) => {
         throw error instanceof EnvironmentDeletingError ? environmentDeleting(environmentName) : error;
       });
+    this.options.metrics.runsStarted.inc({ trigger: origin.trigger });
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
     // A run waiting for a slot goes on its queue when an earlier run ends.
     if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
@@ -94,6 +97,12 @@ export class RunsService {
    * repeated wall time, or the workflow's retry).
    */
   async createScheduled(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
+    const outcome = await this.scheduledOutcome(tenantId, environmentName, request);
+    this.options.metrics.scheduleTicks.inc({ outcome: outcome.outcome });
+    return outcome;
+  }
+
+  private async scheduledOutcome(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
     const environment = await this.environment(tenantId, environmentName);
     if (request.environment_id !== undefined && request.environment_id !== environment.id) throw notFound(`Environment "${environmentName}"`);
     if (environment.schedules_paused || environment.status === 'deleting') return { outcome: 'paused', run_id: null };
@@ -139,7 +148,8 @@ export class RunsService {
 
   /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
   async cancel(tenantId: string, runId: string): Promise<Run> {
-    const { canceled, admitted } = await this.runs.cancel(tenantId, runId);
+    const { run, canceled, admitted } = await this.runs.cancel(tenantId, runId);
+    this.options.metrics.runsFinished.inc({ trigger: run.trigger, outcome: 'canceled' });
     await this.dispatcher.withdraw(canceled);
     await this.dispatcher.dispatchAll(admitted);
     return this.get(tenantId, runId);

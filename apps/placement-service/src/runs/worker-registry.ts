@@ -61,4 +61,19 @@ export class WorkerRegistry {
       { sort: { last_heartbeat_at: -1 }, limit: 500 },
     );
   }
+
+  /**
+   * Workers of every tenant that reported within `livenessMs`, by executor (the metrics'
+   * gauge). The engine's runner reports once per tenant it serves: it is counted once, by
+   * its process id (the last part of the registration's id).
+   */
+  async liveCounts(livenessMs: number): Promise<Record<Executor, number>> {
+    const live = await this.workers.findAcrossTenants(
+      { last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
+      { projection: { _id: 1, executor: 1 }, limit: 10_000 },
+    );
+    const distinct = { local: new Set<string>(), remote: new Set<string>() };
+    for (const worker of live) distinct[worker.executor].add(worker._id.split(':').slice(2).join(':'));
+    return { local: distinct.local.size, remote: distinct.remote.size };
+  }
 }

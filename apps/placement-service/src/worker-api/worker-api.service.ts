@@ -1,3 +1,5 @@
+import type { PlacementMetrics } from '@envengine/service-metrics';
+import { countTransition } from '../runs/run-metrics.ts';
 import type {
   AppendLogsRequest,
   Attempt,
@@ -40,6 +42,7 @@ export class WorkerApiService {
     private readonly deployments: DeploymentClient,
     private readonly resolver: SecretResolverClient,
     private readonly logLimits: AttemptPlan['log_limits'],
+    private readonly metrics: PlacementMetrics,
     /** The engine's own object store, when it has one. */
     private readonly engineStore?: EngineObjectStore,
   ) {}
@@ -48,6 +51,7 @@ export class WorkerApiService {
     // The caller's kind comes from its credential, never from what the worker says it is.
     const callerExecutor = credentialId === null ? 'local' : 'remote';
     const { attempt, run } = await this.runs.start(tenantId, attemptId, callerExecutor, worker);
+    this.metrics.dispatchToRunning.observe({ executor: attempt.executor }, Math.max(0, (attempt.started_at!.getTime() - attempt.dispatched_at.getTime()) / 1000));
     const lease = attempt.lease!;
     // The worker is known to be alive from now on, even before its first heartbeat.
     await this.reportWorker(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
@@ -206,6 +210,7 @@ export class WorkerApiService {
 
   async finish(check: LeaseCheck, report: FinishAttemptRequest): Promise<Attempt> {
     const transition = await this.runs.finish(check, report);
+    countTransition(this.metrics, transition);
     await this.dispatcher.dispatchAll(transition.dispatch);
     return toAttempt(transition.attempt);
   }

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { ActivationRequest, EnvironmentActivationsInput, type ValidationItem } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, type ActivateInput, type Recheck, type ValidationItem } from '@envengine/contracts';
+import type { ActivationMetrics } from '@envengine/service-metrics';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import {
   activationRequested,
@@ -40,6 +41,8 @@ export interface DeploymentActivityDeps {
   /** The environments' Temporal Schedules, reconciled on activation. */
   schedules: EnvironmentSchedules;
   taskQueue: string;
+  /** Activations are timed here, where they run. */
+  metrics: ActivationMetrics;
 }
 
 // A missing resource will not appear by retrying, nor will an environment being deleted
@@ -119,16 +122,29 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
       });
     },
 
-    async activate({ tenantId, environmentId, environmentName, deploymentId }) {
-      const row = await deployments.find(tenantId, deploymentId);
-      if (!row) throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} does not exist`, 'NotFound');
-      if (row.status !== 'ready') throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${row.status}`, 'NotReady');
-      const manifest = await deployments.manifest(tenantId, deploymentId);
-      const recheck = await recheckStoredColumns(materializations, { tenantId, environmentId, deploymentId, manifest });
-      // Before the pointer moves: a failure here fails the activation with the pointer where it was.
-      await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId, []);
-      await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
-      return recheck;
+    async activate(input) {
+      const started = Date.now();
+      try {
+        const recheck = await activateOnce(input);
+        deps.metrics.activationDuration.observe({ outcome: 'activated' }, (Date.now() - started) / 1000);
+        return recheck;
+      } catch (error) {
+        deps.metrics.activationDuration.observe({ outcome: 'failed' }, (Date.now() - started) / 1000);
+        throw error;
+      }
     },
   };
+
+  /** The activation itself: re-check, schedules, then the pointer. */
+  async function activateOnce({ tenantId, environmentId, environmentName, deploymentId }: ActivateInput): Promise<Recheck> {
+    const row = await deployments.find(tenantId, deploymentId);
+    if (!row) throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} does not exist`, 'NotFound');
+    if (row.status !== 'ready') throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${row.status}`, 'NotReady');
+    const manifest = await deployments.manifest(tenantId, deploymentId);
+    const recheck = await recheckStoredColumns(materializations, { tenantId, environmentId, deploymentId, manifest });
+    // Before the pointer moves: a failure here fails the activation with the pointer where it was.
+    await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId, []);
+    await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
+    return recheck;
+  }
 }

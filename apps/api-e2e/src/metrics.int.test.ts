@@ -1,0 +1,129 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Run } from '@envengine/contracts';
+import { createTenant, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
+
+const shared = inject('stack');
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The Prometheus text exposition, parsed: one sample per line that is not a comment. */
+function parseExposition(text: string): Sample[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (!match) throw new Error(`not an exposition line: ${line}`);
+      const labels = Object.fromEntries([...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1]!, pair[2]!]));
+      return { name: match[1]!, labels, value: Number(match[3]) };
+    });
+}
+
+describe('Prometheus metrics on every service (a stack of its own)', () => {
+  let stack: TestStack;
+  let tenant: TestTenant;
+  const scraped = new Map<string, Sample[]>();
+
+  async function scrape(service: keyof TestStack['services']['urls'] | 'gateway'): Promise<Sample[]> {
+    const url = service === 'gateway' ? stack.info.gatewayUrl : stack.services.urls[service];
+    const response = await fetch(`${url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const samples = parseExposition(await response.text());
+    scraped.set(service, samples);
+    return samples;
+  }
+
+  const value = (samples: Sample[], name: string, labels: Record<string, string>) =>
+    samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted)).reduce((sum, sample) => sum + sample.value, 0);
+
+  beforeAll(async () => {
+    stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
+    tenant = await createTenant(stack.info, 'metrics');
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('counts one ingest and activation, a run that succeeds, one that fails and one lost attempt, with no id in any label', async () => {
+    // One ingest that activates (deployRunsProject deploys once).
+    await deployRunsProject(tenant, join(stack.info.dataDir, 'lake', 'metrics'), 'local');
+    const succeeded = await waitForRun(tenant, Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data).id);
+    const failed = await waitForRun(tenant, Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['thrower'] })).body.data).id);
+    expect([succeeded.status, failed.status]).toEqual(['succeeded', 'failed']);
+
+    // A lost attempt: a pool's worker starts it and is never heard from again.
+    expect((await tenant.api.post('/environments/prod/placement', { executor: 'remote' })).status).toBe(200);
+    const pool = tenant.api.withToken((await issueCredential(tenant)).token);
+    const abandoned = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const started = await pool.post(`/worker/attempts/${abandoned.attempts[0]!.id}/start`, { worker: { id: 'silent-1', name: 'silent', executor: 'remote', concurrency: 1, sandbox: 'bwrap' } });
+    expect(started.status).toBe(200);
+    // Its start reported it: one live remote worker, until its lease runs out.
+    expect(value(await scrape('placement-service'), 'envengine_workers_live', { executor: 'remote' })).toBe(1);
+    const lost = await waitForRun(tenant, abandoned.id, 30_000);
+    expect([lost.status, lost.attempts[0]!.status]).toEqual(['failed', 'lost']);
+
+    const placement = await scrape('placement-service');
+    expect(value(placement, 'envengine_runs_started_total', { trigger: 'manual' })).toBe(3);
+    expect(value(placement, 'envengine_runs_finished_total', { trigger: 'manual', outcome: 'succeeded' })).toBe(1);
+    expect(value(placement, 'envengine_runs_finished_total', { trigger: 'manual', outcome: 'failed' })).toBe(2);
+    expect(value(placement, 'envengine_runs_finished_total', { trigger: 'schedule', outcome: 'canceled' })).toBe(0);
+    expect(value(placement, 'envengine_attempts_lost_total', { executor: 'remote' })).toBe(1);
+    expect(value(placement, 'envengine_attempts_retried_total', {})).toBe(0);
+    expect(value(placement, 'envengine_attempt_dispatch_to_running_seconds_count', { executor: 'local' })).toBe(2);
+    expect(value(placement, 'envengine_attempt_dispatch_to_running_seconds_count', { executor: 'remote' })).toBe(1);
+    expect(value(placement, 'envengine_schedule_ticks_total', { outcome: 'started' })).toBe(0);
+    expect(placement.some((sample) => sample.name === 'envengine_schedule_ticks_total' && sample.labels['outcome'] === 'paused')).toBe(true);
+    expect(value(placement, 'envengine_attempts_queued', { queue: 'local' })).toBe(0);
+    expect(placement.some((sample) => sample.name === 'envengine_workers_live' && sample.labels['executor'] === 'local')).toBe(true);
+    // The silent worker is no longer counted once its lease has run out.
+    expect(value(placement, 'envengine_workers_live', { executor: 'remote' })).toBe(0);
+
+    const deployment = await scrape('deployment-service');
+    expect(value(deployment, 'envengine_ingest_duration_seconds_count', { outcome: 'ready' })).toBe(1);
+    expect(value(deployment, 'envengine_ingest_duration_seconds_count', { outcome: 'failed' })).toBe(0);
+    const workflows = await scrape('workflow-worker');
+    expect(value(workflows, 'envengine_activation_duration_seconds_count', { outcome: 'activated' })).toBe(1);
+    const runner = await scrape('attempt-worker');
+    expect(value(runner, 'envengine_worker_attempts_total', { result: 'succeeded' })).toBe(1);
+    expect(value(runner, 'envengine_worker_attempts_total', { result: 'failed' })).toBe(1);
+
+    const gateway = await scrape('gateway');
+    expect(value(gateway, 'envengine_http_request_duration_seconds_count', { route: '/api/v1/environments/:param/runs', method: 'POST', status: '201' })).toBe(3);
+    expect(value(gateway, 'envengine_http_request_duration_seconds_count', { route: '/api/v1/worker/attempts/:param/start', method: 'POST', status: '200' })).toBe(1);
+    // The services label by the route that matched.
+    expect(value(placement, 'envengine_http_request_duration_seconds_count', { route: '/api/v1/environments/:param/runs', method: 'POST', status: '201' })).toBe(3);
+    await scrape('secrets-service');
+
+    // No label of any series carries an id, the tenant, the environment's name or a token.
+    const forbidden = [tenant.tenantId, tenant.token, 'prod', succeeded.id, failed.id, abandoned.id, abandoned.attempts[0]!.id, succeeded.environment_id, succeeded.deployment_id];
+    const idPattern = /\b[a-z]{3}_[0-9a-z]{26}\b/;
+    for (const [service, samples] of scraped) {
+      for (const sample of samples) {
+        for (const labelValue of Object.values(sample.labels)) {
+          expect(idPattern.test(labelValue), `${service} ${sample.name} ${labelValue}`).toBe(false);
+          for (const value of forbidden) expect(labelValue.includes(value), `${service} ${sample.name} ${labelValue}`).toBe(false);
+        }
+      }
+    }
+    // Positive control: the scan sees an id where one is.
+    expect(idPattern.test(`route="${succeeded.id}"`)).toBe(true);
+  });
+
+  it('times an unmatched path under its template, never the path a caller sent', async () => {
+    const secretName = 'caller-chosen-name-1234';
+    expect((await tenant.api.get(`/environments/${secretName}`)).status).toBe(404);
+    expect((await fetch(`${stack.info.gatewayUrl}/no/such/${secretName}`)).status).toBe(404);
+    await until(() => scrape('gateway'), (samples) => samples.some((sample) => sample.labels['status'] === '404'), 5_000, 100);
+    const text = await (await fetch(`${stack.info.gatewayUrl}/metrics`)).text();
+    expect(text).not.toContain(secretName);
+    expect(text).toContain('route="/api/v1/environments/:param"');
+  });
+});
