@@ -216,7 +216,8 @@ describe('deployment workflows', () => {
       stopEnvironmentWorkflows: async () => void steps.push('stop workflows'),
       deleteEnvironmentSchedules: async () => (steps.push('schedules'), { deleted: 1 }),
       removeEnvironmentRuns: record('runs'),
-      purgeMaterializationFiles: async () => (steps.push('files'), { removed: 2 }),
+      // Two pages: the workflow asks again from where the first one ended.
+      purgeMaterializationFiles: async ({ after }) => (steps.push(`files after ${after}`), after === null ? { removed: 500, next: 'mat_page1' } : { removed: 2, next: null }),
       retireEnvironmentSecrets: async () => {
         steps.push('secrets');
         if (secretsFailures-- > 0) throw new Error('secrets-service is restarting');
@@ -230,7 +231,7 @@ describe('deployment workflows', () => {
       await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}-again`, args: [{ ...scope, purgeData: false }] }),
     ]);
     expect(results).toEqual([{ name: 'pr-1' }, { name: 'pr-1' }]);
-    const order = ['stop workflows', 'schedules', 'runs', 'files', 'secrets', 'secrets', 'secrets', 'deployments', 'environment'];
+    const order = ['stop workflows', 'schedules', 'runs', 'files after null', 'files after mat_page1', 'secrets', 'secrets', 'secrets', 'deployments', 'environment'];
     expect(steps.slice(0, order.length)).toEqual(order);
     expect(steps.slice(order.length)).toEqual(['stop workflows', 'schedules', 'runs', 'secrets', 'deployments', 'environment']);
   });

@@ -7,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, Run } from '@envengine/contracts';
 import { createTenant, deployProject, startTestStack, uniqueName, until, type StackInfo, type TestStack, type TestTenant } from '@envengine/test-harness';
-import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+import { ASSET_CODE, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -274,6 +274,7 @@ describe('environment lifecycle through the gateway', () => {
     const shortened = await tenant.api.request('PATCH', `/environments/${name}`, { json: { ttl_hours: 2 / 3600 } });
     expect(shortened.status).toBe(200);
     await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 30_000, 200);
+    await timer.result();
     expect((await timer.describe()).status.name).toBe('COMPLETED');
     expect(await documentsNaming(mongo, stack, [environment.id])).toEqual([]);
   });
@@ -326,6 +327,21 @@ describe('environment lifecycle through the gateway', () => {
     expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
     const finished = await Promise.all(runs.map((run) => waitForRun(tenant, run.id, 60_000)));
     expect(finished.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+  });
+
+  it("refuses a pool worker's start of an attempt that waits for a slot: the limit holds against a worker that knows its id", async () => {
+    const name = uniqueName('pool-limited');
+    await deployed(tenant, name, 'remote', { max_concurrent_runs: 1 });
+    const first = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data);
+    const second = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data);
+    expect([first.waiting_for_slot, second.waiting_for_slot]).toEqual([false, true]);
+    const pool = tenant.api.withToken((await issueCredential(tenant)).token);
+    const worker = { id: 'limit-worker-1', name: 'limit', executor: 'remote', concurrency: 2, sandbox: 'bwrap' };
+    const jumped = await pool.post(`/worker/attempts/${second.attempts[0]!.id}/start`, { worker });
+    expect([409, 404], jumped.text).toContain(jumped.status);
+    expect((await tenant.api.get(`/runs/${second.id}`)).body.data).toMatchObject({ status: 'queued', waiting_for_slot: true });
+    expect((await pool.post(`/worker/attempts/${first.attempts[0]!.id}/start`, { worker })).status).toBe(200);
+    expect((await tenant.api.delete(`/environments/${name}?force=true`)).status).toBe(200);
   });
 
   it('a delete racing run starts ends with each run refused or canceled, or with the delete refused; never a run on a deleted environment', async () => {
@@ -446,7 +462,8 @@ describe('an interrupted delete (a stack of its own)', () => {
     } finally {
       await mongo.close();
     }
-    expect((await stalledTeardown.describe()).status.name).toBe('COMPLETED');
+    // The environment's document goes in the last step; the workflow ends just after it.
+    expect(await stalledTeardown.result()).toEqual({ name: 'stalled' });
     // A repeat of the delete finds nothing: 404.
     expect((await tenant.api.delete('/environments/lost')).status).toBe(404);
   });

@@ -70,7 +70,13 @@ describe('Prometheus metrics on every service (a stack of its own)', () => {
     const lost = await waitForRun(tenant, abandoned.id, 30_000);
     expect([lost.status, lost.attempts[0]!.status]).toEqual(['failed', 'lost']);
 
-    const placement = await scrape('placement-service');
+    // A counter moves just after the transition it counts is stored: wait for the evidence.
+    const placement = await until(
+      () => scrape('placement-service'),
+      (samples) => value(samples, 'envengine_runs_finished_total', { trigger: 'manual' }) === 3 && value(samples, 'envengine_attempts_lost_total', {}) === 1,
+      10_000,
+      100,
+    );
     expect(value(placement, 'envengine_runs_started_total', { trigger: 'manual' })).toBe(3);
     expect(value(placement, 'envengine_runs_finished_total', { trigger: 'manual', outcome: 'succeeded' })).toBe(1);
     expect(value(placement, 'envengine_runs_finished_total', { trigger: 'manual', outcome: 'failed' })).toBe(2);
@@ -91,7 +97,7 @@ describe('Prometheus metrics on every service (a stack of its own)', () => {
     expect(value(deployment, 'envengine_ingest_duration_seconds_count', { outcome: 'failed' })).toBe(0);
     const workflows = await scrape('workflow-worker');
     expect(value(workflows, 'envengine_activation_duration_seconds_count', { outcome: 'activated' })).toBe(1);
-    const runner = await scrape('attempt-worker');
+    const runner = await until(() => scrape('attempt-worker'), (samples) => value(samples, 'envengine_worker_attempts_total', {}) === 2, 10_000, 100);
     expect(value(runner, 'envengine_worker_attempts_total', { result: 'succeeded' })).toBe(1);
     expect(value(runner, 'envengine_worker_attempts_total', { result: 'failed' })).toBe(1);
 

@@ -28,8 +28,11 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   ...temporalConfigShape,
   /** The workflow-worker's task queue, where tear-down and expiry workflows are started. */
   DEPLOYMENTS_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
-  /** How long a DELETE waits for its tear-down before it answers 503 (the tear-down goes on; a repeat joins it). */
-  TEARDOWN_WAIT_MS: PositiveIntFromEnv(25_000),
+  /**
+   * How long a DELETE waits for its tear-down before it answers 503 (the tear-down goes on;
+   * a repeat joins it). With the start's own deadline (5 s) it stays inside the gateway's 30 s.
+   */
+  TEARDOWN_WAIT_MS: PositiveIntFromEnv(20_000),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
   /** Log lines kept of one attempt (workers are told in the plan; more are not stored). */

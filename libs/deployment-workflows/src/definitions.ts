@@ -135,8 +135,12 @@ export interface EnvironmentLifecycleActivities {
   deleteEnvironmentSchedules(input: EnvironmentScope): Promise<{ deleted: number }>;
   /** Cancels what is left of its runs (withdrawn from their queues), then removes runs, attempts and logs. */
   removeEnvironmentRuns(input: EnvironmentScope): Promise<Record<string, number>>;
-  /** Removes its materialization files through the storage driver (`purge_data`). */
-  purgeMaterializationFiles(input: EnvironmentScope): Promise<{ removed: number }>;
+  /**
+   * Removes one page of its materialization files through the storage driver (`purge_data`),
+   * those recorded after `after`; answers where the next page starts (null: done). A page
+   * per activity, so that a large environment's purge goes on from where a failure left it.
+   */
+  purgeMaterializationFiles(input: EnvironmentScope & { after: string | null }): Promise<{ removed: number; next: string | null }>;
   /** Deletes its bindings and retires its secrets in their backend. */
   retireEnvironmentSecrets(input: EnvironmentScope): Promise<Record<string, number>>;
   /** Removes its deployments, manifests and materialization records. */

@@ -1,4 +1,4 @@
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { EnvironmentExpiryInput, type ExpireEnvironmentResult } from '@envengine/contracts';
 import { workflowInput } from './workflow-input.ts';
 import type { EnvironmentLifecycleActivities } from './definitions.ts';
@@ -26,10 +26,14 @@ export async function environmentExpiry(raw: EnvironmentExpiryInput): Promise<vo
   });
   for (;;) {
     if (expiresAt === null) return;
-    const wait = Date.parse(expiresAt) - Date.now();
+    // Each deploy adds a signal and a timer: a long-lived preview's history starts afresh.
+    if (workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof environmentExpiry>({ ...input, expiresAt });
+    }
+    // At least a second between checks: a clock behind Temporal's may answer an instant already past.
+    const wait = Math.max(1_000, Date.parse(expiresAt) - Date.now());
     moved = false;
-    if (wait > 0 && (await condition(() => moved, wait))) continue;
-    if (moved) continue;
+    if (await condition(() => moved, wait)) continue;
     const outcome: ExpireEnvironmentResult = await expireEnvironment({ ...input, expiresAt });
     if (outcome.expired) return;
     expiresAt = outcome.expires_at;

@@ -26,7 +26,13 @@ export async function environmentTeardown(raw: EnvironmentTeardownInput): Promis
   await steps.stopEnvironmentWorkflows(scope);
   await steps.deleteEnvironmentSchedules(scope);
   await steps.removeEnvironmentRuns(scope);
-  if (input.purgeData) await steps.purgeMaterializationFiles(scope);
+  if (input.purgeData) {
+    for (let after: string | null = null; ; ) {
+      const page: { next: string | null } = await steps.purgeMaterializationFiles({ ...scope, after });
+      if (page.next === null) break;
+      after = page.next;
+    }
+  }
   await steps.retireEnvironmentSecrets(scope);
   await steps.removeDeploymentRecords(scope);
   await steps.removeEnvironment(scope);

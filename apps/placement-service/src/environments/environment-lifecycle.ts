@@ -93,7 +93,13 @@ export class EnvironmentLifecycle {
    */
   async expire(tenantId: string, environmentId: string): Promise<ExpireEnvironmentResult> {
     const environment = await this.environments.findById(tenantId, environmentId);
-    if (!environment || environment.status === 'deleting') return { expired: true, expires_at: environment?.expires_at ?? null };
+    if (!environment) return { expired: true, expires_at: null };
+    if (environment.status === 'deleting') {
+      // Marked by an earlier try whose workflow start failed, or by a DELETE: the tear-down is (re)started, idempotently.
+      const target = await this.environments.teardownOf(tenantId, environmentId);
+      if (target) await this.workflows.tearDown(tenantId, target.environment, target.purgeData, 0);
+      return { expired: true, expires_at: environment.expires_at };
+    }
     if (environment.expires_at === null) return { expired: false, expires_at: null };
     const began = await this.begin(tenantId, environment, { force: true, purge_data: false, reason: 'environment expired (ttl_hours)' }, new Date());
     if (!began) {

@@ -53,6 +53,9 @@ export class LifecycleWorkflows {
     try {
       await Promise.race([handle.result(), timeout]);
     } catch (error) {
+      if (isBackingServerUnavailable(error)) {
+        throw new ApiError('unavailable', 'Temporal is unreachable; the tear-down goes on when it returns, and deleting again waits for it.', { headers: { 'Retry-After': '2' } });
+      }
       if (error instanceof WorkflowFailedError) {
         throw new ApiError('unavailable', `The tear-down of "${environment.name}" failed (${error.cause?.message ?? error.message}); deleting again resumes it.`, {
           headers: { 'Retry-After': '5' },

@@ -5,7 +5,7 @@ import {
   storageSchemeOf,
   type StorageDriver,
 } from '@envengine/materialization-storage';
-import { ApiError, notFound, type Logger } from '@envengine/service-kit';
+import { ApiError, type Logger } from '@envengine/service-kit';
 import type { EngineObjectStore } from '../storage/engine-object-store.ts';
 import type { EnvironmentRepository } from './environment.repository.ts';
 
@@ -28,7 +28,11 @@ export class MaterializationPurge {
 
   async remove(tenantId: string, environmentId: string, locations: string[]): Promise<{ removed: number; skipped: number }> {
     const target = await this.environments.teardownOf(tenantId, environmentId);
-    if (!target) throw notFound(`Environment ${environmentId} being deleted`);
+    if (!target) {
+      // A tear-down started again after the last one finished finds nothing left to purge.
+      if (!(await this.environments.findById(tenantId, environmentId))) return { removed: 0, skipped: 0 };
+      throw new ApiError('invalid_request', `Environment ${environmentId} is not being deleted.`);
+    }
     if (!target.purgeData) throw new ApiError('invalid_request', `The delete of ${environmentId} did not ask for its data to be purged.`);
     const prefix = target.environment.storage_prefix;
     const driver = this.driverFor(tenantId, prefix);

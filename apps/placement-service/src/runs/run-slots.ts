@@ -42,7 +42,7 @@ export class RunSlots {
   async mustWait(tenantId: string, environmentId: string, limit: number | null, session: ClientSession): Promise<boolean> {
     if (limit === null) return false;
     const [holding, waiting] = await Promise.all([
-      this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: false }, { session }),
+      this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: { $ne: true } }, { session }),
       this.runs.count(tenantId, { environment_id: environmentId, status: 'queued', waiting_for_slot: true }, { session }),
     ]);
     return holding >= limit || waiting > 0;
@@ -55,11 +55,16 @@ export class RunSlots {
    */
   async fill(tenantId: string, environmentId: string, session: ClientSession): Promise<AttemptDocument[]> {
     const limit = await this.fence.limitOf(tenantId, environmentId, session);
-    const anyWaiting = await this.runs.count(tenantId, { environment_id: environmentId, status: 'queued', waiting_for_slot: true }, { session });
-    if (anyWaiting === 0) return [];
+    const waitingFilter = { environment_id: environmentId, status: 'queued' as const, waiting_for_slot: true };
+    // Without a limit no run starts to wait, so only runs left waiting by a removed limit are let go.
+    if (limit === null && (await this.runs.count(tenantId, waitingFilter, { session })) === 0) return [];
+    // Under a limit the fence is written first, whether or not a run waits: a run created
+    // meanwhile (which writes it too) conflicts with this transaction, which then sees it.
     const admission = await this.fence.admitRun(tenantId, environmentId, 'slot', session);
     if (!admission.admitted) return [];
-    const holding = await this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: false }, { session });
+    const anyWaiting = await this.runs.count(tenantId, waitingFilter, { session });
+    if (anyWaiting === 0) return [];
+    const holding = await this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: { $ne: true } }, { session });
     const free = limit === null ? anyWaiting : limit - holding;
     if (free <= 0) return [];
     const next = await this.runs.find(
@@ -80,12 +85,19 @@ export class RunSlots {
     return this.attempts.find(tenantId, { run_id: { $in: runIds }, status: 'queued' }, { session });
   }
 
-  /** Environments with runs waiting for a slot, of every tenant (the reconciler's sweep). */
+  /** Where the sweep of waiting runs goes on from: a page at a time, so that no tenant's waiting runs hide another's. */
+  private sweptUpTo = '';
+
+  /**
+   * Environments with runs waiting for a slot, of every tenant (the reconciler's sweep): the
+   * next page of waiting runs by id after the last one swept, starting over at the end.
+   */
   async environmentsWaiting(limit: number): Promise<Array<{ tenantId: string; environmentId: string }>> {
     const runs = await this.runs.findAcrossTenants(
-      { waiting_for_slot: true, status: 'queued' },
-      { limit, projection: { tenant_id: 1, environment_id: 1 } },
+      { waiting_for_slot: true, status: 'queued', _id: { $gt: this.sweptUpTo } },
+      { limit, sort: { _id: 1 }, projection: { _id: 1, tenant_id: 1, environment_id: 1 } },
     );
+    this.sweptUpTo = runs.length < limit ? '' : runs.at(-1)!._id;
     const unique = new Map(runs.map((run) => [`${run.tenant_id}/${run.environment_id}`, { tenantId: run.tenant_id, environmentId: run.environment_id }]));
     return [...unique.values()];
   }

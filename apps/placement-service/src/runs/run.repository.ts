@@ -168,7 +168,8 @@ export class RunRepository extends RunQueries {
     const now = new Date();
     const attempt = await this.attempts.findOneAndUpdate(
       tenantId,
-      { _id: attemptId, status: 'queued', executor },
+      // An attempt waiting for a slot is not on a queue: a worker that learned its id cannot start it past the limit.
+      { _id: attemptId, status: 'queued', executor, waiting_for_slot: { $ne: true } },
       {
         $set: {
           status: 'running',

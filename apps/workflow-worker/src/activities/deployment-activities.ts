@@ -108,6 +108,11 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
     },
 
     async requestActivation({ tenantId, environmentId, environmentName, deploymentId, replyTo }) {
+      // No activation workflow is started again behind a tear-down, which ended it.
+      const environment = await placement.findEnvironment(tenantId, environmentName);
+      if (environment?.id !== environmentId || environment.status === 'deleting') {
+        throw ApplicationFailure.nonRetryable(`environment ${environmentName} is being deleted or is gone`, 'NotFound');
+      }
       const scope = { tenantId, environmentId, environmentName };
       const args = EnvironmentActivationsInput.parse({ ...scope, pending: [], served: [] });
       const memo: Omit<DeploymentMemo, 'deployment_id'> = { tenant_id: tenantId, environment: environmentName, environment_id: environmentId };

@@ -62,21 +62,12 @@ export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLif
       return placement.removeEnvironmentRuns(tenantId, environmentId);
     },
 
-    async purgeMaterializationFiles({ tenantId, environmentId }) {
-      let removed = 0;
-      let skipped = 0;
-      for (let after: string | null = null; ; ) {
-        const page = await materializations.locationsOf(tenantId, environmentId, after, PURGE_BATCH);
-        if (page.locations.length > 0) {
-          const outcome = await placement.purgeFiles(tenantId, environmentId, { locations: page.locations });
-          removed += outcome.removed;
-          skipped += outcome.skipped;
-        }
-        if (page.last === null) break;
-        after = page.last;
-      }
-      if (skipped > 0) log.warn({ tenant_id: tenantId, environment_id: environmentId, skipped }, 'purge left files it may not remove');
-      return { removed };
+    async purgeMaterializationFiles({ tenantId, environmentId, after }) {
+      const page = await materializations.locationsOf(tenantId, environmentId, after, PURGE_BATCH);
+      if (page.locations.length === 0) return { removed: 0, next: null };
+      const outcome = await placement.purgeFiles(tenantId, environmentId, { locations: page.locations });
+      if (outcome.skipped > 0) log.warn({ tenant_id: tenantId, environment_id: environmentId, skipped: outcome.skipped }, 'purge left files it may not remove');
+      return { removed: outcome.removed, next: page.last };
     },
 
     async retireEnvironmentSecrets({ tenantId, environmentId }) {
