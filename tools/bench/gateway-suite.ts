@@ -1,6 +1,6 @@
 // The gateway against bare Express baselines: trivial endpoint, and GET /environments/:name
 // against a bare Express app reading the same document with the native driver.
-import { cpuTable, RESULT_HEADER, resultRow, rssMegabytes, type Bench } from './harness.ts';
+import { cpuTable, median, RESULT_HEADER, resultRow, rssMegabytes, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: SuiteContext): Promise<string[]> {
@@ -50,6 +50,19 @@ export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: Suit
     { ...gatewayGet, name: `${gatewayGet.name}, 1 connection` },
     1,
   );
+  // Request metrics on against off in the same run: the same gateway restarted with
+  // HTTP_METRICS=off and back, rounds interleaved (DESIGN.md §7: unused observability costs nothing).
+  const metricsOn: number[] = [];
+  const metricsOff: number[] = [];
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const setting of ['off', 'on'] as const) {
+      await services.restart('gateway', { HTTP_METRICS: setting });
+      bench.accounted.set('gateway', services.processes.gateway.pid);
+      const measured = await bench.measure({ ...gatewayGet, name: `${gatewayGet.name}, request metrics ${setting} (round ${round})` });
+      (setting === 'on' ? metricsOn : metricsOff).push(measured.rps);
+    }
+  }
+  const metricsRatio = median(metricsOn) / median(metricsOff);
   const afterLoad = Object.fromEntries(Object.entries(services.processes).map(([name, child]) => [name, rssMegabytes(child.pid)]));
 
   return [
@@ -67,6 +80,8 @@ export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: Suit
     '',
     `Rows from the bare findOne down are medians of ${rounds} interleaved rounds. GET /environments/:name through the gateway adds ${(gatewayGetEnvSerial.p99 - expressFindOneSerial.p99).toFixed(0)} ms to the bare findOne p99 on one connection (p50: +${(gatewayGetEnvSerial.p50 - expressFindOneSerial.p50).toFixed(0)} ms), and ${(gatewayGetEnv.p99 - expressFindOne.p99).toFixed(0)} ms at ${connections} connections, where both are saturated.`,
     "(the authenticated 404 answers 404 by design; it measures the gateway's own pipeline)",
+    '',
+    `Request metrics (the HTTP histogram on every request, \`/metrics\` served): GET /environments/:name at ${connections} connections, ${median(metricsOn).toFixed(0)} requests/s with them on against ${median(metricsOff).toFixed(0)} off (medians of ${rounds} interleaved rounds: ${metricsOn.map((value) => value.toFixed(0)).join(', ')} against ${metricsOff.map((value) => value.toFixed(0)).join(', ')}): ${metricsRatio.toFixed(3)}x (target ≥ 0.95x: ${metricsRatio >= 0.95 ? 'met' : 'missed'}).`,
     '',
     `CPU milliseconds per request by process, at ${connections} connections (where the 2 cores go):`,
     '',

@@ -17,6 +17,8 @@ const GatewayConfigSchema = z.object({
   /** Largest bundle upload, in bytes (streamed, never held whole). */
   BUNDLE_BODY_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
   /** Sustained requests per second allowed for one token. */
+  /** `off` skips timing each request into `envengine_http_request_duration_seconds` (the benchmark's baseline); `/metrics` is served either way. */
+  HTTP_METRICS: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
   RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(50),
   /** Requests one token may send in a burst above the sustained rate. */
   RATE_LIMIT_BURST: PositiveIntFromEnv(200),

@@ -33,8 +33,10 @@ export interface GatewayDependencies {
   /** How long a repeat waits for the first request with its key to finish. */
   idempotencyWaitMs: number;
   readiness: Record<string, ReadinessCheck>;
-  /** Served at `/metrics` (no token: it carries no id); every request is timed into it. */
+  /** Served at `/metrics` (no token: it carries no id). */
   metrics: MetricsRegistry;
+  /** Whether every request is timed into it (HTTP_METRICS). */
+  timeRequests: boolean;
   jsonBodyLimitBytes: number;
   /** Largest bundle upload (`POST /api/v1/bundles`), streamed through. */
   bundleBodyLimitBytes: number;
@@ -50,7 +52,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(httpMetricsMiddleware(deps.metrics));
+  if (deps.timeRequests) app.use(httpMetricsMiddleware(deps.metrics));
   app.use(requestLogging(deps.log));
   mountHealthRoutes(app, 'gateway', deps.readiness);
   app.get('/metrics', metricsRoute(deps.metrics));

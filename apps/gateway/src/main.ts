@@ -51,6 +51,7 @@ const forwarder = new UpstreamForwarder(
 
 const app = createGatewayApp({
   metrics: createMetricsRegistry('gateway'),
+  timeRequests: config.HTTP_METRICS === 'on',
   log,
   authenticator,
   limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
