@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadOrCreateCredentials, objectStoreAdmin, startStack, type BackingServers, type RunningServices, type RunningStack } from '@envengine/dev-stack';
@@ -64,7 +65,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     databasePrefix: `t${Date.now().toString(36)}_`,
     env: options.env,
   });
-  return { info: stackInfoOf(stack, dataDir), servers: stack.servers, services: stack.services, reloadCredentials: stack.reloadCredentials, stop: stack.stop };
+  // Each stack's directory holds its servers' data and logs (hundreds of MB): removed at its
+  // stop, so that repeated runs do not fill the disk; KEEP_TEST_DATA=1 keeps it to read the logs.
+  const stop = async () => {
+    await stack.stop();
+    if (!process.env.KEEP_TEST_DATA) await rm(dataDir, { recursive: true, force: true });
+  };
+  return { info: stackInfoOf(stack, dataDir), servers: stack.servers, services: stack.services, reloadCredentials: stack.reloadCredentials, stop };
 }
 
 /** The `StackInfo` of a stack started with `dataDir` (by `startTestStack`, or by the benchmark). */
