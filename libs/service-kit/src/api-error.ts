@@ -32,6 +32,11 @@ export function notFound(what: string): ApiError {
   return new ApiError('not_found', `${what} was not found.`);
 }
 
+/** The refusal of a write to an environment whose tear-down has begun (409 `environment_deleting`). */
+export function environmentDeleting(name: string): ApiError {
+  return new ApiError('environment_deleting', `Environment "${name}" is being deleted; it takes no more changes.`);
+}
+
 export function unauthorized(message = 'A valid bearer token is required.'): ApiError {
   return new ApiError('unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer' } });
 }

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ApiError } from './api-error.ts';
+import { isBackingServerUnavailable } from './unavailable.ts';
 
 /**
  * How a service reaches Temporal: its frontend, namespace and, for a Temporal that is not
@@ -53,4 +55,21 @@ export function temporalConnectionOptions(config: TemporalConfig): TemporalConne
       ...(cert && key ? { clientCertPair: { crt: readPem('TEMPORAL_TLS_CERT', cert), key: readPem('TEMPORAL_TLS_KEY', key) } } : {}),
     },
   };
+}
+
+/** How long a call to Temporal may take before Temporal counts as unreachable. */
+const TEMPORAL_CALL_DEADLINE_MS = 5_000;
+
+/**
+ * A call to Temporal through a lazy connection, with a deadline: while Temporal is
+ * unreachable the gRPC client would otherwise keep retrying, and the caller answers 503
+ * `unavailable` instead.
+ */
+export function callTemporal<T>(connection: { withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R> }, work: () => Promise<T>): Promise<T> {
+  return connection.withDeadline(Date.now() + TEMPORAL_CALL_DEADLINE_MS, work).catch((error: unknown) => {
+    if (isBackingServerUnavailable(error)) {
+      throw new ApiError('unavailable', 'Temporal is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
+    }
+    throw error;
+  });
 }

@@ -12,7 +12,7 @@ import {
 import type { IngestInput } from '@envengine/deployment-workflows';
 import { newId } from '@envengine/resource-ids';
 import type { PlacementClient } from '@envengine/service-clients';
-import { ApiError, notFound } from '@envengine/service-kit';
+import { ApiError, environmentDeleting, notFound } from '@envengine/service-kit';
 import type { DeploymentDocument, DeploymentRepository } from '@envengine/deployment-data';
 import { StillRunningError, type WorkflowStarter } from './workflow-starter.ts';
 
@@ -117,7 +117,7 @@ export class DeploymentsService {
     }
     const environment = await this.placement.findEnvironment(tenantId, row.environment_name);
     if (environment?.id === row.environment_id && environment.status === 'deleting') {
-      throw new ApiError('environment_deleting', `Environment "${row.environment_name}" is being deleted; it takes no more changes.`);
+      throw environmentDeleting(row.environment_name);
     }
     try {
       const recheck = await this.workflows.activate({

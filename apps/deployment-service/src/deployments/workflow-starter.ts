@@ -9,10 +9,7 @@ import {
   type DeploymentMemo,
   type IngestOutcome,
 } from '@envengine/deployment-workflows';
-import { ApiError, isBackingServerUnavailable, type TemporalConnectionOptions } from '@envengine/service-kit';
-
-/** How long starting a workflow may take before Temporal counts as unreachable. */
-const START_DEADLINE_MS = 5_000;
+import { callTemporal, type TemporalConnectionOptions } from '@envengine/service-kit';
 
 /** The workflow goes on after the request's wait is over: the caller is told so. */
 export class StillRunningError extends Error {
@@ -35,14 +32,9 @@ export class WorkflowStarter {
     this.client = new Client({ connection: this.connection, namespace: options.namespace });
   }
 
-  /** Calls Temporal with a deadline: while it is unreachable the gRPC client would otherwise keep retrying. */
+  /** Calls Temporal with a deadline: `unavailable` (503) while it is unreachable. */
   private call<T>(start: () => Promise<T>): Promise<T> {
-    return this.connection.withDeadline(Date.now() + START_DEADLINE_MS, start).catch((error: unknown) => {
-      if (isBackingServerUnavailable(error)) {
-        throw new ApiError('unavailable', 'Temporal is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
-      }
-      throw error;
-    });
+    return callTemporal(this.connection, start);
   }
 
   /**

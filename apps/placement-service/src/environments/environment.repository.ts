@@ -1,7 +1,7 @@
 import type { ClientSession, Connection } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentRequest } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
+import { ApiError, environmentDeleting, isDuplicateKeyError } from '@envengine/service-kit';
 import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 import { randomInt } from 'node:crypto';
 import { ADMISSION_STRIPES, admissionStripeSchema, environmentSchema, type AdmissionStripeDocument, type EnvironmentDocument } from './environment.schema.ts';
@@ -29,11 +29,6 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
 
 const HOUR_MS = 3_600_000;
 const expiryAfter = (ttlHours: number | null | undefined, from: Date) => (ttlHours ? new Date(from.getTime() + ttlHours * HOUR_MS) : null);
-
-/** The refusal of a write to an environment whose tear-down has begun. */
-export function environmentDeleting(name: string): ApiError {
-  return new ApiError('environment_deleting', `Environment "${name}" is being deleted; it takes no more changes.`);
-}
 
 /** What a tear-down was asked to do (DESIGN.md §5 "Environment lifecycle"). */
 export interface TeardownRequest {

@@ -9,10 +9,7 @@ import {
   environmentTeardownWorkflowId,
   type Environment,
 } from '@envengine/contracts';
-import { ApiError, isBackingServerUnavailable } from '@envengine/service-kit';
-
-/** How long a call to Temporal may take before it counts as unreachable. */
-const CALL_DEADLINE_MS = 5_000;
+import { ApiError, callTemporal, isBackingServerUnavailable } from '@envengine/service-kit';
 
 /** The tear-down goes on after the request's wait is over. */
 export class TeardownStillRunningError extends Error {}
@@ -98,11 +95,6 @@ export class LifecycleWorkflows {
   }
 
   private call<T>(work: () => Promise<T>): Promise<T> {
-    return this.connection.withDeadline(Date.now() + CALL_DEADLINE_MS, work).catch((error: unknown) => {
-      if (isBackingServerUnavailable(error)) {
-        throw new ApiError('unavailable', 'Temporal is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
-      }
-      throw error;
-    });
+    return callTemporal(this.connection, work);
   }
 }

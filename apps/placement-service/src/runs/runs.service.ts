@@ -11,14 +11,13 @@ import {
   type ScheduledRunRequest,
 } from '@envengine/contracts';
 import type { DeploymentClient } from '@envengine/service-clients';
-import { ApiError, isDuplicateKeyError, notFound, TtlCache } from '@envengine/service-kit';
+import { ApiError, environmentDeleting, isDuplicateKeyError, notFound, TtlCache } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
 import type { AttemptLogRepository } from './attempt-log.repository.ts';
 import { toRun } from './run-mappers.ts';
-import { environmentDeleting } from '../environments/environment.repository.ts';
 import { EnvironmentDeletingError, SchedulesPausedError, type RunRepository } from './run.repository.ts';
 import type { WorkerRegistry } from './worker-registry.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';

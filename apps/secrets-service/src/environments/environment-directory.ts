@@ -1,5 +1,5 @@
 import type { PlacementClient } from '@envengine/service-clients';
-import { ApiError, notFound } from '@envengine/service-kit';
+import { environmentDeleting, notFound } from '@envengine/service-kit';
 
 export interface EnvironmentRef {
   id: string;
@@ -25,7 +25,7 @@ export class EnvironmentDirectory {
   async requireWritable(tenantId: string, name: string, requestId?: string): Promise<EnvironmentRef> {
     const environment = await this.placement.findEnvironment(tenantId, name, requestId);
     if (!environment) throw notFound(`Environment "${name}"`);
-    if (environment.status === 'deleting') throw new ApiError('environment_deleting', `Environment "${name}" is being deleted; it takes no more changes.`);
+    if (environment.status === 'deleting') throw environmentDeleting(name);
     return { id: environment.id, name: environment.name };
   }
 }
