@@ -1,15 +1,12 @@
-import { Router } from 'express';
 import { PlacementClient } from '@envengine/service-clients';
 import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
 import { ingestMetrics } from '@envengine/service-metrics';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
-import { assetsRouter } from './assets/assets.routes.ts';
-import { bundlesRouter } from './bundles/bundles.routes.ts';
 import { loadDeploymentConfig } from './config.ts';
-import { deploymentsRouter } from './deployments/deployments.routes.ts';
 import { DeploymentsService } from './deployments/deployments.service.ts';
 import { WorkflowStarter } from './deployments/workflow-starter.ts';
 import { internalRouter } from './internal.routes.ts';
+import { deploymentPublicApi } from './public-api.ts';
 
 const config = loadDeploymentConfig(process.env);
 const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
@@ -31,12 +28,17 @@ await runInternalService({
     const materializations = new MaterializationRepository(mongo);
     await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), materializations.ensureIndexes()]);
 
-    const api = Router();
-    api.use(deploymentsRouter(new DeploymentsService(deployments, placement, workflows, ingestMetrics(metrics))));
-    api.use(assetsRouter(placement, deployments, materializations));
+    const { api, streamingApi } = deploymentPublicApi({
+      deployments: new DeploymentsService(deployments, placement, workflows, ingestMetrics(metrics)),
+      placement,
+      deploymentRows: deployments,
+      materializations,
+      bundles,
+      bundleLimitBytes: config.BUNDLE_LIMIT_BYTES,
+    });
     return {
       api,
-      streamingApi: bundlesRouter(bundles, config.BUNDLE_LIMIT_BYTES),
+      streamingApi,
       privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ deployments, materializations }) },
     };
   },

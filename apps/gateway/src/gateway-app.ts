@@ -1,4 +1,5 @@
 import { httpMetricsMiddleware, metricsRoute, type MetricsRegistry } from '@envengine/service-metrics';
+import { OPENAPI_DOCUMENT_PATH, serializedOpenApiDocument } from '@envengine/openapi-document';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
   ApiError,
@@ -56,6 +57,11 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.use(requestLogging(deps.log));
   mountHealthRoutes(app, 'gateway', deps.readiness);
   app.get('/metrics', metricsRoute(deps.metrics));
+  // The API's description is public: a client is generated from it before it has a token.
+  const openApiDocument = serializedOpenApiDocument();
+  app.get(OPENAPI_DOCUMENT_PATH, (_req, res) => {
+    res.type('application/json').send(openApiDocument);
+  });
 
   app.use('/api/v1', async (req: Request, res: Response, next: NextFunction) => {
     try {

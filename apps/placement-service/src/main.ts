@@ -9,12 +9,11 @@ import { placementMetrics } from '@envengine/service-metrics';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsInternalRouter } from './environments/environments.internal-routes.ts';
-import { environmentsRouter } from './environments/environments.routes.ts';
 import { EnvironmentLifecycle } from './environments/environment-lifecycle.ts';
 import { LifecycleWorkflows } from './environments/lifecycle-workflows.ts';
 import { MaterializationPurge } from './environments/materialization-purge.ts';
 import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
-import { poolInternalRouter, poolRouter } from './pool/pool.routes.ts';
+import { poolInternalRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
 import { DispatchReconciler } from './runs/dispatch-reconciler.ts';
@@ -22,14 +21,13 @@ import { LeaseReaper } from './runs/lease-reaper.ts';
 import { RunRepository } from './runs/run.repository.ts';
 import { AttemptLogRepository } from './runs/attempt-log.repository.ts';
 import { WorkerRegistry } from './runs/worker-registry.ts';
-import { runsInternalRouter, runsRouter } from './runs/runs.routes.ts';
-import { schedulesRouter } from './schedules/schedules.routes.ts';
+import { runsInternalRouter } from './runs/runs.routes.ts';
 import { ScheduleOverlapRepository } from './schedules/schedule-overlap.repository.ts';
 import { SchedulesService } from './schedules/schedules.service.ts';
 import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
 import { EngineObjectStore } from './storage/engine-object-store.ts';
-import { workerApiRouter } from './worker-api/worker-api.routes.ts';
+import { placementPublicApi } from './public-api.ts';
 
 const config = loadPlacementConfig(process.env);
 
@@ -97,15 +95,18 @@ await runInternalService({
     void lifecycle.resume().catch((error: Error) => log.warn({ err: error.message }, 'could not resume tear-downs and expiry timers at start-up'));
     const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
 
-    const api = Router();
-    api.use(environmentsRouter(environments, lifecycle, config.STORAGE_ROOT));
-    api.use(runsRouter(runsService));
-    api.use(schedulesRouter(new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal))));
-    api.use(poolRouter(pool));
-    api.use(workerApiRouter(new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
+    const api = placementPublicApi({
+      environments,
+      lifecycle,
+      storageRoot: config.STORAGE_ROOT,
+      runs: runsService,
+      schedules: new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal)),
+      pool,
+      workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
-      }, metrics, engineStore)));
+      }, metrics, engineStore),
+    });
     const internal = Router();
     internal.use(environmentsInternalRouter(environments, lifecycle, new MaterializationPurge(environments, engineStore, log)));
     internal.use(poolInternalRouter(pool));

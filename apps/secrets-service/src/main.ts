@@ -1,9 +1,7 @@
-import { Router } from 'express';
 import { LocalSecretStore } from '@envengine/local-secret-store';
 import { PlacementClient } from '@envengine/service-clients';
 import { runInternalService } from '@envengine/service-kit';
 import { BindingRepository } from './bindings/binding.repository.ts';
-import { bindingsRouter } from './bindings/bindings.routes.ts';
 import { BindingsService } from './bindings/bindings.service.ts';
 import { loadSecretsConfig } from './config.ts';
 import { EnvironmentDirectory } from './environments/environment-directory.ts';
@@ -13,8 +11,8 @@ import { resolutionRouter } from './resolution/resolution.routes.ts';
 import { SecretAuditRepository } from './resolution/secret-audit.repository.ts';
 import { SecretBackends } from './secrets/secret-backend.ts';
 import { SecretRowRepository } from './secrets/secret-row.repository.ts';
-import { secretsRouter } from './secrets/secrets.routes.ts';
 import { SecretsService } from './secrets/secrets.service.ts';
+import { secretsPublicApi } from './public-api.ts';
 
 const config = loadSecretsConfig(process.env);
 const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
@@ -32,11 +30,8 @@ await runInternalService({
     const backends = new SecretBackends([localStore], localStore.name);
     const environments = new EnvironmentDirectory(placement);
     const secrets = new SecretsService(mongo, rows, backends, audit);
-    const api = Router();
-    api.use(secretsRouter(environments, secrets));
-    api.use(bindingsRouter(environments, new BindingsService(bindingRows, rows)));
     return {
-      api,
+      api: secretsPublicApi({ environments, secrets, bindings: new BindingsService(bindingRows, rows) }),
       privateApi: [
         // An environment's tear-down, for the lifecycle workflow (the internal credential; it opens no value).
         { path: '/internal/v1/lifecycle', credential: config.INTERNAL_CREDENTIAL, routes: lifecycleRouter(secrets, bindingRows, audit) },

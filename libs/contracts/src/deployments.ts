@@ -75,6 +75,12 @@ export const IngestOptions = z.strictObject({
 });
 export type IngestOptions = z.infer<typeof IngestOptions>;
 
+/** The ingest's body as documented (the ingest checks it itself with IngestGate and IngestOptions). */
+export const CreateDeploymentRequest = IngestOptions.extend({
+  manifest: z.record(z.string(), z.unknown()).describe('The manifest (version 1): `version`, `assets`, `jobs`, `schedules` (DESIGN.md §5).'),
+  bundle_ref: BundleRef.describe('The digest of the uploaded bundle (POST /bundles).'),
+});
+
 /** Any id is looked up: one that names no deployment of the caller is 404, whatever its form. */
 export const DeploymentPathParams = z.object({ id: z.string().min(1).max(100) });
 

@@ -14,3 +14,4 @@ export * from './worker-api.ts';
 export * from './schedules.ts';
 export * from './attempt-job.ts';
 export * from './workflow-inputs.ts';
+export * from './public-api.ts';

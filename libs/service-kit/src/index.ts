@@ -16,3 +16,4 @@ export * from './mongo.ts';
 export * from './internal-service.ts';
 export * from './ttl-cache.ts';
 export * from './temporal-config.ts';
+export * from './mount-endpoint.ts';

@@ -1,4 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read response bodies of any shape; they validate them with the contract schemas where the shape matters. */
+import { openApiResponseChecker } from './openapi-responses.ts';
+
 export interface ApiResponse<T = unknown> {
   status: number;
   headers: Headers;
@@ -15,7 +17,11 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-/** A thin HTTP client for tests: never throws on a status, returns status, headers and body. */
+/**
+ * A thin HTTP client for tests: never throws on a status, returns status, headers and body.
+ * Every answer of the public API (`…/api/v1`) is checked against the OpenAPI document: an
+ * undeclared status or a body off its schema throws, so the whole suite checks the document.
+ */
 export class ApiClient {
   constructor(
     readonly baseUrl: string,
@@ -40,6 +46,10 @@ export class ApiClient {
     }
     const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
     const text = await response.text();
+    if (this.baseUrl.endsWith('/api/v1')) {
+      const problems = openApiResponseChecker().problems(method, path, response.status, response.headers.get('content-type'), text);
+      if (problems.length > 0) throw new Error(`The answer does not conform to the OpenAPI document: ${problems.join('; ')}`);
+    }
     let parsed: unknown = undefined;
     if (text.length > 0) {
       try {

@@ -10,3 +10,4 @@ export * from './workflow-history.ts';
 export * from './pool-workers.ts';
 export * from './deploy-project.ts';
 export * from './outside-host.ts';
+export * from './openapi-responses.ts';

@@ -1,16 +1,14 @@
 import { Router } from 'express';
-import { EnvironmentPathParams, type AssetListing } from '@envengine/contracts';
+import { PublicApi, type AssetListing } from '@envengine/contracts';
 import { ManifestV1 } from '@envengine/manifest-rules';
 import type { PlacementClient } from '@envengine/service-clients';
-import { defineRoute, notFound } from '@envengine/service-kit';
+import { mountEndpoint, notFound } from '@envengine/service-kit';
 import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 
 /** `GET /environments/:name/assets`: each asset of the active deployment with its latest materialization. */
 export function assetsRouter(placement: PlacementClient, deployments: DeploymentRepository, materializations: MaterializationRepository): Router {
   const router = Router();
-  router.get(
-    '/environments/:name/assets',
-    defineRoute({ params: EnvironmentPathParams }, async ({ tenantId, params, requestId }) => {
+  mountEndpoint(router, PublicApi.listAssets, async ({ tenantId, params, requestId }) => {
       const environment = await placement.findEnvironment(tenantId, params.name, requestId);
       if (!environment) throw notFound(`Environment "${params.name}"`);
       if (!environment.active_deployment_id) return { data: [] };
@@ -28,7 +26,6 @@ export function assetsRouter(placement: PlacementClient, deployments: Deployment
         };
       });
       return { data: listing };
-    }),
-  );
+  });
   return router;
 }

@@ -1,6 +1,6 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { BUNDLE_REF_PATTERN } from '@envengine/contracts';
-import { ApiError, requestContext } from '@envengine/service-kit';
+import { BUNDLE_REF_PATTERN, PublicApi } from '@envengine/contracts';
+import { ApiError, mountRawEndpoint, requestContext } from '@envengine/service-kit';
 import type { BundleRepository } from '@envengine/deployment-data';
 
 const BUNDLE_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'application/octet-stream', 'application/x-tar+gzip']);
@@ -9,7 +9,7 @@ const BUNDLE_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 
 export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Router {
   const router = Router();
 
-  router.post('/bundles', async (req: Request, res: Response, next: NextFunction) => {
+  mountRawEndpoint(router, PublicApi.uploadBundle, async (req: Request, res: Response, next: NextFunction) => {
     try {
       const tenantId = requestContext(res).tenantId!;
       const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
@@ -31,7 +31,7 @@ export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Ro
     }
   });
 
-  router.head('/bundles/:ref', async (req: Request, res: Response, next: NextFunction) => {
+  mountRawEndpoint(router, PublicApi.bundleExists, async (req: Request, res: Response, next: NextFunction) => {
     try {
       const ref = String(req.params.ref ?? '');
       const found = BUNDLE_REF_PATTERN.test(ref) && (await bundles.exists(requestContext(res).tenantId!, ref));
@@ -43,7 +43,7 @@ export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Ro
 
   // A worker fetches the code of an attempt by digest (and caches it by digest); the
   // worker API prefix keeps it off the routes an ordinary API token opens.
-  router.get('/worker/bundles/:ref', async (req: Request, res: Response, next: NextFunction) => {
+  mountRawEndpoint(router, PublicApi.downloadBundle, async (req: Request, res: Response, next: NextFunction) => {
     try {
       const ref = String(req.params.ref ?? '');
       const bundle = BUNDLE_REF_PATTERN.test(ref) ? await bundles.open(requestContext(res).tenantId!, ref) : null;

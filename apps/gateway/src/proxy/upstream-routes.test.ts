@@ -1,29 +1,17 @@
+import { PublicApi } from '@envengine/contracts';
 import { describe, expect, it } from 'vitest';
 import { upstreamFor } from './upstream-routes.ts';
 
 describe('upstreamFor', () => {
-  it.each([
-    ['/environments', 'placement'],
-    ['/environments/prod', 'placement'],
-    ['/environments/prod/placement', 'placement'],
-    ['/environments/prod/schedules/pause', 'placement'],
-    ['/environments/prod/runs', 'placement'],
-    ['/placement', 'placement'],
-    ['/runs/run_1/cancel', 'placement'],
-    ['/environments/prod/bindings/warehouse', 'secrets'],
-    ['/environments/prod/secrets', 'secrets'],
-    ['/environments/prod/deployments', 'deployment'],
-    ['/environments/prod/assets', 'deployment'],
-    ['/deployments/dep_1/activate', 'deployment'],
-    ['/bundles', 'deployment'],
-    ['/pool', 'placement'],
-    ['/pool/credentials/pcr_1', 'placement'],
-    ['/worker/attempts/att_1/start', 'placement'],
-    ['/worker/heartbeat', 'placement'],
-    ['/worker/bundles/sha256:ab', 'deployment'],
-  ])('%s goes to %s', (path, upstream) => {
-    expect(upstreamFor(path)).toBe(upstream);
-  });
+  // Every public route, from the table the services mount their handlers from.
+  it.each(Object.entries(PublicApi).map(([operationId, endpoint]) => [operationId, endpoint] as const))(
+    '%s reaches the service that mounts it, with the token it takes',
+    (_operationId, endpoint) => {
+      const path = endpoint.path.replace(/:([a-z_]+)/g, (_match, name: string) => `${name}_1`);
+      expect(upstreamFor(path)).toBe(endpoint.service);
+      expect(path.startsWith('/worker/')).toBe(endpoint.auth === 'pool_token');
+    },
+  );
 
   it.each(['/', '/environmentsx', '/tokens', '/environments-prod', '/workers', '/poolx'])('%s has no owner', (path) => {
     expect(upstreamFor(path)).toBeUndefined();

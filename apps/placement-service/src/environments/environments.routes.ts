@@ -1,14 +1,7 @@
 import { Router } from 'express';
-import {
-  CreateEnvironmentRequest,
-  DeleteEnvironmentQuery,
-  EnvironmentPathParams,
-  PatchEnvironmentRequest,
-  SetPlacementRequest,
-  type Environment,
-} from '@envengine/contracts';
+import { PublicApi, type Environment } from '@envengine/contracts';
 import { fileStoragePrefixProblem, s3StoragePrefixProblem } from '@envengine/materialization-storage';
-import { ApiError, defineRoute, notFound } from '@envengine/service-kit';
+import { ApiError, mountEndpoint, notFound } from '@envengine/service-kit';
 import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
 import type { EnvironmentRepository } from './environment.repository.ts';
 
@@ -21,54 +14,33 @@ function found(environment: Environment | undefined, name: string): Environment 
 export function environmentsRouter(environments: EnvironmentRepository, lifecycle: EnvironmentLifecycle, storageRootPath: string): Router {
   const router = Router();
 
-  router.get(
-    '/environments',
-    defineRoute({}, async ({ tenantId }) => ({ data: await environments.list(tenantId) })),
-  );
+  mountEndpoint(router, PublicApi.listEnvironments, async ({ tenantId }) => ({ data: await environments.list(tenantId) }));
 
-  router.post(
-    '/environments',
-    defineRoute({ body: CreateEnvironmentRequest }, async ({ tenantId, body }) => {
-      const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath) ?? s3StoragePrefixProblem(body.storage_prefix);
-      if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-      return { status: 201, data: await lifecycle.create(tenantId, body) };
-    }),
-  );
+  mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body }) => {
+    const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath) ?? s3StoragePrefixProblem(body.storage_prefix);
+    if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
+    return { status: 201, data: await lifecycle.create(tenantId, body) };
+  });
 
-  router.get(
-    '/environments/:name',
-    defineRoute({ params: EnvironmentPathParams }, async ({ tenantId, params }) => ({
-      data: found(await environments.findByName(tenantId, params.name), params.name),
-    })),
-  );
+  mountEndpoint(router, PublicApi.getEnvironment, async ({ tenantId, params }) => ({
+    data: found(await environments.findByName(tenantId, params.name), params.name),
+  }));
 
-  router.patch(
-    '/environments/:name',
-    defineRoute({ params: EnvironmentPathParams, body: PatchEnvironmentRequest }, async ({ tenantId, params, body }) => ({
-      data: await lifecycle.patch(tenantId, params.name, body),
-    })),
-  );
+  mountEndpoint(router, PublicApi.updateEnvironment, async ({ tenantId, params, body }) => ({
+    data: await lifecycle.patch(tenantId, params.name, body),
+  }));
 
-  router.delete(
-    '/environments/:name',
-    defineRoute({ params: EnvironmentPathParams, query: DeleteEnvironmentQuery }, async ({ tenantId, params, query }) => ({
-      data: await lifecycle.delete(tenantId, params.name, query),
-    })),
-  );
+  mountEndpoint(router, PublicApi.deleteEnvironment, async ({ tenantId, params, query }) => ({
+    data: await lifecycle.delete(tenantId, params.name, query),
+  }));
 
-  router.post(
-    '/placement',
-    defineRoute({ body: SetPlacementRequest }, async ({ tenantId, body }) => ({
-      data: { executor: body.executor, environments: await environments.setExecutorForAll(tenantId, body.executor) },
-    })),
-  );
+  mountEndpoint(router, PublicApi.setPlacementForAll, async ({ tenantId, body }) => ({
+    data: { executor: body.executor, environments: await environments.setExecutorForAll(tenantId, body.executor) },
+  }));
 
-  router.post(
-    '/environments/:name/placement',
-    defineRoute({ params: EnvironmentPathParams, body: SetPlacementRequest }, async ({ tenantId, params, body }) => ({
-      data: found(await environments.setExecutor(tenantId, params.name, body.executor), params.name),
-    })),
-  );
+  mountEndpoint(router, PublicApi.setPlacement, async ({ tenantId, params, body }) => ({
+    data: found(await environments.setExecutor(tenantId, params.name, body.executor), params.name),
+  }));
 
   return router;
 }

@@ -1,23 +1,14 @@
 import { Router } from 'express';
-import { CreatePoolCredentialRequest, PoolCredentialPathParams, PoolTokenHashParams } from '@envengine/contracts';
-import { defineRoute } from '@envengine/service-kit';
+import { PoolTokenHashParams, PublicApi } from '@envengine/contracts';
+import { defineRoute, mountEndpoint } from '@envengine/service-kit';
 import type { PoolService } from './pool.service.ts';
 
 /** `/api/v1/pool…` (DESIGN.md §5 "Worker pools and the worker API"). */
 export function poolRouter(pool: PoolService): Router {
   const router = Router();
-  router.get('/pool', defineRoute({}, async ({ tenantId }) => ({ data: await pool.status(tenantId) })));
-  router.post(
-    '/pool/credentials',
-    defineRoute({ body: CreatePoolCredentialRequest, bodyOptional: true }, async ({ tenantId, body }) => ({
-      status: 201,
-      data: await pool.issue(tenantId, body.label),
-    })),
-  );
-  router.delete(
-    '/pool/credentials/:id',
-    defineRoute({ params: PoolCredentialPathParams }, async ({ tenantId, params }) => ({ data: await pool.revoke(tenantId, params.id) })),
-  );
+  mountEndpoint(router, PublicApi.getPool, async ({ tenantId }) => ({ data: await pool.status(tenantId) }));
+  mountEndpoint(router, PublicApi.createPoolCredential, async ({ tenantId, body }) => ({ status: 201, data: await pool.issue(tenantId, body.label) }));
+  mountEndpoint(router, PublicApi.revokePoolCredential, async ({ tenantId, params }) => ({ data: await pool.revoke(tenantId, params.id) }));
   return router;
 }
 

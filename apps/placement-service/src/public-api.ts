@@ -1,0 +1,33 @@
+import { Router } from 'express';
+import type { EnvironmentLifecycle } from './environments/environment-lifecycle.ts';
+import type { EnvironmentRepository } from './environments/environment.repository.ts';
+import { environmentsRouter } from './environments/environments.routes.ts';
+import { poolRouter } from './pool/pool.routes.ts';
+import type { PoolService } from './pool/pool.service.ts';
+import { runsRouter } from './runs/runs.routes.ts';
+import type { RunsService } from './runs/runs.service.ts';
+import { schedulesRouter } from './schedules/schedules.routes.ts';
+import type { SchedulesService } from './schedules/schedules.service.ts';
+import { workerApiRouter } from './worker-api/worker-api.routes.ts';
+import type { WorkerApiService } from './worker-api/worker-api.service.ts';
+
+export interface PlacementPublicApiDeps {
+  environments: EnvironmentRepository;
+  lifecycle: EnvironmentLifecycle;
+  storageRoot: string;
+  runs: RunsService;
+  schedules: SchedulesService;
+  pool: PoolService;
+  workerApi: WorkerApiService;
+}
+
+/** The placement scope's part of `/api/v1` (its routes are PublicApi's `service: 'placement'` endpoints). */
+export function placementPublicApi(deps: PlacementPublicApiDeps): Router {
+  const api = Router();
+  api.use(environmentsRouter(deps.environments, deps.lifecycle, deps.storageRoot));
+  api.use(runsRouter(deps.runs));
+  api.use(schedulesRouter(deps.schedules));
+  api.use(poolRouter(deps.pool));
+  api.use(workerApiRouter(deps.workerApi));
+  return api;
+}

@@ -1,0 +1,372 @@
+import { z } from 'zod';
+import { Binding, BindingPathParams, PutBindingRequest } from './bindings.ts';
+import {
+  ActivateRequest,
+  AssetListing,
+  BundlePathParams,
+  BundleUploaded,
+  CreateDeploymentRequest,
+  Deployment,
+  DeploymentListQuery,
+  DeploymentPathParams,
+  DeploymentPending,
+  Materialization,
+} from './deployments.ts';
+import {
+  CreateEnvironmentRequest,
+  DeletedEnvironment,
+  DeleteEnvironmentQuery,
+  Environment,
+  EnvironmentPathParams,
+  PatchEnvironmentRequest,
+  PlacementResult,
+  ScheduleToggleRequest,
+  SetPlacementRequest,
+} from './environment.ts';
+import type { ErrorCode } from './errors.ts';
+import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialPathParams, PoolCredentialRevoked, PoolStatus } from './pool.ts';
+import { Attempt, CancelRunRequest, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
+import { Schedule, ScheduleNextFireTimes, ScheduleNextQuery, SchedulePathParams } from './schedules.ts';
+import { DeletedResource, PutSecretRequest, SecretPathParams, SecretRow } from './secrets.ts';
+import {
+  AppendLogsRequest,
+  ATTEMPT_LEASE_HEADER,
+  AttemptStarted,
+  ConnectionRequest,
+  FinishAttemptRequest,
+  MaterializationWritten,
+  ReleaseAttemptRequest,
+  ResolvedConnection,
+  StartAttemptRequest,
+  StorageConnection,
+  StorageRequest,
+  UpstreamLocation,
+  WorkerAssetParams,
+  WorkerAttemptParams,
+  WorkerConnectionParams,
+  WorkerHeartbeatRequest,
+  WorkerHeartbeatResponse,
+} from './worker-api.ts';
+
+/** The internal service that serves a public path (the gateway forwards to it). */
+export type ApiService = 'placement' | 'deployment' | 'secrets';
+export type HttpMethod = 'get' | 'head' | 'post' | 'put' | 'patch' | 'delete';
+
+/** A body that is not the `{data}` JSON envelope: raw tar.gz bytes, or none at all. */
+export type RawBody = 'application/gzip' | 'empty';
+
+export interface RequestHeader {
+  readonly name: string;
+  readonly required: boolean;
+  readonly description: string;
+}
+
+/**
+ * One public route: what it takes, what it answers and which refusals it can give beyond
+ * the ones every route can (401, 429, 500, 503; 422 and 400/413 for a route with input).
+ * The services mount their handlers from these, the gateway's OpenAPI document is
+ * generated from them, and the integration suite checks every answer against that.
+ */
+export interface Endpoint {
+  readonly method: HttpMethod;
+  /** Relative to `/api/v1`, in Express syntax (`:name`). */
+  readonly path: string;
+  readonly service: ApiService;
+  readonly tag: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly auth: 'api_token' | 'pool_token';
+  readonly params?: z.ZodType;
+  readonly query?: z.ZodType;
+  /** A JSON body, or raw bytes. */
+  readonly body?: z.ZodType | RawBody;
+  /**
+   * What the document shows as the body when `body` is checked by the handler itself
+   * (an ingest records a failed deployment for a body that fails its checks).
+   */
+  readonly describedBody?: z.ZodType;
+  /** An absent body is read as `{}`. */
+  readonly bodyOptional?: boolean;
+  readonly headers?: readonly RequestHeader[];
+  /** Successful answers by status: the schema of `data`, or a raw body. */
+  readonly responses: Readonly<Record<number, z.ZodType | RawBody>>;
+  /** Domain refusals this route can answer with (DESIGN.md §4). */
+  readonly errors: readonly ErrorCode[];
+}
+
+function endpoint<const E extends Endpoint>(definition: E): E {
+  return definition;
+}
+
+const LEASE_HEADER: RequestHeader = {
+  name: ATTEMPT_LEASE_HEADER,
+  required: true,
+  description: 'The lease the worker got when it started the attempt; a write under a superseded lease is refused.',
+};
+
+const IDEMPOTENCY_HEADER: RequestHeader = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: 'Runs the POST at most once per tenant and key (1-255 visible ASCII characters); a repeat gets the first answer.',
+};
+
+/** Every public route of `/api/v1`, by operation id. */
+export const PublicApi = {
+  // Environments and placement
+  listEnvironments: endpoint({
+    method: 'get', path: '/environments', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'List the environments of the tenant',
+    responses: { 200: z.array(Environment) }, errors: [],
+  }),
+  createEnvironment: endpoint({
+    method: 'post', path: '/environments', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'Create an environment',
+    body: CreateEnvironmentRequest, headers: [IDEMPOTENCY_HEADER],
+    responses: { 201: Environment }, errors: ['environment_exists'],
+  }),
+  getEnvironment: endpoint({
+    method: 'get', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'Get an environment',
+    params: EnvironmentPathParams, responses: { 200: Environment }, errors: ['not_found'],
+  }),
+  updateEnvironment: endpoint({
+    method: 'patch', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'Change egress, strict binding, TTL or the run limit of an environment',
+    params: EnvironmentPathParams, body: PatchEnvironmentRequest,
+    responses: { 200: Environment }, errors: ['not_found', 'environment_deleting'],
+  }),
+  deleteEnvironment: endpoint({
+    method: 'delete', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'Delete an environment and everything it holds',
+    description: 'Answers once the tear-down is complete, or 503 with Retry-After while it goes on (a repeat joins it).',
+    params: EnvironmentPathParams, query: DeleteEnvironmentQuery,
+    responses: { 200: DeletedEnvironment }, errors: ['not_found', 'runs_running'],
+  }),
+  setPlacementForAll: endpoint({
+    method: 'post', path: '/placement', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'Set the executor of every environment of the tenant',
+    body: SetPlacementRequest, headers: [IDEMPOTENCY_HEADER],
+    responses: { 200: PlacementResult }, errors: [],
+  }),
+  setPlacement: endpoint({
+    method: 'post', path: '/environments/:name/placement', service: 'placement', tag: 'Environments', auth: 'api_token',
+    summary: 'Set the executor of one environment',
+    params: EnvironmentPathParams, body: SetPlacementRequest, headers: [IDEMPOTENCY_HEADER],
+    responses: { 200: Environment }, errors: ['not_found', 'environment_deleting'],
+  }),
+
+  // Runs
+  createRun: endpoint({
+    method: 'post', path: '/environments/:name/runs', service: 'placement', tag: 'Runs', auth: 'api_token',
+    summary: 'Start a run of a job of the active deployment',
+    params: EnvironmentPathParams, body: CreateRunRequest, headers: [IDEMPOTENCY_HEADER],
+    responses: { 201: Run }, errors: ['not_found', 'environment_deleting', 'no_active_deployment'],
+  }),
+  listRuns: endpoint({
+    method: 'get', path: '/environments/:name/runs', service: 'placement', tag: 'Runs', auth: 'api_token',
+    summary: 'List the runs of an environment, newest first',
+    params: EnvironmentPathParams, query: RunListQuery,
+    responses: { 200: z.array(Run) }, errors: ['not_found'],
+  }),
+  getRun: endpoint({
+    method: 'get', path: '/runs/:id', service: 'placement', tag: 'Runs', auth: 'api_token',
+    summary: 'Get a run with its attempts',
+    params: RunPathParams, responses: { 200: Run }, errors: ['not_found'],
+  }),
+  getRunLogs: endpoint({
+    method: 'get', path: '/runs/:id/logs', service: 'placement', tag: 'Runs', auth: 'api_token',
+    summary: 'Read the log lines of a run, in order, a page at a time',
+    params: RunPathParams, query: RunLogsQuery,
+    responses: { 200: z.array(RunLogLine) }, errors: ['not_found'],
+  }),
+  cancelRun: endpoint({
+    method: 'post', path: '/runs/:id/cancel', service: 'placement', tag: 'Runs', auth: 'api_token',
+    summary: 'Cancel a run',
+    params: RunPathParams, body: CancelRunRequest, bodyOptional: true, headers: [IDEMPOTENCY_HEADER],
+    responses: { 200: Run }, errors: ['not_found', 'run_finished'],
+  }),
+
+  // Schedules
+  listSchedules: endpoint({
+    method: 'get', path: '/environments/:name/schedules', service: 'placement', tag: 'Schedules', auth: 'api_token',
+    summary: 'List the schedules of the active deployment',
+    params: EnvironmentPathParams, responses: { 200: z.array(Schedule) }, errors: ['not_found'],
+  }),
+  nextScheduleFireTimes: endpoint({
+    method: 'get', path: '/environments/:name/schedules/:schedule/next', service: 'placement', tag: 'Schedules', auth: 'api_token',
+    summary: 'The next fire times of a schedule',
+    params: SchedulePathParams, query: ScheduleNextQuery,
+    responses: { 200: ScheduleNextFireTimes }, errors: ['not_found'],
+  }),
+  pauseSchedules: endpoint({
+    method: 'post', path: '/environments/:name/schedules/pause', service: 'placement', tag: 'Schedules', auth: 'api_token',
+    summary: 'Pause every schedule of an environment',
+    params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true, headers: [IDEMPOTENCY_HEADER],
+    responses: { 200: Environment }, errors: ['not_found', 'environment_deleting'],
+  }),
+  resumeSchedules: endpoint({
+    method: 'post', path: '/environments/:name/schedules/resume', service: 'placement', tag: 'Schedules', auth: 'api_token',
+    summary: 'Resume the schedules of an environment',
+    params: EnvironmentPathParams, body: ScheduleToggleRequest, bodyOptional: true, headers: [IDEMPOTENCY_HEADER],
+    responses: { 200: Environment }, errors: ['not_found', 'environment_deleting'],
+  }),
+
+  // Worker pools
+  getPool: endpoint({
+    method: 'get', path: '/pool', service: 'placement', tag: 'Worker pools', auth: 'api_token',
+    summary: 'The tenant pool: its queue, live workers, attempts in flight and credentials',
+    responses: { 200: PoolStatus }, errors: [],
+  }),
+  createPoolCredential: endpoint({
+    method: 'post', path: '/pool/credentials', service: 'placement', tag: 'Worker pools', auth: 'api_token',
+    summary: 'Issue a pool credential (its token is shown once)',
+    body: CreatePoolCredentialRequest, bodyOptional: true, headers: [IDEMPOTENCY_HEADER],
+    responses: { 201: PoolCredentialIssued }, errors: [],
+  }),
+  revokePoolCredential: endpoint({
+    method: 'delete', path: '/pool/credentials/:id', service: 'placement', tag: 'Worker pools', auth: 'api_token',
+    summary: 'Revoke a pool credential',
+    params: PoolCredentialPathParams, responses: { 200: PoolCredentialRevoked }, errors: ['not_found'],
+  }),
+
+  // The worker API (pool tokens)
+  workerHeartbeat: endpoint({
+    method: 'post', path: '/worker/heartbeat', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'A worker reports itself and the attempts it runs; the answer names those it should stop',
+    body: WorkerHeartbeatRequest, responses: { 200: WorkerHeartbeatResponse }, errors: [],
+  }),
+  startAttempt: endpoint({
+    method: 'post', path: '/worker/attempts/:id/start', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Claim a queued attempt: the answer carries its lease and plan',
+    params: WorkerAttemptParams, body: StartAttemptRequest,
+    responses: { 200: AttemptStarted }, errors: ['not_found', 'lease_superseded'],
+  }),
+  appendAttemptLogs: endpoint({
+    method: 'post', path: '/worker/attempts/:id/logs', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Append log lines of an attempt',
+    params: WorkerAttemptParams, body: AppendLogsRequest, headers: [LEASE_HEADER],
+    responses: { 200: z.object({ stored: z.number().int().nonnegative() }) }, errors: ['not_found', 'lease_superseded'],
+  }),
+  attemptUpstream: endpoint({
+    method: 'get', path: '/worker/attempts/:id/upstreams/:key', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Where the latest materialization of an upstream asset is',
+    params: WorkerAssetParams, headers: [LEASE_HEADER],
+    responses: { 200: UpstreamLocation }, errors: ['not_found', 'lease_superseded'],
+  }),
+  attemptConnection: endpoint({
+    method: 'post', path: '/worker/attempts/:id/connections/:name', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Resolve a binding that an asset of the attempt declares',
+    params: WorkerConnectionParams, body: ConnectionRequest, headers: [LEASE_HEADER],
+    responses: { 200: ResolvedConnection }, errors: ['not_found', 'lease_superseded', 'unknown_secret'],
+  }),
+  attemptStorage: endpoint({
+    method: 'post', path: '/worker/attempts/:id/storage', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Short-lived storage access for one asset of the attempt',
+    params: WorkerAttemptParams, body: StorageRequest, headers: [LEASE_HEADER],
+    responses: { 200: StorageConnection }, errors: ['not_found', 'lease_superseded'],
+  }),
+  recordMaterialization: endpoint({
+    method: 'post', path: '/worker/attempts/:id/assets/:key/materializations', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Record a materialization that the attempt wrote',
+    params: WorkerAssetParams, body: MaterializationWritten, headers: [LEASE_HEADER],
+    responses: { 201: Materialization }, errors: ['not_found', 'lease_superseded'],
+  }),
+  finishAttempt: endpoint({
+    method: 'post', path: '/worker/attempts/:id/finish', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Report the outcome of an attempt',
+    params: WorkerAttemptParams, body: FinishAttemptRequest, headers: [LEASE_HEADER],
+    responses: { 200: Attempt }, errors: ['not_found', 'lease_superseded'],
+  }),
+  releaseAttempt: endpoint({
+    method: 'post', path: '/worker/attempts/:id/release', service: 'placement', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Give an unfinished attempt back to the queue (a draining worker)',
+    params: WorkerAttemptParams, body: ReleaseAttemptRequest, bodyOptional: true, headers: [LEASE_HEADER],
+    responses: { 200: Attempt }, errors: ['not_found', 'lease_superseded'],
+  }),
+  downloadBundle: endpoint({
+    method: 'get', path: '/worker/bundles/:ref', service: 'deployment', tag: 'Worker API', auth: 'pool_token',
+    summary: 'Download a bundle by its digest (tar.gz)',
+    params: BundlePathParams, responses: { 200: 'application/gzip' }, errors: ['not_found'],
+  }),
+
+  // Deployments
+  uploadBundle: endpoint({
+    method: 'post', path: '/bundles', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'Upload a bundle (tar.gz); it is stored by its digest',
+    description: '201 when stored now, 200 when the same bytes were stored before.',
+    body: 'application/gzip',
+    responses: { 200: BundleUploaded, 201: BundleUploaded }, errors: [],
+  }),
+  bundleExists: endpoint({
+    method: 'head', path: '/bundles/:ref', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'Whether a bundle is stored (200) or not (404), without a body',
+    params: BundlePathParams, responses: { 200: 'empty' }, errors: ['not_found'],
+  }),
+  createDeployment: endpoint({
+    method: 'post', path: '/environments/:name/deployments', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'Deploy a manifest: ingest it, and activate it unless asked not to',
+    description:
+      '201 with the ready deployment; 422 with the failed deployment and its validation; 202 with a pending one when the ingest outlasts the wait (poll GET /deployments/{id}).',
+    params: EnvironmentPathParams, body: z.unknown(), describedBody: CreateDeploymentRequest, headers: [IDEMPOTENCY_HEADER],
+    responses: { 201: Deployment, 202: DeploymentPending, 422: Deployment }, errors: ['not_found', 'environment_deleting'],
+  }),
+  listDeployments: endpoint({
+    method: 'get', path: '/environments/:name/deployments', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'List the deployments of an environment, newest first',
+    params: EnvironmentPathParams, query: DeploymentListQuery,
+    responses: { 200: z.array(Deployment) }, errors: ['not_found'],
+  }),
+  getDeployment: endpoint({
+    method: 'get', path: '/deployments/:id', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'Get a deployment',
+    params: DeploymentPathParams, responses: { 200: z.union([Deployment, DeploymentPending]) }, errors: ['not_found'],
+  }),
+  activateDeployment: endpoint({
+    method: 'post', path: '/deployments/:id/activate', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'Make a ready deployment the active one of its environment (also a rollback)',
+    params: DeploymentPathParams, body: ActivateRequest, bodyOptional: true, headers: [IDEMPOTENCY_HEADER],
+    responses: { 200: Deployment }, errors: ['not_found', 'deployment_not_ready', 'environment_deleting'],
+  }),
+  listAssets: endpoint({
+    method: 'get', path: '/environments/:name/assets', service: 'deployment', tag: 'Deployments', auth: 'api_token',
+    summary: 'The assets of the active deployment, each with its latest materialization',
+    params: EnvironmentPathParams, responses: { 200: z.array(AssetListing) }, errors: ['not_found'],
+  }),
+
+  // Secrets and bindings
+  listSecrets: endpoint({
+    method: 'get', path: '/environments/:name/secrets', service: 'secrets', tag: 'Secrets', auth: 'api_token',
+    summary: 'List the secrets of an environment (never their values)',
+    params: EnvironmentPathParams, responses: { 200: z.array(SecretRow) }, errors: ['not_found'],
+  }),
+  putSecret: endpoint({
+    method: 'put', path: '/environments/:name/secrets/:secret', service: 'secrets', tag: 'Secrets', auth: 'api_token',
+    summary: 'Create a secret (201) or give it a new version (200)',
+    params: SecretPathParams, body: PutSecretRequest,
+    responses: { 200: SecretRow, 201: SecretRow }, errors: ['not_found', 'environment_deleting'],
+  }),
+  deleteSecret: endpoint({
+    method: 'delete', path: '/environments/:name/secrets/:secret', service: 'secrets', tag: 'Secrets', auth: 'api_token',
+    summary: 'Delete a secret',
+    params: SecretPathParams, responses: { 200: DeletedResource }, errors: ['not_found', 'environment_deleting'],
+  }),
+  listBindings: endpoint({
+    method: 'get', path: '/environments/:name/bindings', service: 'secrets', tag: 'Bindings', auth: 'api_token',
+    summary: 'List the bindings of an environment',
+    params: EnvironmentPathParams, responses: { 200: z.array(Binding) }, errors: ['not_found'],
+  }),
+  putBinding: endpoint({
+    method: 'put', path: '/environments/:name/bindings/:connection', service: 'secrets', tag: 'Bindings', auth: 'api_token',
+    summary: 'Create (201) or replace (200) the binding of a named connection',
+    params: BindingPathParams, body: PutBindingRequest, bodyOptional: true,
+    responses: { 200: Binding, 201: Binding }, errors: ['not_found', 'environment_deleting', 'unknown_secret'],
+  }),
+  deleteBinding: endpoint({
+    method: 'delete', path: '/environments/:name/bindings/:connection', service: 'secrets', tag: 'Bindings', auth: 'api_token',
+    summary: 'Delete a binding',
+    params: BindingPathParams, responses: { 200: DeletedResource }, errors: ['not_found', 'environment_deleting'],
+  }),
+} as const satisfies Record<string, Endpoint>;
+
+export type PublicApi = typeof PublicApi;
+export type OperationId = keyof PublicApi;

@@ -1,0 +1,278 @@
+import { z } from 'zod';
+import {
+  Attempt,
+  AttemptStarted,
+  AssetListing,
+  Binding,
+  BundleUploaded,
+  DeletedEnvironment,
+  DeletedResource,
+  Deployment,
+  DeploymentPending,
+  Environment,
+  ErrorBody,
+  httpStatusFor,
+  Materialization,
+  PlacementResult,
+  PoolCredentialIssued,
+  PoolCredentialRevoked,
+  PoolStatus,
+  PublicApi,
+  ResolvedConnection,
+  Run,
+  RunLogLine,
+  Schedule,
+  ScheduleNextFireTimes,
+  SecretRow,
+  StorageConnection,
+  UpstreamLocation,
+  WorkerHeartbeatResponse,
+  type Endpoint,
+  type ErrorCode,
+} from '@envengine/contracts';
+// The product's version is the document's: one number for what a client was generated against.
+import rootPackage from '../../../package.json' with { type: 'json' };
+
+/** Where the document is served, relative to the gateway's origin (no token needed). */
+export const OPENAPI_DOCUMENT_PATH = '/api/v1/openapi.json';
+
+type JsonSchema = Record<string, unknown>;
+export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, OperationObject>> };
+type OperationObject = Record<string, unknown> & { operationId: string; responses: Record<string, Record<string, unknown>> };
+
+/** Shapes that several operations answer with, each one component under its own name. */
+const NAMED_SCHEMAS: Record<string, z.ZodType> = {
+  Environment,
+  PlacementResult,
+  DeletedEnvironment,
+  Run,
+  Attempt,
+  RunLogLine,
+  Schedule,
+  ScheduleNextFireTimes,
+  PoolStatus,
+  PoolCredentialIssued,
+  PoolCredentialRevoked,
+  WorkerHeartbeatResponse,
+  AttemptStarted,
+  UpstreamLocation,
+  ResolvedConnection,
+  StorageConnection,
+  Materialization,
+  Deployment,
+  DeploymentPending,
+  AssetListing,
+  BundleUploaded,
+  SecretRow,
+  Binding,
+  DeletedResource,
+  ErrorBody,
+};
+
+/** Refusals any route can give: a token refused, a rate limit, an engine fault or outage. */
+const EVERY_ROUTE_ERRORS: readonly ErrorCode[] = ['unauthorized', 'rate_limited', 'internal_error', 'unavailable'];
+
+const componentRef = (id: string) => `#/components/schemas/${id}`;
+const pascal = (operationId: string) => operationId[0]!.toUpperCase() + operationId.slice(1);
+
+/** `/environments/:name` → `/environments/{name}`. */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+}
+
+/** Every refusal an endpoint can answer with: its own and those its input and method bring. */
+export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
+  const codes = new Set<ErrorCode>([...EVERY_ROUTE_ERRORS, ...endpoint.errors]);
+  if (endpoint.params || endpoint.query || endpoint.body || endpoint.headers?.length) codes.add('invalid_request');
+  if (endpoint.body !== undefined) {
+    codes.add('payload_too_large');
+    if (typeof endpoint.body !== 'string') codes.add('invalid_json');
+  }
+  // The gateway keeps a POST's answer per Idempotency-Key (not an upload's: it is streamed).
+  if (endpoint.method === 'post' && endpoint.body !== 'application/gzip') {
+    codes.add('invalid_request');
+    codes.add('idempotency_key_reused');
+    codes.add('idempotency_key_in_use');
+  }
+  return [...codes];
+}
+
+function withoutDialect(schema: JsonSchema): JsonSchema {
+  const { $schema: _dialect, $id: _uri, ...rest } = schema;
+  return rest;
+}
+
+function envelope(data: JsonSchema): JsonSchema {
+  return { type: 'object', properties: { data }, required: ['data'], additionalProperties: false };
+}
+
+function parametersOf(where: 'path' | 'query', schema: z.ZodType | undefined): Record<string, unknown>[] {
+  if (!schema) return [];
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const properties = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, property]) => {
+    const { description, ...propertySchema } = property;
+    return {
+      name,
+      in: where,
+      required: where === 'path' || required.has(name),
+      ...(description ? { description } : {}),
+      schema: propertySchema,
+    };
+  });
+}
+
+/**
+ * The OpenAPI 3.1 document of the public API, generated from the endpoint table of
+ * `@envengine/contracts` (PublicApi) and the zod schemas it names: the same objects the
+ * services validate requests with and type their answers by.
+ */
+export function buildOpenApiDocument(): OpenApiDocument {
+  const endpoints = Object.entries(PublicApi) as [string, Endpoint][];
+
+  // Answers: the named shapes, and per operation whatever else it answers with.
+  const responseRegistry = z.registry<{ id: string }>();
+  const responseIds = new Map<z.ZodType, string>();
+  for (const [id, schema] of Object.entries(NAMED_SCHEMAS)) {
+    responseRegistry.add(schema, { id });
+    responseIds.set(schema, id);
+  }
+  for (const [operationId, endpoint] of endpoints) {
+    for (const [status, response] of Object.entries(endpoint.responses)) {
+      if (typeof response === 'string' || responseIds.has(response)) continue;
+      const distinct = new Set(Object.values(endpoint.responses).filter((value) => typeof value !== 'string')).size > 1;
+      const id = `${pascal(operationId)}Response${distinct ? status : ''}`;
+      responseRegistry.add(response, { id });
+      responseIds.set(response, id);
+    }
+  }
+  const responseSchemas = z.toJSONSchema(responseRegistry, { io: 'output', unrepresentable: 'any', uri: componentRef }).schemas;
+
+  // Request bodies, as a client may send them (defaults make fields optional).
+  const requestRegistry = z.registry<{ id: string }>();
+  const requestIds = new Map<string, string>();
+  for (const [operationId, endpoint] of endpoints) {
+    const body = endpoint.describedBody ?? endpoint.body;
+    if (body === undefined || typeof body === 'string') continue;
+    const id = `${pascal(operationId)}Request`;
+    requestRegistry.add(body, { id });
+    requestIds.set(operationId, id);
+  }
+  const requestSchemas = z.toJSONSchema(requestRegistry, { io: 'input', unrepresentable: 'any', uri: componentRef }).schemas;
+
+  const schemas: Record<string, JsonSchema> = {};
+  for (const [id, schema] of [...Object.entries(responseSchemas), ...Object.entries(requestSchemas)]) {
+    schemas[id] = withoutDialect(schema as JsonSchema);
+  }
+
+  const paths: OpenApiDocument['paths'] = {};
+  for (const [operationId, endpoint] of endpoints) {
+    const path = openApiPath(endpoint.path);
+    const noBodies = endpoint.method === 'head';
+    const responses: Record<string, Record<string, unknown>> = {};
+
+    for (const [status, response] of Object.entries(endpoint.responses)) {
+      if (response === 'empty' || noBodies) {
+        responses[status] = { description: endpoint.summary };
+      } else if (response === 'application/gzip') {
+        responses[status] = { description: 'The bundle, tar.gz', content: { 'application/gzip': { schema: {} } } };
+      } else {
+        responses[status] = {
+          description: 'Success',
+          content: { 'application/json': { schema: envelope({ $ref: componentRef(responseIds.get(response)!) }) } },
+        };
+      }
+    }
+
+    const codesByStatus = new Map<number, ErrorCode[]>();
+    for (const code of errorCodesOf(endpoint)) {
+      const status = httpStatusFor(code);
+      codesByStatus.set(status, [...(codesByStatus.get(status) ?? []), code]);
+    }
+    for (const [status, codes] of [...codesByStatus].sort(([a], [b]) => a - b)) {
+      const refusal: JsonSchema = {
+        allOf: [
+          { $ref: componentRef('ErrorBody') },
+          { properties: { error: { properties: { code: { enum: codes } } } } },
+        ],
+      };
+      const description = `Refused: ${codes.join(', ')}`;
+      const retryAfter = codes.some((code) => code === 'rate_limited' || code === 'unavailable' || code === 'idempotency_key_in_use')
+        ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'string' } } } }
+        : {};
+      const existing = responses[status];
+      if (noBodies) {
+        responses[status] = { description, ...retryAfter };
+      } else if (existing) {
+        // A status that answers both ways (an ingest's failed deployment is a 422, as is a refused body).
+        const content = existing.content as Record<string, { schema: JsonSchema }>;
+        const success = content['application/json']!.schema;
+        responses[status] = {
+          description: `${existing.description as string}, or ${description}`,
+          content: { 'application/json': { schema: { anyOf: [success, refusal] } } },
+        };
+      } else {
+        responses[status] = { description, ...retryAfter, content: { 'application/json': { schema: refusal } } };
+      }
+    }
+
+    const parameters = [
+      ...parametersOf('path', endpoint.params),
+      ...parametersOf('query', endpoint.query),
+      ...(endpoint.headers ?? []).map((header) => ({
+        name: header.name,
+        in: 'header',
+        required: header.required,
+        description: header.description,
+        schema: { type: 'string' },
+      })),
+    ];
+
+    const operation: OperationObject = {
+      operationId,
+      summary: endpoint.summary,
+      ...(endpoint.description ? { description: endpoint.description } : {}),
+      tags: [endpoint.tag],
+      security: [{ [endpoint.auth === 'pool_token' ? 'poolToken' : 'apiToken']: [] }],
+      ...(parameters.length > 0 ? { parameters } : {}),
+      responses,
+    };
+    if (endpoint.body === 'application/gzip') {
+      operation.requestBody = { required: true, content: { 'application/gzip': { schema: {} } } };
+    } else if (endpoint.body !== undefined) {
+      operation.requestBody = {
+        required: !endpoint.bodyOptional,
+        content: { 'application/json': { schema: { $ref: componentRef(requestIds.get(operationId)!) } } },
+      };
+    }
+    (paths[path] ??= {})[endpoint.method] = operation;
+  }
+
+  return {
+    openapi: '3.1.1',
+    info: {
+      title: 'envengine',
+      version: rootPackage.version,
+      description:
+        'Environments, placement, deployments, bindings, secrets, schedules and runs of data pipelines. ' +
+        `Every success answers {"data": …} and every refusal {"error": {"code", "message", "details"}}. This document is served at ${OPENAPI_DOCUMENT_PATH}.`,
+    },
+    servers: [{ url: '/api/v1' }],
+    tags: [...new Set(endpoints.map(([, endpoint]) => endpoint.tag))].map((name) => ({ name })),
+    security: [{ apiToken: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        apiToken: { type: 'http', scheme: 'bearer', description: 'An API token of the tenant (admin tokens create).' },
+        poolToken: { type: 'http', scheme: 'bearer', description: 'A pool token (POST /pool/credentials): opens only /worker/….' },
+      },
+      schemas,
+    },
+  };
+}
+
+/** The document as written to docs/openapi.json and served: two-space JSON and a final newline. */
+export function serializedOpenApiDocument(): string {
+  return `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`;
+}

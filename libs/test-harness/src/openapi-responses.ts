@@ -1,0 +1,120 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { buildOpenApiDocument, type OpenApiDocument } from '@envengine/openapi-document';
+
+// ajv-formats is CommonJS: its default export arrives wrapped under ESM.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
+
+const COMPONENTS_ID = 'envengine-openapi-components';
+
+interface Operation {
+  method: string;
+  template: string;
+  pattern: RegExp;
+  /** Literal segments count: a literal match wins over a parameter. */
+  specificity: number;
+  responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+}
+
+/** `#/components/schemas/X` → a reference into the components registered with ajv. */
+function rewriteRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(rewriteRefs);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [
+        key,
+        key === '$ref' && typeof inner === 'string' ? inner.replace('#/components/schemas/', `${COMPONENTS_ID}#/$defs/`) : rewriteRefs(inner),
+      ]),
+    );
+  }
+  return value;
+}
+
+/**
+ * Checks every answer of the public API against the OpenAPI document generated from the
+ * contracts: its status must be one the operation declares and its body must match that
+ * status's schema (error bodies included). Answers to paths outside the document (a
+ * probe of a route that does not exist) must still be the API's error shape.
+ */
+export class OpenApiResponseChecker {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
+  private readonly operations: Operation[] = [];
+  private readonly validators = new Map<string, ValidateFunction>();
+  private readonly errorBody: ValidateFunction;
+
+  constructor(readonly document: OpenApiDocument = buildOpenApiDocument()) {
+    addFormats(this.ajv);
+    const components = (document.components as { schemas: Record<string, unknown> }).schemas;
+    this.ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(components) as Record<string, unknown> });
+    this.errorBody = this.ajv.compile({ $ref: `${COMPONENTS_ID}#/$defs/ErrorBody` });
+    for (const [template, methods] of Object.entries(document.paths)) {
+      const segments = template.split('/').filter(Boolean);
+      const pattern = new RegExp(`^/${segments.map((segment) => (segment.startsWith('{') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`);
+      for (const [method, operation] of Object.entries(methods)) {
+        this.operations.push({
+          method: method.toUpperCase(),
+          template,
+          pattern,
+          specificity: segments.filter((segment) => !segment.startsWith('{')).length,
+          responses: operation.responses as Operation['responses'],
+        });
+      }
+    }
+  }
+
+  /** The operation that a method and path (relative to `/api/v1`) call, if the document has one. */
+  operationFor(method: string, path: string): Operation | undefined {
+    const bare = path.split('?', 1)[0]!;
+    return this.operations
+      .filter((operation) => operation.method === method.toUpperCase() && operation.pattern.test(bare))
+      .sort((a, b) => b.specificity - a.specificity)[0];
+  }
+
+  /** The problems of one answer (empty when it conforms). */
+  problems(method: string, path: string, status: number, contentType: string | null, text: string): string[] {
+    const operation = this.operationFor(method, path);
+    const where = `${method} ${path} → ${status}`;
+    let body: unknown;
+    let isJson = false;
+    if (text.length > 0 && (contentType ?? '').includes('json')) {
+      try {
+        body = JSON.parse(text);
+        isJson = true;
+      } catch {
+        return [`${where}: the body is not JSON though its Content-Type says so`];
+      }
+    }
+    if (!operation) {
+      if (status >= 400 && isJson && !this.errorBody(body)) return [`${where}: not the error shape: ${this.ajv.errorsText(this.errorBody.errors)}`];
+      return [];
+    }
+    const declared = operation.responses[String(status)];
+    if (!declared) {
+      return [`${where}: status ${status} is not declared for ${operation.method} ${operation.template} (declared: ${Object.keys(operation.responses).join(', ')}); body ${text.slice(0, 300)}`];
+    }
+    if (method.toUpperCase() === 'HEAD') return [];
+    const json = declared.content?.['application/json'];
+    if (!json) {
+      const [media] = Object.keys(declared.content ?? {});
+      if (media && !(contentType ?? '').startsWith(media)) return [`${where}: expected ${media}, got ${contentType ?? 'no Content-Type'}`];
+      return [];
+    }
+    if (!isJson) return [`${where}: expected a JSON body, got ${contentType ?? 'no Content-Type'}: ${text.slice(0, 200)}`];
+    const key = `${operation.method} ${operation.template} ${status}`;
+    let validate = this.validators.get(key);
+    if (!validate) {
+      validate = this.ajv.compile(rewriteRefs(json.schema) as object);
+      this.validators.set(key, validate);
+    }
+    if (validate(body)) return [];
+    return [`${where}: the body does not match ${operation.method} ${operation.template} ${status}: ${this.ajv.errorsText(validate.errors)}; body ${text.slice(0, 500)}`];
+  }
+}
+
+let shared: OpenApiResponseChecker | undefined;
+
+/** One checker per test process (compiling the document's schemas once). */
+export function openApiResponseChecker(): OpenApiResponseChecker {
+  shared ??= new OpenApiResponseChecker();
+  return shared;
+}
