@@ -30,8 +30,9 @@ import {
   type Endpoint,
   type ErrorCode,
 } from '@envengine/contracts';
-// The product's version is the document's: one number for what a client was generated against.
-import rootPackage from '../../../package.json' with { type: 'json' };
+// The document's version (info.version), kept in this package's own package.json: raised
+// when the public API changes, so that a generated client can tell what it was made from.
+import documentPackage from '../package.json' with { type: 'json' };
 
 /** Where the document is served, relative to the gateway's origin (no token needed). */
 export const OPENAPI_DOCUMENT_PATH = '/api/v1/openapi.json';
@@ -253,7 +254,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
     openapi: '3.1.1',
     info: {
       title: 'envengine',
-      version: rootPackage.version,
+      version: documentPackage.version,
       description:
         'Environments, placement, deployments, bindings, secrets, schedules and runs of data pipelines. ' +
         `Every success answers {"data": …} and every refusal {"error": {"code", "message", "details"}}. This document is served at ${OPENAPI_DOCUMENT_PATH}.`,
