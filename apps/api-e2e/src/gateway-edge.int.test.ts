@@ -1,5 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
 import { ErrorBody } from '@envengine/contracts';
+import { serializedOpenApiDocument } from '@envengine/openapi-document';
 import { ApiClient, createTenant, revokeToken } from '@envengine/test-harness';
 
 const stack = inject('stack');
@@ -11,6 +12,17 @@ describe('the gateway edge', () => {
     const ready = await fetch(`${stack.gatewayUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ data: { status: 'ok', checks: { mongodb: 'ok', redis: 'ok' } } });
+  });
+
+  it('serves the OpenAPI document without a token, the one the build writes to docs/openapi.json', async () => {
+    const response = await fetch(`${stack.gatewayUrl}/api/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const served = await response.text();
+    expect(served === serializedOpenApiDocument()).toBe(true);
+    expect(JSON.parse(served)).toMatchObject({ openapi: '3.1.1', servers: [{ url: '/api/v1' }] });
+    // Only GET: the path is not a way around the token for anything else.
+    expect((await fetch(`${stack.gatewayUrl}/api/v1/openapi.json`, { method: 'POST' })).status).toBe(401);
   });
 
   it('keeps a well-formed X-Request-Id and makes one otherwise', async () => {

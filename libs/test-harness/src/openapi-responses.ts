@@ -1,3 +1,5 @@
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { buildOpenApiDocument, type OpenApiDocument } from '@envengine/openapi-document';
@@ -8,6 +10,7 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 const COMPONENTS_ID = 'envengine-openapi-components';
 
 interface Operation {
+  operationId: string;
   method: string;
   template: string;
   pattern: RegExp;
@@ -52,6 +55,7 @@ export class OpenApiResponseChecker {
       const pattern = new RegExp(`^/${segments.map((segment) => (segment.startsWith('{') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`);
       for (const [method, operation] of Object.entries(methods)) {
         this.operations.push({
+          operationId: operation.operationId,
           method: method.toUpperCase(),
           template,
           pattern,
@@ -68,6 +72,11 @@ export class OpenApiResponseChecker {
     return this.operations
       .filter((operation) => operation.method === method.toUpperCase() && operation.pattern.test(bare))
       .sort((a, b) => b.specificity - a.specificity)[0];
+  }
+
+  private recordCoverage(operationId: string, status: number): void {
+    const dir = process.env[OPENAPI_COVERAGE_DIR_VARIABLE];
+    if (dir) appendFileSync(join(dir, `${process.pid}.txt`), `${operationId} ${status}\n`);
   }
 
   /** The problems of one answer (empty when it conforms). */
@@ -88,6 +97,7 @@ export class OpenApiResponseChecker {
       if (status >= 400 && isJson && !this.errorBody(body)) return [`${where}: not the error shape: ${this.ajv.errorsText(this.errorBody.errors)}`];
       return [];
     }
+    this.recordCoverage(operation.operationId, status);
     const declared = operation.responses[String(status)];
     if (!declared) {
       return [`${where}: status ${status} is not declared for ${operation.method} ${operation.template} (declared: ${Object.keys(operation.responses).join(', ')}); body ${text.slice(0, 300)}`];
@@ -111,10 +121,31 @@ export class OpenApiResponseChecker {
   }
 }
 
+/**
+ * Where each test process notes the operations and statuses it saw (set by the suite's
+ * global set-up, which reports the operations no test drove).
+ */
+export const OPENAPI_COVERAGE_DIR_VARIABLE = 'ENVENGINE_OPENAPI_COVERAGE_DIR';
+
 let shared: OpenApiResponseChecker | undefined;
 
 /** One checker per test process (compiling the document's schemas once). */
 export function openApiResponseChecker(): OpenApiResponseChecker {
   shared ??= new OpenApiResponseChecker();
   return shared;
+}
+
+/** What the suite drove: each operation's statuses seen, and the operations never called. */
+export function openApiCoverage(dir: string, document: OpenApiDocument = buildOpenApiDocument()): { seen: Map<string, Set<number>>; never: string[] } {
+  const seen = new Map<string, Set<number>>();
+  for (const file of readdirSync(dir)) {
+    for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      const [operationId, status] = line.split(' ');
+      if (!operationId || !status) continue;
+      if (!seen.has(operationId)) seen.set(operationId, new Set());
+      seen.get(operationId)!.add(Number(status));
+    }
+  }
+  const all = Object.values(document.paths).flatMap((methods) => Object.values(methods).map((operation) => operation.operationId));
+  return { seen, never: all.filter((operationId) => !seen.has(operationId)) };
 }
