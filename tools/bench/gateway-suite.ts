@@ -52,17 +52,23 @@ export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: Suit
   );
   // Request metrics on against off in the same run: the same gateway restarted with
   // HTTP_METRICS=off and back, rounds interleaved (DESIGN.md §7: unused observability costs nothing).
+  // Tracing stays off (no OTEL_EXPORTER_OTLP_ENDPOINT) in both: what an operator who
+  // turned nothing on pays. The order alternates per round so that drift weighs on both.
   const metricsOn: number[] = [];
   const metricsOff: number[] = [];
+  const gatewayCpuOn: number[] = [];
+  const gatewayCpuOff: number[] = [];
   for (let round = 1; round <= rounds; round += 1) {
-    for (const setting of ['off', 'on'] as const) {
+    for (const setting of round % 2 === 1 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
       await services.restart('gateway', { HTTP_METRICS: setting });
       bench.accounted.set('gateway', services.processes.gateway.pid);
       const measured = await bench.measure({ ...gatewayGet, name: `${gatewayGet.name}, request metrics ${setting} (round ${round})` });
       (setting === 'on' ? metricsOn : metricsOff).push(measured.rps);
+      (setting === 'on' ? gatewayCpuOn : gatewayCpuOff).push(measured.cpuMsPerRequest['gateway']!);
     }
   }
   const metricsRatio = median(metricsOn) / median(metricsOff);
+  const gatewayCpuRatio = median(gatewayCpuOff) / median(gatewayCpuOn);
   const afterLoad = Object.fromEntries(Object.entries(services.processes).map(([name, child]) => [name, rssMegabytes(child.pid)]));
 
   return [
@@ -81,7 +87,7 @@ export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: Suit
     `Rows from the bare findOne down are medians of ${rounds} interleaved rounds. GET /environments/:name through the gateway adds ${(gatewayGetEnvSerial.p99 - expressFindOneSerial.p99).toFixed(0)} ms to the bare findOne p99 on one connection (p50: +${(gatewayGetEnvSerial.p50 - expressFindOneSerial.p50).toFixed(0)} ms), and ${(gatewayGetEnv.p99 - expressFindOne.p99).toFixed(0)} ms at ${connections} connections, where both are saturated.`,
     "(the authenticated 404 answers 404 by design; it measures the gateway's own pipeline)",
     '',
-    `Request metrics (the HTTP histogram on every request, \`/metrics\` served): GET /environments/:name at ${connections} connections, ${median(metricsOn).toFixed(0)} requests/s with them on against ${median(metricsOff).toFixed(0)} off (medians of ${rounds} interleaved rounds: ${metricsOn.map((value) => value.toFixed(0)).join(', ')} against ${metricsOff.map((value) => value.toFixed(0)).join(', ')}): ${metricsRatio.toFixed(3)}x (target ≥ 0.95x: ${metricsRatio >= 0.95 ? 'met' : 'missed'}).`,
+    `Request metrics (the HTTP histogram on every request, \`/metrics\` served): GET /environments/:name at ${connections} connections, ${median(metricsOn).toFixed(0)} requests/s with them on against ${median(metricsOff).toFixed(0)} off (medians of ${rounds} interleaved rounds: ${metricsOn.map((value) => value.toFixed(0)).join(', ')} against ${metricsOff.map((value) => value.toFixed(0)).join(', ')}): ${metricsRatio.toFixed(3)}x (target ≥ 0.95x: ${metricsRatio >= 0.95 ? 'met' : 'missed'}). The gateway's own CPU per request, the cost the metrics add where they run: ${median(gatewayCpuOn).toFixed(3)} ms on against ${median(gatewayCpuOff).toFixed(3)} ms off (${gatewayCpuOn.map((value) => value.toFixed(3)).join(', ')} against ${gatewayCpuOff.map((value) => value.toFixed(3)).join(', ')}), ${gatewayCpuRatio.toFixed(3)}x the requests per CPU second. Tracing off in both (no OTEL_EXPORTER_OTLP_ENDPOINT): no tracing middleware is mounted.`,
     '',
     `CPU milliseconds per request by process, at ${connections} connections (where the 2 cores go):`,
     '',

@@ -2,6 +2,7 @@
 // starts without running webpack: node tools/build/build-workflows.mjs <entry> <out file>.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { createRequire } from 'node:module';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
 const [entry, outFile] = process.argv.slice(2);
@@ -10,6 +11,14 @@ if (!entry || !outFile) {
   process.exit(2);
 }
 const workspaceRoot = resolve(import.meta.dirname, '..', '..');
-const { code } = await bundleWorkflowCode({ workflowsPath: resolve(workspaceRoot, entry), logger: undefined });
 mkdirSync(dirname(resolve(workspaceRoot, outFile)), { recursive: true });
-writeFileSync(resolve(workspaceRoot, outFile), code);
+const plain = await bundleWorkflowCode({ workflowsPath: resolve(workspaceRoot, entry), logger: undefined });
+writeFileSync(resolve(workspaceRoot, outFile), plain.code);
+// A second bundle with the OpenTelemetry workflow interceptors, loaded when tracing is on
+// (OTEL_EXPORTER_OTLP_ENDPOINT): with tracing off the workflows carry no interceptor at all.
+const traced = await bundleWorkflowCode({
+  workflowsPath: resolve(workspaceRoot, entry),
+  workflowInterceptorModules: [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
+  logger: undefined,
+});
+writeFileSync(resolve(workspaceRoot, outFile.replace(/\.js$/, '-traced.js')), traced.code);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { TracingSettings } from '@envengine/tracing';
 import { PoolCredentialIssued } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/process-kit';
 
@@ -49,6 +50,7 @@ const common = {
   HOST: z.string().default('127.0.0.1'),
   PORT: PortFromEnv(8085),
   LOG_LEVEL: LogLevel,
+  ...TracingSettings.shape,
 };
 
 const localSchema = z.object({

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
+import { BullMQOtel } from 'bullmq-otel';
 import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
+import { startTracing } from '@envengine/tracing';
 import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
@@ -30,6 +32,7 @@ try {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(WORKER_EXIT_CODES.configuration);
 }
+const tracing = startTracing('attempt-worker', config);
 const log = createLogger('attempt-worker', config.LOG_LEVEL);
 const identity: WorkerIdentity = {
   id: `${config.mode}-${randomBytes(8).toString('hex')}`,
@@ -116,6 +119,7 @@ const runnerFor = (tenantId: string): AttemptRunner => {
       sandboxes,
       logFlushMs: 250,
       endpointGuard,
+      tracer: tracing.tracer,
     });
     runners.set(tenantId, runner);
   }
@@ -157,7 +161,14 @@ const worker = new Worker(
     log.info({ attempt_id: payload.attempt_id, run_id: payload.run_id, result }, 'attempt done');
     return result;
   },
-  { connection, prefix: ATTEMPT_QUEUE_PREFIX, concurrency: config.CONCURRENCY, autorun: true },
+  {
+    connection,
+    prefix: ATTEMPT_QUEUE_PREFIX,
+    concurrency: config.CONCURRENCY,
+    autorun: true,
+    // Tracing on: each job is a consumer span continuing the trace of the request that queued it.
+    telemetry: tracing.enabled ? new BullMQOtel({ tracerName: 'envengine' }) : undefined,
+  },
 );
 worker.on('error', (error: Error) => log.warn({ err: error.message }, 'queue worker error'));
 closeOnRefusal.push(() => void worker.close(true).catch(() => undefined), () => connection.disconnect());
@@ -189,4 +200,5 @@ stopOnSignals(log, async () => {
   await server.close();
   await api.close();
   connection.disconnect();
+  await tracing.shutdown();
 }, config.DRAIN_TIMEOUT_MS + 10_000);

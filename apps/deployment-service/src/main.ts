@@ -1,5 +1,5 @@
 import { PlacementClient } from '@envengine/service-clients';
-import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
+import { runInternalService, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { ingestMetrics } from '@envengine/service-metrics';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { loadDeploymentConfig } from './config.ts';
@@ -15,6 +15,7 @@ const workflows = new WorkflowStarter({
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
   waitMs: config.WORKFLOW_WAIT_MS,
+  interceptors: temporalClientInterceptors(config),
 });
 
 // The deployment scope's API: bundles, deployments and assets. Ingest and activation run

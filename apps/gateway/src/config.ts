@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GATEWAY_UPSTREAM_TIMEOUT_MS } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
+import { TracingSettings } from '@envengine/tracing';
 
 const GatewayConfigSchema = z.object({
   HOST: z.string().default('0.0.0.0'),
@@ -38,6 +39,7 @@ const GatewayConfigSchema = z.object({
   /** How long an Idempotency-Key and its answer are kept (at least 24 hours). */
   IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(24 * 60 * 60 * 1000).default(24 * 60 * 60 * 1000),
   LOG_LEVEL: LogLevel,
+  ...TracingSettings.shape,
 });
 
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;

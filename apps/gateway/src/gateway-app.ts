@@ -1,9 +1,11 @@
 import { httpMetricsMiddleware, metricsRoute, type MetricsRegistry } from '@envengine/service-metrics';
 import { OPENAPI_DOCUMENT_PATH, serializedOpenApiDocument } from '@envengine/openapi-document';
+import type { Tracer } from '@envengine/tracing';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import {
   ApiError,
   errorHandler,
+  httpServerTracing,
   methodHasBody,
   mountHealthRoutes,
   readRequestBody,
@@ -36,6 +38,8 @@ export interface GatewayDependencies {
   readiness: Record<string, ReadinessCheck>;
   /** Served at `/metrics` (no token: it carries no id). */
   metrics: MetricsRegistry;
+  /** A server span per request (the trace's root, or a client's `traceparent` continued), when tracing is on. */
+  tracer?: Tracer;
   /** Whether every request is timed into it (HTTP_METRICS). */
   timeRequests: boolean;
   jsonBodyLimitBytes: number;
@@ -53,6 +57,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (deps.tracer) app.use(httpServerTracing(deps.tracer));
   if (deps.timeRequests) app.use(httpMetricsMiddleware(deps.metrics));
   app.use(requestLogging(deps.log));
   mountHealthRoutes(app, 'gateway', deps.readiness);

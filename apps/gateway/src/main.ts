@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { PlacementClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHttpServer, stopOnSignals } from '@envengine/service-kit';
+import { startTracing } from '@envengine/tracing';
 import { TokenAuthenticator } from './auth/token-authenticator.ts';
 import { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { loadGatewayConfig } from './config.ts';
@@ -11,6 +12,7 @@ import { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
 import { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 
 const config = loadGatewayConfig(process.env);
+const tracing = startTracing('gateway', config);
 const log = createLogger('gateway', config.LOG_LEVEL);
 
 const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
@@ -50,6 +52,7 @@ const forwarder = new UpstreamForwarder(
 );
 
 const app = createGatewayApp({
+  tracer: tracing.enabled ? tracing.tracer : undefined,
   metrics: createMetricsRegistry('gateway'),
   timeRequests: config.HTTP_METRICS === 'on',
   log,
@@ -77,4 +80,5 @@ stopOnSignals(log, async () => {
   await placement.close();
   subscriber.disconnect();
   await mongo.close();
+  await tracing.shutdown();
 });

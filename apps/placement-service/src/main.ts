@@ -1,10 +1,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { Router } from 'express';
+import { BullMQOtel } from 'bullmq-otel';
 import { Redis } from 'ioredis';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
-import { runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
+import { runInternalService, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
@@ -36,10 +37,10 @@ const config = loadPlacementConfig(process.env);
 const redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
 const deployments = new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const resolver = new SecretResolverClient({ origin: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
-const queues = new AttemptQueueProducer(redis);
+const queues = new AttemptQueueProducer(redis, config.OTEL_EXPORTER_OTLP_ENDPOINT ? new BullMQOtel({ tracerName: 'envengine' }) : undefined);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
 const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
-const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE });
+const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 let sweeps: Array<LeaseReaper | DispatchReconciler> = [];
 const engineStore = config.ENGINE_S3_URL
   ? new EngineObjectStore({

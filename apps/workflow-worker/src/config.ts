@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
+import { TracingSettings } from '@envengine/tracing';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, temporalConfigShape } from '@envengine/service-kit';
 
 const workflowWorkerConfigSchema = z.object({
@@ -14,6 +15,7 @@ const workflowWorkerConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: PortFromEnv(8084),
   LOG_LEVEL: LogLevel,
+  ...TracingSettings.shape,
 });
 
 export type WorkflowWorkerConfig = z.infer<typeof workflowWorkerConfigSchema>;

@@ -6,17 +6,22 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterSt
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
-import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalConnectionOptions } from '@envengine/service-kit';
+import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
+import { startTracing } from '@envengine/tracing';
+import type { Context as ActivityContext } from '@temporalio/activity';
+import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createMetricsRegistry, activationMetrics, exposition } from '@envengine/service-metrics';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { lifecycleActivities } from './activities/lifecycle-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
 
 const config = loadWorkflowWorkerConfig(process.env);
+const tracing = startTracing('workflow-worker', config);
 const log = createLogger('workflow-worker', config.LOG_LEVEL);
 
-// The workflow code is bundled at build time (tools/build/build-workflows.mjs).
-const workflowBundle = join(dirname(fileURLToPath(import.meta.url)), 'workflow-bundle.js');
+// The workflow code is bundled at build time (tools/build/build-workflows.mjs); with
+// tracing on, the bundle that carries the OpenTelemetry workflow interceptors.
+const workflowBundle = join(dirname(fileURLToPath(import.meta.url)), tracing.enabled ? 'workflow-bundle-traced.js' : 'workflow-bundle.js');
 if (!existsSync(workflowBundle)) throw new Error(`${workflowBundle} is missing: build the app (npx nx run workflow-worker:build)`);
 
 // The SDK's own log lines join this service's JSON log.
@@ -55,7 +60,7 @@ for (let attempt = 1; !connection; attempt += 1) {
 
 // Activities hand activation requests to an environment's workflow (signal-with-start).
 const clientConnection = Connection.lazy(temporalConnectionOptions(config));
-const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 
 const worker = await Worker.create({
   connection,
@@ -77,6 +82,16 @@ const worker = await Worker.create({
   },
   // Workflows here are short and few at a time: a small cache keeps the idle footprint down.
   maxCachedWorkflows: 100,
+  // Tracing on: each activity is a span in its workflow's trace, and the workflow's own
+  // spans (made in its sandbox) leave through the exporter sink.
+  ...(tracing.enabled && tracing.spanProcessor && tracing.resource
+    ? {
+        interceptors: {
+          activity: [(ctx: ActivityContext) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+        },
+        sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+      }
+    : {}),
 });
 const running = worker.run();
 
@@ -102,4 +117,5 @@ stopOnSignals(log, async () => {
   await clientConnection.close();
   await mongo.close();
   await Promise.all(Object.values(clients).map((client) => client.close()));
+  await tracing.shutdown();
 });

@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AttemptJob, TENANT_ID_PATTERN } from '@envengine/contracts';
 
@@ -52,7 +52,11 @@ export interface AttemptQueueCounts {
 export class AttemptQueueProducer {
   private readonly queues = new Map<string, Queue>();
 
-  constructor(private readonly connection: Redis) {}
+  /** `telemetry` (tracing on): each add is a producer span whose context travels in the job to its consumer. */
+  constructor(
+    private readonly connection: Redis,
+    private readonly telemetry?: Telemetry,
+  ) {}
 
   /** Adds the attempt's job (checked against `AttemptJob` first); returns its job id. */
   async enqueue(job: AttemptJob, executor: AttemptExecutor): Promise<string> {
@@ -95,7 +99,7 @@ export class AttemptQueueProducer {
   private queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: ATTEMPT_QUEUE_PREFIX });
+      queue = new Queue(name, { connection: this.connection, prefix: ATTEMPT_QUEUE_PREFIX, telemetry: this.telemetry });
       this.queues.set(name, queue);
     }
     return queue;

@@ -1,3 +1,4 @@
+import { context, trace } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
 
 export type { Logger };
@@ -16,5 +17,18 @@ export function createLogger(service: string, level: string): Logger {
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    mixin: activeTraceIds,
   }, destination);
+}
+
+/**
+ * The trace and span ids of the active span, on every log line written inside one. With
+ * tracing off no context is ever active and this is an empty object.
+ */
+export function activeTraceIds(): { trace_id?: string; span_id?: string } {
+  const span = trace.getSpan(context.active());
+  if (!span) return {};
+  const spanContext = span.spanContext();
+  if (!trace.isSpanContextValid(spanContext)) return {};
+  return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
 }

@@ -2,6 +2,7 @@ import { Pool } from 'undici';
 import type { z } from 'zod';
 import { errorOfBody, INTERNAL_HEADERS } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
+import { injectTraceContext } from '@envengine/tracing';
 
 export interface InternalHttpClientOptions {
   /** Name of the service called, for error messages. */
@@ -47,6 +48,7 @@ export class InternalHttpClient {
       [INTERNAL_HEADERS.tenantId]: call.tenantId,
     };
     if (call.requestId) headers[INTERNAL_HEADERS.requestId] = call.requestId;
+    injectTraceContext(headers);
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     let statusCode: number;
     let text: string;

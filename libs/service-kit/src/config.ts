@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InternalCredential, LogLevel, PortFromEnv, PositiveIntFromEnv } from '@envengine/process-kit';
+import { TracingSettings } from '@envengine/tracing';
 
 /** Settings every internal HTTP service shares; each service names its port and database. */
 export function internalServiceConfigSchema(defaults: { port: number; mongoDb: string }) {
@@ -12,6 +13,7 @@ export function internalServiceConfigSchema(defaults: { port: number; mongoDb: s
     /** Largest JSON request body, in bytes. */
     JSON_BODY_LIMIT_BYTES: PositiveIntFromEnv(1024 * 1024),
     LOG_LEVEL: LogLevel,
+    ...TracingSettings.shape,
   });
 }
 export type InternalServiceConfig = z.infer<ReturnType<typeof internalServiceConfigSchema>>;

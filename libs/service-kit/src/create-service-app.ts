@@ -7,6 +7,8 @@ import { jsonBody } from './json-body.ts';
 import type { Logger } from '@envengine/process-kit';
 import { requestLogging } from './request-context.ts';
 import { httpMetricsMiddleware, metricsRoute, type MetricsRegistry } from '@envengine/service-metrics';
+import type { Tracer } from '@envengine/tracing';
+import { httpServerTracing } from './http-tracing.ts';
 
 export interface InternalServiceAppOptions {
   service: string;
@@ -23,6 +25,8 @@ export interface InternalServiceAppOptions {
   privateApi?: PrivateApi | PrivateApi[];
   /** Routes under `/api/v1` that read their own (non-JSON, streamed) request bodies. */
   streamingRoutes?: Router;
+  /** A server span per request, when tracing is on. */
+  tracer?: Tracer;
 }
 
 export interface PrivateApi {
@@ -37,6 +41,7 @@ export function createInternalServiceApp(options: InternalServiceAppOptions): Ex
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (options.tracer) app.use(httpServerTracing(options.tracer));
   app.use(httpMetricsMiddleware(options.metrics));
   app.use(requestLogging(options.log));
   mountHealthRoutes(app, options.service, options.readiness);

@@ -17,3 +17,4 @@ export * from './internal-service.ts';
 export * from './ttl-cache.ts';
 export * from './temporal-config.ts';
 export * from './mount-endpoint.ts';
+export * from './http-tracing.ts';

@@ -4,6 +4,7 @@ import type { InternalServiceConfig } from './config.ts';
 import { createInternalServiceApp, type PrivateApi } from './create-service-app.ts';
 import { createLogger, stopOnSignals, type Logger } from '@envengine/process-kit';
 import { createMetricsRegistry, type MetricsRegistry } from '@envengine/service-metrics';
+import { startTracing, type Tracing } from '@envengine/tracing';
 import { startHttpServer } from './http-server.ts';
 import { connectMongo, pingMongo } from './mongo.ts';
 
@@ -11,7 +12,7 @@ export interface InternalServiceDefinition {
   service: string;
   config: InternalServiceConfig;
   /** Builds the service's `/api/v1` routes (and any private `/internal/v1` ones) over its own database. */
-  routes: (deps: { mongo: Connection; log: Logger; metrics: MetricsRegistry }) => Promise<Router | ServiceRoutes>;
+  routes: (deps: { mongo: Connection; log: Logger; metrics: MetricsRegistry; tracing: Tracing }) => Promise<Router | ServiceRoutes>;
   /** Closes what the routes opened (clients of other services), after the server stopped. */
   onStop?: () => Promise<void>;
 }
@@ -29,10 +30,11 @@ export interface ServiceRoutes {
  */
 export async function runInternalService(definition: InternalServiceDefinition): Promise<void> {
   const { config, service } = definition;
+  const tracing = startTracing(service, config);
   const log = createLogger(service, config.LOG_LEVEL);
   const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
   const metrics = createMetricsRegistry(service);
-  const built = await definition.routes({ mongo, log, metrics });
+  const built = await definition.routes({ mongo, log, metrics, tracing });
   const routes: ServiceRoutes = 'api' in built ? built : { api: built };
   const app = createInternalServiceApp({
     service,
@@ -44,6 +46,7 @@ export async function runInternalService(definition: InternalServiceDefinition):
     routes: routes.api,
     privateApi: routes.privateApi,
     streamingRoutes: routes.streamingApi,
+    tracer: tracing.enabled ? tracing.tracer : undefined,
   });
   const server = await startHttpServer(app, config.HOST, config.PORT);
   log.info({ port: server.port }, `${service} listening`);
@@ -51,5 +54,6 @@ export async function runInternalService(definition: InternalServiceDefinition):
     await server.close();
     await definition.onStop?.();
     await mongo.close();
+    await tracing.shutdown();
   });
 }

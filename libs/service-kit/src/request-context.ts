@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { INTERNAL_HEADERS } from '@envengine/contracts';
-import type { Logger } from '@envengine/process-kit';
+import { activeTraceIds, type Logger } from '@envengine/process-kit';
 
 export interface RequestContext {
   requestId: string;
@@ -47,6 +47,8 @@ export function requestLogging(log: Logger) {
       typeof incoming === 'string' && REQUEST_ID_PATTERN.test(incoming) ? incoming : newRequestId();
     const started = process.hrtime.bigint();
     const context = new LazyRequestContext(requestId, log);
+    // Read now: the 'close' event below runs outside the request's trace context.
+    const traceIds = activeTraceIds();
     res.locals.context = context;
     res.setHeader('X-Request-Id', requestId);
     // 'close' also fires for a client that leaves before the answer is complete.
@@ -60,6 +62,7 @@ export function requestLogging(log: Logger) {
           status: res.statusCode,
           duration_ms: Math.round(durationMs * 100) / 100,
           tenant_id: context.tenantId,
+          ...traceIds,
           ...(res.writableFinished ? {} : { aborted: true }),
         },
         'request',

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import type { ClientInterceptors } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { z } from 'zod';
 import { ApiError } from './api-error.ts';
 import { isBackingServerUnavailable } from './unavailable.ts';
@@ -72,4 +74,12 @@ export function callTemporal<T>(connection: { withDeadline<R>(deadline: number, 
     }
     throw error;
   });
+}
+
+/**
+ * The Temporal client's interceptors: with tracing on, a started workflow continues the
+ * caller's trace (its context travels in the workflow's headers); none otherwise.
+ */
+export function temporalClientInterceptors(tracing: { OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined }): ClientInterceptors | undefined {
+  return tracing.OTEL_EXPORTER_OTLP_ENDPOINT ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
 }

@@ -3,6 +3,7 @@ import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } f
 import { newId } from '@envengine/resource-ids';
 import { readMaterialization, storageDriverFor, storageSchemeOf, writeMaterialization, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
 import type { Logger } from '@envengine/process-kit';
+import { context, inSpan, SpanStatusCode, type Tracer } from '@envengine/tracing';
 import type { BundleCache } from '../bundles/bundle-cache.ts';
 import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
@@ -21,6 +22,8 @@ export interface AttemptRunnerOptions {
   logFlushMs: number;
   /** The engine's runner only: keeps a tenant's storage endpoint off the engine's network. */
   endpointGuard?: EndpointGuard;
+  /** An `attempt` span per attempt and an `asset` span per asset (a no-op tracer when tracing is off). */
+  tracer: Tracer;
 }
 
 export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
@@ -44,6 +47,15 @@ export class AttemptRunner {
   ) {}
 
   async run(tenantId: string, attemptId: string): Promise<AttemptResult> {
+    return inSpan(this.options.tracer, 'attempt', { 'envengine.attempt.id': attemptId }, async (span) => {
+      const result = await this.runAttempt(tenantId, attemptId);
+      span.setAttribute('envengine.attempt.result', result);
+      if (result === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });
+      return result;
+    });
+  }
+
+  private async runAttempt(tenantId: string, attemptId: string): Promise<AttemptResult> {
     let started;
     try {
       started = await this.api.start(tenantId, attemptId, this.worker);
@@ -118,7 +130,8 @@ export class AttemptRunner {
       let driver: Promise<StorageDriver> | undefined;
       const storage = () => (driver ??= this.storageDriver(held, plan, asset.key, logs));
       if (asset.binding_mode !== 'read_only' && storageSchemeOf(plan.environment.storage_prefix) === 's3') storage().catch(() => undefined);
-      const outcome = await runAssetInSandbox({
+      const outcome = await inSpan(this.options.tracer, 'asset', { 'envengine.asset.key': asset.key }, async (span) => {
+        const ran = await runAssetInSandbox({
         bundleDir,
         entry: asset.entry,
         assetKey: asset.key,
@@ -128,7 +141,9 @@ export class AttemptRunner {
         egress: plan.environment.egress,
         signal,
         sandboxes: this.options.sandboxes,
-        handlers: {
+        // The sandbox's requests arrive as messages, outside any context: bound to the
+        // asset's span, the engine calls they make are its children.
+        handlers: bindToActiveContext({
           emit: async (rows) => {
             refuseReadOnly(asset);
             await this.emit(held, plan, asset, rows, await storage());
@@ -141,7 +156,11 @@ export class AttemptRunner {
             return resolved.config;
           },
           log: (message) => logs.add(asset.key, message),
-        },
+        }),
+        });
+        span.setAttribute('envengine.asset.status', ran.status);
+        if (ran.status !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR });
+        return ran;
       });
       // Its connections closed: one client per asset, never reused.
       void driver?.then((opened) => opened.close?.(), () => undefined);
@@ -235,4 +254,10 @@ export function inferSchema(rows: ReadonlyArray<Record<string, unknown>>): Decla
                 : 'json',
     })),
   };
+}
+
+/** Each of the handlers, run in the context active now (the asset's span). */
+function bindToActiveContext<H extends Record<string, (...args: never[]) => unknown>>(handlers: H): H {
+  const active = context.active();
+  return Object.fromEntries(Object.entries(handlers).map(([name, handler]) => [name, context.bind(active, handler)])) as H;
 }

@@ -1,3 +1,4 @@
+import { injectTraceContext } from '@envengine/tracing';
 import { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import type { z } from 'zod';
@@ -133,7 +134,8 @@ export class WorkerApiClient {
         ? { authorization: `Bearer ${this.endpoint.token}` }
         : { [INTERNAL_HEADERS.credential]: this.endpoint.internalCredential, [INTERNAL_HEADERS.tenantId]: tenantId };
     if (lease) headers[ATTEMPT_LEASE_HEADER] = lease;
-    return headers;
+    // The attempt's span continues on the engine's side (nothing is added when tracing is off).
+    return injectTraceContext(headers);
   }
 
   private async call<T extends z.ZodType | undefined>(

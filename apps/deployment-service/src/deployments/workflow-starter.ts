@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type ClientInterceptors } from '@temporalio/client';
 import { ActivateInput, IngestInput, type Recheck } from '@envengine/contracts';
 import {
   ACTIVATE_WORKFLOW,
@@ -27,9 +27,11 @@ export class WorkflowStarter {
   private readonly connection: Connection;
   private readonly client: Client;
 
-  constructor(private readonly options: { connection: TemporalConnectionOptions; namespace: string; taskQueue: string; waitMs: number }) {
+  constructor(
+    private readonly options: { connection: TemporalConnectionOptions; namespace: string; taskQueue: string; waitMs: number; interceptors?: ClientInterceptors },
+  ) {
     this.connection = Connection.lazy(options.connection);
-    this.client = new Client({ connection: this.connection, namespace: options.namespace });
+    this.client = new Client({ connection: this.connection, namespace: options.namespace, interceptors: options.interceptors });
   }
 
   /** Calls Temporal with a deadline: `unavailable` (503) while it is unreachable. */

@@ -1,3 +1,4 @@
+import { injectTraceContext } from '@envengine/tracing';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
@@ -142,6 +143,8 @@ export class UpstreamForwarder {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
+    // The gateway's request span is the parent of the service's (never a client's header passed on).
+    injectTraceContext(headers);
     const send = () =>
       this.pools[upstream].request({
         path: request.url,
