@@ -302,7 +302,7 @@ describe('schedules', () => {
     // A tick as the scheduled-run workflow sends it, straight to the placement-service. It
     // reads the flag (not paused), then its run's transaction is held back by the test's own
     // uncommitted run of the same tick while the pause lands; released, it must start nothing.
-    const placement = new PlacementClient({ origin: stack.urls['placement-service'], credential: stack.internalCredential });
+    const placement = new PlacementClient({ origins: [stack.urls['placement-service']], credential: stack.internalCredential });
     const bundleRef = (await tenant.api.get(`/deployments/${firstDeploymentId}`)).body.data.bundle_ref as string;
     expect((await tenant.api.post('/environments', { name: 'fence', storage_prefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, 'fence')}`, executor: 'local' })).status).toBe(201);
     for (const binding of ['warehouse', 'gate']) expect((await tenant.api.put(`/environments/fence/bindings/${binding}`, {})).status).toBe(201);

@@ -64,7 +64,7 @@ describe('binding resolution for workers (internal)', () => {
   });
 
   it('answers the same through SecretResolverClient, the client the attempt runner uses', async () => {
-    const client = new SecretResolverClient({ origin: stack.urls['secrets-service'], credential: stack.resolverCredential }, 'attempt-worker/host-b/42');
+    const client = new SecretResolverClient({ origins: [stack.urls['secrets-service']], credential: stack.resolverCredential }, 'attempt-worker/host-b/42');
     try {
       const resolved = await client.resolve(tenant.tenantId, { environment_id: environmentId, binding: 'warehouse', attempt_id: 'att_client' });
       expect(resolved.config).toEqual({ host: 'db.internal', port: 5432, password: 'pw-v2', token: 'tok-v1' });
@@ -127,7 +127,7 @@ describe('binding resolution for workers (internal)', () => {
   });
 
   it("gives an attempt's plan the binding modes by environment id: names and modes only, behind the resolver credential", async () => {
-    const client = new SecretResolverClient({ origin: stack.urls['secrets-service'], credential: stack.resolverCredential }, 'attempt-worker/test');
+    const client = new SecretResolverClient({ origins: [stack.urls['secrets-service']], credential: stack.resolverCredential }, 'attempt-worker/test');
     try {
       const modes = await client.bindingModes(tenant.tenantId, environmentId);
       expect(modes).toContainEqual({ name: 'warehouse', mode: 'read_only' });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { TracingSettings } from '@envengine/tracing';
 import { PoolCredentialIssued } from '@envengine/contracts';
-import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/process-kit';
+import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv, ServiceOriginsFromEnv } from '@envengine/process-kit';
 
 /**
  * One program, two modes: `--local` is the engine's own runner (started by the stack,
@@ -58,8 +58,8 @@ const localSchema = z.object({
   mode: z.literal('local'),
   INTERNAL_CREDENTIAL: InternalCredential,
   /** The engine's runner calls the owning services directly, never the public gateway. */
-  PLACEMENT_SERVICE_URL: z.url({ message: 'must be the placement-service URL' }).default('http://127.0.0.1:8081'),
-  DEPLOYMENT_SERVICE_URL: z.url({ message: 'must be the deployment-service URL' }).default('http://127.0.0.1:8082'),
+  PLACEMENT_SERVICE_URL: ServiceOriginsFromEnv('placement-service', 'http://127.0.0.1:8081'),
+  DEPLOYMENT_SERVICE_URL: ServiceOriginsFromEnv('deployment-service', 'http://127.0.0.1:8082'),
   /**
    * Object-store endpoints a binding may name although they are on the engine's network
    * (loopback, private, link-local), comma-separated; the runner refuses any other such

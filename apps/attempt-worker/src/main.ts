@@ -65,7 +65,7 @@ const endpointGuard = config.mode === 'local' ? new EndpointGuard(config.STORAGE
 
 const api = new WorkerApiClient(
   config.mode === 'local'
-    ? { kind: 'engine', placementUrl: config.PLACEMENT_SERVICE_URL, deploymentUrl: config.DEPLOYMENT_SERVICE_URL, internalCredential: config.INTERNAL_CREDENTIAL }
+    ? { kind: 'engine', placementUrls: config.PLACEMENT_SERVICE_URL, deploymentUrls: config.DEPLOYMENT_SERVICE_URL, internalCredential: config.INTERNAL_CREDENTIAL }
     : { kind: 'pool', gatewayUrl: config.API_URL, token: config.POOL_TOKEN },
 );
 // A pool worker's tenant is its token's; the gateway ignores what is named here.

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
 import { GATEWAY_UPSTREAM_TIMEOUT_MS, SERVICE_WAIT_MARGIN_MS } from '@envengine/contracts';
-import { internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape } from '@envengine/service-kit';
+import { internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb: 'envengine_deployment' }).extend({
-  PLACEMENT_SERVICE_URL: z.url({ message: 'must be the placement-service URL' }).default('http://127.0.0.1:8081'),
+  PLACEMENT_SERVICE_URL: ServiceOriginsFromEnv('placement-service', 'http://127.0.0.1:8081'),
   ...temporalConfigShape,
   /** Task queue the workflow-worker polls for ingest and activation. */
   DEPLOYMENTS_TASK_QUEUE: z.string().default(DEFAULT_TASK_QUEUE),

@@ -9,7 +9,7 @@ import { internalRouter } from './internal.routes.ts';
 import { deploymentPublicApi } from './public-api.ts';
 
 const config = loadDeploymentConfig(process.env);
-const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const workflows = new WorkflowStarter({
   connection: temporalConnectionOptions(config),
   namespace: config.TEMPORAL_NAMESPACE,

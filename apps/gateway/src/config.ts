@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GATEWAY_UPSTREAM_TIMEOUT_MS } from '@envengine/contracts';
-import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv } from '@envengine/service-kit';
+import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv, ServiceOriginsFromEnv } from '@envengine/service-kit';
 import { TracingSettings } from '@envengine/tracing';
 
 const GatewayConfigSchema = z.object({
@@ -10,29 +10,29 @@ const GatewayConfigSchema = z.object({
   MONGO_DB: z.string().default('envengine_gateway'),
   REDIS_URL: z.string({ message: 'is required' }).min(1),
   INTERNAL_CREDENTIAL: InternalCredential,
-  PLACEMENT_SERVICE_URL: z.url().default('http://127.0.0.1:8081'),
-  DEPLOYMENT_SERVICE_URL: z.url().default('http://127.0.0.1:8082'),
-  SECRETS_SERVICE_URL: z.url().default('http://127.0.0.1:8083'),
+  PLACEMENT_SERVICE_URL: ServiceOriginsFromEnv('placement-service', 'http://127.0.0.1:8081'),
+  DEPLOYMENT_SERVICE_URL: ServiceOriginsFromEnv('deployment-service', 'http://127.0.0.1:8082'),
+  SECRETS_SERVICE_URL: ServiceOriginsFromEnv('secrets-service', 'http://127.0.0.1:8083'),
   /** Largest JSON request body, in bytes. */
   JSON_BODY_LIMIT_BYTES: PositiveIntFromEnv(1024 * 1024),
   /** Largest bundle upload, in bytes (streamed, never held whole). */
   BUNDLE_BODY_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
-  /** Sustained requests per second allowed for one token. */
   /** `off` skips timing each request into `envengine_http_request_duration_seconds` (the benchmark's baseline); `/metrics` is served either way. */
   HTTP_METRICS: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  /** Sustained requests per second allowed for one token. */
   RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(50),
   /** Requests one token may send in a burst above the sustained rate. */
   RATE_LIMIT_BURST: PositiveIntFromEnv(200),
-  /** Sustained refused-token requests per second allowed from one client address. */
   /** Per pool token: a worker's heartbeats, logs and reports (one token may serve many workers). */
   WORKER_RATE_LIMIT_PER_SECOND: PositiveIntFromEnv(2000),
   WORKER_RATE_LIMIT_BURST: PositiveIntFromEnv(4000),
+  /** Sustained refused-token requests per second allowed from one client address. */
   FAILED_AUTH_PER_SECOND: PositiveIntFromEnv(50),
   /** Refused-token requests one client address may send in a burst. */
   FAILED_AUTH_BURST: PositiveIntFromEnv(300),
   /** How long a token lookup is trusted before the database is asked again. */
   AUTH_CACHE_TTL_MS: PositiveIntFromEnv(30_000),
-  /** Connections kept open to each internal service. */
+  /** Connections kept open to each replica of each internal service. */
   UPSTREAM_CONNECTIONS: PositiveIntFromEnv(64),
   /** Services that wait on workflows answer before this (their waits default to it minus a margin). */
   UPSTREAM_TIMEOUT_MS: PositiveIntFromEnv(GATEWAY_UPSTREAM_TIMEOUT_MS),

@@ -19,7 +19,7 @@ const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_D
 const tokens = new ApiTokenRepository(mongo);
 await tokens.ensureIndexes();
 
-const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 // API tokens live in the gateway's database; pool tokens belong to the placement scope's pools.
 const authenticator = new TokenAuthenticator(
   {

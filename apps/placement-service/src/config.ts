@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '@envengine/contracts';
-import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential } from '@envengine/service-kit';
+import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
   REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1).refine((url) => /^rediss?:\/\//.test(url) && URL.canParse(url), { message: 'must be a redis:// or rediss:// URL' }),
@@ -15,8 +15,8 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
     .refine((url) => /^rediss?:\/\//.test(url), { message: 'must be a redis:// or rediss:// URL' })
     .refine((url) => !new URL(url).username && !new URL(url).password, { message: 'must carry no credential: each pool signs in as its own user' })
     .optional(),
-  DEPLOYMENT_SERVICE_URL: z.url({ message: 'must be the deployment-service URL' }).default('http://127.0.0.1:8082'),
-  SECRETS_SERVICE_URL: z.url({ message: 'must be the secrets-service URL' }).default('http://127.0.0.1:8083'),
+  DEPLOYMENT_SERVICE_URL: ServiceOriginsFromEnv('deployment-service', 'http://127.0.0.1:8082'),
+  SECRETS_SERVICE_URL: ServiceOriginsFromEnv('secrets-service', 'http://127.0.0.1:8083'),
   /** Opens the secrets-service's resolution, which `ctx.connection` needs on a worker's behalf. */
   RESOLVER_CREDENTIAL: InternalCredential,
   /**

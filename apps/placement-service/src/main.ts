@@ -35,8 +35,8 @@ const config = loadPlacementConfig(process.env);
 // Commands fail at once while Redis is away (no offline queue): a run is then refused
 // with 503 before anything is written, and the reconciler delivers what was stored.
 const redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
-const deployments = new DeploymentClient({ origin: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
-const resolver = new SecretResolverClient({ origin: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
+const deployments = new DeploymentClient({ origins: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const resolver = new SecretResolverClient({ origins: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis, config.OTEL_EXPORTER_OTLP_ENDPOINT ? new BullMQOtel({ tracerName: 'envengine' }) : undefined);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
 const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
@@ -75,7 +75,7 @@ await runInternalService({
 
     const metrics = placementMetrics(registry, { queued: () => runs.queuedCounts(), liveWorkers: () => workers.liveCounts(config.ATTEMPT_LEASE_TTL_MS) });
     const dispatcher = new AttemptDispatcher(runs, queues, log);
-    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS)];
+    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS, metrics)];
     for (const sweep of sweeps) sweep.start();
     const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, overlaps, {
       queueReady: () => redis.status === 'ready',

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { MasterKeyring } from '@envengine/local-secret-store';
-import { internalServiceConfigSchema, InternalCredential, parseConfig } from '@envengine/service-kit';
+import { internalServiceConfigSchema, InternalCredential, parseConfig, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const secretsConfigSchema = internalServiceConfigSchema({ port: 8083, mongoDb: 'envengine_secrets' })
   .extend({
-    PLACEMENT_SERVICE_URL: z.url({ message: 'must be the placement-service URL' }),
+    PLACEMENT_SERVICE_URL: ServiceOriginsFromEnv('placement-service'),
     /** Held only by the attempt runner and workers: opens `/internal/v1` (secret resolution). */
     RESOLVER_CREDENTIAL: InternalCredential,
     /** base64 of 32 bytes; wraps every new data key of the `local` backend. */

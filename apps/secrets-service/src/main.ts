@@ -15,7 +15,7 @@ import { SecretsService } from './secrets/secrets.service.ts';
 import { secretsPublicApi } from './public-api.ts';
 
 const config = loadSecretsConfig(process.env);
-const placement = new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 
 await runInternalService({
   service: 'secrets-service',

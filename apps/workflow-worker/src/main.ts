@@ -36,8 +36,8 @@ Runtime.install({
 const metricsRegistry = createMetricsRegistry('workflow-worker');
 const credential = config.INTERNAL_CREDENTIAL;
 const clients = {
-  placement: new PlacementClient({ origin: config.PLACEMENT_SERVICE_URL, credential }),
-  secrets: new SecretsClient({ origin: config.SECRETS_SERVICE_URL, credential }),
+  placement: new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential }),
+  secrets: new SecretsClient({ origins: config.SECRETS_SERVICE_URL, credential }),
 };
 
 // The deployment scope's collections, shared with the deployment-service.

@@ -31,12 +31,24 @@ export interface ServiceProcessOptions {
   logLevel?: string;
   /** Extra environment for every service, e.g. a higher rate limit for benchmarks. */
   env?: Record<string, string>;
+  /**
+   * Processes of each deployable (default 1). With more, each service runs that many
+   * replicas on their own ports, every caller is given all of their URLs (it balances
+   * across them), and as many gateways, workflow-workers and local runners run.
+   */
+  replicas?: number;
 }
 
 export interface RunningServices {
   gatewayUrl: string;
+  /** The first replica's URL of each deployable. */
   urls: Record<ServiceName, string>;
+  /** The first replica of each deployable. */
   processes: Record<ServiceName, ManagedProcess>;
+  /** Every replica's URL of each deployable, the first one first. */
+  replicaUrls: Record<ServiceName, string[]>;
+  /** Every replica of each deployable, the first one first (`processes[name]`). */
+  replicas: Record<ServiceName, ManagedProcess[]>;
   databases: Record<keyof typeof SERVICE_DATABASES, string>;
   /** Opens the secrets-service's `/internal/v1` (secret resolution), as the attempt runner holds it. */
   resolverCredential: string;
@@ -44,8 +56,8 @@ export interface RunningServices {
   internalCredential: string;
   /** The Temporal task queue of this stack's workflow-worker (stacks may share one Temporal). */
   deploymentsTaskQueue: string;
-  /** Starts one service again (after `processes[name].stop()`), with the same settings. */
-  restart(name: ServiceName, env?: Record<string, string>): Promise<void>;
+  /** Starts one service's replica (default the first) again, after stopping it if it runs, with the same settings. */
+  restart(name: ServiceName, env?: Record<string, string>, replica?: number): Promise<void>;
   /** Credentials for the services started from now on (after a rotation); running ones keep theirs until restarted. */
   setCredentials(connections: ServiceConnections, internalCredentials: Credentials['internal']): void;
   stop(): Promise<void>;
@@ -79,11 +91,20 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   const previousMasterKeys = process.env.SECRETS_PREVIOUS_MASTER_KEYS ?? '';
   // Stacks on one Temporal server must not take each other's workflow tasks.
   const deploymentsTaskQueue = options.ports === 'default' ? 'deployments' : `deployments-${randomBytes(4).toString('hex')}`;
-  const ports = {} as Record<ServiceName, number>;
+  const replicaCount = options.replicas ?? 1;
+  if (!Number.isInteger(replicaCount) || replicaCount < 1) throw new Error(`replicas must be a positive integer, not ${replicaCount}`);
+  const ports = {} as Record<ServiceName, number[]>;
   for (const name of SERVICE_NAMES) {
-    ports[name] = options.ports === 'default' ? SERVICES[name].defaultPort : await freePort();
+    ports[name] = [];
+    // Default ports: the first replica on the documented port, the next ones 100 above each.
+    for (let index = 0; index < replicaCount; index++) {
+      ports[name].push(options.ports === 'default' ? SERVICES[name].defaultPort + 100 * index : await freePort());
+    }
   }
-  const urls = Object.fromEntries(SERVICE_NAMES.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<ServiceName, string>;
+  const replicaUrls = Object.fromEntries(
+    SERVICE_NAMES.map((name) => [name, ports[name].map((port) => `http://127.0.0.1:${port}`)]),
+  ) as Record<ServiceName, string[]>;
+  const urls = Object.fromEntries(SERVICE_NAMES.map((name) => [name, replicaUrls[name][0]!])) as Record<ServiceName, string>;
   const databases = options.databases;
   const mongoScopeOf = (name: ServiceName): keyof typeof SERVICE_DATABASES | undefined =>
     name === 'workflow-worker' ? 'deployment-service' : name in SERVICE_DATABASES ? (name as keyof typeof SERVICE_DATABASES) : undefined;
@@ -105,21 +126,21 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     return {};
   };
 
-  const envFor = (name: ServiceName, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+  const envFor = (name: ServiceName, replica: number, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: 'production',
     HOST: name === 'gateway' ? '0.0.0.0' : '127.0.0.1',
-    PORT: String(ports[name]),
+    PORT: String(ports[name][replica]),
     LOG_LEVEL: options.logLevel ?? 'info',
     INTERNAL_CREDENTIAL: internalCredential,
     // The deployment scope's two deployables share its database and its user.
     ...(mongoScopeOf(name) ? { MONGO_URL: connections.mongo[mongoScopeOf(name)!], MONGO_DB: databases[mongoScopeOf(name)!] } : {}),
     ...(name in connections.redis ? { REDIS_URL: connections.redis[name as keyof ServiceConnections['redis']] } : {}),
     TEMPORAL_ADDRESS: options.temporalAddress,
-    PLACEMENT_SERVICE_URL: urls['placement-service'],
-    DEPLOYMENT_SERVICE_URL: urls['deployment-service'],
-    SECRETS_SERVICE_URL: urls['secrets-service'],
+    PLACEMENT_SERVICE_URL: replicaUrls['placement-service'].join(','),
+    DEPLOYMENT_SERVICE_URL: replicaUrls['deployment-service'].join(','),
+    SECRETS_SERVICE_URL: replicaUrls['secrets-service'].join(','),
     DEPLOYMENTS_TASK_QUEUE: deploymentsTaskQueue,
     // The engine's runner calls the services' internal API directly (PLACEMENT_SERVICE_URL, DEPLOYMENT_SERVICE_URL).
     // Tests and benchmarks keep the bundle cache in their own data directory; `npm start` uses
@@ -138,25 +159,35 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     ...extra,
   });
 
-  const launch = (name: ServiceName, extra?: Record<string, string>) =>
+  /** The first replica is named after its deployable, the next ones `<name>-2`, `<name>-3`… */
+  const replicaName = (name: ServiceName, replica: number) => (replica === 0 ? name : `${name}-${replica + 1}`);
+  const launch = (name: ServiceName, replica: number, extra?: Record<string, string>) =>
     new ManagedProcess({
-      name,
+      name: replicaName(name, replica),
       command: process.execPath,
       args: ['--enable-source-maps', builtEntry(name), ...(name === 'attempt-worker' ? ['--local'] : [])],
-      logFile: join(options.dataDir, 'logs', `${name}.log`),
-      env: envFor(name, extra),
+      logFile: join(options.dataDir, 'logs', `${replicaName(name, replica)}.log`),
+      env: envFor(name, replica, extra),
       cwd: WORKSPACE_ROOT,
     });
 
   const processes = {} as Record<ServiceName, ManagedProcess>;
+  const replicas = Object.fromEntries(SERVICE_NAMES.map((name) => [name, []])) as unknown as Record<ServiceName, ManagedProcess[]>;
   const stop = async () => {
-    // The gateway first, so that no request reaches a service that is going away.
-    await processes.gateway?.stop();
-    await Promise.all(Object.values(processes).map((process_) => process_.stop()));
+    // The gateways first, so that no request reaches a service that is going away.
+    await Promise.all(replicas.gateway.map((process_) => process_.stop()));
+    await Promise.all(Object.values(replicas).flat().map((process_) => process_.stop()));
   };
   try {
-    for (const name of SERVICE_NAMES) processes[name] = launch(name);
-    await Promise.all(SERVICE_NAMES.map((name) => waitForReady(name, urls[name], processes[name])));
+    for (const name of SERVICE_NAMES) {
+      for (let replica = 0; replica < replicaCount; replica++) replicas[name].push(launch(name, replica));
+      processes[name] = replicas[name][0]!;
+    }
+    await Promise.all(
+      SERVICE_NAMES.flatMap((name) =>
+        replicas[name].map((process_, replica) => waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, process_)),
+      ),
+    );
   } catch (error) {
     await stop();
     throw error;
@@ -165,14 +196,18 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     gatewayUrl: urls.gateway,
     urls,
     processes,
+    replicaUrls,
+    replicas,
     databases,
     resolverCredential,
     internalCredential,
     deploymentsTaskQueue,
-    restart: async (name, env) => {
-      await processes[name].stop();
-      processes[name] = launch(name, env);
-      await waitForReady(name, urls[name], processes[name]);
+    restart: async (name, env, replica = 0) => {
+      if (!replicas[name][replica]) throw new Error(`${name} has no replica ${replica}`);
+      await replicas[name][replica].stop();
+      replicas[name][replica] = launch(name, replica, env);
+      if (replica === 0) processes[name] = replicas[name][0]!;
+      await waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, replicas[name][replica]);
     },
     setCredentials: (newConnections, internalCredentials) => {
       connections = newConnections;

@@ -48,20 +48,23 @@ function serverTarget(server: BackingServer, process_: NonNullable<BackingServer
 export function superviseStack(stack: RunningStack, options: SupervisorOptions): Supervisor {
   const supervisor = new Supervisor(options);
   const { services, servers } = stack;
-  const serviceTarget = (name: ServiceName): SupervisedProcess => ({
-    process: services.processes[name],
-    ready: () => answersReadyz(services.urls[name]),
+  const serviceTarget = (name: ServiceName, replica: number): SupervisedProcess => ({
+    process: services.replicas[name][replica]!,
+    ready: () => answersReadyz(services.replicaUrls[name][replica]!),
   });
-  for (const name of Object.keys(services.processes) as ServiceName[]) supervisor.watch(name, serviceTarget(name));
+  const watchName = (name: ServiceName, replica: number) => (replica === 0 ? name : `${name}-${replica + 1}`);
+  for (const name of Object.keys(services.replicas) as ServiceName[]) {
+    services.replicas[name].forEach((_, replica) => supervisor.watch(watchName(name, replica), serviceTarget(name, replica)));
+  }
   for (const server of [servers.mongo, servers.redis, servers.temporal, servers.s3]) {
     if (server?.process) supervisor.watch(server.name, serverTarget(server, server.process));
   }
   // restart() stops the old process (an intended stop, which ends its supervision) and
   // starts a new one in its place: supervise that one.
   const restart = services.restart;
-  services.restart = async (name, env) => {
-    await restart(name, env);
-    supervisor.watch(name, serviceTarget(name));
+  services.restart = async (name, env, replica = 0) => {
+    await restart(name, env, replica);
+    supervisor.watch(watchName(name, replica), serviceTarget(name, replica));
   };
   return supervisor;
 }

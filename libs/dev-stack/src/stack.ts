@@ -14,6 +14,8 @@ export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | '
   logLevel?: string;
   /** Extra environment for every service. */
   env?: Record<string, string>;
+  /** Processes of each deployable (default 1): see `ServiceProcessOptions.replicas`. */
+  replicas?: number;
 }
 
 export interface RunningStack {
@@ -101,6 +103,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       databases,
       logLevel: options.logLevel,
       env: options.env,
+      replicas: options.replicas,
     });
   } catch (error) {
     await servers.stop();
@@ -113,7 +116,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       const reloaded = loadOrCreateCredentials(options.dataDir);
       services.setCredentials(serviceConnections(servers, reloaded, databases), reloaded.internal);
       // All at once: services that share the internal credential must change it together.
-      await Promise.all(Object.keys(services.processes).map((name) => services.restart(name as ServiceName)));
+      await Promise.all(
+        (Object.keys(services.replicas) as ServiceName[]).flatMap((name) => services.replicas[name].map((_, replica) => services.restart(name, undefined, replica))),
+      );
     },
     stop: async () => {
       await services.stop();

@@ -24,6 +24,19 @@ export const PortFromEnv = (fallback: number) => z.coerce.number().int().min(0).
 /** A positive integer from an environment variable. */
 export const PositiveIntFromEnv = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
+/**
+ * The replicas of one internal service: a URL, or several separated by commas
+ * (`http://10.0.0.5:8081,http://10.0.0.6:8081`), which callers balance across.
+ */
+export const ServiceOriginsFromEnv = (service: string, fallback?: string) =>
+  (fallback === undefined ? z.string({ message: `is required (the ${service} URL)` }) : z.string().default(fallback))
+    .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
+    .pipe(
+      z
+        .array(z.url({ message: `must be ${service} URLs (http://host:port), separated by commas` }).refine((url) => /^https?:\/\//.test(url), { message: 'must be an http(s) URL' }))
+        .min(1, { message: `must name at least one ${service} URL` }),
+    );
+
 /** A shared secret between the gateway and internal services. */
 export const InternalCredential = z
   .string({ message: 'is required (the gateway and every service must share it)' })

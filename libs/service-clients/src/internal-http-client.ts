@@ -1,14 +1,14 @@
-import { Pool } from 'undici';
 import type { z } from 'zod';
 import { errorOfBody, INTERNAL_HEADERS } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { injectTraceContext } from '@envengine/tracing';
+import { ReplicaPools } from '@envengine/replica-pools';
 
 export interface InternalHttpClientOptions {
   /** Name of the service called, for error messages. */
   service: string;
-  /** e.g. `http://127.0.0.1:8081`. */
-  origin: string;
+  /** The service's replicas, e.g. `['http://127.0.0.1:8081']`; calls take them in turn. */
+  origins: readonly string[];
   /** The credential the called service expects in `x-envengine-internal-credential`. */
   credential: string;
   timeoutMs?: number;
@@ -30,10 +30,10 @@ export interface InternalCall {
  * the called service comes back as the same ApiError; an unreachable service as 503.
  */
 export class InternalHttpClient {
-  private readonly pool: Pool;
+  private readonly pool: ReplicaPools;
 
   constructor(private readonly options: InternalHttpClientOptions) {
-    this.pool = new Pool(options.origin, {
+    this.pool = new ReplicaPools(options.origins, {
       connections: options.connections ?? 32,
       keepAliveTimeout: 30_000,
       headersTimeout: options.timeoutMs ?? 10_000,
@@ -58,6 +58,7 @@ export class InternalHttpClient {
         path: call.path,
         headers,
         body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        idempotent: call.method === 'GET',
       });
       statusCode = response.statusCode;
       text = await response.body.text();

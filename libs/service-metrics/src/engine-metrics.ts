@@ -19,6 +19,9 @@ const TRIGGERS = ['manual', 'schedule'] as const;
 const RUN_OUTCOMES = ['succeeded', 'failed', 'canceled'] as const;
 const EXECUTORS = ['local', 'remote'] as const;
 const TICK_OUTCOMES = ['started', 'skipped_overlap', 'paused', 'repeat', 'not_a_fire_time'] as const;
+/** The placement-service's periodic sweeps: the lease reaper and the dispatch reconciler. */
+export const SWEEPS = ['reap', 'reconcile'] as const;
+export type SweepName = (typeof SWEEPS)[number];
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -69,6 +72,12 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
       buckets: SECONDS_BUCKETS,
       registers: [registry],
     }),
+    sweeps: new Counter({
+      name: 'envengine_sweeps_total',
+      help: 'Periodic sweeps of this placement-service that ended, by sweep (reap: lost workers; reconcile: undelivered dispatches) and outcome (completed, failed). A sweep that stops counting has stalled.',
+      labelNames: ['sweep', 'outcome'] as const,
+      registers: [registry],
+    }),
     scheduleTicks: new Counter({
       name: 'envengine_schedule_ticks_total',
       help: 'Schedule ticks, by outcome: started, skipped_overlap, paused (refused while paused), repeat (a tick already served).',
@@ -107,6 +116,7 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
     metrics.dispatchToRunning.zero({ executor });
   }
   for (const outcome of TICK_OUTCOMES) metrics.scheduleTicks.inc({ outcome }, 0);
+  for (const sweep of SWEEPS) for (const outcome of ['completed', 'failed']) metrics.sweeps.inc({ sweep, outcome }, 0);
   return metrics;
 }
 export type PlacementMetrics = ReturnType<typeof placementMetrics>;

@@ -8,6 +8,8 @@ import { loadOrCreateCredentials, objectStoreAdmin, startStack, type BackingServ
 export interface StackInfo {
   gatewayUrl: string;
   urls: RunningServices['urls'];
+  /** Every replica's URL of each deployable (one each unless the stack was started with `replicas`). */
+  replicaUrls: RunningServices['replicaUrls'];
   databases: RunningServices['databases'];
   /** Opens the secrets-service's `/internal/v1`, as the attempt runner does. */
   resolverCredential: string;
@@ -41,6 +43,8 @@ export interface TestStackOptions {
   env?: Record<string, string>;
   /** Start the object store (SeaweedFS, or S3_URL) too: about ten seconds more. Default false. */
   objectStore?: boolean;
+  /** Processes of each deployable (default 1): two gateways, two of each service, two local runners… */
+  replicas?: number;
 }
 
 /**
@@ -64,6 +68,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     // Unique databases, so that a stack on a shared server starts empty.
     databasePrefix: `t${Date.now().toString(36)}_`,
     env: options.env,
+    replicas: options.replicas,
   });
   // Each stack's directory holds its servers' data and logs (hundreds of MB): removed at its
   // stop, so that repeated runs do not fill the disk; KEEP_TEST_DATA=1 keeps it to read the logs.
@@ -80,6 +85,7 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
   return {
     gatewayUrl: services.gatewayUrl,
     urls: services.urls,
+    replicaUrls: services.replicaUrls,
     databases: services.databases,
     resolverCredential: services.resolverCredential,
     internalCredential: services.internalCredential,

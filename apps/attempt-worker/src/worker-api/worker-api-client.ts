@@ -1,6 +1,6 @@
 import { injectTraceContext } from '@envengine/tracing';
 import { Readable } from 'node:stream';
-import { Pool } from 'undici';
+import { ReplicaPools } from '@envengine/replica-pools';
 import type { z } from 'zod';
 import {
   ATTEMPT_LEASE_HEADER,
@@ -49,7 +49,7 @@ export class WorkerApiError extends Error {
  */
 export type WorkerApiEndpoint =
   | { kind: 'pool'; gatewayUrl: string; token: string }
-  | { kind: 'engine'; placementUrl: string; deploymentUrl: string; internalCredential: string };
+  | { kind: 'engine'; placementUrls: readonly string[]; deploymentUrls: readonly string[]; internalCredential: string };
 
 /** An attempt's address in the worker API: who it belongs to and the lease it is held under. */
 export interface HeldAttempt {
@@ -61,18 +61,18 @@ export interface HeldAttempt {
 /** The worker API, over keep-alive connections. */
 export class WorkerApiClient {
   /** Attempts, leases, reports, connections: the gateway for a pool, the placement-service for the engine. */
-  private readonly attempts: Pool;
+  private readonly attempts: ReplicaPools;
   /** Bundles: the gateway for a pool, the deployment-service for the engine. */
-  private readonly bundles: Pool;
+  private readonly bundles: ReplicaPools;
 
   constructor(private readonly endpoint: WorkerApiEndpoint) {
     const options = { connections: 16, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 120_000 };
     if (endpoint.kind === 'pool') {
-      this.attempts = new Pool(endpoint.gatewayUrl, options);
+      this.attempts = new ReplicaPools([endpoint.gatewayUrl], options);
       this.bundles = this.attempts;
     } else {
-      this.attempts = new Pool(endpoint.placementUrl, options);
-      this.bundles = new Pool(endpoint.deploymentUrl, options);
+      this.attempts = new ReplicaPools(endpoint.placementUrls, options);
+      this.bundles = new ReplicaPools(endpoint.deploymentUrls, options);
     }
   }
 
@@ -119,7 +119,7 @@ export class WorkerApiClient {
 
   /** The bundle's bytes, streamed. */
   async bundle(tenantId: string, bundleRef: string): Promise<Readable> {
-    const response = await this.bundles.request({ method: 'GET', path: `/api/v1/worker/bundles/${enc(bundleRef)}`, headers: this.headers(tenantId) });
+    const response = await this.bundles.request({ method: 'GET', path: `/api/v1/worker/bundles/${enc(bundleRef)}`, headers: this.headers(tenantId), idempotent: true });
     if (response.statusCode !== 200) throw await refusal(response.statusCode, await response.body.text());
     return response.body as unknown as Readable;
   }
@@ -161,6 +161,8 @@ export class WorkerApiClient {
           path: `/api/v1/worker${path}`,
           headers,
           body: body === undefined ? undefined : JSON.stringify(body),
+          // Every call is idempotent or fenced by the lease (see above).
+          idempotent: true,
         });
         statusCode = response.statusCode;
         text = await response.body.text();

@@ -2,9 +2,9 @@ import { injectTraceContext } from '@envengine/tracing';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
-import { Pool } from 'undici';
 import { INTERNAL_HEADERS } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
+import { ReplicaPools } from '@envengine/replica-pools';
 import type { Upstream } from './upstream-routes.ts';
 
 /** Request headers a client may pass on to a service (`x-attempt-lease`: the worker API's fence). */
@@ -13,11 +13,6 @@ const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'x-attempt-lease'] 
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
-
-function isResetSocket(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
-}
 
 export interface BufferedResponse {
   status: number;
@@ -38,17 +33,21 @@ export interface ForwardRequest {
   poolCredentialId?: string;
 }
 
-/** Keep-alive connection pools to the internal services, with the internal credential. */
+/**
+ * Keep-alive connection pools to the replicas of each internal service, taken in turn,
+ * with the internal credential. A replica that refuses the connection is skipped for the
+ * next one (ReplicaPools).
+ */
 export class UpstreamForwarder {
-  private readonly pools: Record<Upstream, Pool>;
+  private readonly pools: Record<Upstream, ReplicaPools>;
 
   constructor(
-    origins: Record<Upstream, string>,
+    origins: Record<Upstream, readonly string[]>,
     private readonly internalCredential: string,
     options: { connections: number; timeoutMs: number },
   ) {
-    const make = (origin: string) =>
-      new Pool(origin, {
+    const make = (replicas: readonly string[]) =>
+      new ReplicaPools(replicas, {
         connections: options.connections,
         pipelining: 1,
         keepAliveTimeout: 60_000,
@@ -145,21 +144,17 @@ export class UpstreamForwarder {
     }
     // The gateway's request span is the parent of the service's (never a client's header passed on).
     injectTraceContext(headers);
-    const send = () =>
-      this.pools[upstream].request({
+    let response;
+    try {
+      response = await this.pools[upstream].request({
         path: request.url,
         method: request.method as 'GET',
         headers,
         body: stream ?? (request.body && request.body.length > 0 ? request.body : undefined),
         signal,
-      });
-    let response;
-    try {
-      response = await send().catch((error: unknown) => {
-        // A kept-alive socket the service closed just as it was reused (say, while the
-        // service restarts): safe to send once more for reads only.
-        if (SAFE_METHODS.has(request.method) && !stream && isResetSocket(error)) return send();
-        throw error;
+        // A kept-alive socket a replica closed just as it was reused (say, while it
+        // restarts) may have carried the request: sent again for reads only.
+        idempotent: SAFE_METHODS.has(request.method),
       });
     } catch {
       throw new ApiError('unavailable', `The ${upstream} service is unreachable; try again shortly.`, {

@@ -1,4 +1,5 @@
 import type { Logger } from '@envengine/service-kit';
+import type { PlacementMetrics } from '@envengine/service-metrics';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { PeriodicSweep } from './periodic-sweep.ts';
 import type { RunRepository } from './run.repository.ts';
@@ -17,8 +18,9 @@ export class DispatchReconciler {
     private readonly dispatcher: AttemptDispatcher,
     log: Logger,
     private readonly intervalMs: number,
+    metrics: PlacementMetrics,
   ) {
-    this.sweep = new PeriodicSweep('reconcile', intervalMs, () => this.reconcileOnce(), log);
+    this.sweep = new PeriodicSweep('reconcile', intervalMs, () => this.reconcileOnce(), log, metrics);
   }
 
   start(): void {

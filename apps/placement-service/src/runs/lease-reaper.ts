@@ -21,7 +21,7 @@ export class LeaseReaper {
     private readonly leaseTtlMs: number,
     private readonly metrics: PlacementMetrics,
   ) {
-    this.sweep = new PeriodicSweep('reap', Math.max(100, Math.min(1_000, Math.floor(leaseTtlMs / 3))), () => this.reapOnce(), log);
+    this.sweep = new PeriodicSweep('reap', Math.max(100, Math.min(1_000, Math.floor(leaseTtlMs / 3))), () => this.reapOnce(), log, metrics);
   }
 
   start(): void {

@@ -1,18 +1,21 @@
 import type { Logger } from '@envengine/service-kit';
+import type { PlacementMetrics, SweepName } from '@envengine/service-metrics';
 
 /**
  * Runs `work` every `intervalMs`, never two at once (a slow sweep makes the next one wait
  * for the interval after it); a failed sweep is logged and the next interval tries again.
+ * Each ending is counted (`envengine_sweeps_total`), so a stalled sweep shows.
  */
 export class PeriodicSweep {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
   constructor(
-    private readonly name: string,
+    private readonly name: SweepName,
     private readonly intervalMs: number,
     private readonly work: () => Promise<unknown>,
     private readonly log: Logger,
+    private readonly metrics: PlacementMetrics,
   ) {}
 
   start(): void {
@@ -29,7 +32,9 @@ export class PeriodicSweep {
     this.running = true;
     try {
       await this.work();
+      this.metrics.sweeps.inc({ sweep: this.name, outcome: 'completed' });
     } catch (error) {
+      this.metrics.sweeps.inc({ sweep: this.name, outcome: 'failed' });
       this.log.warn({ err: (error as Error).message }, `${this.name} sweep failed; next interval retries`);
     } finally {
       this.running = false;

@@ -1,0 +1,256 @@
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Environment, PoolCredentialIssued, Run } from '@envengine/contracts';
+import { PlacementClient } from '@envengine/service-clients';
+import {
+  activationWindows,
+  ApiClient,
+  createTenant,
+  deployProject,
+  manifestOf,
+  overlappingWindows,
+  startTestStack,
+  until,
+  type TestStack,
+  type TestTenant,
+} from '@envengine/test-harness';
+import { RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
+
+const shared = inject('stack');
+
+/** Runs raced through two of everything: the issue's figure. */
+const RUNS = 1000;
+const IN_FLIGHT = 20;
+
+/** The sum of one series' samples (all label values) in a Prometheus exposition. */
+function total(exposition: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of exposition.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const labelText = match[2] ?? '';
+    if (Object.entries(labels).every(([key, value]) => labelText.includes(`${key}="${value}"`))) sum += Number(match[3]);
+  }
+  return sum;
+}
+
+describe('two replicas of every deployable (a stack of its own)', () => {
+  let stack: TestStack;
+  let tenant: TestTenant;
+  let mongo: MongoClient;
+
+  const replicaUrls = (name: keyof TestStack['services']['replicaUrls']) => stack.services.replicaUrls[name];
+  const scrapeAll = async (name: keyof TestStack['services']['replicaUrls']) =>
+    Promise.all(replicaUrls(name).map(async (url) => (await fetch(`${url}/metrics`)).text()));
+  /** The tenant's API through each gateway, taken in turn by index. */
+  const throughGateway = (index: number) => new ApiClient(`${replicaUrls('gateway')[index % replicaUrls('gateway').length]}/api/v1`, tenant.token);
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      mongoUrl: shared.mongoUrl,
+      temporalAddress: shared.temporalAddress,
+      replicas: 2,
+      // The thousand runs come from one token; each gateway keeps its own buckets.
+      env: { ...RUN_TEST_SETTINGS, RATE_LIMIT_PER_SECOND: '5000', RATE_LIMIT_BURST: '5000' },
+    });
+    tenant = await createTenant(stack.info, 'replicas');
+    mongo = await new MongoClient(stack.info.mongoUrl).connect();
+    await deployProject(tenant.api, {
+      environment: 'prod',
+      storagePrefix: `file://${join(stack.info.dataDir, 'lake', 'replicas')}`,
+      executor: 'local',
+      bindings: { warehouse: {} },
+      files: { 'assets/empty.js': 'export default async () => {};' },
+      manifest: { ...manifestOf([{ key: 'empty' }]), schedules: [] },
+    });
+  });
+
+  afterAll(async () => {
+    await mongo?.close();
+    await stack?.stop();
+  });
+
+  it('runs two of each, and each gateway balances its calls across both replicas of a service', async () => {
+    for (const name of ['gateway', 'placement-service', 'deployment-service', 'secrets-service', 'workflow-worker', 'attempt-worker'] as const) {
+      expect(stack.services.replicas[name].filter((replica) => replica.running), name).toHaveLength(2);
+    }
+    const environmentGets = async () =>
+      (await scrapeAll('placement-service')).map((text) => total(text, 'envengine_http_request_duration_seconds_count', { route: '/api/v1/environments/:param', method: 'GET', status: '200' }));
+    const bindingLists = async () =>
+      (await scrapeAll('secrets-service')).map((text) => total(text, 'envengine_http_request_duration_seconds_count', { route: '/api/v1/environments/:param/bindings', method: 'GET', status: '200' }));
+    const [environmentsBefore, bindingsBefore] = [await environmentGets(), await bindingLists()];
+    for (let i = 0; i < 40; i++) {
+      expect((await throughGateway(i).get('/environments/prod')).status).toBe(200);
+      expect((await throughGateway(i).get('/environments/prod/bindings')).status).toBe(200);
+    }
+    // Each gateway takes a service's replicas in turn: of its 20 calls, 10 reach either
+    // replica. The secrets-services' own calls for the environment split alike.
+    const delta = (after: number[], before: number[]) => after.map((count, index) => count - before[index]!);
+    expect(delta(await bindingLists(), bindingsBefore)).toEqual([20, 20]);
+    const environments = delta(await environmentGets(), environmentsBefore);
+    expect(environments[0]).toBeGreaterThanOrEqual(20);
+    expect(environments[1]).toBe(environments[0]);
+  });
+
+  it('keeps answering while one replica of a service is down: the refused connection goes to the other', async () => {
+    const second = stack.services.replicas['placement-service'][1]!;
+    await second.stop();
+    try {
+      const answers: number[] = [];
+      for (let i = 0; i < 30; i++) {
+        answers.push((await throughGateway(i).get('/environments/prod')).status);
+        // A POST too: a refused connection carried nothing, so it is safe to send elsewhere.
+        answers.push((await throughGateway(i).post('/environments', { name: `spare-${i}`, storage_prefix: `file://${join(stack.info.dataDir, 'lake', `spare-${i}`)}`, executor: 'local' })).status);
+      }
+      expect(answers.filter((status) => status !== 200 && status !== 201)).toEqual([]);
+      // The deployment-service reaches the placement-service the same way (an internal client).
+      const deployed = await throughGateway(0).get('/environments/prod/deployments');
+      expect(deployed.status).toBe(200);
+    } finally {
+      await stack.services.restart('placement-service', undefined, 1);
+    }
+    const listed = await tenant.api.get('/environments');
+    expect(listed.body.data.filter((environment: Environment) => environment.name.startsWith('spare-'))).toHaveLength(30);
+  });
+
+  it(`gives each of ${RUNS} runs made through both gateways exactly one attempt, run once, and one terminal state`, { timeout: 600_000 }, async () => {
+    const environmentId = Environment.parse((await tenant.api.get('/environments/prod')).body.data).id;
+    const created: string[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        for (let index = next++; index < RUNS; index = next++) {
+          const response = await throughGateway(index).post('/environments/prod/runs', { assets: ['empty'] });
+          expect(response.status, response.text).toBe(201);
+          created.push(Run.parse(response.body.data).id);
+        }
+      }),
+    );
+    expect(new Set(created).size).toBe(RUNS);
+    const db = mongo.db(stack.info.databases['placement-service']);
+    const runs = db.collection<{ _id: string; status: string }>('runs');
+    const attempts = db.collection<{ _id: string; run_id: string; status: string }>('attempts');
+    // Evidence, not time: every run has reached a terminal state.
+    await until(
+      () => runs.countDocuments({ tenant_id: tenant.tenantId, environment_id: environmentId, status: { $in: ['succeeded', 'failed', 'canceled'] } }),
+      (count) => count === RUNS,
+      540_000,
+      500,
+    );
+    const byStatus = await runs.aggregate<{ _id: string; count: number }>([{ $match: { tenant_id: tenant.tenantId, environment_id: environmentId } }, { $group: { _id: '$status', count: { $sum: 1 } } }]).toArray();
+    expect(byStatus).toEqual([{ _id: 'succeeded', count: RUNS }]);
+    const perRun = await attempts
+      .aggregate<{ _id: string; attempts: number; statuses: string[] }>([
+        { $match: { tenant_id: tenant.tenantId, run_id: { $in: created } } },
+        { $group: { _id: '$run_id', attempts: { $sum: 1 }, statuses: { $push: '$status' } } },
+      ])
+      .toArray();
+    expect(perRun).toHaveLength(RUNS);
+    expect(perRun.filter((run) => run.attempts !== 1 || run.statuses[0] !== 'succeeded')).toEqual([]);
+
+    // Each run finished once: the two placement-services counted RUNS ends between them, and
+    // the two runners RUNS executions that started (each ran some), no more. A job offered
+    // again by a reconciler just as its attempt ran (the re-offer of a queued attempt races
+    // its start) reaches a runner whose start is refused: counted as `refused`, never run.
+    const ended = await until(
+      async () => (await scrapeAll('placement-service')).map((text) => total(text, 'envengine_runs_finished_total', { trigger: 'manual' })),
+      (counts) => counts.reduce((a, b) => a + b, 0) >= RUNS,
+      10_000,
+      100,
+    );
+    expect(ended.reduce((a, b) => a + b, 0)).toBe(RUNS);
+    const executed = await until(
+      async () => (await scrapeAll('attempt-worker')).map((text) => total(text, 'envengine_worker_attempts_total', { result: 'succeeded' })),
+      (counts) => counts.reduce((a, b) => a + b, 0) >= RUNS,
+      10_000,
+      100,
+    );
+    expect(executed.reduce((a, b) => a + b, 0)).toBe(RUNS);
+    expect(executed.every((count) => count > 0), `executions per runner: ${executed.join(', ')}`).toBe(true);
+    const runners = await scrapeAll('attempt-worker');
+    const byResult = (result: string) => runners.reduce((sum, text) => sum + total(text, 'envengine_worker_attempts_total', { result }), 0);
+    expect({ failed: byResult('failed'), superseded: byResult('superseded'), released: byResult('released') }).toEqual({ failed: 0, superseded: 0, released: 0 });
+    console.info(`replicas: ${RUNS} runs; executions per runner ${executed.join(' + ')}; re-offered jobs refused at start: ${byResult('refused')}`);
+  });
+
+  it('starts one run for a schedule tick that reaches both placement-services at once', async () => {
+    const clients = replicaUrls('placement-service').map((url) => new PlacementClient({ origins: [url], credential: stack.info.internalCredential }));
+    const environmentId = Environment.parse((await tenant.api.get('/environments/prod')).body.data).id;
+    try {
+      const outcomes = await Promise.all(
+        Array.from({ length: 40 }, async (_, tick) => {
+          // Its own schedule each, so that no tick is skipped for its predecessor's overlap.
+          const request = { schedule: `raced-${tick}`, job: 'all', tick: `2026-11-25T12:${String(tick).padStart(2, '0')}:00` };
+          const both = await Promise.all(clients.map((client) => client.startScheduledRun(tenant.tenantId, 'prod', request)));
+          return both.map((outcome) => outcome.outcome).sort();
+        }),
+      );
+      expect(outcomes.filter((pair) => pair.join() !== 'repeat,started')).toEqual([]);
+      const runs = mongo.db(stack.info.databases['placement-service']).collection('runs');
+      const perTick = await runs
+        .aggregate<{ _id: string; count: number }>([
+          { $match: { tenant_id: tenant.tenantId, environment_id: environmentId, schedule: /^raced-/ } },
+          { $group: { _id: '$schedule_tick', count: { $sum: 1 } } },
+        ])
+        .toArray();
+      expect(perTick).toHaveLength(40);
+      expect(perTick.filter((tick) => tick.count !== 1)).toEqual([]);
+    } finally {
+      await Promise.all(clients.map((client) => client.close()));
+    }
+  });
+
+  it('marks an attempt whose worker fell silent lost once, with a lease reaper in each placement-service', async () => {
+    const lostBefore = (await scrapeAll('placement-service')).reduce((sum, text) => sum + total(text, 'envengine_attempts_lost_total'), 0);
+    expect((await tenant.api.post('/environments', { name: 'silent', storage_prefix: `file://${join(stack.info.dataDir, 'lake', 'silent')}`, executor: 'remote' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/silent/bindings/warehouse', {})).status).toBe(201);
+    const bundleRef = (await tenant.api.get('/environments/prod/deployments')).body.data[0].bundle_ref as string;
+    expect((await tenant.api.post('/environments/silent/deployments', { manifest: { ...manifestOf([{ key: 'empty' }]), schedules: [] }, bundle_ref: bundleRef })).status).toBe(201);
+    const issued = await tenant.api.post('/pool/credentials', { label: 'silent' });
+    const pool = throughGateway(1).withToken(PoolCredentialIssued.parse(issued.body.data).token);
+    const abandoned = Run.parse((await tenant.api.post('/environments/silent/runs', { assets: ['empty'] })).body.data);
+    const started = await pool.post(`/worker/attempts/${abandoned.attempts[0]!.id}/start`, { worker: { id: 'silent-1', name: 'silent', executor: 'remote', concurrency: 1, sandbox: 'bwrap' } });
+    expect(started.status).toBe(200);
+    // The worker never reports again: its lease runs out (4 s here) and a reaper marks it.
+    const lost = await waitForRun(tenant, abandoned.id, 60_000);
+    expect([lost.status, lost.attempts.map((attempt) => attempt.status)]).toEqual(['failed', ['lost']]);
+    const counted = await until(
+      async () => (await scrapeAll('placement-service')).reduce((sum, text) => sum + total(text, 'envengine_attempts_lost_total'), 0) - lostBefore,
+      (count) => count >= 1,
+      10_000,
+      100,
+    );
+    // Both reapers ran their sweeps since (evidence: two more of each one's intervals pass
+    // with the lease long expired); still one loss between them.
+    const sweepsOf = async () => (await scrapeAll('placement-service')).map((text) => total(text, 'envengine_sweeps_total', { sweep: 'reap', outcome: 'completed' }));
+    const sweepsAfterLoss = await sweepsOf();
+    await until(sweepsOf, (now) => now.every((count, index) => count >= sweepsAfterLoss[index]! + 2), 30_000, 100);
+    const lostAfter = (await scrapeAll('placement-service')).reduce((sum, text) => sum + total(text, 'envengine_attempts_lost_total'), 0) - lostBefore;
+    expect([counted, lostAfter]).toEqual([1, 1]);
+  });
+
+  it('serializes concurrent activations of one environment sent through both gateways, with two workflow-workers', async () => {
+    const bundleRef = (await tenant.api.get('/environments/prod/deployments')).body.data[0].bundle_ref as string;
+    const environmentId = Environment.parse((await tenant.api.get('/environments/prod')).body.data).id;
+    const ids: string[] = [];
+    for (const sha of ['r1', 'r2', 'r3', 'r4', 'r5', 'r6']) {
+      const response = await tenant.api.post('/environments/prod/deployments', {
+        manifest: { ...manifestOf([{ key: 'empty' }]), schedules: [] },
+        bundle_ref: bundleRef,
+        git: { branch: 'main', sha },
+        activate: false,
+      });
+      expect(response.status).toBe(201);
+      ids.push(response.body.data.id);
+    }
+    const results = await Promise.all(ids.map((id, index) => throughGateway(index).post(`/deployments/${id}/activate`, {})));
+    expect(results.map((result) => result.status)).toEqual(ids.map(() => 200));
+    const windows = (await activationWindows(stack.info.temporalAddress, [`activations-${environmentId}`], ['activate'])).filter((window) => ids.includes(window.deploymentId));
+    expect(windows.map((window) => window.deploymentId).sort()).toEqual([...ids].sort());
+    expect(overlappingWindows(windows)).toEqual([]);
+    const active = (await tenant.api.get('/environments/prod/deployments?active=true')).body.data;
+    expect(active).toHaveLength(1);
+    expect(ids).toContain(active[0].id);
+  });
+});

@@ -1,0 +1,1 @@
+export * from './replica-pools.ts';
