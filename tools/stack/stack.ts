@@ -14,9 +14,16 @@ import {
   writeRunningStackFile,
 } from '@envengine/dev-stack';
 
-const { positionals } = parseArgs({ allowPositionals: true });
+const { positionals, values } = parseArgs({ allowPositionals: true, options: { replicas: { type: 'string', default: '1' } } });
 if (positionals[0] !== 'up') {
-  console.error('usage: npm start   (tools/run.sh stack up)');
+  console.error('usage: npm start [-- --replicas N]   (tools/run.sh stack up)');
+  process.exit(2);
+}
+// Processes of each deployable: with 2, two gateways, two of each service, two workflow-workers
+// and two local runners, the replicas after the first on ports 100 above it (docs/operations.md#replicas).
+const replicas = Number(values.replicas);
+if (!Number.isInteger(replicas) || replicas < 1 || replicas > 9) {
+  console.error(`--replicas must be a whole number from 1 to 9 (got "${values.replicas}")`);
   process.exit(2);
 }
 
@@ -46,6 +53,7 @@ const stack = await startStack({
   temporalAddress: process.env.TEMPORAL_ADDRESS,
   s3Url: process.env.S3_URL,
   redisMaxMemoryMb,
+  replicas,
 });
 const { servers, services } = stack;
 // Supervised from here on: a crashed service or server is logged and restarted with
@@ -64,7 +72,7 @@ writeFileSync(tokenFile, `${token.token}\n`, { mode: 0o600 });
 
 console.log(`
 envengine is up in ${((Date.now() - started) / 1000).toFixed(1)} s
-  Gateway:      ${services.gatewayUrl}/api/v1
+  Gateway:      ${services.replicaUrls.gateway.map((url) => `${url}/api/v1`).join(', ')}
   Temporal UI:  ${servers.temporal.links['Temporal UI'] ?? '(external Temporal: see its own UI)'}
   Object store: ${servers.s3 ? `${servers.s3.url} (bucket "${servers.s3.bucket}": s3://${servers.s3.bucket}/<prefix> with a binding that names no endpoint)` : '(none)'}
   Dev token:    ${token.token}   (tenant "${tenant.name}", also in ${tokenFile})
