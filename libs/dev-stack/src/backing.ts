@@ -5,6 +5,7 @@ import {
   startTemporal,
   type BackingServer,
   type MongoAuth,
+  type MongoReplicaSet,
   type ObjectStoreAdmin,
   type ObjectStoreServer,
   type RedisAcl,
@@ -12,7 +13,8 @@ import {
 } from '@envengine/backing-servers';
 
 export interface BackingServers {
-  mongo: BackingServer;
+  /** With `members` when the embedded replica set has several (`mongoMembers`). */
+  mongo: BackingServer & { members?: MongoReplicaSet['members'] };
   redis: BackingServer;
   temporal: BackingServer;
   /** The S3-compatible store (SeaweedFS or S3_URL); absent when the stack runs without one. */
@@ -30,6 +32,10 @@ export interface BackingServerOptions {
   /** Fixed ports (the dev stack's defaults) or free ones (tests). */
   ports: 'default' | 'random';
   mongoUrl?: string;
+  /** Members of an embedded MongoDB replica set (default 1; 3 survives a member's death). */
+  mongoMembers?: number;
+  /** MongoDB's test commands (fail points), for tests only. */
+  mongoTestCommands?: boolean;
   redisUrl?: string;
   temporalAddress?: string;
   /** An S3-compatible store to use instead of starting SeaweedFS. */
@@ -65,6 +71,8 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       dataDir: options.dataDir,
       port: fixed ? 27017 : undefined,
       auth: options.mongoAuth,
+      members: options.mongoMembers,
+      enableTestCommands: options.mongoTestCommands,
       report: options.report,
     });
     started.push(mongo);

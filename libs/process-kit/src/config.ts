@@ -46,6 +46,9 @@ export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trac
 
 /** A connection string fit to show: its user and password removed. */
 export function withoutCredential(url: string): string {
+  // A MongoDB replica set's `user:pass@host1,host2` is no URL host: its user info is cut by hand.
+  const multiHost = /^(mongodb(?:\+srv)?:\/\/)(?:[^@/]*@)?([^/]*,[^/]*)(.*)$/.exec(url);
+  if (multiHost) return `${multiHost[1]}${multiHost[2]}${multiHost[3]}`;
   try {
     const parsed = new URL(url);
     if (!parsed.username && !parsed.password) return url;

@@ -9,7 +9,7 @@ export interface MongoOptions {
 }
 
 /**
- * Opens the service's own database. Commands are not buffered while disconnected: they
+ * Opens the service's own database, with majority writes. Commands are not buffered while disconnected: they
  * fail fast (503 at the edge) and succeed again once the driver has reconnected. The
  * first connection is retried until it succeeds, since the driver only reconnects after
  * one has been made.
@@ -23,6 +23,10 @@ export async function connectMongo(options: MongoOptions, log: Logger): Promise<
       autoCreate: false,
       serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? 2000,
       maxPoolSize: 32,
+      // Every write the API acknowledges is on a majority of the replica set's members, so
+      // that the death of a primary loses none of them (a write known only to the old
+      // primary is rolled back when it rejoins). Whatever the server's own default.
+      writeConcern: { w: 'majority' },
     });
     try {
       await connection.asPromise();

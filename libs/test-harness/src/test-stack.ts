@@ -45,6 +45,10 @@ export interface TestStackOptions {
   objectStore?: boolean;
   /** Processes of each deployable (default 1): two gateways, two of each service, two local runners… */
   replicas?: number;
+  /** Members of the embedded MongoDB replica set (default 1). */
+  mongoMembers?: number;
+  /** MongoDB's test commands (`configureFailPoint`), to hold back replication. */
+  mongoTestCommands?: boolean;
 }
 
 /**
@@ -69,6 +73,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     databasePrefix: `t${Date.now().toString(36)}_`,
     env: options.env,
     replicas: options.replicas,
+    mongoMembers: options.mongoMembers,
+    mongoTestCommands: options.mongoTestCommands,
   });
   // Each stack's directory holds its servers' data and logs (hundreds of MB): removed at its
   // stop, so that repeated runs do not fill the disk; KEEP_TEST_DATA=1 keeps it to read the logs.

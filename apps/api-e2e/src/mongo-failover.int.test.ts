@@ -1,0 +1,126 @@
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ErrorBody } from '@envengine/contracts';
+import { createTenant, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
+
+const shared = inject('stack');
+
+/** Writers that keep creating environments while the primary dies. */
+const WRITERS = 3;
+
+interface Outcome {
+  name: string;
+  status: number;
+  code?: string;
+  /** When the answer came, against the kill. */
+  afterKill: boolean;
+}
+
+describe('a three-member MongoDB replica set losing its primary under load (a stack of its own)', () => {
+  let stack: TestStack;
+  let tenant: TestTenant;
+  let mongo: MongoClient;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ redisUrl: shared.redisUrl, temporalAddress: shared.temporalAddress, mongoMembers: 3, mongoTestCommands: true });
+    tenant = await createTenant(stack.info, 'failover');
+    mongo = await new MongoClient(stack.info.mongoUrl).connect();
+  });
+
+  afterAll(async () => {
+    await mongo?.close();
+    await stack?.stop();
+  });
+
+  const primaryHost = async (): Promise<string | undefined> =>
+    ((await mongo.db('admin').command({ hello: 1 }).catch(() => ({}))) as { primary?: string }).primary;
+  /** The administrator on one member only. */
+  const memberClient = (host: string) =>
+    new MongoClient(`${stack.info.mongoUrl.replace(/@[^/]*\//, `@${host}/`).replace('replicaSet=rs0', 'directConnection=true')}&readPreference=secondaryPreferred`);
+  /** Holds back (or lets go) a secondary's fetching of the primary's oplog. */
+  const holdReplication = async (host: string, hold: boolean) => {
+    const client = await memberClient(host).connect();
+    try {
+      await client.db('admin').command({ configureFailPoint: 'stopReplProducer', mode: hold ? 'alwaysOn' : 'off' });
+    } finally {
+      await client.close();
+    }
+  };
+
+  it('elects a new primary; the API answers 503 meanwhile, then writes again, and no acknowledged write is lost', { timeout: 180_000 }, async () => {
+    const members = stack.servers.mongo.members!;
+    expect(members).toHaveLength(3);
+    const outcomes: Outcome[] = [];
+    let killed = false;
+    let stop = false;
+    let next = 0;
+    const writers = Array.from({ length: WRITERS }, async () => {
+      while (!stop) {
+        const name = `fo-${next++}`;
+        const response = await tenant.api.post('/environments', { name, storage_prefix: 'p', executor: 'local' });
+        const outcome: Outcome = { name, status: response.status, afterKill: killed };
+        if (response.status !== 201) outcome.code = ErrorBody.safeParse(response.body).data?.error.code;
+        outcomes.push(outcome);
+      }
+    });
+    try {
+      await until(async () => outcomes.filter((outcome) => outcome.status === 201).length, (count) => count >= 30, 30_000, 20);
+      const oldPrimary = await primaryHost();
+      const victim = members.find((member) => member.host === oldPrimary)!;
+      expect(victim, `primary ${oldPrimary}`).toBeDefined();
+      const secondaries = members.filter((member) => member !== victim);
+      // The worst moment for the primary to die: writes it has taken that no secondary has
+      // (replication held back on both). A write acknowledged then (w: 1) would be lost;
+      // a majority write is not acknowledged until a secondary has it.
+      const writtenBefore = await mongo.db(stack.info.databases['placement-service']).collection('environments').countDocuments();
+      for (const secondary of secondaries) await holdReplication(secondary.host, true);
+      await until(
+        () => mongo.db(stack.info.databases['placement-service']).collection('environments').countDocuments(),
+        (count) => count >= writtenBefore + WRITERS,
+        30_000,
+        20,
+      );
+      // A crash, not a stop: no step-down, no goodbye to the other members.
+      process.kill(victim.process.pid!, 'SIGKILL');
+      killed = true;
+      await victim.process.waitForExit();
+      for (const secondary of secondaries) await holdReplication(secondary.host, false);
+      // Evidence of the election, then of writes acknowledged again after it.
+      const newPrimary = await until(primaryHost, (host) => host !== undefined && host !== oldPrimary, 60_000, 200);
+      expect(newPrimary).not.toBe(oldPrimary);
+      await until(async () => outcomes.filter((outcome) => outcome.afterKill && outcome.status === 201).length, (count) => count >= 30, 60_000, 50);
+    } finally {
+      stop = true;
+      await Promise.all(writers);
+    }
+
+    const byStatus = new Map<string, number>();
+    for (const outcome of outcomes) byStatus.set(`${outcome.status} ${outcome.code ?? ''}`.trim(), (byStatus.get(`${outcome.status} ${outcome.code ?? ''}`.trim()) ?? 0) + 1);
+    console.info(`mongo failover: ${outcomes.length} writes; ${[...byStatus].map(([key, count]) => `${key}: ${count}`).join(', ')}`);
+    // Every answer is an acknowledged write or a clear "try again": never a 500.
+    expect(outcomes.filter((outcome) => outcome.status !== 201 && !(outcome.status === 503 && outcome.code === 'unavailable'))).toEqual([]);
+
+    // Every acknowledged environment is there, on the new primary.
+    const acknowledged = outcomes.filter((outcome) => outcome.status === 201).map((outcome) => outcome.name);
+    const listed = new Set(((await tenant.api.get('/environments')).body.data as Array<{ name: string }>).map((environment) => environment.name));
+    expect(acknowledged.filter((name) => !listed.has(name))).toEqual([]);
+
+    // The old primary comes back as a secondary and keeps every acknowledged write: none
+    // was known to it alone (majority writes), so its rejoin rolls none back.
+    const victim = members.find((member) => !member.process.running)!;
+    victim.process.respawn();
+    const direct = await memberClient(victim.host).connect();
+    try {
+      await until(async () => ((await direct.db('admin').command({ hello: 1 }).catch(() => ({}))) as { secondary?: boolean }).secondary === true, (secondary) => secondary, 60_000, 200);
+      const environments = direct.db(stack.info.databases['placement-service']).collection<{ name: string }>('environments');
+      await until(
+        () => environments.countDocuments({ tenant_id: tenant.tenantId, name: { $in: acknowledged } }),
+        (count) => count === acknowledged.length,
+        60_000,
+        200,
+      );
+    } finally {
+      await direct.close();
+    }
+  });
+});
