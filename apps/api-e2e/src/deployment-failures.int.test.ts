@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startTemporal, type BackingServer } from '@envengine/backing-servers';
+import { canConnect, startTemporal, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
 import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until, workflowsOf } from '@envengine/test-harness';
 
@@ -83,6 +83,48 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
       // Back to the normal wait, whatever happened above.
       await stack.services.restart('deployment-service');
     }
+  });
+
+  it('Temporal killed with ingests in flight: restarted on its data, every one of them completes, once', { timeout: 120_000 }, async () => {
+    const temporal = stack.servers.temporal.process!;
+    const worker = stack.services.processes['workflow-worker'];
+    const before = (await deployments()).length;
+    const inFlight = 4;
+    // The worker frozen, the ingests stay in flight in Temporal until it is killed.
+    process.kill(worker.pid!, 'SIGSTOP');
+    let answers: Array<{ status: number }> = [];
+    try {
+      const pending = Array.from({ length: inFlight }, () => tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef }));
+      const running = await until(
+        () => workflowsOf(stack.info.temporalAddress, "WorkflowType = 'ingestDeployment' AND ExecutionStatus = 'Running'"),
+        (ids) => ids.length === inFlight,
+        30_000,
+      );
+      // A crash of the whole server (the dev server is frontend and history in one process).
+      process.kill(temporal.pid!, 'SIGKILL');
+      await temporal.waitForExit();
+      temporal.respawn();
+      expect(temporal.starts).toBe(2);
+      const [host, port] = stack.servers.temporal.url.split(':');
+      await until(() => canConnect(host!, Number(port)), (up) => up, 30_000);
+      process.kill(worker.pid!, 'SIGCONT');
+      answers = await Promise.all(pending);
+      // Each ingest Temporal had when it died ran to its end after the restart.
+      for (const workflowId of running) {
+        const id = workflowId.replace(/^ingest-/, '');
+        const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.body?.data?.status === 'ready', 60_000);
+        expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
+      }
+    } finally {
+      process.kill(worker.pid!, 'SIGCONT');
+    }
+    // The requests were answered (201 once done, 202 or 503 if their wait ran into the
+    // crash), and no ingest was made twice.
+    console.info(`ingests in flight across a Temporal crash answered: ${answers.map((answer) => answer.status).join(', ')}`);
+    expect(answers.map((answer) => answer.status).filter((status) => ![201, 202, 503].includes(status))).toEqual([]);
+    const after = await deployments();
+    expect(after.length).toBe(before + inFlight);
+    expect(after.slice(0, inFlight).every((row) => row.status === 'ready')).toBe(true);
   });
 
   it('Temporal unreachable: 503 unavailable, no row, and it works again when Temporal returns', async () => {
