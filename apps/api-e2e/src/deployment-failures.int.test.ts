@@ -100,6 +100,7 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
         (ids) => ids.length === inFlight,
         30_000,
       );
+      expect(running).toHaveLength(inFlight);
       // A crash of the whole server (the dev server is frontend and history in one process).
       process.kill(temporal.pid!, 'SIGKILL');
       await temporal.waitForExit();

@@ -72,14 +72,21 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
       // The worst moment for the primary to die: writes it has taken that no secondary has
       // (replication held back on both). A write acknowledged then (w: 1) would be lost;
       // a majority write is not acknowledged until a secondary has it.
-      const writtenBefore = await mongo.db(stack.info.databases['placement-service']).collection('environments').countDocuments();
       for (const secondary of secondaries) await holdReplication(secondary.host, true);
-      await until(
-        () => mongo.db(stack.info.databases['placement-service']).collection('environments').countDocuments(),
-        (count) => count >= writtenBefore + WRITERS,
-        30_000,
-        20,
-      );
+      // Evidence: the primary holds environments that neither secondary has.
+      const secondaryClients = await Promise.all(secondaries.map((secondary) => memberClient(secondary.host).connect()));
+      const environmentsOn = (client: MongoClient) => client.db(stack.info.databases['placement-service']).collection('environments').countDocuments();
+      try {
+        const ahead = await until(
+          async () => (await environmentsOn(mongo)) - Math.max(...(await Promise.all(secondaryClients.map(environmentsOn)))),
+          (difference) => difference > 0,
+          30_000,
+          20,
+        );
+        expect(ahead).toBeGreaterThan(0);
+      } finally {
+        await Promise.all(secondaryClients.map((client) => client.close()));
+      }
       // A crash, not a stop: no step-down, no goodbye to the other members.
       process.kill(victim.process.pid!, 'SIGKILL');
       killed = true;
@@ -88,7 +95,8 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
       // Evidence of the election, then of writes acknowledged again after it.
       const newPrimary = await until(primaryHost, (host) => host !== undefined && host !== oldPrimary, 60_000, 200);
       expect(newPrimary).not.toBe(oldPrimary);
-      await until(async () => outcomes.filter((outcome) => outcome.afterKill && outcome.status === 201).length, (count) => count >= 30, 60_000, 50);
+      const writtenAfter = await until(async () => outcomes.filter((outcome) => outcome.afterKill && outcome.status === 201).length, (count) => count >= 30, 60_000, 50);
+      expect(writtenAfter).toBeGreaterThanOrEqual(30);
     } finally {
       stop = true;
       await Promise.all(writers);
@@ -111,14 +119,19 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
     victim.process.respawn();
     const direct = await memberClient(victim.host).connect();
     try {
-      await until(async () => ((await direct.db('admin').command({ hello: 1 }).catch(() => ({}))) as { secondary?: boolean }).secondary === true, (secondary) => secondary, 60_000, 200);
       const environments = direct.db(stack.info.databases['placement-service']).collection<{ name: string }>('environments');
-      await until(
-        () => environments.countDocuments({ tenant_id: tenant.tenantId, name: { $in: acknowledged } }),
-        (count) => count === acknowledged.length,
+      // It may pass through ROLLBACK (the writes only it had, none acknowledged), when it
+      // answers no read: such a probe counts as not yet.
+      const rejoined = await until(
+        async () => ({
+          secondary: ((await direct.db('admin').command({ hello: 1 }).catch(() => ({}))) as { secondary?: boolean }).secondary === true,
+          kept: await environments.countDocuments({ tenant_id: tenant.tenantId, name: { $in: acknowledged } }).catch(() => -1),
+        }),
+        (state) => state.secondary && state.kept === acknowledged.length,
         60_000,
         200,
       );
+      expect(rejoined).toEqual({ secondary: true, kept: acknowledged.length });
     } finally {
       await direct.close();
     }

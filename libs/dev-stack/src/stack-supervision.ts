@@ -1,5 +1,6 @@
 import mongoose from 'mongoose';
 import { canConnect, type BackingServer } from '@envengine/backing-servers';
+import { replicaName } from './service-processes.ts';
 import type { ServiceName } from './services.ts';
 import type { RunningStack } from './stack.ts';
 import { Supervisor, type SupervisedProcess, type SupervisorOptions } from './supervisor.ts';
@@ -52,9 +53,8 @@ export function superviseStack(stack: RunningStack, options: SupervisorOptions):
     process: services.replicas[name][replica]!,
     ready: () => answersReadyz(services.replicaUrls[name][replica]!),
   });
-  const watchName = (name: ServiceName, replica: number) => (replica === 0 ? name : `${name}-${replica + 1}`);
   for (const name of Object.keys(services.replicas) as ServiceName[]) {
-    services.replicas[name].forEach((_, replica) => supervisor.watch(watchName(name, replica), serviceTarget(name, replica)));
+    services.replicas[name].forEach((_, replica) => supervisor.watch(replicaName(name, replica), serviceTarget(name, replica)));
   }
   for (const server of [servers.mongo, servers.redis, servers.temporal, servers.s3]) {
     if (server?.process) supervisor.watch(server.name, serverTarget(server, server.process));
@@ -64,7 +64,7 @@ export function superviseStack(stack: RunningStack, options: SupervisorOptions):
   const restart = services.restart;
   services.restart = async (name, env, replica = 0) => {
     await restart(name, env, replica);
-    supervisor.watch(watchName(name, replica), serviceTarget(name, replica));
+    supervisor.watch(replicaName(name, replica), serviceTarget(name, replica));
   };
   return supervisor;
 }

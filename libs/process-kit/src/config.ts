@@ -44,11 +44,21 @@ export const InternalCredential = z
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
 
+/**
+ * A `mongodb://` connection string in its parts. Not through `URL`: a replica set's
+ * `host1,host2` is no URL host. The user info runs to the last `@` before the first `/`
+ * (a password's own `@` and `/` are percent-encoded), so a `,` in a password stays in it.
+ */
+export function mongoUrlParts(url: string): { scheme: string; userInfo: string | undefined; rest: string } | undefined {
+  const match = /^(mongodb(?:\+srv)?:\/\/)(?:([^/]*)@)?([^@]*)$/.exec(url);
+  if (!match) return undefined;
+  return { scheme: match[1]!, userInfo: match[2], rest: match[3]! };
+}
+
 /** A connection string fit to show: its user and password removed. */
 export function withoutCredential(url: string): string {
-  // A MongoDB replica set's `user:pass@host1,host2` is no URL host: its user info is cut by hand.
-  const multiHost = /^(mongodb(?:\+srv)?:\/\/)(?:[^@/]*@)?([^/]*,[^/]*)(.*)$/.exec(url);
-  if (multiHost) return `${multiHost[1]}${multiHost[2]}${multiHost[3]}`;
+  const mongo = mongoUrlParts(url);
+  if (mongo) return `${mongo.scheme}${mongo.rest}`;
   try {
     const parsed = new URL(url);
     if (!parsed.username && !parsed.password) return url;

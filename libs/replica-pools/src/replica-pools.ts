@@ -21,8 +21,8 @@ export interface ReplicaRequest extends Omit<Dispatcher.RequestOptions, 'origin'
 /**
  * Keep-alive connection pools to the replicas of one service, taken in turn. A replica
  * that refuses the connection never saw the request, so the request goes to the next
- * replica (each tried at most once), whatever its method, unless its body is a stream
- * already being read. An idempotent request also moves on after a reset socket.
+ * replica (each tried once; a lone replica twice), whatever its method, unless its body
+ * is a stream already being read. An idempotent request also moves on after a reset socket.
  */
 export class ReplicaPools {
   private readonly pools: Pool[];

@@ -4,6 +4,7 @@ import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors
 import { z } from 'zod';
 import { ApiError } from './api-error.ts';
 import { isBackingServerUnavailable } from './unavailable.ts';
+import { tracingConfigured, type TracingSettings } from '@envengine/tracing';
 
 /**
  * How a service reaches Temporal: its frontend, namespace and, for a Temporal that is not
@@ -80,6 +81,6 @@ export function callTemporal<T>(connection: { withDeadline<R>(deadline: number, 
  * The Temporal client's interceptors: with tracing on, a started workflow continues the
  * caller's trace (its context travels in the workflow's headers); none otherwise.
  */
-export function temporalClientInterceptors(tracing: { OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined }): ClientInterceptors | undefined {
-  return tracing.OTEL_EXPORTER_OTLP_ENDPOINT ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+export function temporalClientInterceptors(tracing: z.infer<typeof TracingSettings>): ClientInterceptors | undefined {
+  return tracingConfigured(tracing) ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
 }

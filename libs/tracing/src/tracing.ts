@@ -1,4 +1,5 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -21,7 +22,13 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-const TRACER_NAME = 'envengine';
+/** The one tracer (and BullMQ telemetry) name of every process. */
+export const TRACER_NAME = 'envengine';
+
+/** Whether the process traces: the one test of the setting, for what is made before `startTracing`. */
+export function tracingConfigured(settings: z.infer<typeof TracingSettings>): boolean {
+  return settings.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined;
+}
 
 /**
  * Starts tracing for one process when OTEL_EXPORTER_OTLP_ENDPOINT is set: a tracer
@@ -32,14 +39,16 @@ const TRACER_NAME = 'envengine';
  */
 export function startTracing(service: string, settings: z.infer<typeof TracingSettings>): Tracing {
   const endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (!endpoint) {
+  if (!tracingConfigured(settings) || !endpoint) {
     return { enabled: false, tracer: trace.getTracer(TRACER_NAME), spanProcessor: undefined, resource: undefined, shutdown: async () => {} };
   }
   const resource = new Resource({ 'service.name': service });
   const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` });
   const spanProcessor = new BatchSpanProcessor(exporter);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
-  provider.register();
+  // W3C trace context only: the SDK's default also carries `baggage`, which would take a
+  // client's header (untrusted, up to kilobytes) into every internal call, job and workflow.
+  provider.register({ propagator: new W3CTraceContextPropagator() });
   return {
     enabled: true,
     tracer: provider.getTracer(TRACER_NAME),

@@ -161,8 +161,9 @@ export class WorkerApiClient {
           path: `/api/v1/worker${path}`,
           headers,
           body: body === undefined ? undefined : JSON.stringify(body),
-          // Every call is idempotent or fenced by the lease (see above).
-          idempotent: true,
+          // After a reset socket only a read goes to another replica at once: a start or a
+          // log append that may have arrived is not sent twice there.
+          idempotent: method === 'GET',
         });
         statusCode = response.statusCode;
         text = await response.body.text();

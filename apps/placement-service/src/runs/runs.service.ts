@@ -109,6 +109,9 @@ export class RunsService {
     if (earlier) return { outcome: 'repeat', run_id: earlier._id };
     // Overlap policy skip: a schedule's ticks come one at a time, so this check cannot race another tick of it.
     const unfinished = await this.runs.unfinishedScheduledRun(tenantId, environment.id, request.schedule);
+    // The same tick delivered twice at once (a retried activity, two replicas): the run the
+    // other delivery just made is this tick's own, a repeat and no overlap to count.
+    if (unfinished?.schedule_tick === request.tick) return { outcome: 'repeat', run_id: unfinished._id };
     if (unfinished) {
       await this.overlaps.countSkip(tenantId, environment.id, request.schedule);
       return { outcome: 'skipped_overlap', run_id: unfinished._id };
