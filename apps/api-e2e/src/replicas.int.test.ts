@@ -153,19 +153,12 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     // the two runners RUNS executions that started (each ran some), no more. A job offered
     // again by a reconciler just as its attempt ran (the re-offer of a queued attempt races
     // its start) reaches a runner whose start is refused: counted as `refused`, never run.
-    const ended = await until(
-      async () => (await scrapeAll('placement-service')).map((text) => total(text, 'envengine_runs_finished_total', { trigger: 'manual' })),
-      (counts) => counts.reduce((a, b) => a + b, 0) >= RUNS,
-      10_000,
-      100,
-    );
+    /** One series on each replica of a deployable, once their sum has reached RUNS (counters move just after what they count). */
+    const perReplicaOnceAll = (name: 'placement-service' | 'attempt-worker', metric: string, labels: Record<string, string>) =>
+      until(async () => (await scrapeAll(name)).map((text) => total(text, metric, labels)), (counts) => counts.reduce((a, b) => a + b, 0) >= RUNS, 10_000, 100);
+    const ended = await perReplicaOnceAll('placement-service', 'envengine_runs_finished_total', { trigger: 'manual' });
     expect(ended.reduce((a, b) => a + b, 0)).toBe(RUNS);
-    const executed = await until(
-      async () => (await scrapeAll('attempt-worker')).map((text) => total(text, 'envengine_worker_attempts_total', { result: 'succeeded' })),
-      (counts) => counts.reduce((a, b) => a + b, 0) >= RUNS,
-      10_000,
-      100,
-    );
+    const executed = await perReplicaOnceAll('attempt-worker', 'envengine_worker_attempts_total', { result: 'succeeded' });
     expect(executed.reduce((a, b) => a + b, 0)).toBe(RUNS);
     expect(executed.every((count) => count > 0), `executions per runner: ${executed.join(', ')}`).toBe(true);
     const runners = await scrapeAll('attempt-worker');

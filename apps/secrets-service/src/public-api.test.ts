@@ -1,16 +1,12 @@
-import { PublicApi } from '@envengine/contracts';
-import { routesOf } from '@envengine/service-kit';
+import { publicRoutesOf } from '@envengine/service-kit';
 import { describe, expect, it } from 'vitest';
 import { secretsPublicApi, type SecretsPublicApiDeps } from './public-api.ts';
 
 describe('the secrets-service public API', () => {
   it('mounts exactly the PublicApi endpoints the gateway forwards to it', () => {
     // The handlers are only mounted, never called: no dependency is needed.
-    const mounted = routesOf(secretsPublicApi({} as SecretsPublicApiDeps)).map((route) => `${route.method} ${route.path}`);
-    const declared = Object.values(PublicApi)
-      .filter((endpoint) => endpoint.service === 'secrets')
-      .map((endpoint) => `${endpoint.method} ${endpoint.path}`);
+    const { mounted, declared } = publicRoutesOf('secrets', secretsPublicApi({} as SecretsPublicApiDeps));
     expect(mounted.length).toBeGreaterThan(0);
-    expect(mounted.sort()).toEqual(declared.sort());
+    expect(mounted).toEqual(declared);
   });
 });

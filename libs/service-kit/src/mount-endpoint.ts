@@ -1,4 +1,4 @@
-import type { Endpoint, RawBody } from '@envengine/contracts';
+import { PublicApi, type ApiService, type Endpoint, type RawBody } from '@envengine/contracts';
 import type { RequestHandler, Router } from 'express';
 import type { z } from 'zod';
 import { defineRoute, type RouteInput } from './define-route.ts';
@@ -64,3 +64,14 @@ export function routesOf(router: Router): MountedRoute[] {
   visit((router as unknown as { stack: RouterLayer[] }).stack);
   return routes;
 }
+
+/**
+ * A service's public routes as its routers mount them and as `PublicApi` declares them
+ * (`METHOD path`, sorted), for the test that they are the same.
+ */
+export function publicRoutesOf(service: ApiService, ...routers: Router[]): { mounted: string[]; declared: string[] } {
+  const mounted = routers.flatMap(routesOf).map((route) => `${route.method} ${route.path}`);
+  const declared = (Object.values(PublicApi) as Endpoint[]).filter((endpoint) => endpoint.service === service).map((endpoint) => `${endpoint.method} ${endpoint.path}`);
+  return { mounted: mounted.sort(), declared: declared.sort() };
+}
+
