@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { canConnect, startTemporal, type BackingServer } from '@envengine/backing-servers';
+import { startTemporal, temporalAnswers, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
-import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until, workflowsOf } from '@envengine/test-harness';
+import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until, workflowProgress, workflowsOf } from '@envengine/test-harness';
 
 const shared = inject('stack');
+/** Ingests refused while Temporal is down: enough for an uncapped reconnect backoff to outgrow a call's deadline. */
+const OUTAGE_REQUESTS = 6;
 
 
 describe('deployments when Temporal or the workflow worker goes away', () => {
@@ -85,7 +87,7 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
     }
   });
 
-  it('Temporal killed with ingests in flight: restarted on its data, every one of them completes, once', { timeout: 120_000 }, async () => {
+  it('Temporal killed with ingests in flight: restarted on its data, every one of them completes, once', { timeout: 240_000 }, async () => {
     const temporal = stack.servers.temporal.process!;
     const worker = stack.services.processes['workflow-worker'];
     const before = (await deployments()).length;
@@ -106,15 +108,17 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
       await temporal.waitForExit();
       temporal.respawn();
       expect(temporal.starts).toBe(2);
-      const [host, port] = stack.servers.temporal.url.split(':');
-      await until(() => canConnect(host!, Number(port)), (up) => up, 30_000);
+      // Back once it answers for the namespace (it listens a moment before it does).
+      const back = await until(() => temporalAnswers(stack.servers.temporal.url, 'default').catch(() => false), (answers) => answers, 60_000, 200);
+      expect(back, 'the restarted Temporal answers').toBe(true);
       process.kill(worker.pid!, 'SIGCONT');
       answers = await Promise.all(pending);
       // Each ingest Temporal had when it died ran to its end after the restart.
       for (const workflowId of running) {
         const id = workflowId.replace(/^ingest-/, '');
-        const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.body?.data?.status === 'ready', 60_000);
-        expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
+        const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.body?.data?.status === 'ready', 90_000);
+        const progress = recorded.body?.data?.status === 'ready' ? '' : await workflowProgress(stack.info.temporalAddress, workflowId);
+        expect(recorded.body.data, `${progress}; workflow-worker ${worker.running ? 'running' : 'exited'}`).toMatchObject({ id, status: 'ready' });
       }
     } finally {
       process.kill(worker.pid!, 'SIGCONT');
@@ -128,7 +132,7 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
     expect(after.slice(0, inFlight).every((row) => row.status === 'ready')).toBe(true);
   });
 
-  it('Temporal unreachable: 503 unavailable, no row, and it works again when Temporal returns', async () => {
+  it('Temporal unreachable: 503 unavailable, no row, and the next ingest works as soon as Temporal returns', { timeout: 120_000 }, async () => {
     const port = Number(stack.servers.temporal.url.split(':').at(-1));
     const before = await deployments();
     const active = (await tenant.api.get('/environments/prod')).body.data.active_deployment_id;
@@ -139,15 +143,20 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
     expect(ErrorBody.parse(down.body).error.code).toBe('unavailable');
     const activateDown = await tenant.api.post(`/deployments/${before[0]!.id}/activate`, {});
     expect(activateDown.status).toBe(503);
+    // A long outage, seen by the service: each ingest it is asked for meanwhile retries
+    // until its deadline, and each failed reconnect lengthens its client's next wait.
+    for (let refused = 0; refused < OUTAGE_REQUESTS; refused += 1) {
+      const again = await tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef });
+      expect(again.status, again.text).toBe(503);
+    }
     expect(await deployments()).toEqual(before);
     expect((await tenant.api.get('/environments/prod')).body.data.active_deployment_id).toBe(active);
 
     restartedTemporal = await startTemporal({ dataDir: stack.info.dataDir, port, headless: true, report: () => undefined });
-    const back = await until(
-      () => tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef }),
-      (response) => response.status === 201,
-      60_000,
-    );
+    // Temporal answers again (startTemporal waited for its namespace): the very next ingest
+    // goes through. The service's connection retries within its call's deadline, so no
+    // backoff left from the outage turns it away.
+    const back = await tenant.api.post('/environments/prod/deployments', { manifest, bundle_ref: bundleRef });
     expect(back.status, back.text).toBe(201);
     expect(back.body.data.active).toBe(true);
   });

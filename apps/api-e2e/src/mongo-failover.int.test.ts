@@ -36,7 +36,12 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
     ((await mongo.db('admin').command({ hello: 1 }).catch(() => ({}))) as { primary?: string }).primary;
   /** The administrator on one member only. */
   const memberClient = (host: string) =>
-    new MongoClient(`${stack.info.mongoUrl.replace(/@[^/]*\//, `@${host}/`).replace('replicaSet=rs0', 'directConnection=true')}&readPreference=secondaryPreferred`);
+    // A probe that fails fails fast (the default would wait 30 s for the member to be
+    // selectable), and a member back from ROLLBACK is noticed within half a second.
+    new MongoClient(
+      `${stack.info.mongoUrl.replace(/@[^/]*\//, `@${host}/`).replace('replicaSet=rs0', 'directConnection=true')}&readPreference=secondaryPreferred`,
+      { serverSelectionTimeoutMS: 2_000, heartbeatFrequencyMS: 500 },
+    );
   /** Holds back (or lets go) a secondary's fetching of the primary's oplog. */
   const holdReplication = async (host: string, hold: boolean) => {
     const client = await memberClient(host).connect();
@@ -47,7 +52,7 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
     }
   };
 
-  it('elects a new primary; the API answers 503 meanwhile, then writes again, and no acknowledged write is lost', { timeout: 180_000 }, async () => {
+  it('elects a new primary; the API answers 503 meanwhile, then writes again, and no acknowledged write is lost', { timeout: 240_000 }, async () => {
     const members = stack.servers.mongo.members!;
     expect(members).toHaveLength(3);
     const outcomes: Outcome[] = [];
@@ -117,21 +122,28 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
     // was known to it alone (majority writes), so its rejoin rolls none back.
     const victim = members.find((member) => !member.process.running)!;
     victim.process.respawn();
-    const direct = await memberClient(victim.host).connect();
+    // Not connected now: the member is still starting; each probe connects if it can.
+    const direct = memberClient(victim.host);
     try {
       const environments = direct.db(stack.info.databases['placement-service']).collection<{ name: string }>('environments');
       // It may pass through ROLLBACK (the writes only it had, none acknowledged), when it
       // answers no read: such a probe counts as not yet.
       const rejoined = await until(
-        async () => ({
-          secondary: ((await direct.db('admin').command({ hello: 1 }).catch(() => ({}))) as { secondary?: boolean }).secondary === true,
-          kept: await environments.countDocuments({ tenant_id: tenant.tenantId, name: { $in: acknowledged } }).catch(() => -1),
-        }),
-        (state) => state.secondary && state.kept === acknowledged.length,
-        60_000,
+        async () => {
+          const probe: { secondary: boolean; kept: number; error?: string } = { secondary: false, kept: -1 };
+          try {
+            probe.secondary = ((await direct.db('admin').command({ hello: 1 })) as { secondary?: boolean }).secondary === true;
+            probe.kept = await environments.countDocuments({ tenant_id: tenant.tenantId, name: { $in: acknowledged } });
+          } catch (error) {
+            probe.error = (error as Error).message;
+          }
+          return probe;
+        },
+        (probe) => probe.secondary && probe.kept === acknowledged.length,
+        120_000,
         200,
       );
-      expect(rejoined).toEqual({ secondary: true, kept: acknowledged.length });
+      expect(rejoined, rejoined.error).toMatchObject({ secondary: true, kept: acknowledged.length });
     } finally {
       await direct.close();
     }

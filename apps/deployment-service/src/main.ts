@@ -1,5 +1,5 @@
 import { PlacementClient } from '@envengine/service-clients';
-import { runInternalService, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
+import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
 import { ingestMetrics } from '@envengine/service-metrics';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { loadDeploymentConfig } from './config.ts';
@@ -11,7 +11,7 @@ import { deploymentPublicApi } from './public-api.ts';
 const config = loadDeploymentConfig(process.env);
 const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const workflows = new WorkflowStarter({
-  connection: temporalConnectionOptions(config),
+  connection: temporalClientConnectionOptions(config),
   namespace: config.TEMPORAL_NAMESPACE,
   taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
   waitMs: config.WORKFLOW_WAIT_MS,

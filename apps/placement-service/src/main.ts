@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
-import { runInternalService, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
+import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
@@ -40,7 +40,7 @@ const deployments = new DeploymentClient({ origins: config.DEPLOYMENT_SERVICE_UR
 const resolver = new SecretResolverClient({ origins: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis, tracingConfigured(config) ? new BullMQOtel({ tracerName: TRACER_NAME }) : undefined);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
-const temporalConnection = Connection.lazy(temporalConnectionOptions(config));
+const temporalConnection = Connection.lazy(temporalClientConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 let sweeps: Array<LeaseReaper | DispatchReconciler> = [];
 const engineStore = config.ENGINE_S3_URL

@@ -6,7 +6,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterSt
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
-import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
+import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalClientConnectionOptions, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { startTracing } from '@envengine/tracing';
 import type { Context as ActivityContext } from '@temporalio/activity';
 import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
@@ -59,7 +59,7 @@ for (let attempt = 1; !connection; attempt += 1) {
 }
 
 // Activities hand activation requests to an environment's workflow (signal-with-start).
-const clientConnection = Connection.lazy(temporalConnectionOptions(config));
+const clientConnection = Connection.lazy(temporalClientConnectionOptions(config));
 const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 
 const worker = await Worker.create({

@@ -50,7 +50,8 @@ export const SEARCH_ATTRIBUTE_FLAGS = ['EnvengineTenantId', 'EnvengineEnvironmen
   (name) => ['--search-attribute', `${name}=Keyword`],
 );
 
-async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
+/** Whether the frontend at `address` answers for `namespace` (it may be listening before it does). */
+export async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
   const connection = await Connection.connect({ address, connectTimeout: 1000 });
   try {
     await connection.workflowService.describeNamespace({ namespace });

@@ -60,6 +60,22 @@ export function temporalConnectionOptions(config: TemporalConfig): TemporalConne
   };
 }
 
+/**
+ * The client connection (gRPC over `@grpc/grpc-js`) with its reconnect backoff capped:
+ * grpc-js's default grows to two minutes, so a service whose Temporal was down a while
+ * kept answering 503 for up to that long after Temporal was back (seen: a minute of 503s
+ * after a 100 s outage).
+ */
+export function temporalClientConnectionOptions(config: TemporalConfig): TemporalConnectionOptions & { channelArgs: Record<string, number> } {
+  return {
+    ...temporalConnectionOptions(config),
+    channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': TEMPORAL_RECONNECT_BACKOFF_MAX_MS },
+  };
+}
+
+/** The longest wait between two attempts to reconnect to Temporal. */
+const TEMPORAL_RECONNECT_BACKOFF_MAX_MS = 2_000;
+
 /** How long a call to Temporal may take before Temporal counts as unreachable. */
 const TEMPORAL_CALL_DEADLINE_MS = 5_000;
 

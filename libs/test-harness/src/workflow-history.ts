@@ -68,3 +68,24 @@ export async function workflowsOf(temporalAddress: string, query: string): Promi
     await connection.close();
   }
 }
+
+/**
+ * One line on where a workflow stands (its status and its history's event types, in
+ * order), for a test's failure message: what it waited for and why it did not come.
+ */
+export async function workflowProgress(temporalAddress: string, workflowId: string): Promise<string> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const handle = new Client({ connection }).workflow.getHandle(workflowId);
+    const [description, history] = await Promise.all([handle.describe(), handle.fetchHistory()]);
+    // Each event carries one `<type>EventAttributes` field: its name says what happened.
+    const events = (history.events ?? []).map(
+      (event) => Object.keys(event).find((key) => key.endsWith('EventAttributes') && (event as Record<string, unknown>)[key] != null)?.replace(/EventAttributes$/, '') ?? '?',
+    );
+    return `${workflowId} ${description.status.name}: ${events.join(' ')}`;
+  } catch (error) {
+    return `${workflowId}: ${(error as Error).message}`;
+  } finally {
+    await connection.close();
+  }
+}
