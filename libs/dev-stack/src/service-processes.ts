@@ -174,8 +174,12 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       cwd: WORKSPACE_ROOT,
     });
 
-  const processes = {} as Record<ServiceName, ManagedProcess>;
   const replicas = Object.fromEntries(SERVICE_NAMES.map((name) => [name, []])) as unknown as Record<ServiceName, ManagedProcess[]>;
+  // The first replica of each, read through: a restarted replica is seen at once.
+  const processes = Object.defineProperties(
+    {},
+    Object.fromEntries(SERVICE_NAMES.map((name) => [name, { get: () => replicas[name][0], enumerable: true }])),
+  ) as Record<ServiceName, ManagedProcess>;
   const stop = async () => {
     // The gateways first, so that no request reaches a service that is going away.
     await Promise.all(replicas.gateway.map((process_) => process_.stop()));
@@ -184,7 +188,6 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   try {
     for (const name of SERVICE_NAMES) {
       for (let replica = 0; replica < replicaCount; replica++) replicas[name].push(launch(name, replica));
-      processes[name] = replicas[name][0]!;
     }
     await Promise.all(
       SERVICE_NAMES.flatMap((name) =>
@@ -209,7 +212,6 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       if (!replicas[name][replica]) throw new Error(`${name} has no replica ${replica}`);
       await replicas[name][replica].stop();
       replicas[name][replica] = launch(name, replica, env);
-      if (replica === 0) processes[name] = replicas[name][0]!;
       await waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, replicas[name][replica]);
     },
     setCredentials: (newConnections, internalCredentials) => {
