@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { RATE_LIMIT_KEY_PREFIX, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { INTERNAL_HEADERS } from '@envengine/contracts';
 import { freePort, mongoUrlFor, redisUrlFor, startMongo, withoutCredential, type BackingServer } from '@envengine/backing-servers';
 import {
@@ -159,9 +159,15 @@ describe('Redis authenticates', () => {
     expect(Number(maxmemory)).toBe(256 * 1024 * 1024);
   });
 
-  it('gives the gateway its revocation channel and nothing else', async () => {
+  it('gives the gateway its revocation channel and its rate-limit buckets, and nothing else', async () => {
     const gateway = redisAs(engineUser('gateway'));
     expect(await redisAnswer(gateway, 'GET', 'envengine:anything')).toMatch(/NOPERM/);
+    // Scripts (the shared rate limit) reach the buckets' keys and no other, and run no
+    // command the user lacks outside one.
+    const script = "return redis.call(ARGV[1], KEYS[1], 'f', 'x')";
+    expect(await redisAnswer(gateway, 'EVAL', script, 1, `${RATE_LIMIT_KEY_PREFIX}{probe}`, 'HSET')).toMatch(/^allowed: [01]$/);
+    expect(await redisAnswer(gateway, 'EVAL', script, 1, 'envengine:anything', 'HSET')).toMatch(/NOPERM .*access one of the keys/);
+    expect(await redisAnswer(gateway, 'EVAL', script, 1, `${RATE_LIMIT_KEY_PREFIX}{probe}`, 'SET')).toMatch(/can't run this command/);
     expect(await redisAnswer(gateway, 'SET', 'envengine:anything', '1')).toMatch(/NOPERM/);
     expect(await redisAnswer(gateway, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'x')).toMatch(/NOPERM/);
     for (const command of SERVER_COMMANDS) expect(`${command.join(' ')}: ${await redisAnswer(gateway, ...command)}`).toMatch(/: NOPERM/);

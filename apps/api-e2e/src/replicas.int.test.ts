@@ -248,4 +248,27 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     expect(active).toHaveLength(1);
     expect(ids).toContain(active[0].id);
   });
+
+  it("shares each token's rate limit between the gateways: two gateways let a token through at its rate, not twice it", async () => {
+    const limits = { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '10' };
+    await Promise.all(replicaUrls('gateway').map((_, replica) => stack.services.restart('gateway', limits, replica)));
+    try {
+      // A new token: its bucket is full (10), and refills one a second.
+      const limited = await createTenant(stack.info, 'rate-shared');
+      const began = Date.now();
+      const statuses: number[] = [];
+      for (let i = 0; i < 30; i++) {
+        const gateway = replicaUrls('gateway')[i % 2]!;
+        statuses.push((await new ApiClient(`${gateway}/api/v1`, limited.token).get('/environments')).status);
+      }
+      const seconds = (Date.now() - began) / 1000;
+      expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([]);
+      // Each gateway with a bucket of its own would let 20 through.
+      const allowed = statuses.filter((status) => status === 200).length;
+      expect(allowed).toBeGreaterThanOrEqual(10);
+      expect(allowed, `${allowed} let through in ${seconds.toFixed(2)} s`).toBeLessThanOrEqual(10 + Math.ceil(seconds));
+    } finally {
+      await Promise.all(replicaUrls('gateway').map((_, replica) => stack.services.restart('gateway', {}, replica)));
+    }
+  });
 });

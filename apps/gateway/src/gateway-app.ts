@@ -17,6 +17,7 @@ import {
   unauthorized,
 } from '@envengine/service-kit';
 import type { Caller, TokenAuthenticator } from './auth/token-authenticator.ts';
+import type { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { requestFingerprint } from './idempotency/request-fingerprint.ts';
@@ -26,9 +27,9 @@ import { upstreamFor, type Upstream } from './proxy/upstream-routes.ts';
 export interface GatewayDependencies {
   log: Logger;
   authenticator: TokenAuthenticator;
-  limiter: TokenBucketLimiter;
+  limiter: Pick<SharedRateLimiter, 'take'>;
   /** Per pool token: a worker reports far more often than a person or CI calls. */
-  workerLimiter: TokenBucketLimiter;
+  workerLimiter: Pick<SharedRateLimiter, 'take'>;
   /** Per client address, for requests whose token is refused: each costs a lookup. */
   failedAuthLimiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
@@ -84,7 +85,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         );
       }
 
-      const decision = (workerApi ? deps.workerLimiter : deps.limiter).take(caller.tokenId);
+      const decision = await (workerApi ? deps.workerLimiter : deps.limiter).take(caller.tokenId);
       if (!decision.allowed) {
         throw new ApiError('rate_limited', 'Too many requests for this token; slow down.', {
           headers: { 'Retry-After': String(decision.retryAfterSeconds) },

@@ -9,6 +9,7 @@ import { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { loadGatewayConfig } from './config.ts';
 import { createGatewayApp } from './gateway-app.ts';
 import { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
+import { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 
 const config = loadGatewayConfig(process.env);
@@ -41,6 +42,16 @@ subscriber.on('error', (error: Error) => log.warn({ err: error.message }, 'redis
 subscriber.on('message', (_channel: string, tokenHash: string) => authenticator.forget(tokenHash));
 subscriber.subscribe(TOKEN_REVOKED_CHANNEL).catch((error: Error) => log.error({ err: error.message }, 'subscribe failed'));
 
+// Rate limits shared by every gateway (buckets in Redis). A call fails at once while Redis
+// is away (no offline queue) or after a second, and the request is then limited by this
+// gateway's own buckets instead of waiting.
+const rateLimits = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 1000 });
+rateLimits.on('error', () => undefined); // reported once per outage below, not per reconnect attempt
+const rateLimitRedis = (state: 'lost' | 'back', error?: Error) =>
+  state === 'lost'
+    ? log.warn({ err: error?.message }, 'rate limits: Redis unreachable; each gateway limits on its own until it returns')
+    : log.info('rate limits: shared through Redis again');
+
 const forwarder = new UpstreamForwarder(
   {
     placement: config.PLACEMENT_SERVICE_URL,
@@ -57,8 +68,15 @@ const app = createGatewayApp({
   timeRequests: config.HTTP_METRICS === 'on',
   log,
   authenticator,
-  limiter: new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
-  workerLimiter: new TokenBucketLimiter(config.WORKER_RATE_LIMIT_PER_SECOND, config.WORKER_RATE_LIMIT_BURST),
+  limiter: new SharedRateLimiter(rateLimits, 'api', config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST, new TokenBucketLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST), rateLimitRedis),
+  workerLimiter: new SharedRateLimiter(
+    rateLimits,
+    'worker',
+    config.WORKER_RATE_LIMIT_PER_SECOND,
+    config.WORKER_RATE_LIMIT_BURST,
+    new TokenBucketLimiter(config.WORKER_RATE_LIMIT_PER_SECOND, config.WORKER_RATE_LIMIT_BURST),
+    rateLimitRedis,
+  ),
   failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
   idempotency,
@@ -79,6 +97,7 @@ stopOnSignals(log, async () => {
   await forwarder.close();
   await placement.close();
   subscriber.disconnect();
+  rateLimits.disconnect();
   await mongo.close();
   await tracing.shutdown();
 });

@@ -6,6 +6,9 @@ import { generateToken, hashToken } from './token-codec.ts';
 /** Revocations are broadcast on this Redis channel so gateways drop cached tokens at once. */
 export const TOKEN_REVOKED_CHANNEL = 'envengine:api-tokens:revoked';
 
+/** Each token's rate-limit buckets, shared by the gateways: the only Redis keys a gateway may touch. */
+export const RATE_LIMIT_KEY_PREFIX = 'envengine:rate:';
+
 interface TenantDocument {
   _id: string;
   name: string;

@@ -1,6 +1,6 @@
 import type { MongoAuth, RedisAcl, RedisUser } from '@envengine/backing-servers';
 import { localRunnerAclRules } from '@envengine/attempt-queues';
-import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { RATE_LIMIT_KEY_PREFIX, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import type { Credentials } from './credentials.ts';
 import { SERVICE_DATABASES } from './services.ts';
 
@@ -33,7 +33,8 @@ export function mongoAuth(credentials: Credentials['mongodb'], databases: Record
 
 /**
  * Redis's users, one per engine service that connects (`default` is off):
- * - gateway: subscribes to token revocations, nothing else, no key;
+ * - gateway: subscribes to token revocations, and runs the rate-limit script on the
+ *   rate-limit buckets (`envengine:rate:*`, the only keys it may touch, in a script too);
  * - placement: the engine's queues (`envengine:*`), publishing revocations, and managing
  *   pool users (`ACL SETUSER/DELUSER/USERS`) and loading the worker scripts; no
  *   `@dangerous` command otherwise (FLUSHALL, CONFIG, KEYS, DEBUG, …);
@@ -45,7 +46,12 @@ export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[]
     {
       username: 'gateway',
       password: credentials.REDIS_GATEWAY_PASSWORD,
-      rules: ['resetkeys', 'resetchannels', `&${TOKEN_REVOKED_CHANNEL}`, '-@all', '+subscribe', '+unsubscribe', '+ping', '+info', '+client|setname'],
+      rules: [
+        'resetkeys', 'resetchannels', `~${RATE_LIMIT_KEY_PREFIX}*`, `&${TOKEN_REVOKED_CHANNEL}`,
+        '-@all', '+subscribe', '+unsubscribe', '+ping', '+info', '+client|setname',
+        // The rate-limit script and what it calls (a script gets no command its user lacks).
+        '+evalsha', '+eval', '+time', '+hmget', '+hset', '+pexpire',
+      ],
     },
     {
       username: 'placement',
