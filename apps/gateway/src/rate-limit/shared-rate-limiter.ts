@@ -65,14 +65,13 @@ export class SharedRateLimiter {
   private usingLocal = false;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     /** Which limit (`api`, `worker`): each has buckets of its own. */
     private readonly limit: string,
     private readonly perSecond: number,
     private readonly burst: number,
     private readonly local: TokenBucketLimiter,
     private readonly onRedis: (state: 'lost' | 'back', error?: Error) => void = () => undefined,
-    private readonly now: () => number = Date.now,
   ) {
     // One definition per connection (EVALSHA, loading the script when Redis lacks it).
     if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: TAKE_TOKENS_SCRIPT });
@@ -107,7 +106,7 @@ export class SharedRateLimiter {
 
   /** One Redis call: one token for the caller, the rest of what it took leased here. */
   private async refill(key: string): Promise<Refill> {
-    const now = this.now();
+    const now = Date.now();
     try {
       // This request's token and one for each request still waiting, when more than a lease.
       const wanted = Math.max(this.leaseSize, 1 + (this.waiting.get(key) ?? 0));
@@ -137,7 +136,7 @@ export class SharedRateLimiter {
 
   private spendLease(key: string): boolean {
     const lease = this.leases.get(key);
-    if (!lease || lease.tokens < 1 || lease.until <= this.now()) return false;
+    if (!lease || lease.tokens < 1 || lease.until <= Date.now()) return false;
     lease.tokens -= 1;
     return true;
   }
