@@ -37,6 +37,19 @@ case "$cmd" in
     exec node --import tsx tools/stack/stack.ts "$@"
     ;;
   test)
+    # `--profile cluster`: every test stack that names no profile runs the cluster profile
+    # (docs/development.md#profiles); the default is the embedded one.
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --profile) export ENVENGINE_TEST_PROFILE="${2:-}"; shift 2 || shift ;;
+        --profile=*) export ENVENGINE_TEST_PROFILE="${1#--profile=}"; shift ;;
+        *) echo "usage: npm test [-- --profile embedded|cluster]" >&2; exit 2 ;;
+      esac
+    done
+    case "${ENVENGINE_TEST_PROFILE:-embedded}" in
+      embedded|cluster) ;;
+      *) echo "--profile must be embedded or cluster (got \"${ENVENGINE_TEST_PROFILE}\")" >&2; exit 2 ;;
+    esac
     # The servers' binaries first (some libs' own tests start a Redis), then unit tests,
     # types and lint per project (cached by Nx), then the integration suite through the
     # gateway against real Temporal, MongoDB (a replica set) and Redis servers.

@@ -4,7 +4,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { freePort } from '@envengine/backing-servers';
+import { freePort, type ManagedProcess } from '@envengine/backing-servers';
+import type { RunningStack } from '@envengine/dev-stack';
 
 export interface BenchSettings {
   rounds: number;
@@ -199,4 +200,39 @@ export function rssMegabytes(pid: number | undefined): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
   return kb / 1024;
+}
+
+/** Every process of a stack by name (each replica, each MongoDB member, each part of the Temporal cluster), for CPU accounting. */
+export function stackProcesses({ services, servers }: RunningStack): Map<string, ManagedProcess> {
+  const named = new Map<string, ManagedProcess>();
+  for (const [name, replicas] of Object.entries(services.replicas)) {
+    replicas.forEach((process_, index) => named.set(replicas.length > 1 ? `${name}-${index}` : name, process_));
+  }
+  const members = servers.mongo.members ?? [];
+  if (members.length > 1) members.forEach((member, index) => named.set(`mongod-${index}`, member.process));
+  else if (servers.mongo.process) named.set('mongod', servers.mongo.process);
+  if (servers.redis.process) named.set('redis', servers.redis.process);
+  if ('parts' in servers.temporal) for (const part of servers.temporal.parts) named.set(part.name, part.process);
+  else if (servers.temporal.process) named.set('temporal', servers.temporal.process);
+  return named;
+}
+
+/**
+ * CPU seconds each process of the stack used between the call and `end()` (PostgreSQL's
+ * backends are its children: its row counts the backends that ended; live ones show in
+ * the machine's total), with the machine's total.
+ */
+export function cpuByProcess(stack: RunningStack): { end(): { seconds: Record<string, number>; machine: number; wallSeconds: number } } {
+  const processes = stackProcesses(stack);
+  const own = (process_: ManagedProcess) => cpuSecondsOf(process_.pid) + endedChildrenCpuSecondsOf(process_.pid);
+  const before = new Map([...processes].map(([name, process_]) => [name, own(process_)]));
+  const machineBefore = machineBusyCpuSeconds();
+  const started = performance.now();
+  return {
+    end: () => ({
+      seconds: Object.fromEntries([...processes].map(([name, process_]) => [name, own(process_) - before.get(name)!])),
+      machine: machineBusyCpuSeconds() - machineBefore,
+      wallSeconds: (performance.now() - started) / 1000,
+    }),
+  };
 }

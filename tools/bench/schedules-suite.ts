@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { MongoClient } from 'mongodb';
 import { scheduleIdOf } from '@envengine/environment-schedules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
-import { median, percentile, runConcurrently, type Bench } from './harness.ts';
+import { cpuByProcess, median, percentile, runConcurrently, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 const ACTIVATION_ENVIRONMENTS = 100;
@@ -76,7 +76,10 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: Su
   // The window: the first whole minute after every environment was resumed, and four more.
   const windowStart = Math.ceil((resumedAt + 1000) / MINUTE_MS) * MINUTE_MS;
   const ticks = Array.from({ length: FIRING_MINUTES }, (_, i) => windowStart + i * MINUTE_MS);
+  await sleep(windowStart - Date.now());
+  const cpu = cpuByProcess(stack);
   await sleep(ticks.at(-1)! + 30_000 - Date.now());
+  const cpuUsed = cpu.end();
   // Temporal's own account of the schedules, read before they are paused: actions taken and ticks it let pass.
   const temporal = new Client({ connection: await Connection.connect({ address: servers.temporal.url }) });
   const temporalCounts = { taken: 0, missedCatchup: 0, skippedOverlap: 0, undescribed: 0 };
@@ -145,6 +148,12 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir }: Su
       '| ticks expected | ticks with a run | ticks with two runs | ticks skipped (previous run still going) | runs succeeded | tick to run created p50 / p99 ms | runs outside the window |',
       '|---:|---:|---:|---:|---:|---:|---:|',
       `| ${expected} | ${found} | ${duplicates} | ${skipped} | ${succeeded} | ${median(lateness)} / ${percentile(lateness, 99)} | ${outside} |`,
+      '',
+      `CPU seconds per process over the window (${cpuUsed.wallSeconds.toFixed(0)} s; the machine has 2 cores, ${(cpuUsed.wallSeconds * 2).toFixed(0)} CPU seconds): ${Object.entries(cpuUsed.seconds)
+        .filter(([, seconds]) => seconds >= 0.5)
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, seconds]) => `${name} ${seconds.toFixed(0)}`)
+        .join(', ')}; the machine in all ${cpuUsed.machine.toFixed(0)}.`,
       '',
       `Temporal's own counts over the schedules' lives (to the end of the window plus 30 s, the set-up minute included): ${temporalCounts.taken} actions taken, ${temporalCounts.missedCatchup} ticks let pass for missing the catch-up window, ${temporalCounts.skippedOverlap} skipped for overlap (${temporalCounts.undescribed} of the ${firingIds.length * SCHEDULES_PER_ENVIRONMENT} schedules could not be described: the describe timed out).`,
     ];

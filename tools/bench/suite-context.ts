@@ -1,9 +1,10 @@
 import { INTERNAL_HEADERS, RESOLVER_CALLER_HEADER } from '@envengine/contracts';
-import type { RunningStack } from '@envengine/dev-stack';
+import type { RunningStack, StackProfile } from '@envengine/dev-stack';
 
 /** What every suite gets: the running stack and one tenant's token. */
 export interface SuiteContext {
   stack: RunningStack;
+  profile: StackProfile;
   /** The stack's data directory (its logs, and room for a suite's files). */
   dataDir: string;
   tenantId: string;

@@ -4,7 +4,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  CLUSTER_PROFILE_DEFAULTS,
   DEFAULT_REDIS_MAX_MEMORY_MB,
+  STACK_PROFILES,
   devStackDataDir,
   issueToken,
   removeRunningStackFile,
@@ -12,16 +14,25 @@ import {
   superviseStack,
   withTokenStore,
   writeRunningStackFile,
+  type StackProfile,
 } from '@envengine/dev-stack';
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { replicas: { type: 'string', default: '1' } } });
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { replicas: { type: 'string' }, profile: { type: 'string', default: 'embedded' } },
+});
 if (positionals[0] !== 'up') {
-  console.error('usage: npm start [-- --replicas N]   (tools/run.sh stack up)');
+  console.error('usage: npm start [-- --profile embedded|cluster] [--replicas N]   (tools/run.sh stack up)');
   process.exit(2);
 }
+if (!(STACK_PROFILES as readonly string[]).includes(values.profile)) {
+  console.error(`--profile must be one of ${STACK_PROFILES.join(', ')} (got "${values.profile}")`);
+  process.exit(2);
+}
+const profile = values.profile as StackProfile;
 // Processes of each deployable: with 2, two gateways, two of each service, two workflow-workers
 // and two local runners, the replicas after the first on ports 100 above it (docs/operations.md#replicas).
-const replicas = Number(values.replicas);
+const replicas = Number(values.replicas ?? (profile === 'cluster' ? CLUSTER_PROFILE_DEFAULTS.replicas : 1));
 if (!Number.isInteger(replicas) || replicas < 1 || replicas > 9) {
   console.error(`--replicas must be a whole number from 1 to 9 (got "${values.replicas}")`);
   process.exit(2);
@@ -43,8 +54,9 @@ if (ports !== 'default' && ports !== 'random') {
 mkdirSync(dataDir, { recursive: true });
 const report = (line: string) => console.log(`envengine: ${line}`);
 
-report(`data directory: ${dataDir}`);
+report(`data directory: ${dataDir} (profile ${profile})`);
 const stack = await startStack({
+  profile,
   dataDir,
   report,
   ports,

@@ -6,6 +6,17 @@ import { delimiter, join } from 'node:path';
 /** Servers built from source with Go, pinned (DESIGN.md §3). */
 export const PINNED_GO_BUILDS: Record<PinnedBinary, GoBuildPin> = {
   temporal: { module: 'github.com/temporalio/cli', version: 'v1.5.1', mainPackage: './cmd/temporal' },
+  // The cluster profile's Temporal: the server and UI modules at the versions CLI v1.5.1
+  // embeds (its go.mod), so both profiles run the same Temporal.
+  'temporal-server': {
+    module: 'go.temporal.io/server',
+    version: 'v1.29.1',
+    mainPackage: './cmd/server',
+    companions: { 'temporal-sql-tool': './cmd/tools/sql' },
+    // The SQL tool applies these versioned schema scripts.
+    assets: ['schema/postgresql/v12'],
+  },
+  'temporal-ui-server': { module: 'github.com/temporalio/ui-server/v2', version: 'v2.42.1', mainPackage: './cmd/server' },
   // SeaweedFS publishes no semver tags to the proxy; this pseudo-version is its release of 2026-11-09.
   weed: { module: 'github.com/seaweedfs/seaweedfs', version: 'v0.0.0-20261109003541-7506e5f91cd6', mainPackage: './weed' },
 };
@@ -15,8 +26,12 @@ export interface GoBuildPin {
   version: string;
   /** The main package, relative to the module root. */
   mainPackage: string;
+  /** More binaries of the same module, built beside it: name → main package. */
+  companions?: Record<string, string>;
+  /** Module files copied beside the binaries (relative paths kept). */
+  assets?: string[];
 }
-export type PinnedBinary = 'temporal' | 'weed';
+export type PinnedBinary = 'temporal' | 'temporal-server' | 'temporal-ui-server' | 'weed';
 
 export type Reporter = (line: string) => void;
 
@@ -67,7 +82,7 @@ export async function ensureGoBuild(name: PinnedBinary, report: Reporter, env: N
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
     report(`building ${name} ${pin.version} with Go into ${dir} (once per machine; takes a few minutes)`);
-    buildPinnedPackage(go, pin, join(staging, name), env);
+    buildPinnedPackage(go, pin, staging, name, env);
     rmSync(dir, { recursive: true, force: true });
     renameSync(staging, dir);
     return target;
@@ -155,7 +170,7 @@ export function aptInstall(packageName: string, report: Reporter, env: NodeJS.Pr
  * build. `go install pkg@version` is not used: it asks the proxy for the module's version
  * list (a deprecation check), which some proxies refuse.
  */
-function buildPinnedPackage(go: string, pin: GoBuildPin, output: string, env: NodeJS.ProcessEnv): void {
+function buildPinnedPackage(go: string, pin: GoBuildPin, outputDir: string, name: string, env: NodeJS.ProcessEnv): void {
   const workDir = mkdtempSync(join(tmpdir(), 'envengine-go-build-'));
   const goEnv = { ...env, CGO_ENABLED: env.CGO_ENABLED ?? '0', GOFLAGS: '-mod=mod', GOWORK: 'off' };
   const run = (args: string[], cwd: string) => {
@@ -169,7 +184,10 @@ function buildPinnedPackage(go: string, pin: GoBuildPin, output: string, env: No
     const source = join(workDir, 'src');
     cpSync(download.Dir, source, { recursive: true });
     makeWritable(source);
-    run(['build', '-trimpath', '-o', output, pin.mainPackage], source);
+    for (const [binary, mainPackage] of Object.entries({ ...pin.companions, [name]: pin.mainPackage })) {
+      run(['build', '-trimpath', '-o', join(outputDir, binary), mainPackage], source);
+    }
+    for (const asset of pin.assets ?? []) cpSync(join(source, asset), join(outputDir, asset), { recursive: true });
   } finally {
     makeWritable(workDir);
     rmSync(workDir, { recursive: true, force: true });

@@ -9,3 +9,5 @@ export * from './mongod-wheel.ts';
 export * from './install-servers.ts';
 export * from './sandbox-tools.ts';
 export * from './object-store-server.ts';
+export * from './postgres-server.ts';
+export * from './temporal-cluster.ts';

@@ -1,14 +1,18 @@
-import type { Reporter } from './binaries.ts';
+import { ensureGoBuild, type Reporter } from './binaries.ts';
 import { mongodBinary } from './mongo-server.ts';
 import { redisServerBinary } from './redis-server.ts';
 import { bubblewrapBinary } from './sandbox-tools.ts';
 import { temporalBinary } from './temporal-server.ts';
 import { weedBinary } from './object-store-server.ts';
+import { postgresBinaries } from './postgres-server.ts';
 
 export interface InstalledServers {
   mongod: string | undefined;
   redisServer: string | undefined;
   temporal: string | undefined;
+  /** The cluster profile's Temporal server and its PostgreSQL (the suite's cluster test starts them). */
+  temporalServer: string | undefined;
+  postgres: string | undefined;
   /** SeaweedFS, the embedded S3-compatible store. */
   weed: string | undefined;
   /** The OS sandbox of the engine's runner (not a server, but obtained the same way). */
@@ -26,6 +30,8 @@ export async function installServerBinaries(report: Reporter, env: NodeJS.Proces
     redisServer: env.REDIS_URL ? undefined : redisServerBinary(report, env)?.path,
     mongod: env.MONGO_URL ? undefined : (await mongodBinary(report, env))?.path,
     temporal: env.TEMPORAL_ADDRESS ? undefined : (await temporalBinary(report, env))?.path,
+    temporalServer: env.TEMPORAL_ADDRESS ? undefined : await ensureGoBuild('temporal-server', report, env),
+    postgres: env.TEMPORAL_ADDRESS ? undefined : postgresBinaries(report, env),
     weed: env.S3_URL ? undefined : (await weedBinary(report, env))?.path,
     bubblewrap: env.SANDBOX === 'off' ? undefined : bubblewrapBinary(report, env),
   };

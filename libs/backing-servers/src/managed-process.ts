@@ -10,6 +10,9 @@ export interface ManagedProcessOptions {
   logFile: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Run as this user and group (a server that refuses root, such as PostgreSQL). */
+  uid?: number;
+  gid?: number;
 }
 
 /** How a run ended: an exit code, or the signal that ended it. */
@@ -55,6 +58,8 @@ export class ManagedProcess {
     const child = spawn(options.command, options.args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
+      uid: options.uid,
+      gid: options.gid,
       stdio: ['ignore', fd, fd],
       // Its own process group: a Ctrl-C in the terminal reaches only the supervisor,
       // which then stops every child in order.

@@ -14,6 +14,25 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port from `[low, high]`, for a server that cannot store an ephemeral one (Temporal
+ * keeps its members' ports in a PostgreSQL smallint, at most 32767, and Linux hands out
+ * ephemeral ports from 32768). Random tries; a taken one is skipped.
+ */
+export async function freePortInRange(low: number, high: number): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.unref();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error(`no free port between ${low} and ${high}`);
+}
+
 export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });

@@ -31,24 +31,28 @@ export interface StartTemporalOptions {
  * up behind that for 17 s and past their catch-up window, so it is raised. The same flags
  * are in docker-compose.yml.
  */
+export const TEMPORAL_TUNING: Record<string, number | string | boolean> = {
+  'history.transferProcessorMaxPollRPS': 10000,
+  'history.timerProcessorMaxPollRPS': 10000,
+  'history.visibilityProcessorMaxPollRPS': 10000,
+  'history.outboundProcessorMaxPollRPS': 10000,
+  'history.timerProcessorMaxTimeShift': '10ms',
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
+  'system.enableActivityEagerExecution': true,
+  'worker.schedulerNamespaceStartWorkflowRPS': 1000,
+};
+
+/** The dev server's flags: SQLite's, then `TEMPORAL_TUNING` as dynamic config values (JSON). */
 export const DEV_SERVER_TUNING = [
   '--sqlite-pragma', 'journal_mode=wal',
   '--sqlite-pragma', 'synchronous=normal',
-  '--dynamic-config-value', 'history.transferProcessorMaxPollRPS=10000',
-  '--dynamic-config-value', 'history.timerProcessorMaxPollRPS=10000',
-  '--dynamic-config-value', 'history.visibilityProcessorMaxPollRPS=10000',
-  '--dynamic-config-value', 'history.outboundProcessorMaxPollRPS=10000',
-  '--dynamic-config-value', 'history.timerProcessorMaxTimeShift="10ms"',
-  '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
-  '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
-  '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
-  '--dynamic-config-value', 'worker.schedulerNamespaceStartWorkflowRPS=1000',
+  ...Object.entries(TEMPORAL_TUNING).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
 ];
 
-/** The search attributes the workflows set (`SEARCH_ATTRIBUTES` in deployment-workflows), registered at start. */
-export const SEARCH_ATTRIBUTE_FLAGS = ['EnvengineTenantId', 'EnvengineEnvironment', 'EnvengineEnvironmentId', 'EnvengineDeploymentId'].flatMap(
-  (name) => ['--search-attribute', `${name}=Keyword`],
-);
+/** The search attributes the workflows set (`SEARCH_ATTRIBUTES` in deployment-workflows), registered at start, all Keyword. */
+export const SEARCH_ATTRIBUTE_NAMES = ['EnvengineTenantId', 'EnvengineEnvironment', 'EnvengineEnvironmentId', 'EnvengineDeploymentId'] as const;
+export const SEARCH_ATTRIBUTE_FLAGS = SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]);
 
 /** Whether the frontend at `address` answers for `namespace` (it may be listening before it does). */
 export async function temporalAnswers(address: string, namespace: string): Promise<boolean> {

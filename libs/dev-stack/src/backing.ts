@@ -3,6 +3,7 @@ import {
   startObjectStore,
   startRedis,
   startTemporal,
+  startTemporalCluster,
   type BackingServer,
   type MongoAuth,
   type MongoReplicaSet,
@@ -10,13 +11,15 @@ import {
   type ObjectStoreServer,
   type RedisAcl,
   type Reporter,
+  type TemporalClusterServer,
 } from '@envengine/backing-servers';
 
 export interface BackingServers {
   /** With `members` when the embedded replica set has several (`mongoMembers`). */
   mongo: BackingServer & { members?: MongoReplicaSet['members'] };
   redis: BackingServer;
-  temporal: BackingServer;
+  /** The dev server (a process), or in the cluster profile the cluster (with its `parts`). */
+  temporal: BackingServer | TemporalClusterServer;
   /** The S3-compatible store (SeaweedFS or S3_URL); absent when the stack runs without one. */
   s3?: ObjectStoreServer;
   /** What the embedded servers were started with, to start one again the same way (tests of restarts). */
@@ -38,6 +41,11 @@ export interface BackingServerOptions {
   mongoTestCommands?: boolean;
   redisUrl?: string;
   temporalAddress?: string;
+  /**
+   * The cluster profile's Temporal (server on PostgreSQL, a process per service) instead of
+   * the dev server, with the PostgreSQL role's password; ignored with `temporalAddress`.
+   */
+  temporalCluster?: { postgresPassword: string };
   /** An S3-compatible store to use instead of starting SeaweedFS. */
   s3Url?: string;
   /** The object store's administrator keys; no object store is started or used without them. */
@@ -86,14 +94,23 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       report: options.report,
     });
     started.push(redis);
-    const temporal = await startTemporal({
-      address: options.temporalAddress,
-      dataDir: options.dataDir,
-      port: fixed ? 7233 : undefined,
-      uiPort: fixed ? 8233 : undefined,
-      headless: options.temporalHeadless,
-      report: options.report,
-    });
+    const temporal =
+      options.temporalCluster && !options.temporalAddress
+        ? await startTemporalCluster({
+            dataDir: options.dataDir,
+            ports: options.ports,
+            postgresPassword: options.temporalCluster.postgresPassword,
+            headless: options.temporalHeadless,
+            report: options.report,
+          })
+        : await startTemporal({
+            address: options.temporalAddress,
+            dataDir: options.dataDir,
+            port: fixed ? 7233 : undefined,
+            uiPort: fixed ? 8233 : undefined,
+            headless: options.temporalHeadless,
+            report: options.report,
+          });
     started.push(temporal);
     let s3: ObjectStoreServer | undefined;
     if (options.objectStore) {

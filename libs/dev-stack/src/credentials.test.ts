@@ -9,12 +9,12 @@ describe('credentials', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'credentials-'));
     const first = loadOrCreateCredentials(dataDir);
     expect(statSync(credentialsDir(dataDir)).mode & 0o777).toBe(0o700);
-    for (const file of ['mongodb', 'redis', 'internal', 's3'] as const) {
+    for (const file of ['mongodb', 'redis', 'internal', 's3', 'postgres'] as const) {
       expect(Object.keys(first[file])).toEqual(CREDENTIAL_NAMES[file]);
       for (const value of Object.values(first[file]) as string[]) expect(value).toMatch(/^[0-9a-f]{64}$/);
       expect(statSync(credentialFilePath(dataDir, file)).mode & 0o777).toBe(0o600);
     }
-    expect(new Set(Object.values(first).flatMap((file) => Object.values(file))).size).toBe(14);
+    expect(new Set(Object.values(first).flatMap((file) => Object.values(file))).size).toBe(15);
     expect(loadOrCreateCredentials(dataDir)).toEqual(first);
   });
 

@@ -20,6 +20,8 @@ export const CREDENTIAL_NAMES = {
   internal: ['INTERNAL_CREDENTIAL', 'RESOLVER_CREDENTIAL'],
   /** The object store's administrator: held by the placement-service, which derives each tenant's keys from it. */
   s3: ['S3_ADMIN_ACCESS_KEY', 'S3_ADMIN_SECRET_KEY'],
+  /** The cluster profile's PostgreSQL, which only Temporal uses (its role `temporal`). */
+  postgres: ['POSTGRES_TEMPORAL_PASSWORD'],
 } as const;
 
 export type CredentialFile = keyof typeof CREDENTIAL_NAMES;
@@ -93,6 +95,7 @@ export function loadOrCreateCredentials(dataDir: string): Credentials {
     redis: loadOrCreateCredentialFile(dataDir, 'redis'),
     internal: loadOrCreateCredentialFile(dataDir, 'internal'),
     s3: loadOrCreateCredentialFile(dataDir, 's3'),
+    postgres: loadOrCreateCredentialFile(dataDir, 'postgres'),
   };
 }
 

@@ -57,7 +57,15 @@ export function superviseStack(stack: RunningStack, options: SupervisorOptions):
     services.replicas[name].forEach((_, replica) => supervisor.watch(replicaName(name, replica), serviceTarget(name, replica)));
   }
   for (const server of [servers.mongo, servers.redis, servers.temporal, servers.s3]) {
-    if (server?.process) supervisor.watch(server.name, serverTarget(server, server.process));
+    if (server === servers.mongo && servers.mongo.members && servers.mongo.members.length > 1) {
+      // A member of a set of several rejoins as a secondary: it is back once it accepts connections.
+      servers.mongo.members.forEach((member, index) =>
+        supervisor.watch(`mongodb-${index}`, { process: member.process, ready: () => acceptsConnections(member.host) }),
+      );
+    } else if (server === servers.temporal && 'parts' in servers.temporal) {
+      // The Temporal cluster: each process (PostgreSQL, each service, the UI) on its own.
+      for (const part of servers.temporal.parts) supervisor.watch(part.name, { process: part.process, ready: () => acceptsConnections(part.address) });
+    } else if (server?.process) supervisor.watch(server.name, serverTarget(server, server.process));
   }
   // restart() stops the old process (an intended stop, which ends its supervision) and
   // starts a new one in its place: supervise that one.

@@ -6,7 +6,20 @@ import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { startServiceProcesses, type RunningServices, type ServiceConnections } from './service-processes.ts';
 import { SERVICE_DATABASES, type ServiceName } from './services.ts';
 
-export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl' | 'objectStore'> {
+/**
+ * `embedded`: one process per server (the Temporal dev server on SQLite), one per deployable.
+ * `cluster`: Temporal server on PostgreSQL with a process per service, a three-member
+ * MongoDB replica set and two replicas of every deployable (docs/operations.md#profiles).
+ */
+export const STACK_PROFILES = ['embedded', 'cluster'] as const;
+export type StackProfile = (typeof STACK_PROFILES)[number];
+
+/** What the cluster profile changes when not given otherwise. */
+export const CLUSTER_PROFILE_DEFAULTS = { mongoMembers: 3, replicas: 2 } as const;
+
+export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl' | 'objectStore' | 'temporalCluster'> {
+  /** Default `embedded`. */
+  profile?: StackProfile;
   /** Start (or use, with S3_URL) the object store that serves `s3://` prefixes whose binding names no endpoint. Default true. */
   objectStore?: boolean;
   /** Prefix of every service database, so that stacks can share one server. */
@@ -84,8 +97,13 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   ) as RunningServices['databases'];
   const auth = mongoAuth(credentials.mongodb, databases);
   const acl = redisAcl(credentials.redis);
+  const cluster = options.profile === 'cluster';
+  const mongoMembers = options.mongoMembers ?? (cluster ? CLUSTER_PROFILE_DEFAULTS.mongoMembers : undefined);
+  const replicas = options.replicas ?? (cluster ? CLUSTER_PROFILE_DEFAULTS.replicas : undefined);
   const servers = await startBackingServers({
     ...options,
+    mongoMembers,
+    temporalCluster: cluster ? { postgresPassword: credentials.postgres.POSTGRES_TEMPORAL_PASSWORD } : undefined,
     mongoAuth: auth,
     redisAcl: acl,
     redisMaxMemoryMb: options.redisMaxMemoryMb ?? DEFAULT_REDIS_MAX_MEMORY_MB,
@@ -103,7 +121,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       databases,
       logLevel: options.logLevel,
       env: options.env,
-      replicas: options.replicas,
+      replicas,
     });
   } catch (error) {
     await servers.stop();

@@ -2,7 +2,26 @@ import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadOrCreateCredentials, objectStoreAdmin, startStack, type BackingServers, type RunningServices, type RunningStack } from '@envengine/dev-stack';
+import {
+  loadOrCreateCredentials,
+  objectStoreAdmin,
+  startStack,
+  STACK_PROFILES,
+  type BackingServers,
+  type RunningServices,
+  type RunningStack,
+  type StackProfile,
+} from '@envengine/dev-stack';
+
+/** The variable `npm test -- --profile cluster` sets: the profile of every test stack that names none. */
+export const TEST_PROFILE_VARIABLE = 'ENVENGINE_TEST_PROFILE';
+
+/** The profile of test stacks that name none: `ENVENGINE_TEST_PROFILE`, else embedded. */
+export function testProfile(): StackProfile {
+  const value = process.env[TEST_PROFILE_VARIABLE] ?? 'embedded';
+  if (!(STACK_PROFILES as readonly string[]).includes(value)) throw new Error(`${TEST_PROFILE_VARIABLE} must be one of ${STACK_PROFILES.join(', ')} (got "${value}")`);
+  return value as StackProfile;
+}
 
 /** What a test needs to reach the stack; plain data, so vitest can hand it to test files. */
 export interface StackInfo {
@@ -35,6 +54,8 @@ export interface TestStack {
 }
 
 export interface TestStackOptions {
+  /** Default: `testProfile()`. Replicas and MongoDB members given here win over the profile's. */
+  profile?: StackProfile;
   /** Reuse running servers instead of starting new ones (each given one is kept). */
   mongoUrl?: string;
   redisUrl?: string;
@@ -59,6 +80,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const dataDir = mkdtempSync(join(tmpdir(), 'envengine-test-'));
   const report = (line: string) => process.stderr.write(`[test-stack] ${line}\n`);
   const stack = await startStack({
+    profile: options.profile ?? testProfile(),
     dataDir,
     report,
     ports: 'random',
