@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX } from '@envengine/attempt-queues';
+import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName } from '@envengine/attempt-queues';
 import { PoolCredentialIssued, PoolStatus, Run, RunLogLine } from '@envengine/contracts';
 import { ApiClient, deployProject, manifestOf, stackInfoOf, startPoolWorker, type PoolWorker } from '@envengine/test-harness';
 import { cpuSecondsOf, endedChildrenCpuSecondsOf, machineBusyCpuSeconds, median, percentile, runConcurrently, type Bench } from './harness.ts';
@@ -131,7 +131,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
 
   // A run's end, pushed by BullMQ's event stream on the pool's queue (the attempt's job id is its id): no polling.
   const attemptEnds = new JobEnds();
-  const poolEvents = new QueueEvents(credential.queue, { connection: redis(), prefix: ATTEMPT_QUEUE_PREFIX });
+  const poolEvents = new QueueEvents(attemptQueueKeyName(credential.queue), { connection: redis(), prefix: ATTEMPT_QUEUE_PREFIX });
   poolEvents.on('completed', ({ jobId }) => attemptEnds.arrive(jobId));
   poolEvents.on('failed', ({ jobId }) => attemptEnds.arrive(jobId));
   await poolEvents.waitUntilReady();

@@ -193,8 +193,8 @@ describe('Redis authenticates', () => {
 
   it("gives the engine's runner the local queue only", async () => {
     const runner = redisAs(engineUser('runner'));
-    expect(await redisAnswer(runner, 'LLEN', 'envengine:attempts-local:wait')).toMatch(/^allowed: \d+/);
-    expect(await redisAnswer(runner, 'LLEN', 'envengine:attempts-ten_01m813w5p0mba0fr1w8mf0qssv:wait')).toMatch(/NOPERM/);
+    expect(await redisAnswer(runner, 'LLEN', 'envengine:{attempts-local}:wait')).toMatch(/^allowed: \d+/);
+    expect(await redisAnswer(runner, 'LLEN', 'envengine:{attempts-ten_01m813w5p0mba0fr1w8mf0qssv}:wait')).toMatch(/NOPERM/);
     expect(await redisAnswer(runner, 'GET', 'envengine:anything')).toMatch(/NOPERM/);
     expect(await redisAnswer(runner, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'x')).toMatch(/NOPERM/);
     for (const command of SERVER_COMMANDS) expect(`${command.join(' ')}: ${await redisAnswer(runner, ...command)}`).toMatch(/: NOPERM/);

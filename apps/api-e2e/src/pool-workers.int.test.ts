@@ -77,15 +77,15 @@ describe("remote attempts on a tenant's pool", () => {
     const redis = new Redis(stack.redisServerUrl, { username: credential.redis.username, password: credential.redis.password, maxRetriesPerRequest: 1 });
     try {
       const refused = async (...command: [string, ...string[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
-      expect(await refused('LLEN', `envengine:${otherCredential.queue}:wait`)).toMatch(/NOPERM/);
-      expect(await refused('GET', `envengine:${otherCredential.queue}:meta`)).toMatch(/NOPERM/);
+      expect(await refused('LLEN', `envengine:{${otherCredential.queue}}:wait`)).toMatch(/NOPERM/);
+      expect(await refused('GET', `envengine:{${otherCredential.queue}}:meta`)).toMatch(/NOPERM/);
       expect(await refused('KEYS', '*')).toMatch(/NOPERM/);
       expect(await refused('SCAN', '0')).toMatch(/NOPERM/);
       expect(await refused('FLUSHALL')).toMatch(/NOPERM/);
       expect(await refused('RANDOMKEY')).toMatch(/NOPERM/);
       expect(await refused('DBSIZE')).toMatch(/NOPERM/);
       // Its own queue is reachable (positive control).
-      expect(await refused('LLEN', `envengine:${credential.queue}:wait`)).toBe('allowed');
+      expect(await refused('LLEN', `envengine:{${credential.queue}}:wait`)).toBe('allowed');
     } finally {
       redis.disconnect();
     }
@@ -104,7 +104,7 @@ describe("remote attempts on a tenant's pool", () => {
     const spare = await issueCredential(tenant);
     const probe = new Redis(stack.redisServerUrl, { username: spare.redis.username, password: spare.redis.password, maxRetriesPerRequest: 1, retryStrategy: () => null });
     probe.on('error', () => undefined);
-    expect(await probe.call('LLEN', `envengine:${spare.queue}:wait`)).toBe(0);
+    expect(await probe.call('LLEN', `envengine:{${spare.queue}}:wait`)).toBe(0);
     const closed = new Promise((resolve) => probe.once('end', resolve));
     expect((await tenant.api.request('DELETE', `/pool/credentials/${spare.id}`)).status).toBe(200);
     await until(() => workerCall(spare.token, 'POST', '/worker/heartbeat', { worker: { id: 'spare-123', name: 'x', executor: 'remote', concurrency: 1, sandbox: 'bwrap' }, attempts: [] }), (r) => r.status === 401, 10_000);

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
+import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
@@ -153,7 +153,7 @@ const metricsRegistry = createMetricsRegistry('attempt-worker');
 const metrics = workerMetrics(metricsRegistry);
 const queueName = config.mode === 'local' ? LOCAL_ATTEMPT_QUEUE : config.POOL_QUEUE;
 const worker = new Worker(
-  queueName,
+  attemptQueueKeyName(queueName),
   async (job: Job) => {
     const payload = parseAttemptJob(job.data);
     const result = await runnerFor(payload.tenant_id).run(payload.tenant_id, payload.attempt_id);

@@ -1,7 +1,8 @@
 import { Worker, type Job } from 'bullmq';
+import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
+import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue, attemptQueueKeyName } from './attempt-queues.ts';
 import type { AttemptJob } from '@envengine/contracts';
 import { startRedisChild, testId, type RedisChild } from './redis-child.fixture.ts';
 
@@ -32,7 +33,7 @@ describe('AttemptQueueProducer', { timeout: 10_000 }, () => {
     expect(await producer.enqueue(job, 'remote')).toBe(job.attempt_id);
     expect(await producer.enqueue(job, 'remote')).toBe(job.attempt_id);
     expect(await producer.counts(tenantAttemptQueue(tenant))).toEqual({ waiting: 1, active: 0 });
-    expect(await admin.lrange(`${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(tenant)}:wait`, 0, -1)).toEqual([job.attempt_id]);
+    expect(await admin.lrange(`${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}:wait`, 0, -1)).toEqual([job.attempt_id]);
     // A hand-back is a new job: the old one may still be finishing.
     await producer.enqueue({ ...job, dispatch: 1 }, 'remote');
     expect(await producer.counts(tenantAttemptQueue(tenant))).toEqual({ waiting: 2, active: 0 });
@@ -41,7 +42,7 @@ describe('AttemptQueueProducer', { timeout: 10_000 }, () => {
   it("puts local attempts on the engine's queue, with ids only and no BullMQ retry", async () => {
     const job = attemptJob(testId('ten'));
     await producer.enqueue(job, 'local');
-    const stored = await admin.hgetall(`${ATTEMPT_QUEUE_PREFIX}:${LOCAL_ATTEMPT_QUEUE}:${job.attempt_id}`);
+    const stored = await admin.hgetall(`${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(LOCAL_ATTEMPT_QUEUE)}:${job.attempt_id}`);
     expect(JSON.parse(stored['data']!)).toEqual(job);
     expect(JSON.parse(stored['opts']!)).toMatchObject({ attempts: 1 });
     expect(await producer.remove(job, 'local')).toBe(true);
@@ -59,7 +60,7 @@ describe('AttemptQueueProducer', { timeout: 10_000 }, () => {
     const [waiting, taken] = [attemptJob(tenant), attemptJob(tenant)];
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const worker = new Worker(queue, () => held, { connection: admin.duplicate(), prefix: ATTEMPT_QUEUE_PREFIX, autorun: false });
+    const worker = new Worker(attemptQueueKeyName(queue), () => held, { connection: admin.duplicate(), prefix: ATTEMPT_QUEUE_PREFIX, autorun: false });
     try {
       await producer.enqueue(taken, 'remote');
       const active = new Promise<Job>((resolve) => worker.once('active', resolve));
@@ -76,5 +77,41 @@ describe('AttemptQueueProducer', { timeout: 10_000 }, () => {
       release();
       await worker.close();
     }
+  });
+
+  it("keeps every key of a queue in one Redis Cluster slot, so that BullMQ's scripts run on Redis Cluster", async () => {
+    const tenant = testId('ten');
+    const queue = tenantAttemptQueue(tenant);
+    // Every kind of key a queue gets here: waiting, taken, completed and failed jobs (removed at their end), events, meta, ids.
+    const [completes, fails, waits] = [attemptJob(tenant), attemptJob(tenant), attemptJob(tenant)];
+    const worker = new Worker(
+      attemptQueueKeyName(queue),
+      async (job: Job) => {
+        if (job.id === fails.attempt_id) throw new Error('failing on purpose');
+      },
+      { connection: admin.duplicate(), prefix: ATTEMPT_QUEUE_PREFIX, autorun: false },
+    );
+    try {
+      const ended = new Promise<void>((resolve) => {
+        let count = 0;
+        const one = () => (count += 1) === 2 && resolve();
+        worker.on('completed', one);
+        worker.on('failed', one);
+      });
+      await producer.enqueue(completes, 'remote');
+      await producer.enqueue(fails, 'remote');
+      void worker.run();
+      await ended;
+      await worker.pause();
+      await producer.enqueue(waits, 'remote');
+    } finally {
+      await worker.close();
+    }
+    const keys = await admin.keys(`${ATTEMPT_QUEUE_PREFIX}:*${tenant}*`);
+    expect(keys.length).toBeGreaterThanOrEqual(4);
+    expect(keys.every((key) => key.startsWith(`${ATTEMPT_QUEUE_PREFIX}:{${queue}}:`))).toBe(true);
+    expect(new Set(keys.map((key) => calculateSlot(key))).size).toBe(1);
+    // Control: the same keys without the hash tag fall in several slots.
+    expect(new Set(keys.map((key) => calculateSlot(key.replace(/[{}]/g, '')))).size).toBeGreaterThan(1);
   });
 });

@@ -2,8 +2,25 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AttemptJob, TENANT_ID_PATTERN } from '@envengine/contracts';
 
-/** Prefix of every BullMQ key of the engine's attempt queues (`envengine:<queue>:…`). */
+/** Prefix of every BullMQ key of the engine's attempt queues (`envengine:{<queue>}:…`). */
 export const ATTEMPT_QUEUE_PREFIX = 'envengine';
+
+/**
+ * The BullMQ name of an attempt queue: its name in braces, a Redis Cluster hash tag, so
+ * that every key of one queue (`envengine:{attempts-<tenant>}:wait`, `…:active`, each
+ * job's hash) lies in one slot, as BullMQ's scripts, which touch several keys of a queue
+ * at once, need on Redis Cluster. The queue's own name (`attempts-<tenant>`, a pool
+ * credential's `queue`) stays without them.
+ */
+export function attemptQueueKeyName(queue: string): string {
+  if (!isAttemptQueueName(queue)) throw new Error(`"${queue}" is not an attempt queue`);
+  return `{${queue}}`;
+}
+
+/** Every Redis key of one attempt queue: `envengine:{<queue>}:*` (an ACL key pattern; braces are not special in it). */
+export function attemptQueueKeyPattern(queue: string): string {
+  return `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(queue)}:*`;
+}
 
 /** The engine's own queue: `local` attempts, taken by `attempt-worker --local`. */
 export const LOCAL_ATTEMPT_QUEUE = 'attempts-local';
@@ -99,7 +116,7 @@ export class AttemptQueueProducer {
   private queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: ATTEMPT_QUEUE_PREFIX, telemetry: this.telemetry });
+      queue = new Queue(attemptQueueKeyName(name), { connection: this.connection, prefix: ATTEMPT_QUEUE_PREFIX, telemetry: this.telemetry });
       this.queues.set(name, queue);
     }
     return queue;

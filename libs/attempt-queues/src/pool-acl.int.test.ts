@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, tenantAttemptQueue } from './attempt-queues.ts';
+import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, tenantAttemptQueue, attemptQueueKeyName } from './attempt-queues.ts';
 import type { AttemptJob } from '@envengine/contracts';
 import { generatePoolPassword, PoolAclRegistry, poolRedisUsername, poolWorkerScripts, reapplyOnReady, sha256Hex, type PoolUser } from './pool-acl.ts';
 import { poolRedisOptions, sendScriptsByShaOnly } from './pool-connection.ts';
@@ -91,8 +91,7 @@ describe('a pool user', { timeout: 15_000 }, () => {
     opened.push(connection);
     const seen: unknown[] = [];
     // As the attempt-worker does: its own ioredis instance, duplicated by BullMQ.
-    const worker = new Worker(
-      tenantAttemptQueue(tenant),
+    const worker = new Worker(attemptQueueKeyName(tenantAttemptQueue(tenant)),
       async (job: Job) => {
         seen.push(job.data);
         if (seen.length === 2) throw new Error('user code failed');
@@ -123,8 +122,8 @@ describe('a pool user', { timeout: 15_000 }, () => {
     const [tenantA, tenantB] = [testId('ten'), testId('ten')];
     const credential = await issue(tenantA);
     const client = poolClient(credential);
-    const own = `${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(tenantA)}`;
-    const other = `${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(tenantB)}`;
+    const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenantA))}`;
+    const other = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenantB))}`;
     await admin.lpush(`${other}:wait`, 'att_x');
     await admin.set('elsewhere', 'x');
 
@@ -180,7 +179,7 @@ describe('a pool user', { timeout: 15_000 }, () => {
     connection.on('error', () => undefined);
     opened.push(connection);
 
-    const queue = new Queue(tenantAttemptQueue(tenantB), { connection, prefix: ATTEMPT_QUEUE_PREFIX });
+    const queue = new Queue(attemptQueueKeyName(tenantAttemptQueue(tenantB)), { connection, prefix: ATTEMPT_QUEUE_PREFIX });
     queue.on('error', () => undefined);
     await expect(queue.add('attempt', attemptJob(tenantB), { jobId: testId('att') })).rejects.toThrow(/NOPERM/);
     await queue.close();
@@ -188,7 +187,7 @@ describe('a pool user', { timeout: 15_000 }, () => {
     const victim = attemptJob(tenantB);
     await producer.enqueue(victim, 'remote');
     let processed = false;
-    const worker = new Worker(tenantAttemptQueue(tenantB), async () => {
+    const worker = new Worker(attemptQueueKeyName(tenantAttemptQueue(tenantB)), async () => {
       processed = true;
     }, { connection, prefix: ATTEMPT_QUEUE_PREFIX });
     const refusals = new Promise<Error>((resolve) => worker.once('error', resolve));
@@ -205,7 +204,7 @@ describe('a pool user', { timeout: 15_000 }, () => {
 
   it('keeps its connections when re-applied, loses them when revoked, and cannot authenticate again', async () => {
     const credential = await issue(testId('ten'));
-    const own = `${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(credential.tenantId)}:wait`;
+    const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(credential.tenantId))}:wait`;
     const client = poolClient(credential);
     expect(await reply(client, 'LLEN', own)).toBe('allowed: 0');
 
@@ -259,7 +258,7 @@ describe('reapplyOnReady', { timeout: 20_000 }, () => {
     await appliedAgain(1);
 
     // Connection options as a pool's worker gets them: BullMQ makes its own connections.
-    const worker = new Worker(tenantAttemptQueue(tenant), async (job: Job) => job.id, {
+    const worker = new Worker(attemptQueueKeyName(tenantAttemptQueue(tenant)), async (job: Job) => job.id, {
       connection: poolRedisOptions(server.url, user.username, password),
       prefix: ATTEMPT_QUEUE_PREFIX,
     });

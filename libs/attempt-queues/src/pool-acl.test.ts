@@ -38,7 +38,7 @@ describe('pool ACL rules', () => {
   const rules = poolAclRules(tenant);
 
   it("reach the tenant's queue keys only, and no channel", () => {
-    expect(rules.filter((rule) => /^[~%&]|^(allkeys|allchannels|allcommands)$/.test(rule))).toEqual([`~envengine:attempts-${tenant}:*`]);
+    expect(rules.filter((rule) => /^[~%&]|^(allkeys|allchannels|allcommands)$/.test(rule))).toEqual([`~envengine:{attempts-${tenant}}:*`]);
     expect(rules.slice(0, 2)).toEqual(['resetchannels', '-@all']);
   });
 
@@ -69,7 +69,7 @@ describe('pool ACL rules', () => {
 
   it("give the engine's local runner the same grants on the local queue, and EVAL", () => {
     const runner = localRunnerAclRules();
-    expect(runner.filter((rule) => rule.startsWith('~'))).toEqual(['~envengine:attempts-local:*']);
+    expect(runner.filter((rule) => rule.startsWith('~'))).toEqual(['~envengine:{attempts-local}:*']);
     expect(runner).toContain('+eval');
     expect(rules).not.toContain('+eval');
   });

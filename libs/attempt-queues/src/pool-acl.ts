@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
+import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 
 export interface PoolUser {
   username: string;
@@ -87,9 +87,9 @@ export const POOL_SCRIPT_COMMANDS: readonly string[] = [
   'zrevrange', 'zrevrangebyscore', 'zscore',
 ];
 
-/** The key pattern of a tenant's queue: `envengine:attempts-<tenant>:*`. */
+/** The key pattern of a tenant's queue: `envengine:{attempts-<tenant>}:*`. */
 export function poolKeyPattern(tenantId: string): string {
-  return `${ATTEMPT_QUEUE_PREFIX}:${tenantAttemptQueue(tenantId)}:*`;
+  return attemptQueueKeyPattern(tenantAttemptQueue(tenantId));
 }
 
 /**
@@ -121,7 +121,7 @@ function queueConsumerRules(keyPattern: string): string[] {
  * sandboxed with no route to Redis.
  */
 export function localRunnerAclRules(): string[] {
-  return [...queueConsumerRules(`${ATTEMPT_QUEUE_PREFIX}:${LOCAL_ATTEMPT_QUEUE}:*`), '+eval'];
+  return [...queueConsumerRules(attemptQueueKeyPattern(LOCAL_ATTEMPT_QUEUE)), '+eval'];
 }
 
 /** Creates and removes the pool users (with the placement-service's own connection). */
