@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { validateManifest } from '@envengine/manifest-rules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
-import { cpuSecondsOf, median, rssMegabytes, type Bench } from './harness.ts';
+import { cpuSecondsOf, median, rssMegabytes, stackProcesses, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 interface LatencyRun {
@@ -22,8 +22,9 @@ interface LatencyRun {
   cpuMsPerCall: Record<string, number>;
 }
 
-/** The processes whose CPU a run accounts for, by name. */
-let accounted: Record<string, number | undefined> = {};
+/** The processes whose CPU a run accounts for, by name (several pids: a deployable's replicas, a cluster's parts). */
+let accounted: Record<string, Array<number | undefined>> = {};
+const cpuSecondsOfAll = (pids: Array<number | undefined>) => pids.reduce<number>((sum, pid) => sum + cpuSecondsOf(pid), 0);
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -32,7 +33,7 @@ async function measureCalls(name: string, inFlight: number, count: number, opera
   const latencies: number[] = [];
   let failures = 0;
   let next = 0;
-  const cpuBefore = Object.fromEntries(Object.entries(accounted).map(([process_, pid]) => [process_, cpuSecondsOf(pid)]));
+  const cpuBefore = Object.fromEntries(Object.entries(accounted).map(([process_, pids]) => [process_, cpuSecondsOfAll(pids)]));
   const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -47,7 +48,7 @@ async function measureCalls(name: string, inFlight: number, count: number, opera
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const cpuMsPerCall = Object.fromEntries(
-    Object.entries(accounted).map(([process_, pid]) => [process_, ((cpuSecondsOf(pid) - cpuBefore[process_]!) * 1000) / count]),
+    Object.entries(accounted).map(([process_, pids]) => [process_, ((cpuSecondsOfAll(pids) - cpuBefore[process_]!) * 1000) / count]),
   );
   const run = { name, inFlight, count, p50: percentile(latencies, 50), p99: percentile(latencies, 99), perSecond: count / seconds, failures, cpuMsPerCall };
   console.error(`  ${name}, ${inFlight} in flight: p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms, ${run.perSecond.toFixed(1)}/s, ${failures} failed`);
@@ -90,16 +91,13 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
   };
 
   const workerPid = services.processes['workflow-worker'].pid;
-  accounted = {
-    'temporal server': servers.temporal.process?.pid,
-    mongodb: servers.mongo.process?.pid,
-    'bench (load + raw worker)': process.pid,
-    gateway: services.processes.gateway.pid,
-    'deployment-service': services.processes['deployment-service'].pid,
-    'workflow-worker': workerPid,
-    'placement-service': services.processes['placement-service'].pid,
-    'secrets-service': services.processes['secrets-service'].pid,
-  };
+  // Grouped: every replica of a deployable in one column, every MongoDB member in one, Temporal's processes in one (PostgreSQL apart).
+  accounted = { 'bench (load + raw worker)': [process.pid] };
+  for (const [name, process_] of stackProcesses(stack)) {
+    if (name === 'attempt-worker' || name.startsWith('attempt-worker-') || name === 'redis') continue;
+    const group = name.startsWith('temporal') ? 'temporal' : name.startsWith('mongod') ? 'mongodb' : name.replace(/-\d+$/, '');
+    (accounted[group] ??= []).push(process_.pid);
+  }
   const idleRss = rssMegabytes(workerPid);
   const runs: LatencyRun[] = [];
   try {
@@ -124,6 +122,8 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 10, 150, rawExecute));
     runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, ingest(ENVIRONMENTS)));
     runs.push(await measureCalls(`activation through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, activate(ENVIRONMENTS)));
+    runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 50, 300, rawExecute));
+    runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 50, 300, ingest(ENVIRONMENTS)));
     runs.push(await measureCalls('ingest through the gateway, all on one environment', 10, 100, ingest(1)));
     // Twenty different deployments of one environment, so no two concurrent calls activate the same one
     // (those would share one workflow: `activate-<deployment id>`).
