@@ -18,7 +18,9 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
   const deployments = async () => (await tenant.api.get('/environments/prod/deployments')).body.data as Array<{ id: string; status: string }>;
 
   beforeAll(async () => {
-    stack = await startTestStack({ mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl });
+    // The embedded Temporal and one workflow-worker whatever the profile: these tests freeze and
+    // kill that one worker and the dev server (the cluster's own crash tests: temporal-cluster).
+    stack = await startTestStack({ profile: 'embedded', replicas: 1, mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl });
     tenant = await createTenant(stack.info, 'failures');
     await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' });
     await tenant.api.put('/environments/prod/bindings/warehouse', {});

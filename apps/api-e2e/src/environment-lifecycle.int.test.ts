@@ -373,7 +373,8 @@ describe('an interrupted delete (a stack of its own)', () => {
 
   beforeAll(async () => {
     // A DELETE waits one second for its tear-down before it answers 503 (the tear-down goes on).
-    own = await startTestStack({ mongoUrl: stack.mongoUrl, temporalAddress: stack.temporalAddress, env: { TEARDOWN_WAIT_MS: '1000' } });
+    // One of each whatever the profile: the test stops the one workflow-worker and kills the one placement-service.
+    own = await startTestStack({ replicas: 1, mongoUrl: stack.mongoUrl, temporalAddress: stack.temporalAddress, env: { TEARDOWN_WAIT_MS: '1000' } });
     tenant = await createTenant(own.info, 'interrupted');
     temporalConnection = await Connection.connect({ address: stack.temporalAddress });
     temporal = new Client({ connection: temporalConnection });

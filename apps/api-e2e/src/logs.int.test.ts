@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { createTenant, until } from '@envengine/test-harness';
+import { createTenant, replicaLogFiles, until } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -17,16 +17,21 @@ describe('service logs', () => {
     await tenant.api.get('/environments/logged', { headers: { 'X-Request-Id': lastRequestId } });
     const logDir = join(stack.dataDir, 'logs');
     const read = (file: string) => readFileSync(join(logDir, file), 'utf8');
-    await until(
-      async () => ['gateway.log', 'placement-service.log'].filter((file) => read(file).includes(lastRequestId)).length,
-      (found) => found === 2,
+    // The gateway the client calls is the first; the placement-service replica it went to, any.
+    const placementLogs = replicaLogFiles(stack, 'placement-service');
+    const carrying = await until(
+      async () => ['gateway.log', ...placementLogs].filter((file) => read(file).includes(lastRequestId)),
+      (found) => found.length === 2,
       10_000,
     );
     // The scan sees this test's lines: the path it requested is there, the body it sent is not.
+    expect(carrying[0]).toBe('gateway.log');
     expect(read('gateway.log')).toContain('/environments/logged');
-    expect(read('placement-service.log')).toContain(lastRequestId);
+    expect(placementLogs).toContain(carrying[1]);
 
-    const serviceLogs = readdirSync(logDir).filter((file) => /(gateway|service|worker)\.log$/.test(file));
+    // Every replica of every deployable (the servers' own logs, Temporal's among them, are not JSON).
+    const serviceLogs = (Object.keys(stack.replicaUrls) as Array<keyof typeof stack.replicaUrls>).flatMap((service) => replicaLogFiles(stack, service));
+    expect(serviceLogs.every((file) => readdirSync(logDir).includes(file))).toBe(true);
     expect(serviceLogs.length).toBeGreaterThanOrEqual(6);
     let requestLines = 0;
     for (const file of serviceLogs) {

@@ -36,7 +36,8 @@ describe('master key rotation: every data key re-wrapped while the service serve
     callResolve(stack.info, { tenantId: tenant.tenantId, body: { environment_id: environmentId, binding } });
 
   beforeAll(async () => {
-    stack = await startTestStack({ mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl, temporalAddress: shared.temporalAddress });
+    // One secrets-service whatever the profile: the test restarts it with other keys.
+    stack = await startTestStack({ replicas: 1, mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl, temporalAddress: shared.temporalAddress });
     tenant = await createTenant(stack.info, 'rotation');
     mongo = await new MongoClient(stack.info.mongoUrl).connect();
     environmentId = (await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).body.data.id;

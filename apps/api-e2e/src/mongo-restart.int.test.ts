@@ -15,7 +15,11 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
 
   beforeAll(async () => {
     // A small refused-token budget, so the limit test needs no flood that must outrun a refill.
+    // One mongod and one of each service whatever the profile: the test stops and restarts
+    // that mongod (a member's death in a set of three: mongo-failover).
     stack = await startTestStack({
+      mongoMembers: 1,
+      replicas: 1,
       redisUrl: shared.redisUrl,
       temporalAddress: shared.temporalAddress,
       env: { FAILED_AUTH_PER_SECOND: '1', FAILED_AUTH_BURST: '5' },

@@ -16,7 +16,8 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
 
   beforeAll(async () => {
     // Its own Redis (not persisted: a restart loses every queued job, the hardest case).
-    stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
+    // One of each whatever the profile: the test stops and restarts those processes.
+    stack = await startTestStack({ replicas: 1, mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
     tenant = await createTenant(stack.info, 'run-failures');
     await deployRunsProject(tenant, join(stack.info.dataDir, 'lake'), 'local');
   });

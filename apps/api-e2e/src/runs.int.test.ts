@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { AssetListing, dataEnvelope, Run } from '@envengine/contracts';
-import { createTenant, until, type TestTenant } from '@envengine/test-harness';
+import { createTenant, replicaLogFiles, until, type TestTenant } from '@envengine/test-harness';
 import { z } from 'zod';
 import { deployRunsProject, waitForRun } from './runs-fixtures.ts';
 
@@ -164,10 +164,13 @@ describe('runs on the engine host (local)', () => {
     // The engine's runner learns of the cancel at its next heartbeat, stops the sleeper's
     // sandboxed child, and says the attempt is done only once that child has exited.
     const attemptId = canceled.body.data.attempts[0].id as string;
-    const runnerLog = join(stack.dataDir, 'logs', 'attempt-worker.log');
+    // Whichever of the engine's runners ran it.
+    const runnerLogs = replicaLogFiles(stack, 'attempt-worker').map((file) => join(stack.dataDir, 'logs', file));
     const done = await until(
       async () =>
-        readFileSync(runnerLog, 'utf8')
+        runnerLogs
+          .map((file) => readFileSync(file, 'utf8'))
+          .join('\n')
           .split('\n')
           .filter((line) => line.includes(attemptId))
           .map((line) => JSON.parse(line) as { msg: string; result?: string; reason?: string }),

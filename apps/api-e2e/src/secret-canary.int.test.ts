@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Redis } from 'ioredis';
 import { Binary, MongoClient } from 'mongodb';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { callResolve, createTenant, makeBundle, manifestOf, scanDatabases, scanLogs, scanRedis, scanWorkflowHistories, type ApiResponse, type TestTenant, until } from '@envengine/test-harness';
+import { callResolve, createTenant, makeBundle, manifestOf, replicaLogFiles, scanDatabases, scanLogs, scanRedis, scanWorkflowHistories, type ApiResponse, type TestTenant, until } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -88,16 +88,26 @@ describe('secret canary', () => {
     // A marker request through each service, sent after every canary request: once its
     // line is in a log, that process has written everything before it (lines go in order).
     const marker = `marker-${randomBytes(8).toString('hex')}`;
-    for (const path of ['/environments/prod/secrets', '/environments/prod/bindings', '/environments/prod', '/environments/prod/deployments']) {
-      expect((await owner.api.get(path, { headers: { 'X-Request-Id': marker } })).status).toBe(200);
-    }
+    const services = ['gateway', 'secrets-service', 'placement-service', 'deployment-service'] as const;
+    // Every replica's log: the marker is sent again through every gateway until each
+    // replica of each service has logged it (callers take the replicas in turn).
+    const expected = services.flatMap((service) => replicaLogFiles(stack, service).map((file) => `log ${file}`)).sort();
     const logged = await until(
-      async () => new Set(scanLogs(stack.dataDir, [marker]).hits.map((hit) => hit.where)),
-      (where) => ['gateway', 'secrets-service', 'placement-service', 'deployment-service'].every((service) => where.has(`log ${service}.log`)),
-      10_000,
+      async () => {
+        for (const gateway of stack.replicaUrls.gateway) {
+          for (const path of ['/environments/prod/secrets', '/environments/prod/bindings', '/environments/prod', '/environments/prod/deployments']) {
+            const response = await fetch(`${gateway}/api/v1${path}`, { headers: { authorization: `Bearer ${owner.token}`, 'X-Request-Id': marker } });
+            await response.body?.cancel();
+            expect(response.status).toBe(200);
+          }
+        }
+        return new Set(scanLogs(stack.dataDir, [marker]).hits.map((hit) => hit.where));
+      },
+      (where) => expected.every((file) => where.has(file)),
+      20_000,
     );
     // The scanner finds what is there: the marker, in every service the requests passed.
-    expect([...logged].sort()).toEqual(['log deployment-service.log', 'log gateway.log', 'log placement-service.log', 'log secrets-service.log']);
+    expect([...logged].sort()).toEqual(expected);
 
     const { hits, files } = scanLogs(stack.dataDir, canaries);
     expect(files).toBeGreaterThanOrEqual(6);

@@ -11,3 +11,4 @@ export * from './pool-workers.ts';
 export * from './deploy-project.ts';
 export * from './outside-host.ts';
 export * from './openapi-responses.ts';
+export * from './service-logs.ts';
