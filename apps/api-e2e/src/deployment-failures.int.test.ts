@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTemporal, temporalAnswers, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
-import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until, workflowProgress, workflowsOf } from '@envengine/test-harness';
+import { createTenant, makeBundle, manifestOf, startTestStack, type TestStack, type TestTenant, until, workflowsOf } from '@envengine/test-harness';
+import { expectIngestsCompleted } from './ingest-fixtures.ts';
 
 const shared = inject('stack');
 /** Ingests refused while Temporal is down: enough for an uncapped reconnect backoff to outgrow a call's deadline. */
@@ -116,12 +117,7 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
       process.kill(worker.pid!, 'SIGCONT');
       answers = await Promise.all(pending);
       // Each ingest Temporal had when it died ran to its end after the restart.
-      for (const workflowId of running) {
-        const id = workflowId.replace(/^ingest-/, '');
-        const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.body?.data?.status === 'ready', 90_000);
-        const progress = recorded.body?.data?.status === 'ready' ? '' : await workflowProgress(stack.info.temporalAddress, workflowId);
-        expect(recorded.body.data, `${progress}; workflow-worker ${worker.running ? 'running' : 'exited'}`).toMatchObject({ id, status: 'ready' });
-      }
+      await expectIngestsCompleted(tenant, stack.info.temporalAddress, running, worker);
     } finally {
       process.kill(worker.pid!, 'SIGCONT');
     }

@@ -1,7 +1,8 @@
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TEMPORAL_HISTORY_SHARDS, temporalAnswers, type TemporalClusterServer } from '@envengine/backing-servers';
-import { createTenant, deployProject, startTestStack, until, workflowProgress, workflowsOf, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { createTenant, deployProject, startTestStack, until, workflowsOf, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { expectIngestsCompleted } from './ingest-fixtures.ts';
 import { ASSET_CODE, RUN_TEST_SETTINGS, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const shared = inject('stack');
@@ -113,12 +114,7 @@ describe('the engine on a Temporal cluster on PostgreSQL', () => {
         expect(back, 'the cluster answers again').toBe(true);
         process.kill(worker.pid!, 'SIGCONT');
         answers = await Promise.all(pending);
-        for (const workflowId of running) {
-          const id = workflowId.replace(/^ingest-/, '');
-          const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.body?.data?.status === 'ready', 90_000);
-          const progress = recorded.body?.data?.status === 'ready' ? '' : await workflowProgress(stack.info.temporalAddress, workflowId);
-          expect(recorded.body.data, `${progress}; workflow-worker ${worker.running ? 'running' : 'exited'}`).toMatchObject({ id, status: 'ready' });
-        }
+        await expectIngestsCompleted(tenant, stack.info.temporalAddress, running, worker);
       } finally {
         process.kill(worker.pid!, 'SIGCONT');
       }

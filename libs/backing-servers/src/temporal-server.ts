@@ -31,7 +31,7 @@ export interface StartTemporalOptions {
  * up behind that for 17 s and past their catch-up window, so it is raised. The same flags
  * are in docker-compose.yml.
  */
-export const TEMPORAL_TUNING: Record<string, number | string | boolean> = {
+export const TEMPORAL_TUNING: Record<string, number | string | boolean | Record<string, number>> = {
   'history.transferProcessorMaxPollRPS': 10000,
   'history.timerProcessorMaxPollRPS': 10000,
   'history.visibilityProcessorMaxPollRPS': 10000,
@@ -41,6 +41,9 @@ export const TEMPORAL_TUNING: Record<string, number | string | boolean> = {
   'matching.numTaskqueueWritePartitions': 1,
   'system.enableActivityEagerExecution': true,
   'worker.schedulerNamespaceStartWorkflowRPS': 1000,
+  // Schedules are workflows of Temporal's own per-namespace worker, which polls for their
+  // tasks with two pollers by default: 500 schedules due in the same second wait on them.
+  'worker.perNamespaceWorkerOptions': { MaxConcurrentWorkflowTaskPollers: 16 },
 };
 
 /** The dev server's flags: SQLite's, then `TEMPORAL_TUNING` as dynamic config values (JSON). */
