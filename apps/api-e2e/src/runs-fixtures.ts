@@ -143,6 +143,8 @@ export function engineTargets(stack: StackInfo): ProbeTarget[] {
     redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
     temporal: `http://${stack.temporalAddress}`,
     ...(stack.objectStore ? { 'object-store': stack.objectStore.url } : {}),
+    // Each MongoDB member, PostgreSQL and each Temporal process of the cluster profile.
+    ...Object.fromEntries(Object.entries(stack.serverAddresses).map(([name, address]) => [name, `http://${address}`])),
   };
   return Object.entries(urls).map(([name, url]) => ({ name, host: new URL(url).hostname, port: Number(new URL(url).port) }));
 }

@@ -237,7 +237,16 @@ export async function startTemporalCluster(options: StartTemporalClusterOptions)
     setUpSchemas(join(buildDir, 'temporal-sql-tool'), join(buildDir, 'schema/postgresql/v12'), postgres, options.postgresPassword, root);
     const parts: TemporalClusterServer['parts'] = [{ name: 'postgres', process: postgres.process, address: `${postgres.host}:${postgres.port}` }];
     const processEnv = { ...env, TEMPORAL_POSTGRES_PASSWORD: options.postgresPassword };
-    // All four at once: each waits for the others to join its membership ring.
+    const listening = (part: TemporalClusterServer['parts'][number]) =>
+      waitUntil(part.name, () => canConnect('127.0.0.1', Number(part.address.split(':')[1]), 1000), {
+        timeoutMs: 60_000,
+        alive: () => part.process.running,
+        logFile: part.process.logFile,
+      });
+    // The frontend first, alone: each service writes the cluster's metadata at its first
+    // start, and four at once on a new database race on its key (one exits with
+    // `duplicate key value violates unique constraint "cluster_metadata_info_pkey"`, seen in
+    // 3 of 12 starts). The other three then together: each waits for the rest to join its ring.
     for (const service of TEMPORAL_SERVICES) {
       const process_ = new ManagedProcess({
         name: `temporal-${service}`,
@@ -250,11 +259,9 @@ export async function startTemporalCluster(options: StartTemporalClusterOptions)
       // The worker service serves no gRPC: its membership port is where it answers.
       const port = service === 'worker' ? ports.worker.membership : ports[service].grpc;
       parts.push({ name: `temporal-${service}`, process: process_, address: `127.0.0.1:${port}` });
+      if (service === 'frontend') await listening(parts.at(-1)!);
     }
-    for (const part of parts.slice(1)) {
-      const [, port] = part.address.split(':');
-      await waitUntil(part.name, () => canConnect('127.0.0.1', Number(port), 1000), { timeoutMs: 60_000, alive: () => part.process.running, logFile: part.process.logFile });
-    }
+    for (const part of parts.slice(2)) await listening(part);
     const address = `127.0.0.1:${ports.frontend.grpc}`;
     const frontend = started[1]!;
     const frontendLog = join(options.dataDir, 'logs', 'temporal-frontend.log');

@@ -40,6 +40,12 @@ export interface StackInfo {
   /** Redis's address without a credential, as a pool worker is given it (it brings its own). */
   redisServerUrl: string;
   temporalAddress: string;
+  /**
+   * Every other address a backing server's process listens on (`host:port`), by name: each
+   * MongoDB member, each process of the cluster profile's Temporal and its PostgreSQL.
+   * With `urls` and the servers' URLs, what no tenant's code may reach.
+   */
+  serverAddresses: Record<string, string>;
   /** The engine's own object store (when the stack has one): its endpoint, bucket and administrator keys. */
   objectStore: { url: string; bucket: string; accessKeyId: string; secretAccessKey: string } | null;
   dataDir: string;
@@ -121,6 +127,10 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     redisUrl: servers.redis.adminUrl,
     redisServerUrl: servers.redis.url,
     temporalAddress: servers.temporal.url,
+    serverAddresses: Object.fromEntries([
+      ...(servers.mongo.members ?? []).map((member, index) => [`mongodb-${index}`, member.host]),
+      ...('parts' in servers.temporal ? servers.temporal.parts.map((part) => [part.name, part.address]) : []),
+    ]),
     objectStore:
       servers.s3 && admin ? { url: servers.s3.url, bucket: servers.s3.bucket, ...admin } : null,
     dataDir,
