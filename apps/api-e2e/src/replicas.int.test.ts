@@ -52,7 +52,10 @@ describe('two replicas of every deployable (a stack of its own)', () => {
       temporalAddress: shared.temporalAddress,
       replicas: 2,
       // The thousand runs come from one token; each gateway keeps its own buckets.
-      env: { ...RUN_TEST_SETTINGS, RATE_LIMIT_PER_SECOND: '5000', RATE_LIMIT_BURST: '5000' },
+      // The default lease (15 s) and a long asset limit: 1,000 runs on a busy two-core machine
+      // must not fail for a runner starved of CPU for four seconds (2 of 1,000 did in a CI
+      // run with the suite's 4 s lease and limit); the lost-worker test waits for the lease.
+      env: { ...RUN_TEST_SETTINGS, ATTEMPT_LEASE_TTL_MS: '15000', ASSET_TIMEOUT_MS: '60000', RATE_LIMIT_PER_SECOND: '5000', RATE_LIMIT_BURST: '5000' },
     });
     tenant = await createTenant(stack.info, 'replicas');
     mongo = await new MongoClient(stack.info.mongoUrl).connect();
@@ -139,7 +142,12 @@ describe('two replicas of every deployable (a stack of its own)', () => {
       500,
     );
     const byStatus = await runs.aggregate<{ _id: string; count: number }>([{ $match: { tenant_id: tenant.tenantId, environment_id: environmentId } }, { $group: { _id: '$status', count: { $sum: 1 } } }]).toArray();
-    expect(byStatus).toEqual([{ _id: 'succeeded', count: RUNS }]);
+    // What went wrong with any run that did not succeed, for the failure message.
+    const unsuccessful = await attempts
+      .find({ tenant_id: tenant.tenantId, run_id: { $in: created }, status: { $ne: 'succeeded' } }, { projection: { run_id: 1, status: 1, error: 1, worker: 1 } })
+      .limit(5)
+      .toArray();
+    expect(byStatus, JSON.stringify(unsuccessful)).toEqual([{ _id: 'succeeded', count: RUNS }]);
     const perRun = await attempts
       .aggregate<{ _id: string; attempts: number; statuses: string[] }>([
         { $match: { tenant_id: tenant.tenantId, run_id: { $in: created } } },
@@ -206,7 +214,7 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     const abandoned = Run.parse((await tenant.api.post('/environments/silent/runs', { assets: ['empty'] })).body.data);
     const started = await pool.post(`/worker/attempts/${abandoned.attempts[0]!.id}/start`, { worker: { id: 'silent-1', name: 'silent', executor: 'remote', concurrency: 1, sandbox: 'bwrap' } });
     expect(started.status).toBe(200);
-    // The worker never reports again: its lease runs out (4 s here) and a reaper marks it.
+    // The worker never reports again: its lease runs out (15 s here) and a reaper marks it.
     const lost = await waitForRun(tenant, abandoned.id, 60_000);
     expect([lost.status, lost.attempts.map((attempt) => attempt.status)]).toEqual(['failed', ['lost']]);
     const counted = await until(
