@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { validateManifest } from '@envengine/manifest-rules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
-import { cpuSecondsOf, median, rssMegabytes, stackProcesses, type Bench } from './harness.ts';
+import { cpuSecondsOf, median, rssMegabytes, stackProcessGroups, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 interface LatencyRun {
@@ -91,13 +91,7 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
   };
 
   const workerPid = services.processes['workflow-worker'].pid;
-  // Grouped: every replica of a deployable in one column, every MongoDB member in one, Temporal's processes in one (PostgreSQL apart).
-  accounted = { 'bench (load + raw worker)': [process.pid] };
-  for (const [name, process_] of stackProcesses(stack)) {
-    if (name === 'attempt-worker' || name.startsWith('attempt-worker-') || name === 'redis') continue;
-    const group = name.startsWith('temporal') ? 'temporal' : name.startsWith('mongod') ? 'mongodb' : name.replace(/-\d+$/, '');
-    (accounted[group] ??= []).push(process_.pid);
-  }
+  accounted = { 'bench (load + raw worker)': [process.pid], ...stackProcessGroups(stack, ['attempt-worker', 'redis']) };
   const idleRss = rssMegabytes(workerPid);
   const runs: LatencyRun[] = [];
   try {

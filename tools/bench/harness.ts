@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { freePort, type ManagedProcess } from '@envengine/backing-servers';
-import type { RunningStack } from '@envengine/dev-stack';
+import { replicaName, SERVICE_NAMES, type RunningStack, type ServiceName } from '@envengine/dev-stack';
 
 export interface BenchSettings {
   rounds: number;
@@ -205,8 +205,8 @@ export function rssMegabytes(pid: number | undefined): number {
 /** Every process of a stack by name (each replica, each MongoDB member, each part of the Temporal cluster), for CPU accounting. */
 export function stackProcesses({ services, servers }: RunningStack): Map<string, ManagedProcess> {
   const named = new Map<string, ManagedProcess>();
-  for (const [name, replicas] of Object.entries(services.replicas)) {
-    replicas.forEach((process_, index) => named.set(replicas.length > 1 ? `${name}-${index}` : name, process_));
+  for (const name of Object.keys(services.replicas) as ServiceName[]) {
+    services.replicas[name].forEach((process_, replica) => named.set(replicaName(name, replica), process_));
   }
   const members = servers.mongo.members ?? [];
   if (members.length > 1) members.forEach((member, index) => named.set(`mongod-${index}`, member.process));
@@ -235,4 +235,19 @@ export function cpuByProcess(stack: RunningStack): { end(): { seconds: Record<st
       wallSeconds: (performance.now() - started) / 1000,
     }),
   };
+}
+
+/**
+ * The pids of a stack's processes by group, for a CPU table: every replica of a deployable
+ * in one group, every MongoDB member in one, Temporal's processes in one (PostgreSQL apart).
+ */
+export function stackProcessGroups(stack: RunningStack, omit: readonly string[] = []): Record<string, Array<number | undefined>> {
+  const groupOf = (name: string) =>
+    name.startsWith('temporal') ? 'temporal' : name.startsWith('mongod') ? 'mongodb' : (SERVICE_NAMES.find((service) => name === service || name.startsWith(`${service}-`)) ?? name);
+  const groups: Record<string, Array<number | undefined>> = {};
+  for (const [name, process_] of stackProcesses(stack)) {
+    const group = groupOf(name);
+    if (!omit.includes(group)) (groups[group] ??= []).push(process_.pid);
+  }
+  return groups;
 }

@@ -16,7 +16,7 @@ import { Redis } from 'ioredis';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName } from '@envengine/attempt-queues';
 import { PoolCredentialIssued, PoolStatus, Run, RunLogLine } from '@envengine/contracts';
 import { ApiClient, deployProject, manifestOf, stackInfoOf, startPoolWorker, type PoolWorker } from '@envengine/test-harness';
-import { cpuSecondsOf, endedChildrenCpuSecondsOf, machineBusyCpuSeconds, median, percentile, runConcurrently, stackProcesses, type Bench } from './harness.ts';
+import { cpuSecondsOf, endedChildrenCpuSecondsOf, machineBusyCpuSeconds, median, percentile, runConcurrently, stackProcessGroups, type Bench } from './harness.ts';
 import type { SuiteContext } from './suite-context.ts';
 import { EMIT_ROWS, encodeWideRows, loadMakeRows, ROWS_MODULE, WIDE_ASSET, WIDE_COLUMNS } from './wide-rows.ts';
 
@@ -207,15 +207,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   };
 
   let worker: PoolWorker = await startWorker('bench-latency', 'bwrap');
-  // Grouped: a deployable's replicas in one row, MongoDB's members in one, Temporal's processes in one (PostgreSQL apart).
-  const accounted = (): Record<string, Array<number | undefined>> => {
-    const groups: Record<string, Array<number | undefined>> = { bench: [process.pid], 'pool worker': [worker.process.pid] };
-    for (const [name, process_] of stackProcesses(stack)) {
-      const group = name.startsWith('temporal') ? 'temporal' : name.startsWith('mongod') ? 'mongodb' : name.replace(/-\d+$/, '');
-      (groups[group] ??= []).push(process_.pid);
-    }
-    return groups;
-  };
+  const accounted = (): Record<string, Array<number | undefined>> => ({ bench: [process.pid], 'pool worker': [worker.process.pid], ...stackProcessGroups(stack) });
   const cpuNow = (): Record<string, number> => {
     const listed: Record<string, number> = {
       ...Object.fromEntries(Object.entries(accounted()).map(([name, pids]) => [name, pids.reduce<number>((sum, pid) => sum + cpuSecondsOf(pid), 0)])),

@@ -9,11 +9,14 @@ import { ServerUnavailableError, type BackingServer } from './backing-server.ts'
 import { ManagedProcess } from './managed-process.ts';
 import { canConnect, freePortInRange, waitUntil } from './network.ts';
 import { startPostgres, type PostgresServer } from './postgres-server.ts';
-import { SEARCH_ATTRIBUTE_NAMES, TEMPORAL_TUNING, temporalAnswers } from './temporal-server.ts';
+import { SEARCH_ATTRIBUTE_NAMES, TEMPORAL_TUNING } from './temporal-server.ts';
 
 /** The services of a Temporal cluster, each its own process here, as in production. */
 export const TEMPORAL_SERVICES = ['frontend', 'history', 'matching', 'worker'] as const;
 export type TemporalService = (typeof TEMPORAL_SERVICES)[number];
+
+/** PostgreSQL's one role, Temporal's. */
+const POSTGRES_ROLE = 'temporal';
 
 /** Fixed at the cluster's creation, as in production (a cluster cannot change it later). */
 export const TEMPORAL_HISTORY_SHARDS = 4;
@@ -87,7 +90,7 @@ function clusterConfig(ports: ClusterPorts, dynamicConfigFile: string): string {
         databaseName: ${database}
         connectAddr: "127.0.0.1:${ports.postgres}"
         connectProtocol: tcp
-        user: temporal
+        user: ${POSTGRES_ROLE}
         password: {{ env "TEMPORAL_POSTGRES_PASSWORD" | quote }}
         maxConns: ${maxConns}
         maxIdleConns: ${maxConns}
@@ -195,7 +198,9 @@ async function namespaceUsable(address: string, namespace: string): Promise<bool
   const connection = await Connection.connect({ address, connectTimeout: 1000 });
   try {
     const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    return SEARCH_ATTRIBUTE_NAMES.every((name) => customAttributes?.[name]) && (await temporalAnswers(address, namespace));
+    if (!SEARCH_ATTRIBUTE_NAMES.every((name) => customAttributes?.[name])) return false;
+    await connection.workflowService.describeNamespace({ namespace });
+    return true;
   } finally {
     await connection.close();
   }
@@ -226,7 +231,7 @@ export async function startTemporalCluster(options: StartTemporalClusterOptions)
   writeFileSync(dynamicConfigFile, dynamicConfig());
   writeFileSync(join(configDir, 'cluster.yaml'), clusterConfig(ports, dynamicConfigFile));
 
-  const postgres = await startPostgres({ dataDir: options.dataDir, port: ports.postgres, user: 'temporal', password: options.postgresPassword, report: options.report, env });
+  const postgres = await startPostgres({ dataDir: options.dataDir, port: ports.postgres, user: POSTGRES_ROLE, password: options.postgresPassword, report: options.report, env });
   const started: ManagedProcess[] = [postgres.process];
   const stopAll = async () => {
     // Temporal's services before the database they write to.
