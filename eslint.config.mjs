@@ -73,7 +73,7 @@ export default tseslint.config(
             { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:rules'] },
             { sourceTag: 'type:util', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
             { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:contracts'] },
-            { sourceTag: 'type:queues', onlyDependOnLibsWithTags: ['type:contracts'] },
+            { sourceTag: 'type:queues', onlyDependOnLibsWithTags: ['type:contracts', 'type:util'] },
             { sourceTag: 'type:dev-infra', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:dev-infra', 'type:queues'] },
             { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing'] },
             { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:util', 'type:data-access', 'type:client', 'type:dev-infra', 'type:testing', 'type:workflows', 'type:queues', 'type:rules'] },

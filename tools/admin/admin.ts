@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@envengine/redis-connections';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { redisAclFile } from '@envengine/backing-servers';
 import {
@@ -108,7 +108,7 @@ await withTokenStore(mongoUrl, dbName, async (tokens) => {
       if (!argument) throw new Error('give the token id (tok_...) to revoke');
       const revoked = await tokens.revoke(argument);
       if (!revoked) throw new Error(`no token with id ${argument}`);
-      const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 3000 });
+      const redis = connectRedis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 3000 });
       try {
         const gateways = await redis.publish(TOKEN_REVOKED_CHANNEL, revoked.tokenHash);
         console.log(`revoked ${argument}; ${gateways} running gateway(s) told`);

@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisConnection } from '@envengine/redis-connections';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName } from '@envengine/attempt-queues';
 import { PoolCredentialIssued, PoolStatus, Run, RunLogLine } from '@envengine/contracts';
 import { ApiClient, deployProject, manifestOf, stackInfoOf, startPoolWorker, type PoolWorker } from '@envengine/test-harness';
@@ -91,9 +91,9 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   const { servers, services } = stack;
   const api = new ApiClient(`${services.gatewayUrl}/api/v1`, token);
   // BullMQ leaves connections it was given open: each is closed here at the end.
-  const redisClients: Redis[] = [];
+  const redisClients: RedisConnection[] = [];
   const redis = () => {
-    const client = new Redis(servers.redis.adminUrl, { maxRetriesPerRequest: null });
+    const client = connectRedis(servers.redis.adminUrl, { maxRetriesPerRequest: null });
     redisClients.push(client);
     return client;
   };

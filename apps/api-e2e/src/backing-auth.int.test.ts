@@ -2,11 +2,12 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { connectRedis, parseRedisUrl, redisUrlList, type RedisConnection } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RATE_LIMIT_KEY_PREFIX, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { INTERNAL_HEADERS } from '@envengine/contracts';
-import { freePort, mongoUrlFor, redisUrlFor, startMongo, withoutCredential, type BackingServer } from '@envengine/backing-servers';
+import { freePort, mongoUrlFor, redisPasswordHash, redisUrlFor, startMongo, withoutCredential, type BackingServer } from '@envengine/backing-servers';
 import {
   ADMIN_USERNAME,
   credentialFilePath,
@@ -24,6 +25,7 @@ import { createTenant, startTestStack, type TestStack } from '@envengine/test-ha
 const stack = inject('stack');
 const credentials: Credentials = loadOrCreateCredentials(stack.dataDir);
 const mongoServer = withoutCredential(stack.mongoUrl);
+const firstNode = redisUrlList(stack.redisServerUrl)[0]!;
 const opened: Array<{ close(): Promise<unknown> } | { disconnect(): void }> = [];
 
 afterAll(async () => {
@@ -54,20 +56,24 @@ async function mongoAnswer(operation: Promise<unknown>): Promise<string> {
   );
 }
 
-/** A Redis connection that sends nothing by itself (no ready check), so each refusal is the command's own. */
-function redisAs(credential?: { username: string; password: string }): Redis {
-  const client = new Redis(credential ? redisUrlFor(stack.redisServerUrl, credential) : stack.redisServerUrl, {
-    lazyConnect: true,
-    enableReadyCheck: false,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
+/**
+ * A Redis connection that sends nothing by itself (no ready check), so each refusal is the
+ * command's own. On a Redis Cluster a user's connection is a cluster client (a command goes
+ * to the node of its key), and an anonymous one is to the first node (every node has the
+ * same users: one refuses as any other).
+ */
+function redisAs(credential?: { username: string; password: string }): RedisConnection {
+  const options = { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null };
+  const client =
+    credential && parseRedisUrl(stack.redisServerUrl).cluster
+      ? connectRedis(stack.redisServerUrl, options, credential)
+      : new Redis(credential ? redisUrlFor(firstNode, credential) : firstNode, options);
   client.on('error', () => undefined);
   opened.push(client);
   return client;
 }
 
-async function redisAnswer(client: Redis, ...command: [string, ...(string | number)[]]): Promise<string> {
+async function redisAnswer(client: RedisConnection, ...command: [string, ...(string | number)[]]): Promise<string> {
   return client.call(...command).then(
     (value) => `allowed: ${JSON.stringify(value)}`,
     (error: Error) => error.message,
@@ -231,7 +237,8 @@ describe('credentials stay private', () => {
     const logsDir = join(stack.dataDir, 'logs');
     const logs = readdirSync(logsDir).map((name): [string, string] => [name, readFileSync(join(logsDir, name), 'utf8')]);
     expect(commandLines.length).toBeGreaterThan(5);
-    expect(logs.map(([name]) => name)).toEqual(expect.arrayContaining(['gateway.log', 'placement-service.log', 'mongodb.log', 'redis.log']));
+    const redisLog = stack.serverAddresses['redis-0'] ? 'redis-0.log' : 'redis.log';
+    expect(logs.map(([name]) => name)).toEqual(expect.arrayContaining(['gateway.log', 'placement-service.log', 'mongodb.log', redisLog]));
     expect(occurrences([...commandLines, ...logs], values())).toEqual([]);
     // Positive control: the same scan finds a value where one is.
     const planted = join(mkdtempSync(join(tmpdir(), 'planted-')), 'x.log');
@@ -311,13 +318,22 @@ describe('credentials rotate (a stack of its own)', () => {
         expect(await current.db(own.info.databases['placement-service']).collection('environments').countDocuments({})).toBeGreaterThan(0);
       }
       if (file === 'redis') {
-        const probe = new Redis(own.servers.redis.url, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
-        probe.on('error', () => undefined);
-        opened.push(probe);
-        expect(await redisAnswer(probe, 'AUTH', 'gateway', before.redis.REDIS_GATEWAY_PASSWORD)).toMatch(/WRONGPASS/);
-        expect(await redisAnswer(probe, 'AUTH', 'gateway', after.redis.REDIS_GATEWAY_PASSWORD)).toBe('allowed: "OK"');
+        // On every server (each node of a Redis Cluster).
+        const nodes = redisUrlList(own.servers.redis.url);
+        for (const node of nodes) {
+          const probe = new Redis(node, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+          probe.on('error', () => undefined);
+          opened.push(probe);
+          expect(await redisAnswer(probe, 'AUTH', 'gateway', before.redis.REDIS_GATEWAY_PASSWORD)).toMatch(/WRONGPASS/);
+          expect(await redisAnswer(probe, 'AUTH', 'gateway', after.redis.REDIS_GATEWAY_PASSWORD)).toBe('allowed: "OK"');
+        }
         // A restarted Redis loads the new passwords from its ACL file.
-        expect(readFileSync(join(own.info.dataDir, 'redis', 'users.acl'), 'utf8')).not.toContain(before.redis.REDIS_ADMIN_PASSWORD);
+        const aclFiles = nodes.length > 1 ? nodes.map((_, index) => join(own.info.dataDir, 'redis-cluster', `node-${index}`, 'users.acl')) : [join(own.info.dataDir, 'redis', 'users.acl')];
+        for (const file of aclFiles) {
+          const text = readFileSync(file, 'utf8');
+          expect(text).not.toContain(redisPasswordHash(before.redis.REDIS_GATEWAY_PASSWORD));
+          expect(text).toContain(redisPasswordHash(after.redis.REDIS_GATEWAY_PASSWORD));
+        }
       }
       if (file === 'internal') {
         const asGateway = (credential: string) =>

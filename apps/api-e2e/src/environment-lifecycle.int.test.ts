@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
-import { Redis } from 'ioredis';
+import { connectRedis, redisMasters, whenRedisReady, type RedisConnection } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, Run } from '@envengine/contracts';
@@ -48,20 +48,23 @@ async function documentsNaming(mongo: MongoClient, info: StackInfo, ids: string[
   return found;
 }
 
-/** Redis keys, and members of its lists and sorted sets (BullMQ's queues), that name one of `ids`. */
-async function redisEntriesNaming(redis: Redis, ids: string[]): Promise<string[]> {
+/** Redis keys (on every master of a Redis Cluster), and members of its lists and sorted sets (BullMQ's queues), that name one of `ids`. */
+async function redisEntriesNaming(connection: RedisConnection, ids: string[]): Promise<string[]> {
   const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'COUNT', 500);
-    cursor = next;
-    for (const key of keys) {
-      if (ids.some((id) => key.includes(id))) found.push(key);
-      const type = await redis.type(key);
-      const members = type === 'list' ? await redis.lrange(key, 0, -1) : type === 'zset' ? await redis.zrange(key, 0, -1) : [];
-      for (const member of members) if (ids.some((id) => member.includes(id))) found.push(`${key} ∋ ${member}`);
-    }
-  } while (cursor !== '0');
+  await whenRedisReady(connection);
+  for (const redis of redisMasters(connection)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) {
+        if (ids.some((id) => key.includes(id))) found.push(key);
+        const type = await redis.type(key);
+        const members = type === 'list' ? await redis.lrange(key, 0, -1) : type === 'zset' ? await redis.zrange(key, 0, -1) : [];
+        for (const member of members) if (ids.some((id) => member.includes(id))) found.push(`${key} ∋ ${member}`);
+      }
+    } while (cursor !== '0');
+  }
   return found;
 }
 
@@ -69,7 +72,7 @@ describe('environment lifecycle through the gateway', () => {
   let tenant: TestTenant;
   let other: TestTenant;
   let mongo: MongoClient;
-  let redis: Redis;
+  let redis: RedisConnection;
   let temporalConnection: Connection;
   let temporal: Client;
 
@@ -77,7 +80,7 @@ describe('environment lifecycle through the gateway', () => {
     tenant = await createTenant(stack, 'lifecycle');
     other = await createTenant(stack, 'lifecycle-other');
     mongo = await new MongoClient(stack.mongoUrl).connect();
-    redis = new Redis(stack.redisUrl);
+    redis = connectRedis(stack.redisUrl);
     temporalConnection = await Connection.connect({ address: stack.temporalAddress });
     temporal = new Client({ connection: temporalConnection });
   });

@@ -1,6 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { connectPoolRedis } from '@envengine/attempt-queues';
+import { redisUrlList } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
@@ -74,7 +76,7 @@ describe("remote attempts on a tenant's pool", () => {
     const otherRun = Run.parse((await other.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
     const otherAttempt = otherRun.attempts[0]!.id;
 
-    const redis = new Redis(stack.redisServerUrl, { username: credential.redis.username, password: credential.redis.password, maxRetriesPerRequest: 1 });
+    const redis = connectPoolRedis(stack.redisServerUrl, credential.redis, { maxRetriesPerRequest: 1 });
     try {
       const refused = async (...command: [string, ...string[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
       expect(await refused('LLEN', `envengine:{${otherCredential.queue}}:wait`)).toMatch(/NOPERM/);
@@ -102,7 +104,7 @@ describe("remote attempts on a tenant's pool", () => {
     const revoked = await tenant.api.request('DELETE', `/pool/credentials/${otherCredential.id}`);
     expect(revoked.status).toBe(404);
     const spare = await issueCredential(tenant);
-    const probe = new Redis(stack.redisServerUrl, { username: spare.redis.username, password: spare.redis.password, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    const probe = connectPoolRedis(stack.redisServerUrl, spare.redis, { maxRetriesPerRequest: 1, retryStrategy: () => null });
     probe.on('error', () => undefined);
     expect(await probe.call('LLEN', `envengine:{${spare.queue}}:wait`)).toBe(0);
     const closed = new Promise((resolve) => probe.once('end', resolve));
@@ -111,7 +113,8 @@ describe("remote attempts on a tenant's pool", () => {
     // Redis closed the connection authenticated as the revoked user; on a new one AUTH is
     // refused and nothing runs after it (there is no open `default` user to fall back to).
     await closed;
-    const fresh = new Redis(stack.redisServerUrl, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    // One server (a Redis Cluster's first node: each node has the same users).
+    const fresh = new Redis(redisUrlList(stack.redisServerUrl)[0]!, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
     fresh.on('error', () => undefined);
     await expect(fresh.call('AUTH', spare.redis.username, spare.redis.password)).rejects.toThrow(/WRONGPASS/);
     await expect(fresh.call('PING')).rejects.toThrow(/NOAUTH/);

@@ -140,7 +140,8 @@ export function engineTargets(stack: StackInfo): ProbeTarget[] {
     gateway: stack.gatewayUrl,
     // The first host of the URL (a replica set's list), as http: so that URL parses it.
     mongodb: `http://${stack.mongoUrl.replace(/^mongodb:\/\//, '').split(/[,/]/)[0]}`,
-    redis: stack.redisUrl.replace(/^redis:\/\//, 'http://'),
+    // The first node of a Redis Cluster (each node is in serverAddresses too).
+    redis: stack.redisUrl.split(',')[0]!.replace(/^redis:\/\//, 'http://'),
     temporal: `http://${stack.temporalAddress}`,
     ...(stack.objectStore ? { 'object-store': stack.objectStore.url } : {}),
     // Each MongoDB member, PostgreSQL and each Temporal process of the cluster profile.

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@envengine/redis-connections';
 import { Binary, MongoClient } from 'mongodb';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { callResolve, createTenant, makeBundle, manifestOf, replicaLogFiles, scanDatabases, scanLogs, scanRedis, scanWorkflowHistories, type ApiResponse, type TestTenant, until } from '@envengine/test-harness';
@@ -143,7 +143,7 @@ describe('secret canary', () => {
     const { hits } = await scanRedis(stack.redisUrl, canaries);
     expect(hits).toEqual([]);
     const marker = `marker-${randomBytes(8).toString('hex')}`;
-    const redis = new Redis(stack.redisUrl);
+    const redis = connectRedis(stack.redisUrl);
     try {
       await redis.hset(`probe:${marker.slice(-4)}`, 'field', marker);
       expect((await scanRedis(stack.redisUrl, [marker])).hits.length).toBe(1);

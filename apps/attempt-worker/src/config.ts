@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { redisUrlSetting } from '@envengine/redis-connections';
 import { TracingSettings } from '@envengine/tracing';
 import { PoolCredentialIssued } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv, ServiceOriginsFromEnv } from '@envengine/process-kit';
@@ -13,7 +14,7 @@ import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFrom
  * and Redis).
  */
 const common = {
-  REDIS_URL: z.string({ message: 'is required' }).min(1),
+  REDIS_URL: redisUrlSetting('the attempt queues'),
   WORKER_NAME: z.string().min(1).max(200).default(`${hostname()}-${process.pid}`),
   /** Attempts run at once by this process. */
   CONCURRENCY: PositiveIntFromEnv(4),

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
-import { Redis } from 'ioredis';
-import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, poolRedisOptions, sendScriptsByShaOnly } from '@envengine/attempt-queues';
+import { connectRedis } from '@envengine/redis-connections';
+import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, connectPoolRedis, sendScriptsByShaOnly } from '@envengine/attempt-queues';
 import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
@@ -130,19 +130,23 @@ const runnerFor = (tenantId: string): AttemptRunner => {
 if (config.mode === 'pool') sendScriptsByShaOnly();
 // A pool worker authenticates as its credential's user only: a REDIS_URL carrying another
 // credential is refused rather than silently preferred (ioredis lets the URL's win).
+// One server, or a Redis Cluster when REDIS_URL lists its nodes.
 const connection =
   config.mode === 'pool'
-    ? new Redis(poolRedisOptions(config.REDIS_URL, config.REDIS_USERNAME, config.REDIS_PASSWORD))
-    : new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+    ? connectPoolRedis(config.REDIS_URL, { username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD })
+    : connectRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
 // One line per outage (ioredis reports every reconnect attempt), and one when it is back.
 let redisDown = false;
-connection.on('error', (error: Error) => {
+const onRedisError = (error: Error) => {
   if (config.mode === 'pool' && /WRONGPASS/.test(error.message)) credentialRefused('Redis');
   else if (!redisDown) {
     redisDown = true;
     log.warn({ err: error.message }, 'cannot reach Redis: taking no attempts and not reported live until it answers');
   }
-});
+};
+connection.on('error', onRedisError);
+// A cluster reports a node's refusal (a revoked pool user) on the node, not as its own error.
+connection.on('node error', onRedisError);
 connection.on('ready', () => {
   if (!redisDown) return;
   redisDown = false;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { redisUrlSetting } from '@envengine/redis-connections';
 import { GATEWAY_UPSTREAM_TIMEOUT_MS } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv, ServiceOriginsFromEnv } from '@envengine/service-kit';
 import { TracingSettings } from '@envengine/tracing';
@@ -8,7 +9,7 @@ const GatewayConfigSchema = z.object({
   PORT: PortFromEnv(8080),
   MONGO_URL: z.string({ message: 'is required' }).min(1),
   MONGO_DB: z.string().default('envengine_gateway'),
-  REDIS_URL: z.string({ message: 'is required' }).min(1),
+  REDIS_URL: redisUrlSetting('rate limits and token revocations'),
   INTERNAL_CREDENTIAL: InternalCredential,
   PLACEMENT_SERVICE_URL: ServiceOriginsFromEnv('placement-service', 'http://127.0.0.1:8081'),
   DEPLOYMENT_SERVICE_URL: ServiceOriginsFromEnv('deployment-service', 'http://127.0.0.1:8082'),

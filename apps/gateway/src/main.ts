@@ -1,5 +1,5 @@
 import { createMetricsRegistry } from '@envengine/service-metrics';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@envengine/redis-connections';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { PlacementClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHttpServer, stopOnSignals } from '@envengine/service-kit';
@@ -37,7 +37,7 @@ await idempotency.ensureIndexes();
 
 // Revocations reach every gateway at once; the cache TTL bounds any that are missed.
 // The subscription is queued until Redis answers and renewed by ioredis on reconnect.
-const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+const subscriber = connectRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
 subscriber.on('error', (error: Error) => log.warn({ err: error.message }, 'redis subscriber error'));
 subscriber.on('message', (_channel: string, tokenHash: string) => authenticator.forget(tokenHash));
 subscriber.subscribe(TOKEN_REVOKED_CHANNEL).catch((error: Error) => log.error({ err: error.message }, 'subscribe failed'));
@@ -45,7 +45,7 @@ subscriber.subscribe(TOKEN_REVOKED_CHANNEL).catch((error: Error) => log.error({ 
 // Rate limits shared by every gateway (buckets in Redis). A call fails at once while Redis
 // is away (no offline queue) or after a second, and the request is then limited by this
 // gateway's own buckets instead of waiting.
-const rateLimits = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 1000 });
+const rateLimits = connectRedis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 1000 });
 rateLimits.on('error', () => undefined); // reported once per outage below, not per reconnect attempt
 const rateLimitRedis = (state: 'lost' | 'back', error?: Error) =>
   state === 'lost'

@@ -1,20 +1,18 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { redisUrlSetting } from '@envengine/redis-connections';
 import { DEFAULT_TASK_QUEUE } from '@envengine/contracts';
 import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
-  REDIS_URL: z.string({ message: 'is required (attempts are queued in Redis)' }).min(1).refine((url) => /^rediss?:\/\//.test(url) && URL.canParse(url), { message: 'must be a redis:// or rediss:// URL' }),
+  REDIS_URL: redisUrlSetting('attempts are queued in Redis'),
   /**
    * The Redis URL pool workers are told to use (in every credential issued), e.g.
    * `rediss://queues.example.com:6380` for workers on other hosts; no credential in it
-   * (each pool signs in as its own user). Default: REDIS_URL without its credential.
+   * (each pool signs in as its own user); a Redis Cluster's nodes separated by commas.
+   * Default: REDIS_URL without its credential.
    */
-  PUBLIC_REDIS_URL: z
-    .url({ message: 'must be a redis:// or rediss:// URL' })
-    .refine((url) => /^rediss?:\/\//.test(url), { message: 'must be a redis:// or rediss:// URL' })
-    .refine((url) => !new URL(url).username && !new URL(url).password, { message: 'must carry no credential: each pool signs in as its own user' })
-    .optional(),
+  PUBLIC_REDIS_URL: redisUrlSetting('the Redis pool workers use', { withCredential: false }).optional(),
   DEPLOYMENT_SERVICE_URL: ServiceOriginsFromEnv('deployment-service', 'http://127.0.0.1:8082'),
   SECRETS_SERVICE_URL: ServiceOriginsFromEnv('secrets-service', 'http://127.0.0.1:8083'),
   /** Opens the secrets-service's resolution, which `ctx.connection` needs on a worker's behalf. */

@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Router } from 'express';
 import { BullMQOtel } from 'bullmq-otel';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@envengine/redis-connections';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
@@ -35,7 +35,7 @@ const config = loadPlacementConfig(process.env);
 
 // Commands fail at once while Redis is away (no offline queue): a run is then refused
 // with 503 before anything is written, and the reconciler delivers what was stored.
-const redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+const redis = connectRedis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
 const deployments = new DeploymentClient({ origins: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const resolver = new SecretResolverClient({ origins: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis, tracingConfigured(config) ? new BullMQOtel({ tracerName: TRACER_NAME }) : undefined);

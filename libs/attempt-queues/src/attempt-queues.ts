@@ -1,5 +1,5 @@
 import { Queue, type Telemetry } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@envengine/redis-connections';
 import { AttemptJob, TENANT_ID_PATTERN } from '@envengine/contracts';
 
 /** Prefix of every BullMQ key of the engine's attempt queues (`envengine:{<queue>}:…`). */
@@ -71,7 +71,7 @@ export class AttemptQueueProducer {
 
   /** `telemetry` (tracing on): each add is a producer span whose context travels in the job to its consumer. */
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisConnection,
     private readonly telemetry?: Telemetry,
   ) {}
 

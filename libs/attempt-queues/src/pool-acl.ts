@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
+import { isRedisCluster, REDIS_CLUSTER_CLIENT_COMMANDS, redisServers, type RedisConnection } from '@envengine/redis-connections';
 import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 
 export interface PoolUser {
@@ -37,9 +38,12 @@ export function sha256Hex(text: string): string {
  * connection's wait on the queue's marker key, INFO is ioredis's ready check and BullMQ's
  * version check (without it the Worker does not start), CLIENT SETNAME names the blocking
  * connection. AUTH and QUIT need no grant. EVAL is not granted: with it a pool could run any
- * Lua it likes (`while true do end` blocks every client of the server).
+ * Lua it likes (`while true do end` blocks every client of the server). On a Redis Cluster
+ * the client also learns the layout (`CLUSTER SLOTS`, its ready check `CLUSTER INFO`) and
+ * marks its connections to replicas READONLY: they show which node serves which slots,
+ * never a key.
  */
-export const POOL_CONNECTION_COMMANDS: readonly string[] = ['bzpopmin', 'info', 'client|setname'];
+export const POOL_CONNECTION_COMMANDS: readonly string[] = ['bzpopmin', 'info', 'client|setname', ...REDIS_CLUSTER_CLIENT_COMMANDS];
 
 /** The BullMQ scripts a Worker (and a job's methods inside a processor) runs. */
 export const POOL_WORKER_SCRIPT_NAMES: readonly string[] = [
@@ -124,9 +128,15 @@ export function localRunnerAclRules(): string[] {
   return [...queueConsumerRules(attemptQueueKeyPattern(LOCAL_ATTEMPT_QUEUE)), '+eval'];
 }
 
-/** Creates and removes the pool users (with the placement-service's own connection). */
+/**
+ * Creates and removes the pool users (with the placement-service's own connection). ACL
+ * users and the script cache are each Redis server's own: on a Redis Cluster every command
+ * here goes to every node, replicas included (a replica that takes over serves the pool's
+ * connections the next moment). A change is written to each node's ACL file when it has
+ * one (`ACL SAVE`), so a node that restarts has the pool users before anyone reapplies them.
+ */
 export class PoolAclRegistry {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisConnection) {}
 
   /**
    * (Re)creates the user from scratch: `reset` first, so nothing of an older definition
@@ -134,12 +144,18 @@ export class PoolAclRegistry {
    * (re-applying at every start does not disturb running workers).
    */
   async apply(user: PoolUser): Promise<void> {
-    await this.redis.call('ACL', 'SETUSER', ...poolSetUserArguments(user));
+    await this.onEveryServer(async (server) => {
+      await server.call('ACL', 'SETUSER', ...poolSetUserArguments(user));
+      await saveAcl(server);
+    });
   }
 
   /** Deletes the user (no-op if unknown); Redis closes its open connections. */
   async revoke(username: string): Promise<void> {
-    await this.redis.call('ACL', 'DELUSER', username);
+    await this.onEveryServer(async (server) => {
+      await server.call('ACL', 'DELUSER', username);
+      await saveAcl(server);
+    });
   }
 
   /**
@@ -147,18 +163,45 @@ export class PoolAclRegistry {
    * users run them by EVALSHA only, and a NOSCRIPT would fall back to EVAL, which they lack.
    */
   async loadWorkerScripts(): Promise<void> {
-    for (const script of poolWorkerScripts()) await this.redis.call('SCRIPT', 'LOAD', script.content);
+    await this.onEveryServer(async (server) => {
+      for (const script of poolWorkerScripts()) await server.call('SCRIPT', 'LOAD', script.content);
+    });
   }
 
   /** After a Redis restart: every live user made again, and pool users no longer live removed. */
   async applyAll(users: readonly PoolUser[]): Promise<void> {
     const live = new Set(users.map((user) => user.username));
-    const existing = (await this.redis.call('ACL', 'USERS')) as string[];
-    for (const username of existing) {
-      if (username.startsWith(POOL_USERNAME_PREFIX) && !live.has(username)) await this.revoke(username);
-    }
-    for (const user of users) await this.apply(user);
+    await this.onEveryServer(async (server) => {
+      const existing = (await server.call('ACL', 'USERS')) as string[];
+      for (const username of existing) {
+        if (username.startsWith(POOL_USERNAME_PREFIX) && !live.has(username)) await server.call('ACL', 'DELUSER', username);
+      }
+      for (const user of users) await server.call('ACL', 'SETUSER', ...poolSetUserArguments(user));
+      await saveAcl(server);
+    });
   }
+
+  /**
+   * Every server at once. A cluster's node that cannot be reached is
+   * given everything when it is back (`reapplyOnReady`), so only a failure on a master,
+   * where the queues are, fails the call.
+   */
+  private async onEveryServer(action: (server: Redis) => Promise<void>): Promise<void> {
+    const servers = redisServers(this.redis);
+    if (servers.length === 0) throw new Error('Redis: no server is connected');
+    const results = await Promise.allSettled(servers.map(action));
+    const failed = results.flatMap((result, index) => (result.status === 'rejected' ? [{ server: servers[index]!, error: result.reason as Error }] : []));
+    const masters = isRedisCluster(this.redis) ? new Set(this.redis.nodes('master')) : undefined;
+    const fatal = failed.find((failure) => masters === undefined || masters.has(failure.server));
+    if (fatal) throw fatal.error;
+  }
+}
+
+/** Writes the ACL to the server's ACL file, when it was started with one (the engine's servers are). */
+async function saveAcl(server: Redis): Promise<void> {
+  await server.call('ACL', 'SAVE').catch((error: Error) => {
+    if (!/not configured to use an ACL file/i.test(error.message)) throw error;
+  });
 }
 
 /** The arguments after `ACL SETUSER`: `<user> reset on #<sha256> <rules…>`. */
@@ -179,7 +222,7 @@ export interface PoolAclLog {
  * loaded and the users made again from `loadUsers`. A
  * 'ready' during a run queues one more run. Returns a function that unhooks it.
  */
-export function reapplyOnReady(redis: Redis, loadUsers: () => Promise<PoolUser[]>, log: PoolAclLog): () => void {
+export function reapplyOnReady(redis: RedisConnection, loadUsers: () => Promise<PoolUser[]>, log: PoolAclLog): () => void {
   const registry = new PoolAclRegistry(redis);
   let running = false;
   let again = false;
@@ -207,8 +250,12 @@ export function reapplyOnReady(redis: Redis, loadUsers: () => Promise<PoolUser[]
   };
   const onReady = () => void reapply();
   redis.on('ready', onReady);
+  // A cluster's client connects to a node it has not seen (a restarted one, a new replica)
+  // without becoming 'ready' again: that node gets everything too.
+  redis.on('+node', onReady);
   if (redis.status === 'ready') onReady();
   return () => {
     redis.off('ready', onReady);
+    redis.off('+node', onReady);
   };
 }

@@ -4,6 +4,7 @@ export * from './managed-process.ts';
 export * from './network.ts';
 export * from './mongo-server.ts';
 export * from './redis-server.ts';
+export * from './redis-cluster.ts';
 export * from './temporal-server.ts';
 export * from './mongod-wheel.ts';
 export * from './install-servers.ts';

@@ -49,9 +49,13 @@ export function redisAclFile(acl: RedisAcl): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A `redis://` URL for one user. */
+/** A `redis://` URL for one user; for a Redis Cluster's comma-separated list of node URLs, each of them. */
 export function redisUrlFor(url: string, credential: { username: string; password: string }): string {
-  return withCredential(url, credential).toString();
+  // Split before each scheme, as withoutCredential does: a password already in the list may hold a comma.
+  return url
+    .split(/,(?=\s*rediss?:\/\/)/)
+    .map((one) => withCredential(one.trim(), credential).toString())
+    .join(',');
 }
 
 async function redisAnswers(url: string): Promise<boolean> {

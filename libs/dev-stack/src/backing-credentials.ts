@@ -1,5 +1,6 @@
 import type { MongoAuth, RedisAcl, RedisUser } from '@envengine/backing-servers';
 import { localRunnerAclRules } from '@envengine/attempt-queues';
+import { REDIS_CLUSTER_CLIENT_COMMANDS } from '@envengine/redis-connections';
 import { RATE_LIMIT_KEY_PREFIX, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import type { Credentials } from './credentials.ts';
 import { SERVICE_DATABASES } from './services.ts';
@@ -37,8 +38,10 @@ export function mongoAuth(credentials: Credentials['mongodb'], databases: Record
  *   rate-limit buckets (`envengine:rate:*`, the only keys it may touch, in a script too);
  * - placement: the engine's queues (`envengine:*`), publishing revocations, and managing
  *   pool users (`ACL SETUSER/DELUSER/USERS`) and loading the worker scripts; no
- *   `@dangerous` command otherwise (FLUSHALL, CONFIG, KEYS, DEBUG, …);
+ *   `@dangerous` command otherwise (FLUSHALL, CONFIG, KEYS, DEBUG, …); `ACL SAVE` keeps pool
+ *   users in each server's ACL file across its restarts;
  * - runner: the `local` queue as a BullMQ Worker (attempt-worker --local).
+ * Each also gets what a Redis Cluster client sends to learn the layout.
  * The admin (`~* &* +@all`) is added by the server itself.
  */
 export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[] {
@@ -48,7 +51,7 @@ export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[]
       password: credentials.REDIS_GATEWAY_PASSWORD,
       rules: [
         'resetkeys', 'resetchannels', `~${RATE_LIMIT_KEY_PREFIX}*`, `&${TOKEN_REVOKED_CHANNEL}`,
-        '-@all', '+subscribe', '+unsubscribe', '+ping', '+info', '+client|setname',
+        '-@all', '+subscribe', '+unsubscribe', '+ping', '+info', '+client|setname', ...REDIS_CLUSTER_CLIENT_COMMANDS.map((command) => `+${command}`),
         // The rate-limit script and what it calls (a script gets no command its user lacks).
         '+evalsha', '+eval', '+time', '+hmget', '+hset', '+pexpire',
       ],
@@ -58,7 +61,8 @@ export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[]
       password: credentials.REDIS_PLACEMENT_PASSWORD,
       rules: [
         'resetkeys', 'resetchannels', '~envengine:*', `&${TOKEN_REVOKED_CHANNEL}`,
-        '+@all', '-@dangerous', '+info', '+acl|setuser', '+acl|deluser', '+acl|users', '-script', '+script|load', '-keys', '-flushall', '-flushdb',
+        '+@all', '-@dangerous', '+info', '+acl|setuser', '+acl|deluser', '+acl|users', '+acl|save', '-script', '+script|load', '-keys', '-flushall', '-flushdb',
+        ...REDIS_CLUSTER_CLIENT_COMMANDS.map((command) => `+${command}`),
       ],
     },
     { username: 'runner', password: credentials.REDIS_RUNNER_PASSWORD, rules: ['resetkeys', ...localRunnerAclRules()] },

@@ -2,6 +2,7 @@ import {
   startMongo,
   startObjectStore,
   startRedis,
+  startRedisCluster,
   startTemporal,
   startTemporalCluster,
   type BackingServer,
@@ -10,6 +11,7 @@ import {
   type ObjectStoreAdmin,
   type ObjectStoreServer,
   type RedisAcl,
+  type RedisClusterServer,
   type Reporter,
   type TemporalClusterServer,
 } from '@envengine/backing-servers';
@@ -17,7 +19,8 @@ import {
 export interface BackingServers {
   /** With `members` when the embedded replica set has several (`mongoMembers`). */
   mongo: BackingServer & { members?: MongoReplicaSet['members'] };
-  redis: BackingServer;
+  /** One server, or in the cluster profile a Redis Cluster (with its `nodes`). */
+  redis: BackingServer | RedisClusterServer;
   /** The dev server (a process), or in the cluster profile the cluster (with its `parts`). */
   temporal: BackingServer | TemporalClusterServer;
   /** The S3-compatible store (SeaweedFS or S3_URL); absent when the stack runs without one. */
@@ -40,6 +43,11 @@ export interface BackingServerOptions {
   /** MongoDB's test commands (fail points), for tests only. */
   mongoTestCommands?: boolean;
   redisUrl?: string;
+  /**
+   * A Redis Cluster of `masters` masters with `replicasPerMaster` replicas each, instead of
+   * one server; ignored with `redisUrl` (which may itself list a cluster's nodes).
+   */
+  redisCluster?: { masters: number; replicasPerMaster: number };
   temporalAddress?: string;
   /**
    * The cluster profile's Temporal (server on PostgreSQL, a process per service) instead of
@@ -84,15 +92,27 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       report: options.report,
     });
     started.push(mongo);
-    const redis = await startRedis({
-      url: options.redisUrl,
-      dataDir: options.dataDir,
-      port: fixed ? 6379 : undefined,
-      persist: options.persistRedis ?? true,
-      acl: options.redisAcl,
-      maxMemoryMb: options.redisMaxMemoryMb,
-      report: options.report,
-    });
+    const redis =
+      options.redisCluster && !options.redisUrl
+        ? await startRedisCluster({
+            dataDir: options.dataDir,
+            masters: options.redisCluster.masters,
+            replicasPerMaster: options.redisCluster.replicasPerMaster,
+            ports: fixed ? 'default' : undefined,
+            persist: options.persistRedis ?? true,
+            acl: options.redisAcl,
+            maxMemoryMb: options.redisMaxMemoryMb,
+            report: options.report,
+          })
+        : await startRedis({
+            url: options.redisUrl,
+            dataDir: options.dataDir,
+            port: fixed ? 6379 : undefined,
+            persist: options.persistRedis ?? true,
+            acl: options.redisAcl,
+            maxMemoryMb: options.redisMaxMemoryMb,
+            report: options.report,
+          });
     started.push(redis);
     const temporal =
       options.temporalCluster && !options.temporalAddress

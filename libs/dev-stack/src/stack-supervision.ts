@@ -62,6 +62,9 @@ export function superviseStack(stack: RunningStack, options: SupervisorOptions):
       servers.mongo.members.forEach((member, index) =>
         supervisor.watch(`mongodb-${index}`, { process: member.process, ready: () => acceptsConnections(member.host) }),
       );
+    } else if (server === servers.redis && 'nodes' in servers.redis) {
+      // A Redis Cluster's node rejoins (a master that was replaced comes back as a replica).
+      for (const node of servers.redis.nodes) supervisor.watch(node.name, { process: node.process, ready: () => acceptsConnections(node.address) });
     } else if (server === servers.temporal && 'parts' in servers.temporal) {
       // The Temporal cluster: each process (PostgreSQL, each service, the UI) on its own.
       for (const part of servers.temporal.parts) supervisor.watch(part.name, { process: part.process, ready: () => acceptsConnections(part.address) });

@@ -9,15 +9,16 @@ import { SERVICE_DATABASES, type ServiceName } from './services.ts';
 /**
  * `embedded`: one process per server (the Temporal dev server on SQLite), one per deployable.
  * `cluster`: Temporal server on PostgreSQL with a process per service, a three-member
- * MongoDB replica set and two replicas of every deployable (docs/operations.md#profiles).
+ * MongoDB replica set, a Redis Cluster of three masters with a replica each, and two
+ * replicas of every deployable (docs/operations.md#profiles).
  */
 export const STACK_PROFILES = ['embedded', 'cluster'] as const;
 export type StackProfile = (typeof STACK_PROFILES)[number];
 
 /** What the cluster profile changes when not given otherwise. */
-export const CLUSTER_PROFILE_DEFAULTS = { mongoMembers: 3, replicas: 2 } as const;
+export const CLUSTER_PROFILE_DEFAULTS = { mongoMembers: 3, replicas: 2, redisCluster: { masters: 3, replicasPerMaster: 1 } } as const;
 
-export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl' | 'objectStore' | 'temporalCluster'> {
+export interface StackOptions extends Omit<BackingServerOptions, 'mongoAuth' | 'redisAcl' | 'objectStore' | 'temporalCluster' | 'redisCluster'> {
   /** Default `embedded`. */
   profile?: StackProfile;
   /** Start (or use, with S3_URL) the object store that serves `s3://` prefixes whose binding names no endpoint. Default true. */
@@ -104,6 +105,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     ...options,
     mongoMembers,
     temporalCluster: cluster ? { postgresPassword: credentials.postgres.POSTGRES_TEMPORAL_PASSWORD } : undefined,
+    redisCluster: cluster ? CLUSTER_PROFILE_DEFAULTS.redisCluster : undefined,
     mongoAuth: auth,
     redisAcl: acl,
     redisMaxMemoryMb: options.redisMaxMemoryMb ?? DEFAULT_REDIS_MAX_MEMORY_MB,

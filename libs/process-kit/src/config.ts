@@ -59,6 +59,9 @@ export function mongoUrlParts(url: string): { scheme: string; userInfo: string |
 export function withoutCredential(url: string): string {
   const mongo = mongoUrlParts(url);
   if (mongo) return `${mongo.scheme}${mongo.rest}`;
+  // A Redis Cluster's nodes: a list of URLs, split before each scheme (a password may hold a comma).
+  const list = url.split(/,(?=\s*rediss?:\/\/)/);
+  if (list.length > 1) return list.map((part) => withoutCredential(part.trim())).join(',');
   try {
     const parsed = new URL(url);
     if (!parsed.username && !parsed.password) return url;

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { connectRedis, redisMasters, whenRedisReady } from '@envengine/redis-connections';
 import { BSON, MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 
@@ -59,24 +59,27 @@ function decodedBinaries(value: unknown): string {
   return Object.values(value).map(decodedBinaries).join('\n');
 }
 
-/** Every key of the Redis server, searched in its serialized value. */
+/** Every key of the Redis server (of each master of a Redis Cluster), searched in its serialized value. */
 export async function scanRedis(redisUrl: string, needles: readonly string[]): Promise<{ hits: LeakHit[]; keys: number }> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  const connection = connectRedis(redisUrl, { maxRetriesPerRequest: 1 });
   const hits: LeakHit[] = [];
   let keys = 0;
   try {
-    let cursor = '0';
-    do {
-      const [next, batch] = await redis.scan(cursor, 'COUNT', 500);
-      cursor = next;
-      for (const key of batch) {
-        keys += 1;
-        const dumped = await redis.dumpBuffer(key);
-        hits.push(...hitsIn(`redis ${key}`, `${key}\n${dumped?.toString('latin1') ?? ''}`, needles));
-      }
-    } while (cursor !== '0');
+    await whenRedisReady(connection);
+    for (const redis of redisMasters(connection)) {
+      let cursor = '0';
+      do {
+        const [next, batch] = await redis.scan(cursor, 'COUNT', 500);
+        cursor = next;
+        for (const key of batch) {
+          keys += 1;
+          const dumped = await redis.dumpBuffer(key);
+          hits.push(...hitsIn(`redis ${key}`, `${key}\n${dumped?.toString('latin1') ?? ''}`, needles));
+        }
+      } while (cursor !== '0');
+    }
   } finally {
-    redis.disconnect();
+    connection.disconnect();
   }
   return { hits, keys };
 }

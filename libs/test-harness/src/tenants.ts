@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@envengine/redis-connections';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { issueToken, withTokenStore } from '@envengine/dev-stack';
 import { ApiClient } from './api-client.ts';
@@ -43,7 +43,7 @@ export async function anotherTokenOf(stack: StackInfo, tenant: TestTenant): Prom
 export async function revokeToken(stack: StackInfo, tokenId: string): Promise<void> {
   const revoked = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => tokens.revoke(tokenId));
   if (!revoked) throw new Error(`no token ${tokenId}`);
-  const redis = new Redis(stack.redisUrl, { maxRetriesPerRequest: 1 });
+  const redis = connectRedis(stack.redisUrl, { maxRetriesPerRequest: 1 });
   try {
     await redis.publish(TOKEN_REVOKED_CHANNEL, revoked.tokenHash);
   } finally {

@@ -130,6 +130,7 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     serverAddresses: Object.fromEntries([
       ...(servers.mongo.members ?? []).map((member, index) => [`mongodb-${index}`, member.host]),
       ...('parts' in servers.temporal ? servers.temporal.parts.map((part) => [part.name, part.address]) : []),
+      ...('nodes' in servers.redis ? servers.redis.nodes.map((node) => [node.name, node.address]) : []),
     ]),
     objectStore:
       servers.s3 && admin ? { url: servers.s3.url, bucket: servers.s3.bucket, ...admin } : null,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@envengine/redis-connections';
 import { RATE_LIMIT_KEY_PREFIX } from '@envengine/api-tokens';
 import type { RateDecision, TokenBucketLimiter } from './token-bucket-limiter.ts';
 
@@ -65,7 +65,7 @@ export class SharedRateLimiter {
   private usingLocal = false;
 
   constructor(
-    redis: Redis,
+    redis: RedisConnection,
     /** Which limit (`api`, `worker`): each has buckets of its own. */
     private readonly limit: string,
     private readonly perSecond: number,

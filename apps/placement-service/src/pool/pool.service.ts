@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@envengine/redis-connections';
 import { generatePoolToken, hashToken, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { generatePoolPassword, poolRedisUsername, sha256Hex, tenantAttemptQueue, type PoolAclRegistry } from '@envengine/attempt-queues';
 import type { PoolCredentialIssued, PoolStatus, PoolTokenOwner, PoolWorker } from '@envengine/contracts';
@@ -19,7 +19,7 @@ export class PoolService {
     private readonly runs: RunRepository,
     private readonly workers: WorkerRegistry,
     private readonly acl: PoolAclRegistry,
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly log: Logger,
     private readonly workerLivenessMs: number,
     /** Where workers reach the queues (PUBLIC_REDIS_URL): told in every credential. */

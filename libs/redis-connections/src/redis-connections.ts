@@ -1,0 +1,142 @@
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
+
+/**
+ * What an ioredis Cluster client sends besides its own commands (ACL grants for users that
+ * get no command category): the layout (`CLUSTER SLOTS`), its ready check (`CLUSTER INFO`)
+ * and READONLY on connections to replicas. A server that is not a cluster refuses them.
+ */
+export const REDIS_CLUSTER_CLIENT_COMMANDS: readonly string[] = ['cluster|slots', 'cluster|info', 'readonly'];
+
+/** One server, or a Redis Cluster: the engine's code takes either. */
+export type RedisConnection = Redis | Cluster;
+
+export interface RedisNodeAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * Where Redis is, from a `REDIS_URL`: one `redis://` (or `rediss://`) URL for one server,
+ * or several separated by commas for a Redis Cluster, each a node to learn the cluster's
+ * layout from (`redis://10.0.0.5:7000,redis://10.0.0.6:7000`). A list is how every
+ * `*_URL` names replicas here; a cluster is named by two or more nodes so that a node
+ * being down does not stop a client from finding the others.
+ */
+export interface RedisTarget {
+  nodes: RedisNodeAddress[];
+  cluster: boolean;
+  tls: boolean;
+  username?: string;
+  password?: string;
+  /** Always 0 for a cluster (it has no other). */
+  database: number;
+}
+
+/** Splits a list of URLs before each scheme, so that a `,` inside a password stays in it. */
+export function redisUrlList(url: string): string[] {
+  return url
+    .split(/,(?=\s*rediss?:\/\/)/)
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+}
+
+/**
+ * A `REDIS_URL`-like setting, checked at start-up as `parseRedisUrl` reads it. `withCredential`
+ * false: a URL that carries a user or password is refused (one told to pool workers).
+ */
+export function redisUrlSetting(whatFor: string, options: { withCredential?: boolean } = {}) {
+  return z.string({ message: `is required (${whatFor})` }).superRefine((url, context) => {
+    try {
+      const target = parseRedisUrl(url);
+      if (options.withCredential === false && (target.username || target.password)) {
+        context.addIssue({ code: 'custom', message: 'must carry no credential: each pool signs in as its own user' });
+      }
+    } catch (error) {
+      context.addIssue({ code: 'custom', message: (error as Error).message.replace(/^REDIS_URL: /, '') });
+    }
+  });
+}
+
+export function parseRedisUrl(url: string): RedisTarget {
+  const notRedis = 'REDIS_URL: must be a redis:// or rediss:// URL (a Redis Cluster: its nodes, separated by commas)';
+  const urls = redisUrlList(url).map((part) => {
+    if (!URL.canParse(part)) throw new Error(notRedis);
+    return new URL(part);
+  });
+  if (urls.length === 0 || urls.some((part) => part.protocol !== 'redis:' && part.protocol !== 'rediss:')) throw new Error(notRedis);
+  if (new Set(urls.map((part) => part.protocol)).size > 1) throw new Error("REDIS_URL: a cluster's nodes must be all redis:// or all rediss://");
+  const credentials = new Set(urls.filter((part) => part.username || part.password).map((part) => `${part.username}:${part.password}`));
+  if (credentials.size > 1) throw new Error("REDIS_URL: a cluster's nodes must carry one credential (or only the first carries it)");
+  const withCredential = urls.find((part) => part.username || part.password);
+  const cluster = urls.length > 1;
+  const dbs = new Set(urls.map((part) => part.pathname.replace(/^\//, '') || '0'));
+  const database = Number([...dbs][0]);
+  if (dbs.size > 1 || !Number.isInteger(database) || database < 0) throw new Error('REDIS_URL: one database number, as /<n>');
+  if (cluster && database !== 0) throw new Error('REDIS_URL: a Redis Cluster has database 0 only');
+  return {
+    nodes: urls.map((part) => ({ host: part.hostname.replace(/^\[(.*)\]$/, '$1'), port: part.port ? Number(part.port) : 6379 })),
+    cluster,
+    tls: urls[0]!.protocol === 'rediss:',
+    ...(withCredential?.username ? { username: decodeURIComponent(withCredential.username) } : {}),
+    ...(withCredential?.password ? { password: decodeURIComponent(withCredential.password) } : {}),
+    database,
+  };
+}
+
+/**
+ * A client for `url` with the given ioredis options: a `Redis`, or a `Cluster` whose
+ * connection to each node takes them (and whose own offline queue and ready check follow
+ * them). A BullMQ `connection` takes either. `credential` replaces the URL's (a pool
+ * worker signs in as its own user only).
+ */
+export function connectRedis(url: string, options: RedisOptions = {}, credential?: { username: string; password: string }): RedisConnection {
+  const target = parseRedisUrl(url);
+  const auth = credential
+    ? { username: credential.username, password: credential.password }
+    : target.username || target.password
+      ? { username: target.username, password: target.password }
+      : {};
+  const nodeOptions: RedisOptions = { ...options, ...auth, ...(target.tls ? { tls: {} } : {}) };
+  if (!target.cluster) return new Redis({ ...nodeOptions, host: target.nodes[0]!.host, port: target.nodes[0]!.port, db: target.database });
+  const { enableOfflineQueue, lazyConnect, retryStrategy, enableReadyCheck, ...perNode } = nodeOptions;
+  const clusterOptions: ClusterOptions = {
+    redisOptions: perNode,
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+    ...(enableReadyCheck === undefined ? {} : { enableReadyCheck }),
+    // Gives up as a single client's retryStrategy does (a probe); otherwise keeps trying.
+    ...(retryStrategy === undefined ? {} : { clusterRetryStrategy: (times: number) => retryStrategy?.(times) ?? null }),
+  };
+  return new Cluster(target.nodes, clusterOptions);
+}
+
+export function isRedisCluster(connection: RedisConnection): connection is Cluster {
+  return connection instanceof Cluster;
+}
+
+/**
+ * Every server behind a connection: the one server, or each node of a cluster the client
+ * knows of. ACL users and the script cache are each node's own, so they are made on each.
+ */
+export function redisServers(connection: RedisConnection): Redis[] {
+  return isRedisCluster(connection) ? connection.nodes('all') : [connection];
+}
+
+/** The masters: where keys are, for scans. */
+export function redisMasters(connection: RedisConnection): Redis[] {
+  return isRedisCluster(connection) ? connection.nodes('master') : [connection];
+}
+
+/** Resolves once the client is ready (a cluster's: once it knows every node), or rejects when it gives up. */
+export async function whenRedisReady(connection: RedisConnection): Promise<void> {
+  if (connection.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const ended = () => reject(new Error('Redis: the connection ended before it was ready'));
+    connection.once('ready', () => {
+      connection.off('end', ended);
+      resolve();
+    });
+    connection.once('end', ended);
+  });
+}
