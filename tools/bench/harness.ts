@@ -211,7 +211,8 @@ export function stackProcesses({ services, servers }: RunningStack): Map<string,
   const members = servers.mongo.members ?? [];
   if (members.length > 1) members.forEach((member, index) => named.set(`mongod-${index}`, member.process));
   else if (servers.mongo.process) named.set('mongod', servers.mongo.process);
-  if (servers.redis.process) named.set('redis', servers.redis.process);
+  if ('nodes' in servers.redis) for (const node of servers.redis.nodes) named.set(node.name, node.process);
+  else if (servers.redis.process) named.set('redis', servers.redis.process);
   if ('parts' in servers.temporal) for (const part of servers.temporal.parts) named.set(part.name, part.process);
   else if (servers.temporal.process) named.set('temporal', servers.temporal.process);
   return named;
@@ -243,7 +244,7 @@ export function cpuByProcess(stack: RunningStack): { end(): { seconds: Record<st
  */
 export function stackProcessGroups(stack: RunningStack, omit: readonly string[] = []): Record<string, Array<number | undefined>> {
   const groupOf = (name: string) =>
-    name.startsWith('temporal') ? 'temporal' : name.startsWith('mongod') ? 'mongodb' : (SERVICE_NAMES.find((service) => name === service || name.startsWith(`${service}-`)) ?? name);
+    name.startsWith('temporal') ? 'temporal' : name.startsWith('mongod') ? 'mongodb' : name.startsWith('redis') ? 'redis' : (SERVICE_NAMES.find((service) => name === service || name.startsWith(`${service}-`)) ?? name);
   const groups: Record<string, Array<number | undefined>> = {};
   for (const [name, process_] of stackProcesses(stack)) {
     const group = groupOf(name);

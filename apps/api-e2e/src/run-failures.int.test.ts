@@ -16,8 +16,10 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
 
   beforeAll(async () => {
     // Its own Redis (not persisted: a restart loses every queued job, the hardest case).
-    // One of each whatever the profile: the test stops and restarts those processes.
-    stack = await startTestStack({ replicas: 1, mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
+    // One of each whatever the profile: the test stops and restarts those processes. One
+    // Redis server, not a cluster: the whole of it goes down (a cluster's master that dies
+    // is redis-cluster.int.test.ts).
+    stack = await startTestStack({ profile: 'embedded', replicas: 1, mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
     tenant = await createTenant(stack.info, 'run-failures');
     await deployRunsProject(tenant, join(stack.info.dataDir, 'lake'), 'local');
   });

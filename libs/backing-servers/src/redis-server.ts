@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@envengine/redis-connections';
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
 import { ServerUnavailableError, withCredential, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
@@ -58,8 +58,9 @@ export function redisUrlFor(url: string, credential: { username: string; passwor
     .join(',');
 }
 
+/** One server answers PING; a Redis Cluster (a list of its nodes) is ready, every slot served. */
 async function redisAnswers(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
+  const client = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
   client.on('error', () => undefined); // a refused probe is an answer, not an error
   try {
     await client.connect();
