@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
-import { connectRedis, redisMasters, whenRedisReady, type RedisConnection } from '@envengine/redis-connections';
+import { connectRedis, everyRedisKey, type RedisConnection } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, Run } from '@envengine/contracts';
@@ -51,19 +51,11 @@ async function documentsNaming(mongo: MongoClient, info: StackInfo, ids: string[
 /** Redis keys (on every master of a Redis Cluster), and members of its lists and sorted sets (BullMQ's queues), that name one of `ids`. */
 async function redisEntriesNaming(connection: RedisConnection, ids: string[]): Promise<string[]> {
   const found: string[] = [];
-  await whenRedisReady(connection);
-  for (const redis of redisMasters(connection)) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'COUNT', 500);
-      cursor = next;
-      for (const key of keys) {
-        if (ids.some((id) => key.includes(id))) found.push(key);
-        const type = await redis.type(key);
-        const members = type === 'list' ? await redis.lrange(key, 0, -1) : type === 'zset' ? await redis.zrange(key, 0, -1) : [];
-        for (const member of members) if (ids.some((id) => member.includes(id))) found.push(`${key} ∋ ${member}`);
-      }
-    } while (cursor !== '0');
+  for await (const { server, key } of everyRedisKey(connection)) {
+    if (ids.some((id) => key.includes(id))) found.push(key);
+    const type = await server.type(key);
+    const members = type === 'list' ? await server.lrange(key, 0, -1) : type === 'zset' ? await server.zrange(key, 0, -1) : [];
+    for (const member of members) if (ids.some((id) => member.includes(id))) found.push(`${key} ∋ ${member}`);
   }
   return found;
 }

@@ -66,6 +66,9 @@ function nodeConfig(node: { port: number; dir: string }, options: StartRedisClus
     `cluster-node-timeout ${options.nodeTimeoutMs ?? 2000}`,
     `appendonly ${(options.persist ?? true) ? 'yes' : 'no'}`,
     'save ""',
+    // A replica's full sync starts at once instead of 5 s later (Redis waits for more
+    // replicas to share the transfer; each master here has one): every restart resyncs.
+    'repl-diskless-sync-delay 0',
   ];
   if (options.acl && aclFile) {
     lines.push(`aclfile ${confValue(aclFile)}`, `masteruser ${confValue(options.acl.admin.username)}`, `masterauth ${confValue(options.acl.admin.password)}`);

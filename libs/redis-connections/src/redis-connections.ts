@@ -140,3 +140,16 @@ export async function whenRedisReady(connection: RedisConnection): Promise<void>
     connection.once('end', ended);
   });
 }
+
+/** Every key (SCAN, on each master of a cluster), with the server that holds it. */
+export async function* everyRedisKey(connection: RedisConnection): AsyncGenerator<{ server: Redis; key: string }> {
+  await whenRedisReady(connection);
+  for (const server of redisMasters(connection)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await server.scan(cursor, 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) yield { server, key };
+    } while (cursor !== '0');
+  }
+}

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectRedis, redisMasters, whenRedisReady } from '@envengine/redis-connections';
+import { connectRedis, everyRedisKey } from '@envengine/redis-connections';
 import { BSON, MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 
@@ -65,18 +65,10 @@ export async function scanRedis(redisUrl: string, needles: readonly string[]): P
   const hits: LeakHit[] = [];
   let keys = 0;
   try {
-    await whenRedisReady(connection);
-    for (const redis of redisMasters(connection)) {
-      let cursor = '0';
-      do {
-        const [next, batch] = await redis.scan(cursor, 'COUNT', 500);
-        cursor = next;
-        for (const key of batch) {
-          keys += 1;
-          const dumped = await redis.dumpBuffer(key);
-          hits.push(...hitsIn(`redis ${key}`, `${key}\n${dumped?.toString('latin1') ?? ''}`, needles));
-        }
-      } while (cursor !== '0');
+    for await (const { server, key } of everyRedisKey(connection)) {
+      keys += 1;
+      const dumped = await server.dumpBuffer(key);
+      hits.push(...hitsIn(`redis ${key}`, `${key}\n${dumped?.toString('latin1') ?? ''}`, needles));
     }
   } finally {
     connection.disconnect();
