@@ -1,6 +1,6 @@
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { connectRedis, parseRedisUrl, redisUrlList, type RedisConnection } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
@@ -54,6 +54,12 @@ async function mongoAnswer(operation: Promise<unknown>): Promise<string> {
     () => 'ok',
     (error: { codeName?: string; message: string }) => error.codeName ?? error.message,
   );
+}
+
+/** The ACL file each Redis server loads: the one server's, or each node's of a Redis Cluster. */
+function redisAclFiles(dataDir: string, redisUrl: string): string[] {
+  const nodes = redisUrlList(redisUrl);
+  return nodes.length > 1 ? nodes.map((_, index) => join(dataDir, 'redis-cluster', `node-${index}`, 'users.acl')) : [join(dataDir, 'redis', 'users.acl')];
 }
 
 /**
@@ -219,10 +225,15 @@ describe('credentials stay private', () => {
   it('are kept in files of mode 0600 in a directory of mode 0700', () => {
     expect(statSync(credentialsDir(stack.dataDir)).mode & 0o777).toBe(0o700);
     for (const file of ['mongodb', 'redis', 'internal'] as const) expect(statSync(credentialFilePath(stack.dataDir, file)).mode & 0o777).toBe(0o600);
-    const aclFile = join(stack.dataDir, 'redis', 'users.acl');
-    expect(statSync(aclFile).mode & 0o777).toBe(0o600);
-    // The ACL file holds hashes only.
-    expect(occurrences([['users.acl', readFileSync(aclFile, 'utf8')]], Object.values(credentials.redis))).toEqual([]);
+    const files = redisAclFiles(stack.dataDir, stack.redisServerUrl);
+    for (const aclFile of files) {
+      expect(statSync(aclFile).mode & 0o777).toBe(0o600);
+      const config = join(dirname(aclFile), 'redis.conf');
+      if (existsSync(config)) expect(statSync(config).mode & 0o777).toBe(0o600);
+    }
+    // The ACL file holds hashes only (on a Redis Cluster, each node's config file holds the
+    // administrator's password for its replication, and is 0600 too).
+    expect(occurrences(files.map((file) => [file, readFileSync(file, 'utf8')]), Object.values(credentials.redis))).toEqual([]);
   });
 
   it("are in no process's arguments and no log file", () => {
@@ -328,8 +339,7 @@ describe('credentials rotate (a stack of its own)', () => {
           expect(await redisAnswer(probe, 'AUTH', 'gateway', after.redis.REDIS_GATEWAY_PASSWORD)).toBe('allowed: "OK"');
         }
         // A restarted Redis loads the new passwords from its ACL file.
-        const aclFiles = nodes.length > 1 ? nodes.map((_, index) => join(own.info.dataDir, 'redis-cluster', `node-${index}`, 'users.acl')) : [join(own.info.dataDir, 'redis', 'users.acl')];
-        for (const file of aclFiles) {
+        for (const file of redisAclFiles(own.info.dataDir, own.servers.redis.url)) {
           const text = readFileSync(file, 'utf8');
           expect(text).not.toContain(redisPasswordHash(before.redis.REDIS_GATEWAY_PASSWORD));
           expect(text).toContain(redisPasswordHash(after.redis.REDIS_GATEWAY_PASSWORD));

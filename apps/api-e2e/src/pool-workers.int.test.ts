@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
 import { freePort } from '@envengine/backing-servers';
 import { createTenant, launchPoolWorker, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { redisServerHolding } from './redis-fixtures.ts';
 import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -104,9 +105,11 @@ describe("remote attempts on a tenant's pool", () => {
     const revoked = await tenant.api.request('DELETE', `/pool/credentials/${otherCredential.id}`);
     expect(revoked.status).toBe(404);
     const spare = await issueCredential(tenant);
-    const probe = connectPoolRedis(stack.redisServerUrl, spare.redis, { maxRetriesPerRequest: 1, retryStrategy: () => null });
+    // One connection to the server of its queue (on a Redis Cluster, that key's master), whose end is seen.
+    const spareQueueKey = `envengine:{${spare.queue}}:wait`;
+    const probe = new Redis(await redisServerHolding(stack, spareQueueKey), { username: spare.redis.username, password: spare.redis.password, maxRetriesPerRequest: 1, retryStrategy: () => null });
     probe.on('error', () => undefined);
-    expect(await probe.call('LLEN', `envengine:{${spare.queue}}:wait`)).toBe(0);
+    expect(await probe.call('LLEN', spareQueueKey)).toBe(0);
     const closed = new Promise((resolve) => probe.once('end', resolve));
     expect((await tenant.api.request('DELETE', `/pool/credentials/${spare.id}`)).status).toBe(200);
     await until(() => workerCall(spare.token, 'POST', '/worker/heartbeat', { worker: { id: 'spare-123', name: 'x', executor: 'remote', concurrency: 1, sandbox: 'bwrap' }, attempts: [] }), (r) => r.status === 401, 10_000);

@@ -6,20 +6,10 @@ import type { RedisClusterServer } from '@envengine/backing-servers';
 import { Run } from '@envengine/contracts';
 import { connectRedis, whenRedisReady } from '@envengine/redis-connections';
 import { createTenant, startPoolWorker, startTestStack, until, type PoolWorker, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { slotOwners } from './redis-fixtures.ts';
 import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
 
 const shared = inject('stack');
-
-/** The node (`host:port`) serving a key's slot as master now, and its replicas, as the cluster itself says. */
-async function slotOwners(admin: Cluster, key: string): Promise<{ master: string; replicas: string[] }> {
-  const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', key));
-  const ranges = (await admin.call('CLUSTER', 'SLOTS')) as Array<[number, number, ...Array<[string, number, string]>]>;
-  const range = ranges.find(([from, to]) => from <= slot && slot <= to);
-  if (!range) throw new Error(`no node serves slot ${slot}`);
-  const [, , master, ...replicas] = range;
-  if (!master) throw new Error(`slot ${slot} has no master`);
-  return { master: `${master[0]}:${master[1]}`, replicas: replicas.map(([host, port]) => `${host}:${port}`) };
-}
 
 /**
  * The cluster profile's Redis: a Redis Cluster of three masters with a replica each. A

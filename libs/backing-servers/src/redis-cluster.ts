@@ -6,7 +6,7 @@ import { findOnPath, type Reporter } from './binaries.ts';
 import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { canConnect, freePortInRange, waitUntil } from './network.ts';
-import { redisAclFile, redisServerBinary, redisUrlFor, type RedisAcl } from './redis-server.ts';
+import { redisAclFile, redisServerBinary, redisServerCommand, redisUrlFor, type RedisAcl } from './redis-server.ts';
 
 /** The first node's port under `npm start`; the others follow it (the usual Redis Cluster ports). */
 export const REDIS_CLUSTER_FIRST_PORT = 7000;
@@ -226,7 +226,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions): Prom
     writeFileSync(confFile, nodeConfig({ port, dir }, options, aclFile), { mode: 0o600 });
     chmodSync(confFile, 0o600); // mode applies only to a new file
     const name = `redis-${i}`;
-    const process_ = new ManagedProcess({ name, command: found.path, args: [confFile], logFile: join(logs, `${name}.log`) });
+    const process_ = new ManagedProcess({ name, ...redisServerCommand(found.path, [confFile]), logFile: join(logs, `${name}.log`) });
     return { name, process: process_, address: `127.0.0.1:${port}` };
   });
   // All at once: stopped one by one, a master's replicas could take over from it before their own turn.

@@ -49,6 +49,15 @@ export function redisAclFile(acl: RedisAcl): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * `redis-server` with its arguments, under umask 077: `ACL SAVE` (the placement-service
+ * saves pool users) writes the ACL file anew with mode 0644 otherwise. Through `sh -c …
+ * exec`, so the process is redis-server itself (its pid, its signals).
+ */
+export function redisServerCommand(redisServer: string, args: readonly string[]): { command: string; args: string[] } {
+  return { command: '/bin/sh', args: ['-c', 'umask 077 && exec "$0" "$@"', redisServer, ...args] };
+}
+
 /** A `redis://` URL for one user; for a Redis Cluster's comma-separated list of node URLs, each of them. */
 export function redisUrlFor(url: string, credential: { username: string; password: string }): string {
   // Split before each scheme, as withoutCredential does: a password already in the list may hold a comma.
@@ -104,8 +113,7 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
   if (options.maxMemoryMb !== undefined) aclArgs.push('--maxmemory', `${options.maxMemoryMb}mb`, '--maxmemory-policy', 'noeviction');
   const process_ = new ManagedProcess({
     name: 'redis-server',
-    command: found.path,
-    args: [
+    ...redisServerCommand(found.path, [
       '--port', String(port),
       '--bind', '127.0.0.1',
       '--dir', dir,
@@ -113,7 +121,7 @@ export async function startRedis(options: StartRedisOptions): Promise<BackingSer
       '--appendonly', persist ? 'yes' : 'no',
       '--daemonize', 'no',
       ...aclArgs,
-    ],
+    ]),
     logFile,
   });
   const url = `redis://127.0.0.1:${port}`;
