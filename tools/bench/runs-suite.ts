@@ -137,7 +137,8 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   await poolEvents.waitUntilReady();
 
   // The raw baseline: a bare Queue + Worker in this process, on a queue of its own.
-  const rawQueueName = `bench-raw-${randomBytes(4).toString('hex')}`;
+  // In braces, a hash tag: on a Redis Cluster every key of the queue must share a slot (CROSSSLOT otherwise).
+  const rawQueueName = `{bench-raw-${randomBytes(4).toString('hex')}}`;
   const rawQueue = new Queue(rawQueueName, { connection: redis() });
   const rawEnds = new JobEnds();
   const rawProcessingAt = new Map<string, number>();
