@@ -54,6 +54,7 @@ const FIXTURES: Fixture[] = [
   // Layers and scopes (Nx's project graph): an app reaches only its own scope's libs.
   { rule: "the gateway importing the deployment scope's data", at: 'apps/gateway/src/fixture.ts', code: "import { DeploymentRepository } from '@envengine/deployment-data';\nexport const r = DeploymentRepository;\n", expected: /@nx\/enforce-module-boundaries: .*scope:gateway/ },
   { rule: 'a workflow lib importing a data-access lib', at: 'libs/deployment-workflows/src/fixture.ts', code: "import { DeploymentRepository } from '@envengine/deployment-data';\nexport const r = DeploymentRepository;\n", expected: /@nx\/enforce-module-boundaries: .*type:workflows/ },
+  { rule: 'a queues lib importing a data-access lib', at: 'libs/attempt-queues/src/fixture.ts', code: "import { TenantScopedModel } from '@envengine/tenant-data';\nexport const m = TenantScopedModel;\n", expected: /@nx\/enforce-module-boundaries: .*type:queues/ },
 ];
 
 describe('the rules AGENTS.md says the lint enforces', () => {
