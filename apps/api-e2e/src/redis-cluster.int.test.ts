@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { attemptQueueKeyName, tenantAttemptQueue } from '@envengine/attempt-queues';
 import type { RedisClusterServer } from '@envengine/backing-servers';
 import { Run } from '@envengine/contracts';
-import { connectRedis, whenRedisReady } from '@envengine/redis-connections';
+import { connectRedis, everyRedisServer, whenRedisReady } from '@envengine/redis-connections';
 import { createTenant, startPoolWorker, startTestStack, until, type PoolWorker, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { slotOwners } from './redis-fixtures.ts';
 import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
@@ -55,6 +55,17 @@ describe('the engine on a Redis Cluster', () => {
 
   it('loses no queued run when the master of their queue is killed: its replica takes over and a pool worker runs them all', { timeout: 240_000 }, async () => {
     const credential = await issueCredential(tenant);
+    // The pool's user is on every node, each replica included (the one that takes over
+    // must let the pool's worker in), whether or not the engine's client has met it.
+    const { servers, release } = await everyRedisServer(admin);
+    try {
+      expect(servers).toHaveLength(6);
+      for (const { server, address } of servers) {
+        expect(await server.call('ACL', 'GETUSER', credential.redis.username), address).not.toBeNull();
+      }
+    } finally {
+      release();
+    }
     const queued = 12;
     const runIds: string[] = [];
     for (let index = 0; index < queued; index += 1) {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { isRedisCluster, REDIS_CLUSTER_CLIENT_COMMANDS, redisServers, type RedisConnection } from '@envengine/redis-connections';
+import { everyRedisServer, REDIS_CLUSTER_CLIENT_COMMANDS, type RedisConnection } from '@envengine/redis-connections';
 import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 
 export interface PoolUser {
@@ -182,18 +182,21 @@ export class PoolAclRegistry {
   }
 
   /**
-   * Every server at once. A cluster's node that cannot be reached is
-   * given everything when it is back (`reapplyOnReady`), so only a failure on a master,
-   * where the queues are, fails the call.
+   * Every server at once, as the cluster lists them (`everyRedisServer`: replicas its
+   * client has not met included). A node that cannot be reached is given everything when
+   * it is back (`reapplyOnReady`), so only a failure on a master, where the queues are,
+   * fails the call.
    */
   private async onEveryServer(action: (server: Redis) => Promise<void>): Promise<void> {
-    const servers = redisServers(this.redis);
-    if (servers.length === 0) throw new Error('Redis: no server is connected');
-    const results = await Promise.allSettled(servers.map(action));
-    const failed = results.flatMap((result, index) => (result.status === 'rejected' ? [{ server: servers[index]!, error: result.reason as Error }] : []));
-    const masters = isRedisCluster(this.redis) ? new Set(this.redis.nodes('master')) : undefined;
-    const fatal = failed.find((failure) => masters === undefined || masters.has(failure.server));
-    if (fatal) throw fatal.error;
+    const { servers, release } = await everyRedisServer(this.redis);
+    try {
+      if (servers.length === 0) throw new Error('Redis: no server is connected');
+      const results = await Promise.allSettled(servers.map(({ server }) => action(server)));
+      const fatal = results.find((result, index): result is PromiseRejectedResult => result.status === 'rejected' && servers[index]!.master);
+      if (fatal) throw fatal.reason;
+    } finally {
+      release();
+    }
   }
 }
 

@@ -63,6 +63,8 @@ export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[]
         'resetkeys', 'resetchannels', '~envengine:*', `&${TOKEN_REVOKED_CHANNEL}`,
         '+@all', '-@dangerous', '+info', '+acl|setuser', '+acl|deluser', '+acl|users', '+acl|save', '-script', '+script|load', '-keys', '-flushall', '-flushdb',
         ...REDIS_CLUSTER_CLIENT_COMMANDS.map((command) => `+${command}`),
+        // Pool users go on every node a cluster lists, replicas its client has not met included.
+        '+cluster|nodes',
       ],
     },
     { username: 'runner', password: credentials.REDIS_RUNNER_PASSWORD, rules: ['resetkeys', ...localRunnerAclRules()] },

@@ -1,7 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { connectRedis, isRedisCluster, redisServers } from '@envengine/redis-connections';
+import { connectRedis, everyRedisServer, isRedisCluster } from '@envengine/redis-connections';
 import { mongoUrlFor, redisAclFile, redisPasswordHash, redisUrlFor } from '@envengine/backing-servers';
 import { ADMIN_USERNAME, MONGO_SCOPE_USERS, redisAcl } from './backing-credentials.ts';
 import { credentialFilePath, loadOrCreateCredentialFile, newCredentialValues, saveCredentialFile, ROTATABLE_CREDENTIAL_FILES } from './credentials.ts';
@@ -72,17 +72,23 @@ async function rotateRedis(base: string, dataDir: string, current: Record<string
       throw new Error(`Redis of the local stack is not reachable with the current credentials (${error.message}); is the stack running?`);
     });
     const acl = redisAcl(next as Parameters<typeof redisAcl>[0]);
-    for (const server of redisServers(redis)) {
-      // One password per user at a time: `resetpass` drops the old one, open connections carry on.
-      for (const user of [...acl.users, acl.admin]) await server.call('ACL', 'SETUSER', user.username, 'resetpass', redisPasswordHash(user.password));
-      if (isRedisCluster(redis)) {
-        // A replica signs in to its master as the administrator (kept in the node's config
-        // file for its restarts), and each node's ACL file is what it loads at a restart
-        // (pool users included, so it is saved from memory, not rewritten).
-        await server.call('CONFIG', 'SET', 'masterauth', acl.admin.password);
-        await server.call('CONFIG', 'REWRITE');
-        await server.call('ACL', 'SAVE');
+    // Every node the cluster lists, replicas its client has not met included.
+    const { servers, release } = await everyRedisServer(redis);
+    try {
+      for (const { server } of servers) {
+        // One password per user at a time: `resetpass` drops the old one, open connections carry on.
+        for (const user of [...acl.users, acl.admin]) await server.call('ACL', 'SETUSER', user.username, 'resetpass', redisPasswordHash(user.password));
+        if (isRedisCluster(redis)) {
+          // A replica signs in to its master as the administrator (kept in the node's config
+          // file for its restarts), and each node's ACL file is what it loads at a restart
+          // (pool users included, so it is saved from memory, not rewritten).
+          await server.call('CONFIG', 'SET', 'masterauth', acl.admin.password);
+          await server.call('CONFIG', 'REWRITE');
+          await server.call('ACL', 'SAVE');
+        }
       }
+    } finally {
+      release();
     }
     // What a restarted Redis loads: the same users with the new passwords.
     const aclFile = join(dataDir, 'redis', 'users.acl');

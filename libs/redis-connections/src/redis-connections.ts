@@ -123,6 +123,45 @@ export function redisServers(connection: RedisConnection): Redis[] {
   return isRedisCluster(connection) ? connection.nodes('all') : [connection];
 }
 
+export interface RedisServers {
+  /** Each server, with whether it is a master now (the one server of a `Redis` is). */
+  servers: Array<{ server: Redis; address: string; master: boolean }>;
+  /** Closes the connections made for this call (not the client's own). */
+  release(): void;
+}
+
+/**
+ * Every server of a Redis Cluster as the cluster itself lists them (`CLUSTER NODES`), not
+ * only the ones its client knows: `CLUSTER SLOTS`, where the client learns the layout,
+ * leaves out a replica that has had no data yet, and that replica may be the master a
+ * moment later. Nodes marked failed are left out. A node the client has no connection to
+ * gets one of its own, with the client's options; `release()` closes those.
+ */
+export async function everyRedisServer(connection: RedisConnection): Promise<RedisServers> {
+  if (!isRedisCluster(connection)) return { servers: [{ server: connection, address: `${connection.options.host}:${connection.options.port}`, master: true }], release: () => undefined };
+  await whenRedisReady(connection);
+  const known = new Map(connection.nodes('all').map((server) => [`${server.options.host}:${server.options.port}`, server]));
+  const made: Redis[] = [];
+  // `<id> <host:port@bus> <flags> <master id or -> …`
+  const listed = String(await connection.call('CLUSTER', 'NODES'))
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '))
+    .map(([, address, flags]) => ({ address: (address ?? '').split('@')[0]!, flags: (flags ?? '').split(',') }))
+    .filter((node) => node.address && !node.flags.some((flag) => ['fail', 'fail?', 'noaddr', 'handshake'].includes(flag)));
+  const servers = listed.map(({ address, flags }) => {
+    let server = known.get(address);
+    if (!server) {
+      const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+      server = new Redis({ ...connection.options.redisOptions, host, port, lazyConnect: false });
+      server.on('error', () => undefined); // its command's failure is the answer
+      made.push(server);
+    }
+    return { server, address, master: flags.includes('master') };
+  });
+  return { servers, release: () => made.forEach((server) => server.disconnect()) };
+}
+
 /** The masters: where keys are, for scans. */
 export function redisMasters(connection: RedisConnection): Redis[] {
   return isRedisCluster(connection) ? connection.nodes('master') : [connection];
