@@ -92,27 +92,18 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       report: options.report,
     });
     started.push(mongo);
+    // What one server and a cluster's nodes are started with alike.
+    const redisSettings = {
+      dataDir: options.dataDir,
+      persist: options.persistRedis ?? true,
+      acl: options.redisAcl,
+      maxMemoryMb: options.redisMaxMemoryMb,
+      report: options.report,
+    };
     const redis =
       options.redisCluster && !options.redisUrl
-        ? await startRedisCluster({
-            dataDir: options.dataDir,
-            masters: options.redisCluster.masters,
-            replicasPerMaster: options.redisCluster.replicasPerMaster,
-            ports: fixed ? 'default' : undefined,
-            persist: options.persistRedis ?? true,
-            acl: options.redisAcl,
-            maxMemoryMb: options.redisMaxMemoryMb,
-            report: options.report,
-          })
-        : await startRedis({
-            url: options.redisUrl,
-            dataDir: options.dataDir,
-            port: fixed ? 6379 : undefined,
-            persist: options.persistRedis ?? true,
-            acl: options.redisAcl,
-            maxMemoryMb: options.redisMaxMemoryMb,
-            report: options.report,
-          });
+        ? await startRedisCluster({ ...redisSettings, ...options.redisCluster, ports: fixed ? 'default' : undefined })
+        : await startRedis({ ...redisSettings, url: options.redisUrl, port: fixed ? 6379 : undefined });
     started.push(redis);
     const temporal =
       options.temporalCluster && !options.temporalAddress
