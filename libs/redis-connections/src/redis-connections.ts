@@ -135,11 +135,13 @@ export interface RedisServers {
  * only the ones its client knows: `CLUSTER SLOTS`, where the client learns the layout,
  * leaves out a replica that has had no data yet, and that replica may be the master a
  * moment later. Nodes marked failed are left out. A node the client has no connection to
- * gets one of its own, with the client's options; `release()` closes those.
+ * gets one of its own, with the client's options; `release()` closes those. A cluster
+ * client that is not ready fails the call.
  */
 export async function everyRedisServer(connection: RedisConnection): Promise<RedisServers> {
   if (!isRedisCluster(connection)) return { servers: [{ server: connection, address: `${connection.options.host}:${connection.options.port}`, master: true }], release: () => undefined };
-  await whenRedisReady(connection);
+  // At once, as a single server's commands fail while it is away (no waiting on a reconnect).
+  if (connection.status !== 'ready') throw new Error(`Redis Cluster: not connected (${connection.status})`);
   const known = new Map(connection.nodes('all').map((server) => [`${server.options.host}:${server.options.port}`, server]));
   const made: Redis[] = [];
   // `<id> <host:port@bus> <flags> <master id or -> …`
