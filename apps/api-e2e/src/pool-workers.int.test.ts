@@ -87,6 +87,10 @@ describe("remote attempts on a tenant's pool", () => {
       expect(await refused('FLUSHALL')).toMatch(/NOPERM/);
       expect(await refused('RANDOMKEY')).toMatch(/NOPERM/);
       expect(await refused('DBSIZE')).toMatch(/NOPERM/);
+      // Of a cluster's commands, only what its client reads the layout with (never one that changes it).
+      expect(await refused('CLUSTER', 'NODES')).toMatch(/NOPERM/);
+      expect(await refused('CLUSTER', 'FAILOVER')).toMatch(/NOPERM/);
+      expect(await refused('CLUSTER', 'RESET')).toMatch(/NOPERM/);
       // Its own queue is reachable (positive control).
       expect(await refused('LLEN', `envengine:{${credential.queue}}:wait`)).toBe('allowed');
     } finally {
