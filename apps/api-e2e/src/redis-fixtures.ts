@@ -1,5 +1,5 @@
 import type { Cluster } from 'ioredis';
-import { connectRedis, parseRedisUrl, redisUrlList, whenRedisReady } from '@envengine/redis-connections';
+import { clusterNodes, connectRedis, parseRedisUrl, redisUrlList, whenRedisReady } from '@envengine/redis-connections';
 import type { StackInfo } from '@envengine/test-harness';
 
 /**
@@ -8,12 +8,7 @@ import type { StackInfo } from '@envengine/test-harness';
  */
 export async function slotOwners(admin: Cluster, key: string): Promise<{ master: string; replicas: string[] }> {
   const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', key));
-  // `<id> <host:port@bus> <flags> <master id or -> <ping> <pong> <epoch> <link> <slot ranges…>`
-  const nodes = String(await admin.call('CLUSTER', 'NODES'))
-    .trim()
-    .split('\n')
-    .map((line) => line.split(' '))
-    .map(([id, address, flags, masterId, , , , , ...slots]) => ({ id, address: address!.split('@')[0]!, flags: flags!.split(','), masterId, slots }));
+  const nodes = await clusterNodes(admin);
   const serves = (ranges: string[]) =>
     ranges.some((range) => {
       const [from, to = from] = range.split('-').map(Number);

@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { connectRedis } from '@envengine/redis-connections';
+import { connectRedis, redisUrlList } from '@envengine/redis-connections';
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
 import { ServerUnavailableError, withCredential, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
@@ -60,10 +60,8 @@ export function redisServerCommand(redisServer: string, args: readonly string[])
 
 /** A `redis://` URL for one user; for a Redis Cluster's comma-separated list of node URLs, each of them. */
 export function redisUrlFor(url: string, credential: { username: string; password: string }): string {
-  // Split before each scheme, as withoutCredential does: a password already in the list may hold a comma.
-  return url
-    .split(/,(?=\s*rediss?:\/\/)/)
-    .map((one) => withCredential(one.trim(), credential).toString())
+  return redisUrlList(url)
+    .map((one) => withCredential(one, credential).toString())
     .join(',');
 }
 

@@ -123,6 +123,33 @@ export function redisServers(connection: RedisConnection): Redis[] {
   return isRedisCluster(connection) ? connection.nodes('all') : [connection];
 }
 
+export interface ClusterNode {
+  id: string;
+  /** `host:port`, as the node announces it. */
+  address: string;
+  flags: string[];
+  /** The master's id for a replica; undefined for a master. */
+  masterId: string | undefined;
+  /** Slot ranges a master serves: `0-5460`, `5461`. */
+  slots: string[];
+}
+
+/** The cluster's nodes as `CLUSTER NODES` lists them (asked of any node). */
+export async function clusterNodes(cluster: Cluster): Promise<ClusterNode[]> {
+  // `<id> <host:port@bus> <flags> <master id or -> <ping> <pong> <epoch> <link> <slot ranges…>`
+  return String(await cluster.call('CLUSTER', 'NODES'))
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '))
+    .map(([id, address, flags, masterId, , , , , ...slots]) => ({
+      id: id ?? '',
+      address: (address ?? '').split('@')[0]!,
+      flags: (flags ?? '').split(','),
+      masterId: masterId && masterId !== '-' ? masterId : undefined,
+      slots,
+    }));
+}
+
 export interface RedisServers {
   /** Each server, with whether it is a master now (the one server of a `Redis` is). */
   servers: Array<{ server: Redis; address: string; master: boolean }>;
@@ -144,12 +171,7 @@ export async function everyRedisServer(connection: RedisConnection): Promise<Red
   if (connection.status !== 'ready') throw new Error(`Redis Cluster: not connected (${connection.status})`);
   const known = new Map(connection.nodes('all').map((server) => [`${server.options.host}:${server.options.port}`, server]));
   const made: Redis[] = [];
-  // `<id> <host:port@bus> <flags> <master id or -> …`
-  const listed = String(await connection.call('CLUSTER', 'NODES'))
-    .trim()
-    .split('\n')
-    .map((line) => line.split(' '))
-    .map(([, address, flags]) => ({ address: (address ?? '').split('@')[0]!, flags: (flags ?? '').split(',') }))
+  const listed = (await clusterNodes(connection))
     .filter((node) => node.address && !node.flags.some((flag) => ['fail', 'fail?', 'noaddr', 'handshake'].includes(flag)));
   const servers = listed.map(({ address, flags }) => {
     let server = known.get(address);
