@@ -1,29 +1,41 @@
 // The sandboxed child process that runs one asset's user code (started by asset-runner.ts
 // under Node's permission model). It must stay dependency-free: it may read only the
-// bundle and this script, so it imports Node built-ins and types only. In the build it is
-// bundled beside main.js as asset-child.js; from source, Node strips its types.
+// bundle and this one script, so it imports Node built-ins and its sibling files only, and
+// runs bundled into one file (asset-child.js beside main.js in the build; from source,
+// os-sandbox.ts bundles it with esbuild when it stages it).
+import { Socket } from 'node:net';
 import { format } from 'node:util';
-import type { ChildMessage, ParentMessage, SandboxCallMethod } from './sandbox-protocol.ts';
+import { CHANNEL_FD, MAX_LOG_MESSAGE_CHARS, ROWS_MESSAGE_BYTES, type ChildMessage, type ParentMessage, type SandboxCallMethod } from './sandbox-protocol.ts';
+import { decodeValue, encodeValue, FrameReader, frameOf } from './sandbox-wire.ts';
 
 type RunMessage = Extract<ParentMessage, { type: 'run' }>;
 type ReplyMessage = Extract<ParentMessage, { type: 'reply' }>;
 
-if (typeof process.send !== 'function' || process.channel === undefined) {
-  process.stderr.write('asset-child runs only under the attempt worker (it needs an IPC channel)\n');
+let channel: Socket;
+try {
+  channel = new Socket({ fd: CHANNEL_FD, readable: true, writable: true });
+} catch {
+  process.stderr.write('asset-child runs only under the attempt worker (it needs its channel on fd 3)\n');
   process.exit(2);
 }
-const channel = process.channel;
-const sendRaw = process.send.bind(process);
 
-/** Sends one message; resolves once it is written (a closed channel resolves too: the worker is gone). */
-function send(message: ChildMessage): Promise<void> {
-  return new Promise((resolve, reject) => {
-    try {
-      sendRaw(message, undefined, {}, () => resolve());
-    } catch (error) {
-      reject(error); // not structured-cloneable
-    }
+/** Sends one frame; resolves once it is written (a closed channel resolves too: the worker is gone). */
+function sendFrame(json: string): Promise<void> {
+  return new Promise((resolve) => {
+    if (channel.destroyed) return resolve();
+    channel.write(frameOf(json), () => resolve());
   });
+}
+
+/** Sends one message; rejects when it cannot be encoded (a circular value). */
+function send(message: ChildMessage): Promise<void> {
+  let json: string;
+  try {
+    json = encodeValue(message);
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+  return sendFrame(json);
 }
 
 let finished = false;
@@ -55,11 +67,34 @@ function call(method: SandboxCallMethod, arg: unknown): Promise<unknown> {
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
     if (pending.size === 1) channel.ref();
-    send({ type: 'call', id, method, arg }).catch((error: unknown) => {
+    // An emit's rows go ahead of its call; anything but an array goes as the call's argument, for the worker to refuse.
+    const sent = method === 'emit' && Array.isArray(arg) ? sendRows(id, arg).then(() => send({ type: 'call', id, method, arg: null })) : send({ type: 'call', id, method, arg });
+    sent.catch((error: unknown) => {
       settleCall(id);
       reject(error instanceof Error ? error : new Error(String(error)));
     });
   });
+}
+
+/**
+ * An emit's rows in messages of about ROWS_MESSAGE_BYTES each, so that no message is over
+ * the channel's limit however many rows there are.
+ */
+async function sendRows(id: number, rows: readonly unknown[]): Promise<void> {
+  const head = `{"type":"rows","id":${id},"rows":[`;
+  let batch: string[] = [];
+  let size = 0;
+  for (const row of rows) {
+    const json = encodeValue(row);
+    if (batch.length > 0 && size + json.length > ROWS_MESSAGE_BYTES) {
+      await sendFrame(`${head}${batch.join(',')}]}`);
+      batch = [];
+      size = 0;
+    }
+    batch.push(json);
+    size += json.length + 1;
+  }
+  if (batch.length > 0) await sendFrame(`${head}${batch.join(',')}]}`);
 }
 
 function settleCall(id: number) {
@@ -78,7 +113,8 @@ function onReply(reply: ReplyMessage): void {
 
 function log(...args: unknown[]): void {
   // Logging must never fail user code: an unsendable line is dropped.
-  send({ type: 'log', message: format(...args) }).catch(() => undefined);
+  const message = format(...args);
+  send({ type: 'log', message: message.length > MAX_LOG_MESSAGE_CHARS ? `${message.slice(0, MAX_LOG_MESSAGE_CHARS)}… (truncated)` : message }).catch(() => undefined);
 }
 
 // User code's console output becomes log lines too (nothing reaches the worker's stdout).
@@ -120,7 +156,7 @@ async function run(job: RunMessage): Promise<void> {
 /** The asset being run, once the worker has sent the job. */
 let assetKey: string | undefined;
 
-process.on('message', (message: ParentMessage) => {
+function onMessage(message: ParentMessage): void {
   if (message.type === 'reply') {
     onReply(message);
   } else if (message.type === 'run' && assetKey === undefined) {
@@ -128,10 +164,16 @@ process.on('message', (message: ParentMessage) => {
     channel.unref();
     run(message).then(() => finish({ type: 'done' }, 0), fail);
   }
-});
+}
 
+// The worker is trusted: its frames have no size cap here (the child's memory limit is the cap).
+const frames = new FrameReader(2 ** 32 - 1);
+channel.on('data', (chunk: Buffer) => {
+  for (const frame of frames.push(chunk)) onMessage(decodeValue(frame) as ParentMessage);
+});
 // The worker went away: nobody can receive the result, so stop.
-process.on('disconnect', () => process.exit(1));
+channel.on('end', () => process.exit(1));
+channel.on('error', () => process.exit(1));
 // Errors thrown from user callbacks (timers, unawaited promises) fail the asset too.
 process.on('uncaughtException', fail);
 process.on('unhandledRejection', fail);

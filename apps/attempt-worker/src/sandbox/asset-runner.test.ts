@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
+import { MAX_CALLS_IN_FLIGHT, MAX_CHILD_MESSAGE_BYTES, MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
 import type { SandboxSettings } from './os-sandbox.ts';
 
 // Each case writes a tiny bundle into a temp dir and runs it in a real child process, in
@@ -420,6 +420,83 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       const { outcome } = await runBundle({ dir: bundleDir }, { entry });
       expect(outcome).toMatchObject({ status: 'failed', reason: 'refused' });
     }
+  });
+
+  describe('a hostile channel: whatever the child writes to its fd 3 fails its own asset only', () => {
+    /** An asset that writes these bytes (hex) to the channel itself, then waits to be stopped. */
+    const writes = (hex: string) =>
+      `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('${hex}', 'hex')); await new Promise((resolve) => setTimeout(resolve, 15000)); };`;
+    const frame = (body: string) => {
+      const bytes = Buffer.from(body, 'utf8');
+      const header = Buffer.alloc(4);
+      header.writeUInt32BE(bytes.byteLength);
+      return Buffer.concat([header, bytes]).toString('hex');
+    };
+
+    it('fails on a malformed frame (the bytes that crashed the V8 deserializer)', async () => {
+      const { outcome } = await runBundle(writes('00000003ff0f80'));
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'protocol', error: expect.stringMatching(/^asset raw_orders sent the worker a message that is not valid \(.*\); the asset was stopped$/) });
+    });
+
+    it('fails on a frame announced over the limit, before reading it', async () => {
+      const { outcome } = await runBundle(writes('fffffff0'));
+      expect(outcome).toEqual({
+        status: 'failed',
+        reason: 'protocol',
+        error: `asset raw_orders sent the worker a message of ${0xfffffff0} bytes, over the channel's limit of ${MAX_CHILD_MESSAGE_BYTES} bytes; the asset was stopped`,
+      });
+    });
+
+    it('fails on JSON that is not a message of the protocol, naming its type', async () => {
+      for (const body of ['{"type":"reply","id":1,"ok":true,"value":1}', '{"type":"done","extra":1}', '{"type":"call","id":-1,"method":"emit","arg":null}', '[1,2]', '"\u0000zz"']) {
+        const { outcome } = await runBundle(writes(frame(body)));
+        expect([body, outcome]).toMatchObject([body, { status: 'failed', reason: 'protocol' }]);
+      }
+    });
+
+    it('fails on random bytes, 24 seeded inputs, and never throws in the worker', async () => {
+      let seed = 0x5eed;
+      const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+      const inputs = Array.from({ length: 24 }, (_, index) => {
+        const body = Buffer.from(Array.from({ length: 1 + Math.floor(random() * 64) }, () => Math.floor(random() * 256)));
+        // Half with a header that fits the body, half raw.
+        if (index % 2 === 1) return body.toString('hex');
+        const header = Buffer.alloc(4);
+        header.writeUInt32BE(body.byteLength);
+        return Buffer.concat([header, body]).toString('hex');
+      });
+      for (let start = 0; start < inputs.length; start += 6) {
+        const outcomes = await Promise.all(inputs.slice(start, start + 6).map(async (hex) => [hex, (await runBundle(writes(hex), { timeoutMs: 3000 })).outcome] as const));
+        // Raw bytes that announce more than they send leave the reader waiting: the time limit ends those.
+        for (const [hex, outcome] of outcomes) expect([hex, outcome]).toMatchObject([hex, { status: 'failed', reason: expect.stringMatching(/^(protocol|timed-out)$/) }]);
+      }
+    });
+
+    it('fails a child that makes more ctx calls at once than the worker answers', async () => {
+      let calls = 0;
+      const { outcome } = await runBundle(
+        `export default async (ctx) => { await Promise.all(Array.from({ length: 1000 }, () => ctx.connection('db'))); };`,
+        {},
+        { connection: () => { calls += 1; return new Promise(() => undefined); } },
+      );
+      expect(outcome).toEqual({ status: 'failed', reason: 'protocol', error: `asset raw_orders made more than ${MAX_CALLS_IN_FLIGHT} ctx calls at once (await each one); the asset was stopped` });
+      expect(calls).toBe(MAX_CALLS_IN_FLIGHT);
+    });
+
+    it('takes a flood of well-formed log lines without failing, and an emit larger than one message in order', async () => {
+      const { outcome, logs, emitted } = await runBundle(`export default async (ctx) => {
+        for (let i = 0; i < 20000; i++) ctx.log('line', i);
+        await ctx.emit(Array.from({ length: 60000 }, (_, id) => ({ id, at: new Date(id), big: BigInt(id) * 10n ** 12n, pad: 'x'.repeat(20) })));
+      };`);
+      expect(outcome).toEqual({ status: 'succeeded' });
+      expect(logs.length).toBe(20000);
+      expect(logs.at(-1)).toBe('line 19999');
+      // About 5 MB of rows: several messages, joined into one emit in order.
+      expect(emitted).toHaveLength(1);
+      expect(emitted[0]).toHaveLength(60000);
+      expect(emitted[0]!.every((row, index) => row['id'] === index)).toBe(true);
+      expect(emitted[0]![59999]).toEqual({ id: 59999, at: new Date(59999), big: 59999n * 10n ** 12n, pad: 'x'.repeat(20) });
+    });
   });
 
   it('is still alive and running assets after all of the above', async () => {

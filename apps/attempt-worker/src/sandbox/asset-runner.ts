@@ -11,13 +11,15 @@
 // its exits must settle exactly once; split across files, that invariant would have no
 // single place to be read in.
 import type { ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Egress } from '@envengine/contracts';
 import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
-import type { ParentMessage } from './sandbox-protocol.ts';
+import { MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
+import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
 /** What the worker does for the user code's ctx calls. */
@@ -64,6 +66,8 @@ export type AssetFailureReason =
   | 'handler-failed'
   /** The child exited or was killed by someone else before finishing. */
   | 'exited'
+  /** The child sent the worker something the protocol does not allow (too long, malformed, too many calls). */
+  | 'protocol'
   | 'timed-out'
   | 'out-of-memory'
   /** Past its CPU time limit (SIGXCPU). */
@@ -80,14 +84,34 @@ const OUT_OF_MEMORY_TEXT = /JavaScript heap out of memory|Reached heap limit|Fat
 /** What user code sees when the memory cap refuses a Buffer or an ArrayBuffer. */
 const ALLOCATION_FAILED_TEXT = /^(Failed to allocate memory|Array buffer allocation failed)/;
 /** Output without a newline is cut into lines of at most this many characters, so that it cannot grow the worker. */
-export const MAX_OUTPUT_LINE_CHARS = 16_384;
+export const MAX_OUTPUT_LINE_CHARS = MAX_LOG_MESSAGE_CHARS;
+/**
+ * The largest message a child may send: an emit's rows come in messages of about 1 MiB
+ * (a single row may be larger), and nothing else needs more. A larger announced length
+ * fails the asset before any of it is read.
+ */
+export const MAX_CHILD_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** ctx calls of one child waiting for their answers at once; one more fails the asset (each holds the worker's memory and the services' time). */
+export const MAX_CALLS_IN_FLIGHT = 64;
+/** An error's message and stack as the child reports them are cut to this many characters. */
+const MAX_ERROR_CHARS = 64 * 1024;
 
+const CallId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** Everything a child may send; anything else fails its asset (sandbox-protocol.ts). */
 const ChildMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('call'), id: z.number().int(), method: z.enum(['emit', 'read', 'connection']), arg: z.unknown() }),
-  z.object({ type: z.literal('log'), message: z.string() }),
-  z.object({ type: z.literal('done') }),
-  z.object({ type: z.literal('failed'), error: z.object({ message: z.string(), stack: z.string().optional() }) }),
+  z.object({ type: z.literal('rows'), id: CallId, rows: z.array(z.unknown()) }).strict(),
+  z.object({ type: z.literal('call'), id: CallId, method: z.enum(['emit', 'read', 'connection']), arg: z.unknown() }).strict(),
+  z.object({ type: z.literal('log'), message: z.string().max(MAX_LOG_MESSAGE_CHARS + 32) }).strict(),
+  z.object({ type: z.literal('done') }).strict(),
+  z.object({
+    type: z.literal('failed'),
+    error: z.object({ message: z.string().transform(capChars), stack: z.string().transform(capChars).optional() }).strict(),
+  }).strict(),
 ]);
+
+function capChars(text: string): string {
+  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (cut)` : text;
+}
 
 export async function runAssetInSandbox(options: RunAssetOptions): Promise<AssetOutcome> {
   if (options.signal?.aborted) return { status: 'failed', reason: 'canceled', error: 'canceled' };
@@ -127,6 +151,13 @@ class SandboxedAsset {
   readonly outcome: Promise<AssetOutcome>;
   private resolveOutcome!: (outcome: AssetOutcome) => void;
   private readonly child: ChildProcess;
+  private readonly channel: Socket;
+  private readonly frames = new FrameReader(MAX_CHILD_MESSAGE_BYTES);
+  /** Rows of emits whose call has not come yet, by call id. */
+  private readonly rowsByCall = new Map<number, Record<string, unknown>[]>();
+  /** Call ids seen, each answered once: a repeated id is refused. */
+  private readonly callIds = new Set<number>();
+  private callsInFlight = 0;
   private readonly subject: string;
   private verdict: AssetOutcome | undefined;
   private doneReported = false;
@@ -149,9 +180,10 @@ class SandboxedAsset {
     const egress = options.egress ?? 'none';
     const sandboxed = options.sandboxes ? options.sandboxes.take(bundleRoot, egress) : spawnAssetChild(options.sandbox, bundleRoot, egress);
     this.child = sandboxed.process;
+    this.channel = sandboxed.channel;
     this.child.on('error', (error) => this.onChildError(error));
-    this.child.on('message', (message) => this.onMessage(message));
-    this.child.on('disconnect', () => this.onDisconnect());
+    this.channel.on('data', (chunk: Buffer) => this.onChannelData(chunk));
+    this.channel.on('end', () => this.onDisconnect());
     this.child.on('exit', (code, signal) => (this.exit = { code, signal }));
     this.child.on('close', (code, signal) => this.onClose(code, signal));
     if (this.child.stdout) forwardLines(this.child.stdout, (line) => this.log(line));
@@ -210,28 +242,66 @@ class SandboxedAsset {
   }
 
   private send(message: ParentMessage, afterSend?: () => void): void {
-    if (!this.child.connected) {
+    if (this.channel.destroyed || !this.channel.writable) {
       afterSend?.();
       return;
     }
+    let frame: Buffer;
     try {
-      // A closed channel (EPIPE, the child died) comes back in the callback: nothing to do then.
-      this.child.send(message, (_error) => afterSend?.());
+      frame = frameOf(encodeValue(message));
     } catch (error) {
-      // The handler's value could not be cloned for the child.
+      // The handler's value could not be encoded for the child.
       this.decide({ status: 'failed', reason: 'handler-failed', error: `${this.subject}: ${errorMessage(error)}` }, true);
+      return;
     }
+    // A closed channel (EPIPE, the child died) comes back in the callback: nothing to do then.
+    this.channel.write(frame, () => afterSend?.());
+  }
+
+  /**
+   * Bytes from the child, which may be anything: a frame that is too long, not JSON or not
+   * a message of the protocol fails this asset alone (and stops the reading), and no
+   * exception of its handling leaves this method.
+   */
+  private onChannelData(chunk: Buffer): void {
+    if (this.verdict !== undefined) return;
+    try {
+      for (const frame of this.frames.push(chunk)) {
+        this.onMessage(decodeValue(frame));
+        if (this.verdict !== undefined) return;
+      }
+    } catch (error) {
+      const why = error instanceof FrameError ? error.message : `a message that is not valid (${errorMessage(error).slice(0, 200)})`;
+      this.refuseChannel(`sent the worker ${why}`);
+    }
+  }
+
+  /** The child broke the protocol: it is killed and its asset fails, naming what it sent. */
+  private refuseChannel(what: string): void {
+    this.channel.pause();
+    this.decide({ status: 'failed', reason: 'protocol', error: `${this.subject} ${what}; the asset was stopped` }, true);
   }
 
   private onMessage(raw: unknown): void {
     if (this.verdict !== undefined) return;
     const parsed = ChildMessageSchema.safeParse(raw);
     if (!parsed.success) {
-      this.decide({ status: 'failed', reason: 'threw', error: `${this.subject} sent an unrecognised message to the worker` }, true);
+      const type = raw !== null && typeof raw === 'object' && typeof (raw as { type?: unknown }).type === 'string' ? ` of type "${(raw as { type: string }).type.slice(0, 40)}"` : '';
+      this.refuseChannel(`sent the worker a message${type} that it does not accept`);
       return;
     }
     const message = parsed.data;
     switch (message.type) {
+      case 'rows': {
+        if (this.callIds.has(message.id)) return this.refuseChannel(`sent rows for a call that was already made (id ${message.id})`);
+        const rows = this.rowsByCall.get(message.id) ?? [];
+        if (!this.rowsByCall.has(message.id)) {
+          if (!this.admitCall()) return;
+          this.rowsByCall.set(message.id, rows);
+        }
+        for (const row of message.rows) rows.push(row as Record<string, unknown>);
+        return;
+      }
       case 'log':
         this.log(message.message);
         return;
@@ -248,10 +318,28 @@ class SandboxedAsset {
           false,
         );
         return;
-      case 'call':
-        this.track(this.answer(message.id, message.method, message.arg));
+      case 'call': {
+        if (this.callIds.has(message.id)) return this.refuseChannel(`made two calls with the same id (${message.id})`);
+        const rows = this.rowsByCall.get(message.id);
+        this.rowsByCall.delete(message.id);
+        if (rows === undefined && !this.admitCall()) return;
+        this.callIds.add(message.id);
+        const arg = message.method === 'emit' && rows !== undefined && message.arg === null ? rows : message.arg;
+        const answered = this.answer(message.id, message.method, arg).finally(() => (this.callsInFlight -= 1));
+        this.track(answered);
         return;
+      }
     }
+  }
+
+  /** Counts one more call waiting for its answer, or fails the asset past MAX_CALLS_IN_FLIGHT. */
+  private admitCall(): boolean {
+    if (this.callsInFlight >= MAX_CALLS_IN_FLIGHT) {
+      this.refuseChannel(`made more than ${MAX_CALLS_IN_FLIGHT} ctx calls at once (await each one)`);
+      return false;
+    }
+    this.callsInFlight += 1;
+    return true;
   }
 
   /** Runs a handler for a ctx call and replies; a rejection fails the asset and kills the child. */

@@ -11,10 +11,12 @@
 // by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock limit. Node's
 // permission model stays inside as a second layer.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
-import { delimiter, extname, join, relative } from 'node:path';
+import { delimiter, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Egress } from '@envengine/contracts';
 import { connectPublicEgress, RESOLV_CONF } from './sandbox-network.ts';
@@ -54,12 +56,21 @@ const SANDBOX_GID = 65534;
 const SANDBOX_NODE = '/sandbox/node';
 const SANDBOX_BUNDLE = '/bundle';
 
-// The child entry sits beside this module in the source tree (run by Node's type
-// stripping) and beside main.js in the build (tools/build/build-app.mjs bundles every
-// `src/**/*-child.ts` to `dist/<app>/<name>.js`).
-export const CHILD_SCRIPT = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './asset-child.ts' : './asset-child.js', import.meta.url));
-/** The same extension inside, so that Node strips the types of the source tree's `.ts`. */
-const SANDBOX_CHILD_SCRIPT = `/sandbox/asset-child${extname(CHILD_SCRIPT)}`;
+// The child entry sits beside this module in the source tree and beside main.js in the
+// build (tools/build/build-app.mjs bundles every `src/**/*-child.ts` to
+// `dist/<app>/<name>.js`, one file with its sibling imports inside). The sandbox lets the
+// child read that one file, so from source it is bundled the same way when it is staged.
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+export const CHILD_SCRIPT = fileURLToPath(new URL(FROM_SOURCE ? './asset-child.ts' : './asset-child.js', import.meta.url));
+const SANDBOX_CHILD_SCRIPT = '/sandbox/asset-child.mjs';
+
+/** The child as one ES module: the build's file, or the source bundled by esbuild (a dev dependency, present wherever the source runs). */
+function childScriptSource(): Buffer {
+  if (!FROM_SOURCE) return readFileSync(CHILD_SCRIPT);
+  const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+  const built = esbuild.buildSync({ entryPoints: [CHILD_SCRIPT], bundle: true, platform: 'node', format: 'esm', target: 'node24', write: false, logLevel: 'silent' });
+  return Buffer.from(built.outputFiles[0]!.contents);
+}
 
 /** Node's own flags for the child: the permission model, the heap limit, no addons. */
 function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: string): string[] {
@@ -106,8 +117,8 @@ function sandboxRuntime(): SandboxRuntime {
       chmodSync(partial, 0o755);
     }
   });
-  const script = readFileSync(CHILD_SCRIPT);
-  const childScript = join(base, `asset-child-${createHash('sha256').update(script).digest('hex').slice(0, 16)}${extname(CHILD_SCRIPT)}`);
+  const script = childScriptSource();
+  const childScript = join(base, `asset-child-${createHash('sha256').update(script).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(childScript)) stage(childScript, (partial) => writeFileSync(partial, script, { mode: 0o644 }));
   const resolvConf = join(base, 'resolv.conf');
   if (!existsSync(resolvConf)) stage(resolvConf, (partial) => writeFileSync(partial, RESOLV_CONF, { mode: 0o644 }));
@@ -172,6 +183,8 @@ export function entryUrlInSandbox(settings: SandboxSettings, bundleRoot: string,
 /** A child started for one asset, and when its network (if it has one) is up: send it nothing before. */
 export interface SandboxChild {
   process: ChildProcess;
+  /** The channel's socket (the child's fd 3): frames of sandbox-wire.ts both ways, untrusted inward. */
+  channel: Socket;
   /** Resolves once the child may run user code; rejects with why its network could not be set up. */
   ready: Promise<void>;
 }
@@ -182,12 +195,13 @@ export interface SandboxChild {
  * egress, its user-mode network is set up before `ready` resolves.
  */
 export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, egress: Egress = 'none'): SandboxChild {
-  const stdio: SpawnOptions['stdio'] = ['ignore', 'pipe', 'pipe', 'ipc'];
-  const common: SpawnOptions = { env: { ...settings.env }, serialization: 'advanced', stdio };
+  const stdio: SpawnOptions['stdio'] = ['ignore', 'pipe', 'pipe', 'pipe'];
+  const common: SpawnOptions = { env: { ...settings.env }, stdio };
   if (settings.mode === 'off') {
     // Without the OS sandbox there is no network namespace: egress is whatever the host has.
-    const child = spawn(process.execPath, [...nodeFlags(settings, bundleRoot, CHILD_SCRIPT), CHILD_SCRIPT], { ...common, cwd: bundleRoot });
-    return { process: child, ready: Promise.resolve() };
+    const script = sandboxRuntime().childScript;
+    const child = spawn(process.execPath, [...nodeFlags(settings, bundleRoot, script), script], { ...common, cwd: bundleRoot });
+    return { process: child, channel: channelOf(child), ready: Promise.resolve() };
   }
   const child = spawn('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot, undefined, egress)], {
     ...common,
@@ -199,7 +213,14 @@ export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, e
   const ready = egress === 'public' ? connectPublicEgress(child) : Promise.resolve();
   // Nobody may be waiting yet (a spare): the rejection is seen when the child is used.
   ready.catch(() => undefined);
-  return { process: child, ready };
+  return { process: child, channel: channelOf(child), ready };
+}
+
+/** The child's fd 3 as the worker sees it; its errors (a reset by a dying child) are the reader's to see, never unhandled. */
+function channelOf(child: ChildProcess): Socket {
+  const channel = child.stdio[3] as Socket;
+  channel.on('error', () => undefined);
+  return channel;
 }
 
 /**

@@ -36,7 +36,7 @@ function directoryKey(bundleRoot: string): string {
   }
 }
 
-const isAlive = ({ process: child }: SandboxChild) => child.exitCode === null && child.signalCode === null && child.connected;
+const isAlive = ({ process: child, channel }: SandboxChild) => child.exitCode === null && child.signalCode === null && !channel.destroyed && channel.writable;
 
 export class WarmSandboxes {
   /** Ready children by bundle, the least recently used bundle first. */

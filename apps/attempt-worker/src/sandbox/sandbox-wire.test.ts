@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
+
+describe('the sandbox channel', () => {
+  it('carries what rows hold beyond JSON: Date, bigint, non-finite numbers, undefined, bytes, and strings that start with NUL', () => {
+    const value = {
+      at: new Date(Date.UTC(2026, 10, 26, 12)),
+      invalid: new Date(Number.NaN),
+      big: 2n ** 63n - 1n,
+      negative: -(2n ** 63n),
+      nan: Number.NaN,
+      inf: Number.POSITIVE_INFINITY,
+      missing: undefined,
+      bytes: new Uint8Array([0, 1, 254, 255]),
+      nul: '\u0000d123',
+      nested: [{ when: new Date(0), list: [1n, 'plain'] }],
+    };
+    const decoded = decodeValue(encodeValue(value)) as typeof value;
+    expect(decoded.at).toEqual(value.at);
+    expect(Number.isNaN(decoded.invalid.getTime())).toBe(true);
+    expect(decoded.big).toBe(value.big);
+    expect(decoded.negative).toBe(value.negative);
+    expect(decoded.nan).toBeNaN();
+    expect(decoded.inf).toBe(Number.POSITIVE_INFINITY);
+    expect('missing' in decoded).toBe(false);
+    expect(decoded.bytes).toEqual(value.bytes);
+    expect(decoded.nul).toBe('\u0000d123');
+    expect(decoded.nested).toEqual(value.nested);
+    expect(decodeValue(encodeValue(undefined))).toBeUndefined();
+  });
+
+  it('refuses an unknown tag and text that is not JSON', () => {
+    expect(() => decodeValue('"\\u0000zz"')).toThrow(FrameError);
+    expect(() => decodeValue('{')).toThrow(SyntaxError);
+  });
+
+  it('reads frames however the bytes are cut', () => {
+    const bytes = Buffer.concat([frameOf('{"a":1}'), frameOf('"é"'), frameOf('[]')]);
+    for (let cut = 0; cut <= bytes.byteLength; cut++) {
+      const reader = new FrameReader(1024);
+      expect([...reader.push(bytes.subarray(0, cut)), ...reader.push(bytes.subarray(cut))]).toEqual(['{"a":1}', '"é"', '[]']);
+      expect(reader.pending).toBe(0);
+    }
+  });
+
+  it('refuses a frame announced over the limit as soon as its header is read, keeping none of it', () => {
+    const reader = new FrameReader(8);
+    expect(reader.push(frameOf('12345678'))).toEqual(['12345678']);
+    expect(() => reader.push(Buffer.from([0, 0, 0, 9]))).toThrow("a message of 9 bytes, over the channel's limit of 8 bytes");
+    expect(reader.pending).toBe(0);
+  });
+});

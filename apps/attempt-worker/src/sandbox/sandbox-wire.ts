@@ -1,0 +1,127 @@
+// The bytes on the channel between the worker and a sandboxed asset child: frames of a
+// 4-byte big-endian length and that many bytes of UTF-8 JSON, on a plain socket pair at
+// the child's fd 3 (never Node's own IPC channel, whose V8 deserializer throws outside any
+// handler of ours on a malformed message, and whose JSON mode buffers a line of any
+// length). Built-ins only: the child imports this file too (docs/decisions.md, "The
+// child's channel").
+//
+// JSON carries what rows need beyond JSON through tagged strings, each starting with a NUL
+// character (which a user's string starting with NUL is escaped as well):
+// Date, bigint, a non-finite number, undefined, and bytes.
+
+const TAG = '\u0000';
+/** Length prefix of a frame. */
+export const FRAME_HEADER_BYTES = 4;
+
+/** Why the channel's bytes are refused: the frame is too long, or not a message. */
+export class FrameError extends Error {
+  override readonly name = 'FrameError';
+}
+
+function tagged(this: unknown, key: string, value: unknown): unknown {
+  // `value` is after toJSON (a Date is already a string): the holder has the original.
+  const original = (this as Record<string, unknown>)[key];
+  if (original instanceof Date) return `${TAG}d${original.getTime()}`;
+  if (original instanceof Uint8Array) return `${TAG}b${Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('base64')}`;
+  switch (typeof value) {
+    case 'bigint':
+      return `${TAG}n${value}`;
+    case 'number':
+      return Number.isFinite(value) ? value : `${TAG}f${value}`;
+    case 'undefined':
+      return `${TAG}u`;
+    case 'string':
+      return value.startsWith(TAG) ? `${TAG}s${value}` : value;
+    default:
+      return value;
+  }
+}
+
+function untagged(_key: string, value: unknown): unknown {
+  if (typeof value !== 'string' || !value.startsWith(TAG)) return value;
+  const body = value.slice(2);
+  switch (value[1]) {
+    case 'd':
+      return new Date(Number(body));
+    case 'n':
+      return BigInt(body);
+    case 'f':
+      return Number(body);
+    case 'u':
+      return undefined;
+    case 'b':
+      return new Uint8Array(Buffer.from(body, 'base64'));
+    case 's':
+      return body;
+    default:
+      throw new FrameError(`unknown tag ${JSON.stringify(value.slice(0, 2))}`);
+  }
+}
+
+/** One value as the channel's JSON text (throws on a circular value, as JSON does). */
+export function encodeValue(value: unknown): string {
+  return JSON.stringify({ v: value }, tagged).slice('{"v":'.length, -1);
+}
+
+/** A value from the channel's JSON text; a FrameError or SyntaxError when it is not one. */
+export function decodeValue(text: string): unknown {
+  return JSON.parse(text, untagged);
+}
+
+/** One frame holding `json` (text already encoded with `encodeValue`). */
+export function frameOf(json: string): Buffer {
+  const body = Buffer.from(json, 'utf8');
+  const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + body.byteLength);
+  frame.writeUInt32BE(body.byteLength, 0);
+  body.copy(frame, FRAME_HEADER_BYTES);
+  return frame;
+}
+
+/**
+ * Cuts a byte stream into frames. A frame announced longer than `maxFrameBytes` is refused
+ * as soon as its header is read: nothing of it is buffered.
+ */
+export class FrameReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** The length of the frame being read, once its header is complete. */
+  private expected: number | null = null;
+
+  constructor(private readonly maxFrameBytes: number) {}
+
+  /** The complete frames' texts that `chunk` ends; a FrameError for an oversized one. */
+  push(chunk: Buffer): string[] {
+    this.chunks.push(chunk);
+    this.buffered += chunk.byteLength;
+    const frames: string[] = [];
+    for (;;) {
+      if (this.expected === null) {
+        if (this.buffered < FRAME_HEADER_BYTES) return frames;
+        const length = this.take(FRAME_HEADER_BYTES).readUInt32BE(0);
+        if (length > this.maxFrameBytes) {
+          this.chunks = [];
+          this.buffered = 0;
+          throw new FrameError(`a message of ${length} bytes, over the channel's limit of ${this.maxFrameBytes} bytes`);
+        }
+        this.expected = length;
+      }
+      if (this.buffered < this.expected) return frames;
+      frames.push(this.take(this.expected).toString('utf8'));
+      this.expected = null;
+    }
+  }
+
+  /** Bytes buffered of a frame not yet complete. */
+  get pending(): number {
+    return this.buffered;
+  }
+
+  private take(count: number): Buffer {
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+    const taken = all.subarray(0, count);
+    const rest = all.subarray(count);
+    this.chunks = rest.byteLength > 0 ? [rest] : [];
+    this.buffered = rest.byteLength;
+    return taken;
+  }
+}
