@@ -36,6 +36,15 @@ const ESCAPES: Record<string, string> = {
     await ctx.emit([{ report: 'printed' }]);
   };`,
   'assets/fine.js': `export default async (ctx) => { await ctx.emit([{ report: 'fine' }]); };`,
+  // Bytes written to the channel's descriptor by hand (issue 34): the frame that crashed the V8 deserializer, and a 4 GB announcement.
+  'assets/bad_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('00000003ff0f80', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
+  'assets/huge_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('fffffff0', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
+  'assets/call_flood.js': `export default async (ctx) => { await Promise.all(Array.from({ length: 5000 }, () => ctx.connection('probe'))); };`,
+  // Files that memory would hold: node:sqlite, the sandbox's root, /dev/shm, and /tmp past its size.
+  'assets/memory_files.js': probeAsset(null, `
+    try { const { DatabaseSync } = await import('node:sqlite'); new DatabaseSync('/dev/shm/sq.db'); report.sqlite = 'opened'; } catch (error) { report.sqlite = error.code; }
+    for (const path of ['/sq.db', '/dev/shm/x']) { try { fs.writeFileSync(path, 'x'); report[path] = 'written'; } catch (error) { report[path] = error.code; } }
+    try { const chunk = Buffer.alloc(1024 * 1024); const fd = fs.openSync('/tmp/fill', 'w'); for (let i = 0; i < 200; i++) fs.writeSync(fd, chunk); report.tmp = 'written'; } catch (error) { report.tmp = error.code; }`),
 };
 
 const manifest = {
@@ -163,6 +172,28 @@ describe('an asset on the engine host reaches only what is its own', () => {
     expect(logs.some((line) => /more characters of that line, which had no newline within 16384, were dropped/.test(line.message))).toBe(true);
     // 100 MB of text held whole would be 200 MB of UTF-16 in the runner.
     expect(peakRssMb(runnerPid) - peakBefore).toBeLessThan(64);
+  });
+
+  it('fails only its own attempt when it writes a malformed, an oversized or a flood of messages to its channel; the runner goes on', async () => {
+    const expected: Record<string, RegExp> = {
+      bad_frame: /^asset bad_frame: asset bad_frame sent the worker a message that is not valid \(.*\); the asset was stopped$/,
+      huge_frame: /^asset huge_frame: asset huge_frame sent the worker a message of 4294967280 bytes, over the channel's limit of 16777216 bytes; the asset was stopped$/,
+      call_flood: /^asset call_flood: asset call_flood made more than 64 ctx calls at once \(await each one\); the asset was stopped$/,
+    };
+    for (const [asset, error] of Object.entries(expected)) {
+      const finished = await escape(asset, runnerName);
+      expect(finished.status).toBe('failed');
+      expect(finished.attempts[0]!.error).toMatch(error);
+    }
+    // The same runner process, still taking work.
+    const after = await run(attacker, 'prod', 'fine');
+    expect(after.status).toBe('succeeded');
+    expect(after.attempts[0]!.worker).toBe(runnerName);
+  });
+
+  it('keeps no file in memory outside its capped /tmp: node:sqlite, the root and /dev/shm are refused, /tmp stops at its size', async () => {
+    const report = await reportOf(attacker, await escape('memory_files'));
+    expect(report).toEqual({ sqlite: 'ERR_UNKNOWN_BUILTIN_MODULE', '/sq.db': expect.stringMatching(/^(EROFS|ERR_ACCESS_DENIED)$/), '/dev/shm/x': expect.stringMatching(/^(EROFS|ERR_ACCESS_DENIED)$/), tmp: 'ENOSPC' });
   });
 
   it('stores a resolved secret printed by user code masked', async () => {

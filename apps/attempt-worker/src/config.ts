@@ -26,8 +26,19 @@ const common = {
   ASSET_MEMORY_MB: PositiveIntFromEnv(512),
   /** CPU time one asset's child may use; past it the child is killed (SIGXCPU). */
   ASSET_CPU_SECONDS: PositiveIntFromEnv(15 * 60),
-  /** Size of each child's private /tmp (memory-backed). */
+  /** Size of each child's private /tmp (memory-backed, and counted in the child's cgroup). */
   ASSET_TMP_MB: PositiveIntFromEnv(64),
+  /** Processes and threads one asset's child may have at once (its cgroup's pids.max); Node alone runs about a dozen threads. */
+  ASSET_MAX_PROCESSES: PositiveIntFromEnv(64),
+  /** CPU one asset's child may use at once, in cores (its cgroup's quota). */
+  ASSET_CPU_CORES: z.coerce.number({ message: 'must be a number of cores, such as 1 or 0.5' }).min(0.01).max(1024).default(1),
+  /**
+   * A cgroup per asset child (memory with tmpfs, processes, CPU; v1 or v2). `required`
+   * stops the worker where the host cannot give them (the default of the engine's
+   * runner, which serves every tenant); `auto` runs without them and says so once (the
+   * default of a pool worker, on the tenant's own host); `off` never makes them.
+   */
+  ASSET_CGROUPS: z.enum(['required', 'auto', 'off'], { message: 'must be "required", "auto" or "off"' }).optional(),
   /**
    * `bwrap` (default): every asset runs in a bubblewrap sandbox (DESIGN.md §6). `off` runs
    * user code under Node's permission model alone, which is no protection against hostile

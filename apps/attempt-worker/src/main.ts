@@ -13,6 +13,7 @@ import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
 import { LeaseKeeper } from './execution/lease-keeper.ts';
+import { AssetCgroups, assetMemoryCapBytes } from './sandbox/asset-cgroups.ts';
 import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/os-sandbox.ts';
 import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
@@ -41,6 +42,24 @@ const identity: WorkerIdentity = {
   concurrency: config.CONCURRENCY,
   sandbox: config.SANDBOX,
 };
+// A cgroup per asset child: the engine's runner, which serves every tenant, runs none without one.
+const cgroupsSetting = config.ASSET_CGROUPS ?? (config.mode === 'local' ? 'required' : 'auto');
+const cgroups =
+  cgroupsSetting === 'off'
+    ? { problem: 'ASSET_CGROUPS=off' }
+    : AssetCgroups.open({ memoryBytes: assetMemoryCapBytes(config.ASSET_MEMORY_MB, config.ASSET_TMP_MB), maxPids: config.ASSET_MAX_PROCESSES, cpuCores: config.ASSET_CPU_CORES });
+if ('problem' in cgroups && cgroupsSetting === 'required') {
+  log.fatal(
+    { asset_cgroups: cgroupsSetting },
+    `Each asset's child needs a cgroup of its own for its memory, processes and CPU, and this host gives none: ${cgroups.problem}. Run the worker as root where cgroup v2 (or v1's memory, pids and cpu hierarchies) is mounted writable, or in a cgroup delegated to it (systemd: Delegate=yes); or set ASSET_CGROUPS=auto to run without them, which lets one asset's files in memory and its processes reach the host's limits.`,
+  );
+  process.exit(WORKER_EXIT_CODES.configuration);
+}
+if ('problem' in cgroups && cgroupsSetting === 'auto') {
+  log.warn({ asset_cgroups: cgroupsSetting }, `assets run without cgroups of their own (${cgroups.problem}): rlimits and /tmp's size are their only memory and process caps`);
+}
+const assetCgroups = 'problem' in cgroups ? null : cgroups;
+if (assetCgroups) log.info({ cgroup_version: assetCgroups.version }, 'each asset runs in a cgroup of its own');
 // The children's whole environment: never the worker's own, which holds its credentials.
 const sandbox: SandboxSettings = {
   mode: config.SANDBOX,
@@ -48,6 +67,7 @@ const sandbox: SandboxSettings = {
   cpuSeconds: config.ASSET_CPU_SECONDS,
   tmpMb: config.ASSET_TMP_MB,
   env: { TZ: 'UTC', LANG: 'C.UTF-8' },
+  cgroups: assetCgroups,
 };
 // Tenants' code never runs unsandboxed by accident: a sandbox that cannot start here stops the worker.
 await mkdir(config.BUNDLE_CACHE_DIR, { recursive: true });
@@ -202,6 +222,8 @@ stopOnSignals(log, async () => {
   leases.stop();
   sandboxes.close();
   await server.close();
+  // Children's cgroups still in use are left for the next start's sweep.
+  assetCgroups?.close();
   await api.close();
   connection.disconnect();
   await tracing.shutdown();

@@ -1,3 +1,4 @@
+import { escapeControlCharacters } from '@envengine/terminal-text';
 /** The streams envctl talks through; tests pass their own. */
 export interface CliIo {
   stdout: { write(text: string): unknown; isTTY?: boolean };
@@ -27,10 +28,20 @@ export function statusColor(status: string): Color | undefined {
 
 export type Cell = string | number | boolean | null | undefined | { text: string; color?: Color };
 
+/** A cell as shown: the engine's and tenants' strings with their control characters escaped (a log line or an error cannot drive the terminal). */
 function cellText(cell: Cell): string {
   if (cell === null || cell === undefined) return '-';
-  if (typeof cell === 'object') return cell.text;
-  return String(cell);
+  if (typeof cell === 'object') return escapeControlCharacters(cell.text);
+  return escapeControlCharacters(String(cell));
+}
+
+/**
+ * JSON as envctl prints it: JSON.stringify escapes C0 controls, but leaves C1 controls
+ * (U+009B is a CSI to some terminals) and bidirectional overrides raw; those are written
+ * as \u escapes too, which JSON readers decode the same.
+ */
+export function terminalSafeJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /**
@@ -72,12 +83,12 @@ export class Output {
 
   /** One document of data: JSON in json mode, else what `render` makes of it. */
   data(value: unknown, render: () => string): void {
-    this.io.stdout.write(this.json ? `${JSON.stringify(value, null, 2)}\n` : ensureNewline(render()));
+    this.io.stdout.write(this.json ? `${terminalSafeJson(value, 2)}\n` : ensureNewline(render()));
   }
 
   /** One line of a stream (NDJSON in json mode). */
   line(value: unknown, render: () => string): void {
-    this.io.stdout.write(this.json ? `${JSON.stringify(value)}\n` : ensureNewline(render()));
+    this.io.stdout.write(this.json ? `${terminalSafeJson(value)}\n` : ensureNewline(render()));
   }
 
   /** Progress and notes for a person: stderr, never stdout. */
@@ -86,12 +97,12 @@ export class Output {
   }
 
   warn(text: string): void {
-    this.io.stderr.write(`${this.paint('warning', 'yellow', 'err')}: ${text}\n`);
+    this.io.stderr.write(`${this.paint('warning', 'yellow', 'err')}: ${escapeControlCharacters(text)}\n`);
   }
 
   error(code: string, message: string, details: readonly string[] = []): void {
-    this.io.stderr.write(`${this.paint('error', 'red', 'err')}: ${code}: ${message}\n`);
-    for (const detail of details) this.io.stderr.write(`  - ${detail}\n`);
+    this.io.stderr.write(`${this.paint('error', 'red', 'err')}: ${escapeControlCharacters(code)}: ${escapeControlCharacters(message)}\n`);
+    for (const detail of details) this.io.stderr.write(`  - ${escapeControlCharacters(detail)}\n`);
   }
 
   /** Columns padded to their widest cell, a header line, no borders. */

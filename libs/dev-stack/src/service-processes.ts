@@ -157,6 +157,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     ...(name === 'attempt-worker' && options.objectStore ? { STORAGE_ENDPOINTS_ALLOWED: options.objectStore.url } : {}),
     // SANDBOX=off (user code without the OS sandbox) is the operator's explicit choice, passed on as given.
     ...(name === 'attempt-worker' && process.env.SANDBOX ? { SANDBOX: process.env.SANDBOX } : {}),
+    // So is ASSET_CGROUPS; as an ordinary user (no cgroup of one's own to give out) the runner starts without them, and says so.
+    ...(name === 'attempt-worker' ? { ASSET_CGROUPS: process.env.ASSET_CGROUPS ?? (process.getuid?.() === 0 ? 'required' : 'auto') } : {}),
     // Tracing (OTEL_EXPORTER_OTLP_ENDPOINT and the SDK's OTEL_* settings) is the operator's, passed on as given.
     ...Object.fromEntries(Object.entries(process.env).filter(([key, value]) => key.startsWith('OTEL_') && value !== undefined)),
     ...secretsEnvFor(name),

@@ -113,7 +113,7 @@ export class AttemptRunner {
     try {
       bundleDir = await this.bundles.directoryFor(plan.bundle_ref);
     } catch (error) {
-      const message = `could not fetch the bundle ${plan.bundle_ref}: ${(error as Error).message}`;
+      const message = reportable(logs, `could not fetch the bundle ${plan.bundle_ref}: ${(error as Error).message}`);
       logs.add(null, message);
       return plan.assets.map((asset, index) => ({ key: asset.key, status: index === 0 ? 'failed' : 'skipped', error: index === 0 ? message : null }));
     }
@@ -170,7 +170,7 @@ export class AttemptRunner {
         // In the worker's own log too: a canceled or superseded attempt's lines are no longer stored.
         this.log.info({ attempt_id: held.attemptId, asset: asset.key, reason: outcome.reason }, 'asset stopped');
         logs.add(asset.key, `asset ${asset.key} failed: ${outcome.error}`);
-        reports.push({ key: asset.key, status: 'failed', error: outcome.error });
+        reports.push({ key: asset.key, status: 'failed', error: reportable(logs, outcome.error) });
       }
     }
     this.leases.setAsset(held.attemptId, null);
@@ -226,6 +226,18 @@ export class AttemptRunner {
     if (!upstream) throw new Error(`ctx.read("${assetKey}"): the asset has no materialization that is not quarantined`);
     return readMaterialization(upstream.location, { driver });
   }
+}
+
+/** An asset's error (and so its attempt's): at most this many characters, within the finish report's bound. */
+const MAX_REPORTED_ERROR_CHARS = 4000;
+
+/**
+ * An error as the attempt reports it: every secret value resolved for the attempt masked
+ * (user code may throw one, `password=` + value), and cut to a size the worker API takes.
+ */
+function reportable(logs: LogShipper, error: string): string {
+  const masked = logs.masked(error);
+  return masked.length > MAX_REPORTED_ERROR_CHARS ? `${masked.slice(0, MAX_REPORTED_ERROR_CHARS)}… (cut)` : masked;
 }
 
 /** `ctx.emit` on a read_only binding throws before any I/O (no keys asked for, nothing written). */

@@ -31,6 +31,15 @@ describe('LogShipper', () => {
     ]);
   });
 
+  it('keeps each line of a multi-line message as a line of its own, each masked', async () => {
+    const { logs, sent } = shipper();
+    logs.maskSecrets(['hunter2-password']);
+    logs.add('a', 'Error: password=hunter2-password\r\n    at run (assets/a.js:3:9)\n');
+    await logs.flush();
+    expect(sent.map((line) => line.message)).toEqual([`Error: password=${MASK}`, '    at run (assets/a.js:3:9)']);
+    expect(logs.masked('thrown: hunter2-password')).toBe(`thrown: ${MASK}`);
+  });
+
   it('masks the longer of two overlapping secrets whole', async () => {
     const { logs, sent } = shipper();
     logs.maskSecrets(['token', 'token-with-suffix']);

@@ -49,9 +49,16 @@ export class LogShipper {
     this.secrets = [...new Set([...this.secrets, ...added])].sort((a, b) => b.length - a.length);
   }
 
+  /** Adds a message, one log line per line of it (a stack trace stays readable; the server escapes what control characters remain). */
   add(asset: string | null, message: string): void {
+    const lines = message.split('\n');
+    if (lines.length > 1 && lines.at(-1) === '') lines.pop();
+    for (const line of lines) this.addLine(asset, line.endsWith('\r') ? line.slice(0, -1) : line);
+  }
+
+  private addLine(asset: string | null, message: string): void {
     if (this.cut) return;
-    const masked = this.mask(message);
+    const masked = this.masked(message);
     let text = masked.length > MAX_LINE_CHARS ? `${masked.slice(0, MAX_LINE_CHARS - 15)}… (truncated)` : masked;
     if (this.seq >= this.limits.maxLines || this.chars + text.length > this.limits.maxChars) {
       this.cut = true;
@@ -62,7 +69,8 @@ export class LogShipper {
     if (this.pending.length >= MAX_BATCH) void this.flush();
   }
 
-  private mask(message: string): string {
+  /** `message` with every secret value registered so far replaced by `***` (for errors as for log lines). */
+  masked(message: string): string {
     let masked = message;
     for (const secret of this.secrets) if (masked.includes(secret)) masked = masked.split(secret).join(MASK);
     return masked;

@@ -3,10 +3,12 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { MAX_CALLS_IN_FLIGHT, MAX_CHILD_MESSAGE_BYTES, MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
 import type { SandboxSettings } from './os-sandbox.ts';
+import { AssetCgroups, type AssetCgroup, type AssetCgroupLimits } from './asset-cgroups.ts';
+import { spawnSync } from 'node:child_process';
 
 // Each case writes a tiny bundle into a temp dir and runs it in a real child process, in
 // the OS sandbox (bubblewrap, installed by the test command's first step) unless a case
@@ -15,7 +17,7 @@ let workDir: string;
 
 /** Marks this file's children in their environment, so that a test can find them on the host. */
 const CHILD_MARK = `asset-runner-test-${randomBytes(6).toString('hex')}`;
-const bwrapSandbox: SandboxSettings = { mode: 'bwrap', memoryMb: 128, cpuSeconds: 60, tmpMb: 16, env: { TZ: 'UTC', ENVENGINE_TEST_MARK: CHILD_MARK } };
+const bwrapSandbox: SandboxSettings = { mode: 'bwrap', memoryMb: 128, cpuSeconds: 60, tmpMb: 16, env: { TZ: 'UTC', ENVENGINE_TEST_MARK: CHILD_MARK }, cgroups: null };
 const permissionModelOnly: SandboxSettings = { ...bwrapSandbox, mode: 'off' };
 
 /** Host processes that carry this file's mark (their environment is readable as root, or as their owner). */
@@ -363,6 +365,126 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       expect(logs[0]).toHaveLength(MAX_OUTPUT_LINE_CHARS);
       expect(logs[1]).toBe(`… (${100 * (1 << 20) - MAX_OUTPUT_LINE_CHARS} more characters of that line, which had no newline within ${MAX_OUTPUT_LINE_CHARS}, were dropped)`);
     }, 130_000);
+  });
+
+  describe('kernel caps: a cgroup per child, a read-only root, no user namespaces', () => {
+    const MB = 1024 * 1024;
+    // Node's permission model off: what is refused here is refused by the kernel.
+    const osLayerOnly: SandboxSettings = { ...bwrapSandbox, nodePermissionModel: false };
+    const capped = (limits: Partial<AssetCgroupLimits> = {}) => {
+      const cgroups = AssetCgroups.open({ memoryBytes: 256 * MB, maxPids: 64, cpuCores: 1, ...limits });
+      if ('problem' in cgroups) throw new Error(`this test needs cgroups: ${cgroups.problem}`);
+      return cgroups;
+    };
+    const report = async (body: string, sandbox: SandboxSettings) => {
+      const ran = await runBundle(
+        `import * as fs from 'node:fs'; import * as childProcess from 'node:child_process';
+         export default async (ctx) => { const report = {}; ${body}; await ctx.emit([report]); };`,
+        { sandbox, timeoutMs: 60_000 },
+      );
+      expect(ran.outcome).toEqual({ status: 'succeeded' });
+      return ran.emitted[0]![0]!;
+    };
+
+    it('finds the cgroup hierarchies of this host and names its version', () => {
+      const cgroups = capped();
+      expect([1, 2]).toContain(cgroups.version);
+    });
+
+    it('writes nothing outside the capped /tmp: the root and /dev (with /dev/shm) are read-only', async () => {
+      const got = await report(
+        `for (const path of ['/x', '/dev/shm/x', '/dev/x', '/sandbox/x']) { try { fs.writeFileSync(path, 'x'); report[path] = 'written'; } catch (error) { report[path] = error.code; } }
+         fs.writeFileSync('/tmp/x', 'x'); report.tmp = 'written'; fs.writeFileSync('/dev/null', 'x'); report.null = 'written';`,
+        { ...osLayerOnly, cgroups: capped() },
+      );
+      expect(got).toEqual({ '/x': 'EROFS', '/dev/shm/x': 'EROFS', '/dev/x': 'EROFS', '/sandbox/x': 'EROFS', tmp: 'written', null: 'written' });
+    });
+
+    it('has no node:sqlite, which opened files around the permission model', async () => {
+      for (const sandbox of [bwrapSandbox, osLayerOnly]) {
+        const got = await report(
+          `try { await import('node:sqlite'); report.sqlite = 'loaded'; } catch (error) { report.sqlite = error.code; }
+           report.builtin = typeof process.getBuiltinModule('node:sqlite');`,
+          sandbox,
+        );
+        expect(got).toEqual({ sqlite: 'ERR_UNKNOWN_BUILTIN_MODULE', builtin: 'undefined' });
+      }
+    });
+
+    it('counts files in /tmp as memory: past the cgroup cap the kernel ends the child, and the error names the limit', async () => {
+      // /tmp may hold 1 GiB, the cgroup 192 MB: writing 400 MB stops at the cgroup.
+      const fill = `export default async () => { const chunk = Buffer.alloc(1024 * 1024, 7); const fd = require('node:fs').openSync('/tmp/fill', 'w'); for (let i = 0; i < 400; i++) require('node:fs').writeSync(fd, chunk); };`.replaceAll("require('node:fs')", 'fs');
+      const source = `import * as fs from 'node:fs'; ${fill}`;
+      const cgroups = capped({ memoryBytes: 192 * MB });
+      const sandbox: SandboxSettings = { ...osLayerOnly, tmpMb: 1024, cgroups };
+      const { outcome } = await runBundle(source, { sandbox, timeoutMs: 60_000 });
+      expect(outcome).toEqual({
+        status: 'failed',
+        reason: 'out-of-memory',
+        error: 'asset raw_orders ran out of memory (limit 128 MB; 192 MB with its files in /tmp and the runtime, and the kernel ended it there)',
+      });
+      // Control: the same writes pass without the cgroup.
+      const control = await runBundle(source, { sandbox: { ...sandbox, cgroups: null }, timeoutMs: 60_000 });
+      expect(control.outcome).toEqual({ status: 'succeeded' });
+    });
+
+    it('stops a fork bomb at the cgroup\'s process limit', async () => {
+      const bomb = `const started = []; for (let i = 0; i < 300; i++) { try { started.push(childProcess.spawn('/usr/bin/sleep', ['30'], { stdio: 'ignore' })); await new Promise((resolve, reject) => { started.at(-1).once('spawn', resolve); started.at(-1).once('error', reject); }); } catch (error) { report.refused = error.code; break; } }
+        report.started = started.length; for (const child of started) child.kill('SIGKILL');`;
+      const got = await report(bomb, { ...osLayerOnly, cgroups: capped({ maxPids: 48 }) });
+      expect(got['refused']).toBe('EAGAIN');
+      expect(got['started']).toBeLessThan(48);
+      // Control: without the cgroup all 300 start.
+      const control = await report(bomb, { ...osLayerOnly, cgroups: null });
+      expect(control).toEqual({ started: 300 });
+    }, 120_000);
+
+    it('creates no user namespace (unshare -Urn is refused), though the host can', async () => {
+      const got = await report(
+        `const ran = childProcess.spawnSync('/usr/bin/unshare', ['-Urn', '/usr/bin/true'], { encoding: 'utf8' }); report.status = ran.status; report.said = ran.stderr.trim();`,
+        { ...osLayerOnly, cgroups: capped() },
+      );
+      expect(got['status']).not.toBe(0);
+      expect(got['said']).toMatch(/unshare failed|Operation not permitted|No space left on device/);
+      const host = spawnSync('unshare', ['-Urn', 'true']);
+      expect(host.status).toBe(0);
+    });
+
+    /** Cgroups whose children's cgroups the test can see. */
+    const watched = (limits: Partial<AssetCgroupLimits> = {}) => {
+      const cgroups = capped(limits);
+      const made: AssetCgroup[] = [];
+      const create = cgroups.create.bind(cgroups);
+      cgroups.create = () => {
+        const cgroup = create();
+        made.push(cgroup);
+        return cgroup;
+      };
+      return { cgroups, made };
+    };
+
+    it('holds the child to its CPU quota: the kernel throttled it', async () => {
+      // 300 ms of CPU at 0.2 cores takes at least 1.5 s of wall time.
+      const { cgroups, made } = watched({ cpuCores: 0.2 });
+      const got = await report(
+        `const wall = Date.now(); const start = process.cpuUsage(); while (process.cpuUsage(start).user < 300_000) {} report.ratio = 0.3 / ((Date.now() - wall) / 1000);`,
+        { ...osLayerOnly, cgroups },
+      );
+      expect(got['ratio']).toBeLessThan(0.35);
+      expect(made).toHaveLength(1);
+      expect(made[0]!.report!.cpuThrottledPeriods).toBeGreaterThan(0);
+    });
+
+    it("removes each child's cgroup once it is gone, and its memory peak stayed under the cap", async () => {
+      const { cgroups, made } = watched();
+      const { outcome } = await runBundle(`export default async () => {};`, { sandbox: { ...bwrapSandbox, cgroups } });
+      expect(outcome).toEqual({ status: 'succeeded' });
+      expect(made).toHaveLength(1);
+      // Removed when the child closes, or (a process of the sandbox still on its way out) moments later.
+      await vi.waitFor(() => expect(made[0]!.procsFiles.filter((file) => existsSync(dirname(file)))).toEqual([]), { timeout: 15_000, interval: 50 });
+      expect(made[0]!.report!.memoryPeakBytes).toBeGreaterThan(0);
+      expect(made[0]!.report!.memoryPeakBytes).toBeLessThanOrEqual(256 * MB);
+    });
   });
 
   it('kills the child at once when the signal aborts, and reports canceled (the sandboxed process too)', async () => {

@@ -17,6 +17,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Egress } from '@envengine/contracts';
+import type { AssetCgroup } from './asset-cgroups.ts';
 import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
 import { MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
 import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
@@ -152,6 +153,7 @@ class SandboxedAsset {
   private resolveOutcome!: (outcome: AssetOutcome) => void;
   private readonly child: ChildProcess;
   private readonly channel: Socket;
+  private readonly cgroup: AssetCgroup | null;
   private readonly frames = new FrameReader(MAX_CHILD_MESSAGE_BYTES);
   /** Rows of emits whose call has not come yet, by call id. */
   private readonly rowsByCall = new Map<number, Record<string, unknown>[]>();
@@ -181,6 +183,7 @@ class SandboxedAsset {
     const sandboxed = options.sandboxes ? options.sandboxes.take(bundleRoot, egress) : spawnAssetChild(options.sandbox, bundleRoot, egress);
     this.child = sandboxed.process;
     this.channel = sandboxed.channel;
+    this.cgroup = sandboxed.cgroup;
     this.child.on('error', (error) => this.onChildError(error));
     this.channel.on('data', (chunk: Buffer) => this.onChannelData(chunk));
     this.channel.on('end', () => this.onDisconnect());
@@ -439,6 +442,15 @@ class SandboxedAsset {
     const signal = signalOfExit(this.options.sandbox, code, this.exit.signal);
     if (OUT_OF_MEMORY_TEXT.test(this.stderrTail)) {
       return { status: 'failed', reason: 'out-of-memory', error: `${this.subject} ran out of memory (limit ${this.options.sandbox.memoryMb} MB)` };
+    }
+    // The kernel's OOM killer ended it: memory, files in /tmp included, reached its cgroup's cap.
+    if ((this.cgroup?.report?.oomKills ?? 0) > 0) {
+      const capMb = Math.round(this.cgroup!.memoryLimitBytes / (1024 * 1024));
+      return {
+        status: 'failed',
+        reason: 'out-of-memory',
+        error: `${this.subject} ran out of memory (limit ${this.options.sandbox.memoryMb} MB; ${capMb} MB with its files in /tmp and the runtime, and the kernel ended it there)`,
+      };
     }
     if (signal === 'SIGXCPU') {
       return { status: 'failed', reason: 'cpu-limit', error: `${this.subject} was killed after using its CPU time limit of ${this.options.sandbox.cpuSeconds} s` };

@@ -19,6 +19,7 @@ import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Egress } from '@envengine/contracts';
+import type { AssetCgroup, AssetCgroups } from './asset-cgroups.ts';
 import { connectPublicEgress, RESOLV_CONF } from './sandbox-network.ts';
 
 export type SandboxMode = 'bwrap' | 'off';
@@ -39,6 +40,8 @@ export interface SandboxSettings {
    * that prove the OS layer holds by itself.
    */
   nodePermissionModel?: boolean;
+  /** Makes a cgroup per child (memory with tmpfs, pids, CPU); null where the host has none and the worker runs without. */
+  cgroups: AssetCgroups | null;
 }
 
 /**
@@ -72,14 +75,18 @@ function childScriptSource(): Buffer {
   return Buffer.from(built.outputFiles[0]!.contents);
 }
 
-/** Node's own flags for the child: the permission model, the heap limit, no addons. */
+/**
+ * Node's own flags for the child: the permission model, the heap limit, no addons, and no
+ * `node:sqlite` (it opens files around the permission model: a database at `/dev/shm` or
+ * the sandbox's root was written past every check).
+ */
 function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: string): string[] {
   const flags: string[] = [];
   if (settings.nodePermissionModel !== false || settings.mode === 'off') {
     flags.push('--permission', `--allow-fs-read=${bundleRoot}`, `--allow-fs-read=${childScript}`);
     if (settings.mode === 'bwrap') flags.push('--allow-fs-read=/tmp', '--allow-fs-write=/tmp');
   }
-  return [...flags, `--max-old-space-size=${settings.memoryMb}`, '--no-addons'];
+  return [...flags, `--max-old-space-size=${settings.memoryMb}`, '--no-addons', '--no-experimental-sqlite'];
 }
 
 /** What the sandbox binds in from the host, each readable by the sandbox user. */
@@ -144,6 +151,9 @@ export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, co
     // Public egress: bwrap says on fd 4 which process holds the namespaces, to give it a network.
     ...(egress === 'public' ? ['--info-fd', '4', '--ro-bind', sandboxRuntime().resolvConf, '/etc/resolv.conf'] : []),
     '--unshare-all',
+    // A user namespace of its own (--unshare-all only tries), in which no further one can be made.
+    '--unshare-user',
+    '--disable-userns',
     '--die-with-parent',
     '--new-session',
     '--cap-drop', 'ALL',
@@ -161,6 +171,9 @@ export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, co
     '--proc', '/proc',
     '--dev', '/dev',
     '--size', String(settings.tmpMb * 1024 * 1024), '--tmpfs', '/tmp',
+    // Nothing is writable but the capped /tmp: bwrap's root and /dev are tmpfs (host memory) of no size limit.
+    '--remount-ro', '/dev',
+    '--remount-ro', '/',
     '--chdir', SANDBOX_BUNDLE,
     '--',
     ...command,
@@ -187,33 +200,69 @@ export interface SandboxChild {
   channel: Socket;
   /** Resolves once the child may run user code; rejects with why its network could not be set up. */
   ready: Promise<void>;
+  /** The child's cgroup; its `report` is read (and the cgroup removed) as soon as the child has closed. */
+  cgroup: AssetCgroup | null;
+}
+
+/**
+ * Joins the cgroup's files given first (their count, then each path), then execs the rest:
+ * the sandbox's processes are in the cgroup from their first instruction.
+ */
+const JOIN_CGROUP_SCRIPT =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || { echo "the sandbox could not join its cgroup ($1)" >&2; exit 125; }; shift; n=$((n - 1)); done; exec "$@"';
+
+/**
+ * The command that starts `argv` for one child: in its cgroup when there is one, and as
+ * root with the sandbox user's identity taken after the cgroup is joined (`setpriv`),
+ * since only root may move a process between the worker's cgroup and the child's.
+ */
+export function launchCommand(argv: readonly string[], cgroup: AssetCgroup | null, asRoot: boolean): { command: string; args: string[]; asSandboxUser: boolean } {
+  if (cgroup === null) return { command: argv[0]!, args: argv.slice(1), asSandboxUser: asRoot };
+  const dropToSandboxUser = asRoot ? ['setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_GID}`, '--clear-groups', '--'] : [];
+  return { command: '/bin/sh', args: ['-c', JOIN_CGROUP_SCRIPT, 'sh', String(cgroup.procsFiles.length), ...cgroup.procsFiles, ...dropToSandboxUser, ...argv], asSandboxUser: false };
+}
+
+function sandboxArgv(settings: SandboxSettings, bundleRoot: string, command: string[] | undefined, egress: Egress): string[] {
+  return ['prlimit', ...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot, command, egress)];
 }
 
 /**
  * Starts a child for one asset of the bundle at `bundleRoot` (a real path); it waits for
- * its `run` message on the IPC channel (fd 3, which bwrap passes through). With public
+ * its `run` message on its channel (fd 3, which bwrap passes through). With public
  * egress, its user-mode network is set up before `ready` resolves.
  */
 export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, egress: Egress = 'none'): SandboxChild {
   const stdio: SpawnOptions['stdio'] = ['ignore', 'pipe', 'pipe', 'pipe'];
   const common: SpawnOptions = { env: { ...settings.env }, stdio };
+  const cgroup = settings.cgroups?.create() ?? null;
+  const asRoot = process.getuid?.() === 0;
+  let child: ChildProcess;
   if (settings.mode === 'off') {
     // Without the OS sandbox there is no network namespace: egress is whatever the host has.
     const script = sandboxRuntime().childScript;
-    const child = spawn(process.execPath, [...nodeFlags(settings, bundleRoot, script), script], { ...common, cwd: bundleRoot });
-    return { process: child, channel: channelOf(child), ready: Promise.resolve() };
+    const launch = launchCommand([process.execPath, ...nodeFlags(settings, bundleRoot, script), script], cgroup, false);
+    child = spawn(launch.command, launch.args, { ...common, cwd: bundleRoot });
+  } else {
+    const launch = launchCommand(sandboxArgv(settings, bundleRoot, undefined, egress), cgroup, asRoot);
+    child = spawn(launch.command, launch.args, {
+      ...common,
+      stdio: egress === 'public' ? [...stdio, 'pipe'] : stdio,
+      cwd: '/',
+      // As root, bwrap itself starts as `nobody`, so that the sandbox's uid is unprivileged on the host too.
+      ...(launch.asSandboxUser ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+    });
   }
-  const child = spawn('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot, undefined, egress)], {
-    ...common,
-    stdio: egress === 'public' ? [...stdio, 'pipe'] : stdio,
-    cwd: '/',
-    // As root, bwrap itself starts as `nobody`, so that the sandbox's uid is unprivileged on the host too.
-    ...(process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
-  });
-  const ready = egress === 'public' ? connectPublicEgress(child) : Promise.resolve();
+  if (cgroup) {
+    // Registered first, so that the kernel's counts are read before anyone asks why the child ended.
+    child.once('close', () => cgroup.finish());
+    child.once('error', () => {
+      if (child.pid === undefined) cgroup.finish();
+    });
+  }
+  const ready = settings.mode !== 'off' && egress === 'public' ? connectPublicEgress(child) : Promise.resolve();
   // Nobody may be waiting yet (a spare): the rejection is seen when the child is used.
   ready.catch(() => undefined);
-  return { process: child, channel: channelOf(child), ready };
+  return { process: child, channel: channelOf(child), ready, cgroup };
 }
 
 /** The child's fd 3 as the worker sees it; its errors (a reset by a dying child) are the reader's to see, never unhandled. */
@@ -257,13 +306,20 @@ export function checkSandbox(settings: SandboxSettings, readableDir: string, pat
   } catch (error) {
     return `The OS sandbox's runtime files could not be staged: ${(error as Error).message}.`;
   }
-  const probe = spawnSync('prlimit', [...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, readableDir, [SANDBOX_NODE, '--version'])], {
+  const asRoot = process.getuid?.() === 0;
+  if (settings.cgroups && asRoot && !onPath('setpriv', path)) {
+    return `The OS sandbox needs "setpriv" to enter each child's cgroup as root before it becomes the sandbox user (Debian/Ubuntu: apt-get install util-linux).`;
+  }
+  const cgroup = settings.cgroups?.create() ?? null;
+  const launch = launchCommand(sandboxArgv(settings, readableDir, [SANDBOX_NODE, '--version'], 'none'), cgroup, asRoot);
+  const probe = spawnSync(launch.command, launch.args, {
     encoding: 'utf8',
     cwd: '/',
     env: { ...settings.env },
     timeout: 30_000,
-    ...(process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+    ...(launch.asSandboxUser ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
   });
+  cgroup?.finish();
   if (probe.status === 0 && probe.stdout.trim() === process.version) return null;
   const said = `${probe.stderr ?? ''}${probe.error ? probe.error.message : ''}`.trim() || `exit code ${probe.status ?? probe.signal}`;
   return (

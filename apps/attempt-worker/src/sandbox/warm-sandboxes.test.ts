@@ -12,7 +12,7 @@ import { WarmSandboxes } from './warm-sandboxes.ts';
 let workDir: string;
 // Without the OS sandbox: these cases tell children apart by their host pid, which a child
 // in its own PID namespace cannot see (asset-runner.test.ts runs children in the sandbox).
-const sandbox: SandboxSettings = { mode: 'off', memoryMb: 128, cpuSeconds: 60, tmpMb: 16, env: { TZ: 'UTC' } };
+const sandbox: SandboxSettings = { mode: 'off', memoryMb: 128, cpuSeconds: 60, tmpMb: 16, env: { TZ: 'UTC' }, cgroups: null };
 let pools: WarmSandboxes[] = [];
 
 beforeAll(async () => {

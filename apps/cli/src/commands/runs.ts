@@ -1,3 +1,4 @@
+import { escapeControlCharacters } from '@envengine/terminal-text';
 import { CancelRunRequest, CreateRunRequest, Run, RunLogLine, TERMINAL_RUN_STATUSES, type Attempt } from '@envengine/contracts';
 import { z } from 'zod';
 import type { ApiClient } from '../api-client.ts';
@@ -36,7 +37,7 @@ async function logsAfter(api: ApiClient, id: string, cursor: string | undefined)
 }
 
 function logText(out: Output, line: RunLogLine): string {
-  return `${out.paint(line.at.slice(11, 23), 'dim')} ${out.paint(`#${line.attempt}`, 'dim')} ${line.asset ?? '-'}: ${line.message}`;
+  return `${out.paint(line.at.slice(11, 23), 'dim')} ${out.paint(`#${line.attempt}`, 'dim')} ${escapeControlCharacters(line.asset ?? '-')}: ${escapeControlCharacters(line.message)}`;
 }
 
 function elapsedOf(run: Run, now: number): string {
@@ -86,7 +87,7 @@ function runSummary(out: Output, run: Run, now: number): string {
   const what = run.job ? `job ${run.job}` : `assets ${run.assets.join(', ')}`;
   return [
     `Run ${out.paint(run.id, 'bold')} ${out.status(run.status)} after ${elapsedOf(run, now)} (${what}, deployment ${run.deployment_id}, ${run.trigger}).`,
-    ...(run.error ? [`Error: ${run.error}`] : []),
+    ...(run.error ? [`Error: ${escapeControlCharacters(run.error)}`] : []),
     '',
     attemptsTable(out, run),
     '',

@@ -1,3 +1,4 @@
+import { escapeControlCharacters } from '@envengine/terminal-text';
 import type { Connection } from 'mongoose';
 import type { AppendLogsRequest, AttemptLogLine, RunLogLine } from '@envengine/contracts';
 import { TenantScopedModel } from '@envengine/tenant-data';
@@ -29,7 +30,8 @@ export class AttemptLogRepository {
         attempt: attempt.number,
         asset: line.asset,
         at: new Date(line.at),
-        message: line.message,
+        // Stored as it will be shown: no line can drive a terminal or hide another (tab kept).
+        message: escapeControlCharacters(line.message),
       },
     }));
     try {
