@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Run } from '@envengine/contracts';
+import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { createTenant, deployProject, makeBundle, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { engineTargets, issueCredential, probeAsset, waitForRun } from './runs-fixtures.ts';
 
@@ -36,6 +38,11 @@ const ESCAPES: Record<string, string> = {
     await ctx.emit([{ report: 'printed' }]);
   };`,
   'assets/fine.js': `export default async (ctx) => { await ctx.emit([{ report: 'fine' }]); };`,
+  // A resolved secret in a thrown error, and in a row's column name (the materialization's check names it).
+  'assets/thrower.js': `export default async (ctx) => { const { api_key } = await ctx.connection('probe'); throw new Error('password=' + api_key); };`,
+  'assets/bad_rows.js': `export default async (ctx) => { const { api_key } = await ctx.connection('probe'); await ctx.emit([{ report: 'x', [api_key]: 1 }]); };`,
+  // Control characters in log lines: a carriage return, a clear-screen CSI, an OSC title, a C1 CSI.
+  'assets/terminal.js': `export default async (ctx) => { ctx.log('before\\rforged line\\u001b[2J\\u001b]0;owned\\u0007\\u009b31m red'); };`,
   // Bytes written to the channel's descriptor by hand (issue 34): the frame that crashed the V8 deserializer, and a 4 GB announcement.
   'assets/bad_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('00000003ff0f80', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
   'assets/huge_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('fffffff0', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
@@ -81,6 +88,15 @@ async function reportOf(tenant: TestTenant, finished: Run): Promise<Record<strin
   expect(finished.status, JSON.stringify(finished.attempts[0]?.error)).toBe('succeeded');
   const logs = (await tenant.api.get(`/runs/${finished.id}/logs`)).body.data as { message: string }[];
   return JSON.parse(logs.find((line) => line.message.startsWith('{'))!.message) as Record<string, unknown>;
+}
+
+/** The built envctl as a user runs it, against this stack with the tenant's token; its stdout. */
+function envctl(tenant: TestTenant, args: string[]): { stdout: string } {
+  const stdout = execFileSync(process.execPath, [join(WORKSPACE_ROOT, 'dist', 'apps', 'cli', 'main.js'), ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: stack.dataDir, ENVCTL_URL: stack.gatewayUrl, ENVCTL_TOKEN: tenant.token, NO_COLOR: '1' },
+    encoding: 'utf8',
+  });
+  return { stdout };
 }
 
 /** Peak resident memory of a local process, in MB. */
@@ -194,6 +210,39 @@ describe('an asset on the engine host reaches only what is its own', () => {
   it('keeps no file in memory outside its capped /tmp: node:sqlite, the root and /dev/shm are refused, /tmp stops at its size', async () => {
     const report = await reportOf(attacker, await escape('memory_files'));
     expect(report).toEqual({ sqlite: 'ERR_UNKNOWN_BUILTIN_MODULE', '/sq.db': expect.stringMatching(/^(EROFS|ERR_ACCESS_DENIED)$/), '/dev/shm/x': expect.stringMatching(/^(EROFS|ERR_ACCESS_DENIED)$/), tmp: 'ENOSPC' });
+  });
+
+  it('masks a resolved secret in every error field of the run (attempt, asset, run), thrown or named by the rows check', async () => {
+    for (const [asset, shape] of [
+      ['thrower', /^asset thrower: password=\*\*\*$/],
+      ['bad_rows', /^asset bad_rows: row 0, column \*\*\*: not a declared column of the asset$/],
+    ] as const) {
+      const finished = await escape(asset);
+      expect(finished.status).toBe('failed');
+      // Positive control: the error is there, with the mask where the value was.
+      expect(finished.attempts[0]!.error).toMatch(shape);
+      expect(finished.attempts[0]!.assets.find((outcome) => outcome.key === asset)!.error).toContain('***');
+      expect(finished.error).toContain('***');
+      const answers = await Promise.all([
+        attacker.api.get(`/runs/${finished.id}`),
+        attacker.api.get(`/runs/${finished.id}/logs`),
+        attacker.api.get('/environments/prod/runs'),
+      ]);
+      for (const answer of answers) {
+        expect(answer.status).toBe(200);
+        expect(JSON.stringify(answer.body)).not.toContain(SECRET_VALUE);
+      }
+    }
+  });
+
+  it('stores control characters of a log line escaped, and envctl prints them escaped', async () => {
+    const finished = await escape('terminal');
+    expect(finished.status).toBe('succeeded');
+    const logs = (await attacker.api.get(`/runs/${finished.id}/logs`)).body.data as { message: string }[];
+    expect(logs.map((line) => line.message)).toContain('before\\rforged line\\e[2J\\e]0;owned\\x07\\x9b31m red');
+    const printed = envctl(attacker, ['runs', 'logs', finished.id, '--output', 'table']);
+    expect(printed.stdout).toContain('before\\rforged line\\e[2J');
+    expect(printed.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
   });
 
   it('stores a resolved secret printed by user code masked', async () => {

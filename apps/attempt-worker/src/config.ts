@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { redisUrlSetting } from '@envengine/redis-connections';
 import { TracingSettings } from '@envengine/tracing';
-import { PoolCredentialIssued } from '@envengine/contracts';
+import { BUNDLE_UNPACKED_DEFAULTS, PoolCredentialIssued } from '@envengine/contracts';
 import { InternalCredential, LogLevel, parseConfig, PortFromEnv, PositiveIntFromEnv, ServiceOriginsFromEnv } from '@envengine/process-kit';
 
 /**
@@ -59,6 +59,11 @@ const common = {
     .string()
     .min(1)
     .default(process.getuid?.() === 0 ? '/var/cache/envengine/bundles' : join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'envengine', 'bundles')),
+  /** What one bundle may unpack to, and how many files it may hold (checked again here, as it is unpacked). */
+  BUNDLE_MAX_UNPACKED_MB: PositiveIntFromEnv(BUNDLE_UNPACKED_DEFAULTS.maxUnpackedMb),
+  BUNDLE_MAX_FILES: PositiveIntFromEnv(BUNDLE_UNPACKED_DEFAULTS.maxFiles),
+  /** The bundle cache's bound on disk; past it the least recently used bundles that no attempt runs from are removed. */
+  BUNDLE_CACHE_MAX_MB: PositiveIntFromEnv(4096),
   HOST: z.string().default('127.0.0.1'),
   PORT: PortFromEnv(8085),
   LOG_LEVEL: LogLevel,

@@ -8,7 +8,7 @@ import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
 import { startTracing, TRACER_NAME } from '@envengine/tracing';
-import { BundleCache } from './bundles/bundle-cache.ts';
+import { BundleCache, type BundleCacheEvent, type BundleSource } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
@@ -18,6 +18,13 @@ import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/o
 import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
 import { EndpointGuard } from './storage/endpoint-guard.ts';
+
+const BUNDLE_CACHE_EVENT_TEXT: Record<Exclude<BundleCacheEvent, 'hit'>, string> = {
+  fetched: 'bundle fetched',
+  'refused-tampered': 'cached bundle failed its digest check; fetching it again',
+  'refused-too-large': 'bundle refused: it unpacks past the limits; nothing of it was kept',
+  evicted: 'bundle removed from the cache (least recently used, over BUNDLE_CACHE_MAX_MB)',
+};
 
 // Before anything else: on another Node the worker would start, then fail every attempt.
 const nodeProblem = nodeVersionProblem(process.versions.node);
@@ -122,17 +129,21 @@ const leases = new LeaseKeeper(api, identity, log, config.HEARTBEAT_INTERVAL_MS,
 });
 // Checked before any job is taken: a refused credential stops the worker at once.
 if (!(await leases.credentialAccepted())) credentialRefused('worker API');
-// One runner per tenant: bundles are fetched with the tenant's identity (the engine's
-// runner serves every tenant), and cached by digest on disk.
+// One bundle cache on disk, by digest, bounded; one runner per tenant, which fetches a
+// missing bundle with the tenant's identity (the engine's runner serves every tenant).
+const bundleCache = new BundleCache(
+  config.BUNDLE_CACHE_DIR,
+  { maxUnpackedBytes: config.BUNDLE_MAX_UNPACKED_MB * 1024 * 1024, maxFiles: config.BUNDLE_MAX_FILES, maxCacheBytes: config.BUNDLE_CACHE_MAX_MB * 1024 * 1024 },
+  (event, bundleRef) =>
+    event === 'hit'
+      ? log.debug({ bundle_ref: bundleRef }, 'bundle cache hit')
+      : log.info({ bundle_ref: bundleRef, event }, BUNDLE_CACHE_EVENT_TEXT[event]),
+);
 const runners = new Map<string, AttemptRunner>();
 const runnerFor = (tenantId: string): AttemptRunner => {
   let runner = runners.get(tenantId);
   if (!runner) {
-    const bundles = new BundleCache(config.BUNDLE_CACHE_DIR, (bundleRef) => api.bundle(tenantId, bundleRef), (event, bundleRef) =>
-      event === 'hit'
-        ? log.debug({ bundle_ref: bundleRef }, 'bundle cache hit')
-        : log.info({ bundle_ref: bundleRef, event }, event === 'refused-tampered' ? 'cached bundle failed its digest check; fetching it again' : 'bundle fetched'),
-    );
+    const bundles: BundleSource = (bundleRef) => bundleCache.open(bundleRef, (ref) => api.bundle(tenantId, ref));
     runner = new AttemptRunner(api, bundles, leases, identity, log, {
       assetTimeoutMs: config.ASSET_TIMEOUT_MS,
       sandbox,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '@envengine/deployment-workflows';
-import { GATEWAY_UPSTREAM_TIMEOUT_MS, SERVICE_WAIT_MARGIN_MS } from '@envengine/contracts';
+import { BUNDLE_UNPACKED_DEFAULTS, GATEWAY_UPSTREAM_TIMEOUT_MS, SERVICE_WAIT_MARGIN_MS } from '@envengine/contracts';
 import { internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb: 'envengine_deployment' }).extend({
@@ -10,6 +10,10 @@ const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb
   DEPLOYMENTS_TASK_QUEUE: z.string().default(DEFAULT_TASK_QUEUE),
   /** Largest bundle, in bytes. */
   BUNDLE_LIMIT_BYTES: PositiveIntFromEnv(64 * 1024 * 1024),
+  /** Largest size a bundle may unpack to, in MiB (a tar bomb is refused at upload). */
+  BUNDLE_MAX_UNPACKED_MB: PositiveIntFromEnv(BUNDLE_UNPACKED_DEFAULTS.maxUnpackedMb),
+  /** Most files (and directories) a bundle may hold. */
+  BUNDLE_MAX_FILES: PositiveIntFromEnv(BUNDLE_UNPACKED_DEFAULTS.maxFiles),
   /**
    * How long an ingest or activation request waits for its workflow before answering that
    * it is still running (an ingest: 202 with the deployment id). Below the gateway's

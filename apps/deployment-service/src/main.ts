@@ -35,7 +35,7 @@ await runInternalService({
       deploymentRows: deployments,
       materializations,
       bundles,
-      bundleLimitBytes: config.BUNDLE_LIMIT_BYTES,
+      bundleLimits: { bytes: config.BUNDLE_LIMIT_BYTES, unpackedBytes: config.BUNDLE_MAX_UNPACKED_MB * 1024 * 1024, files: config.BUNDLE_MAX_FILES },
     });
     return {
       api,

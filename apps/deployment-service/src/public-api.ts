@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import type { BundleLimits } from '@envengine/contracts';
 import type { PlacementClient } from '@envengine/service-clients';
 import { assetsRouter } from './assets/assets.routes.ts';
 import { bundlesRouter } from './bundles/bundles.routes.ts';
@@ -12,7 +13,7 @@ export interface DeploymentPublicApiDeps {
   deploymentRows: DeploymentRepository;
   materializations: MaterializationRepository;
   bundles: BundleRepository;
-  bundleLimitBytes: number;
+  bundleLimits: BundleLimits;
 }
 
 /**
@@ -23,5 +24,5 @@ export function deploymentPublicApi(deps: DeploymentPublicApiDeps): { api: Route
   const api = Router();
   api.use(deploymentsRouter(deps.deployments));
   api.use(assetsRouter(deps.placement, deps.deploymentRows, deps.materializations));
-  return { api, streamingApi: bundlesRouter(deps.bundles, deps.bundleLimitBytes) };
+  return { api, streamingApi: bundlesRouter(deps.bundles, deps.bundleLimits) };
 }

@@ -178,3 +178,19 @@ export const DeploymentPending = z.object({
   status: z.literal('pending'),
 });
 export type DeploymentPending = z.infer<typeof DeploymentPending>;
+
+/**
+ * What a bundle may unpack to (DESIGN.md §6): the archive's uncompressed size and its
+ * file count, checked while it is read at upload and again by each worker's bundle cache
+ * as it unpacks, so that a small upload cannot become a full disk (a tar bomb).
+ */
+export const BUNDLE_UNPACKED_DEFAULTS = { maxUnpackedMb: 512, maxFiles: 10_000 } as const;
+
+export interface BundleLimits {
+  /** The upload itself, compressed. */
+  bytes: number;
+  /** The archive uncompressed (its files, their headers and padding). */
+  unpackedBytes: number;
+  /** Files (and directories) in the archive. */
+  files: number;
+}

@@ -4,7 +4,7 @@ import { newId } from '@envengine/resource-ids';
 import { readMaterialization, storageDriverFor, storageSchemeOf, writeMaterialization, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
 import type { Logger } from '@envengine/process-kit';
 import { context, inSpan, SpanStatusCode, type Tracer } from '@envengine/tracing';
-import type { BundleCache } from '../bundles/bundle-cache.ts';
+import type { BundleSource, HeldBundle } from '../bundles/bundle-cache.ts';
 import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
@@ -39,7 +39,7 @@ type AssetReport = Pick<AttemptAssetOutcome, 'key' | 'status' | 'error'>;
 export class AttemptRunner {
   constructor(
     private readonly api: WorkerApiClient,
-    private readonly bundles: BundleCache,
+    private readonly bundles: BundleSource,
     private readonly leases: LeaseKeeper,
     private readonly worker: WorkerIdentity,
     private readonly log: Logger,
@@ -109,14 +109,24 @@ export class AttemptRunner {
   }
 
   private async runAssets(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal): Promise<AssetReport[]> {
-    let bundleDir: string;
+    let bundle: HeldBundle;
     try {
-      bundleDir = await this.bundles.directoryFor(plan.bundle_ref);
+      bundle = await this.bundles(plan.bundle_ref);
     } catch (error) {
       const message = reportable(logs, `could not fetch the bundle ${plan.bundle_ref}: ${(error as Error).message}`);
       logs.add(null, message);
       return plan.assets.map((asset, index) => ({ key: asset.key, status: index === 0 ? 'failed' : 'skipped', error: index === 0 ? message : null }));
     }
+    try {
+      return await this.runEachAsset(held, plan, logs, signal, bundle.directory);
+    } finally {
+      // The cache may remove it again once no attempt runs from it.
+      bundle.release();
+    }
+  }
+
+  /** The plan's assets in order, each in a sandboxed child; after a failure the rest are skipped. */
+  private async runEachAsset(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal, bundleDir: string): Promise<AssetReport[]> {
     const reports: AssetReport[] = [];
     for (const asset of plan.assets) {
       if (signal.aborted || reports.some((report) => report.status === 'failed')) {

@@ -1,12 +1,12 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { BUNDLE_REF_PATTERN, PublicApi } from '@envengine/contracts';
+import { BUNDLE_REF_PATTERN, PublicApi, type BundleLimits } from '@envengine/contracts';
 import { ApiError, mountRawEndpoint, requestContext } from '@envengine/service-kit';
 import type { BundleRepository } from '@envengine/deployment-data';
 
 const BUNDLE_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'application/octet-stream', 'application/x-tar+gzip']);
 
 /** `POST /bundles` (raw tar.gz, streamed) and `HEAD /bundles/:ref`; bodies are not JSON here. */
-export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Router {
+export function bundlesRouter(bundles: BundleRepository, limits: BundleLimits): Router {
   const router = Router();
 
   mountRawEndpoint(router, PublicApi.uploadBundle, async (req: Request, res: Response, next: NextFunction) => {
@@ -20,11 +20,11 @@ export function bundlesRouter(bundles: BundleRepository, limitBytes: number): Ro
           headers: { Connection: 'close' },
         });
       }
-      if (Number(req.headers['content-length'] ?? 0) > limitBytes) {
+      if (Number(req.headers['content-length'] ?? 0) > limits.bytes) {
         req.resume();
-        throw new ApiError('payload_too_large', `The bundle exceeds ${limitBytes} bytes.`, { headers: { Connection: 'close' } });
+        throw new ApiError('payload_too_large', `The bundle exceeds ${limits.bytes} bytes.`, { headers: { Connection: 'close' } });
       }
-      const stored = await bundles.store(tenantId, req, limitBytes);
+      const stored = await bundles.store(tenantId, req, limits);
       res.status(stored.created ? 201 : 200).json({ data: { bundle_ref: stored.bundleRef, size: stored.size } });
     } catch (error) {
       next(error);

@@ -29,11 +29,24 @@ function collector(): Writable & { received: number } {
 const inChunks = (bytes: Buffer, size = 1024) =>
   Readable.from(Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => bytes.subarray(i * size, (i + 1) * size)));
 
+/** The upload limit given, and generous unpacked limits unless a case sets them. */
+const limits = (bytes: number, unpacked: Partial<{ unpackedBytes: number; files: number }> = {}) => ({ bytes, unpackedBytes: 64 * 1024 * 1024, files: 1000, ...unpacked });
+
+/** A tar bomb: one file of `size` zero bytes, gzipped at the highest level (about 1,000:1). */
+async function bomb(size: number): Promise<Buffer> {
+  const pack = tar.pack();
+  pack.entry({ name: 'bomb.bin', size }, Buffer.alloc(size));
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of pack) chunks.push(chunk as Buffer);
+  return gzipSync(Buffer.concat(chunks), { level: 9 });
+}
+
 describe('readBundle', () => {
   it('hashes, counts and lists a tar.gz while passing every byte on', async () => {
     const bytes = await tarGz({ './assets/a.js': 'a', 'assets/b.js': 'b', 'package.json': '{}' });
     const sink = collector();
-    const read = await readBundle(inChunks(bytes), sink, 1024 * 1024);
+    const read = await readBundle(inChunks(bytes), sink, limits(1024 * 1024));
     expect(read).toEqual({ sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, entries: ['assets/a.js', 'assets/b.js', 'package.json'] });
     expect(sink.received).toBe(bytes.length);
   });
@@ -41,7 +54,7 @@ describe('readBundle', () => {
   it('stops at the limit with 413, before reading the rest', async () => {
     const bytes = await tarGz({ 'big.bin': Buffer.alloc(200_000, 1) });
     const sink = collector();
-    await expect(readBundle(inChunks(bytes), sink, 50_000)).rejects.toMatchObject({ code: 'payload_too_large' });
+    await expect(readBundle(inChunks(bytes), sink, limits(50_000))).rejects.toMatchObject({ code: 'payload_too_large' });
     expect(sink.received).toBeLessThanOrEqual(50_000);
   });
 
@@ -51,11 +64,45 @@ describe('readBundle', () => {
     ['an archive without files', gzipSync(Buffer.alloc(1024))],
     ['nothing', Buffer.alloc(0)],
   ])('refuses %s with 422', async (_what, bytes) => {
-    await expect(readBundle(inChunks(bytes), collector(), 1024 * 1024)).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(readBundle(inChunks(bytes), collector(), limits(1024 * 1024))).rejects.toMatchObject({ code: 'invalid_request' });
   });
 
   it('refuses a truncated archive with 422', async () => {
     const bytes = await tarGz({ 'a.js': Buffer.alloc(100_000, 2) });
-    await expect(readBundle(inChunks(bytes.subarray(0, 60_000)), collector(), 1024 * 1024)).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(readBundle(inChunks(bytes.subarray(0, 60_000)), collector(), limits(1024 * 1024))).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('refuses a tar bomb with 413 naming the unpacked limit, from the header, before inflating its content', async () => {
+    const bytes = await bomb(64 * 1024 * 1024);
+    expect(bytes.length).toBeLessThan(100 * 1024);
+    const sink = collector();
+    const started = process.cpuUsage();
+    await expect(readBundle(inChunks(bytes, 16 * 1024), sink, limits(1024 * 1024, { unpackedBytes: 8 * 1024 * 1024 }))).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: 'The bundle unpacks to more than 8388608 bytes (the limit of its unpacked size).',
+    });
+    // Inflating 64 MB would take far more CPU than reading one header (a control below).
+    const refusedCpu = process.cpuUsage(started);
+    const control = process.cpuUsage();
+    await readBundle(inChunks(bytes, 16 * 1024), collector(), limits(1024 * 1024, { unpackedBytes: 128 * 1024 * 1024 }));
+    const acceptedCpu = process.cpuUsage(control);
+    expect(refusedCpu.user + refusedCpu.system).toBeLessThan((acceptedCpu.user + acceptedCpu.system) / 2);
+  });
+
+  it('refuses an archive of more files than the limit with 413, and takes one at the limit', async () => {
+    const files = Object.fromEntries(Array.from({ length: 20 }, (_, index) => [`f${index}.js`, 'x']));
+    await expect(readBundle(inChunks(await tarGz(files)), collector(), limits(1024 * 1024, { files: 19 }))).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: 'The bundle holds more than 19 files (the limit of its file count).',
+    });
+    await expect(readBundle(inChunks(await tarGz(files)), collector(), limits(1024 * 1024, { files: 20 }))).resolves.toMatchObject({ entries: expect.any(Array) });
+  });
+
+  it('counts every inflated byte, headers included: a bundle just under the limit is taken, just over is refused', async () => {
+    const bytes = await tarGz({ 'a.bin': Buffer.alloc(100_000, 1) });
+    // The tar of one 100,000-byte file: a 512-byte header, the content padded to 100,352, two 512-byte end blocks (and tar-stream's padding to a record).
+    const inflated = (await import('node:zlib')).gunzipSync(bytes).length;
+    await expect(readBundle(inChunks(bytes), collector(), limits(1024 * 1024, { unpackedBytes: inflated }))).resolves.toMatchObject({ entries: ['a.bin'] });
+    await expect(readBundle(inChunks(bytes), collector(), limits(1024 * 1024, { unpackedBytes: inflated - 1 }))).rejects.toMatchObject({ code: 'payload_too_large' });
   });
 });

@@ -4,6 +4,7 @@ import { Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
+import type { BundleLimits } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 
 export interface ReadBundle {
@@ -17,6 +18,14 @@ function tooLarge(limitBytes: number): ApiError {
   return new ApiError('payload_too_large', `The bundle exceeds ${limitBytes} bytes.`, { headers: { Connection: 'close' } });
 }
 
+function unpacksTooLarge(limits: BundleLimits, what: 'bytes' | 'files'): ApiError {
+  const message =
+    what === 'bytes'
+      ? `The bundle unpacks to more than ${limits.unpackedBytes} bytes (the limit of its unpacked size).`
+      : `The bundle holds more than ${limits.files} files (the limit of its file count).`;
+  return new ApiError('payload_too_large', message, { headers: { Connection: 'close' } });
+}
+
 function notATarGz(): ApiError {
   return new ApiError('invalid_request', 'The bundle is not a readable tar.gz archive with at least one file.', {
     details: [{ path: '(body)', message: 'must be a gzip-compressed tar archive holding the project files' }],
@@ -24,19 +33,42 @@ function notATarGz(): ApiError {
 }
 
 /**
- * Streams an upload to `sink` while hashing it, counting it against the limit, and
- * listing the tar entries it holds; the archive is never held in memory whole. Fails with
- * 413 past the limit and 422 when the bytes are not a tar.gz.
+ * Streams an upload to `sink` while hashing it, counting it against the limits, and
+ * listing the tar entries it holds; the archive is never held in memory whole, nor
+ * unpacked anywhere. Fails with 413 past a limit (the upload's size, what it unpacks to,
+ * or its file count: a tar bomb stops at the first header that goes past, before its
+ * content is inflated) and 422 when the bytes are not a tar.gz.
  */
-export async function readBundle(upload: Readable, sink: Writable, limitBytes: number): Promise<ReadBundle> {
+export async function readBundle(upload: Readable, sink: Writable, limits: BundleLimits): Promise<ReadBundle> {
+  const limitBytes = limits.bytes;
   const hash = createHash('sha256');
   const entries: string[] = [];
   let size = 0;
+  let unpacked = 0;
+  let files = 0;
   let archiveError: Error | undefined;
+  /** A limit the archive went past: the answer, whatever else happens. */
+  let refusal: ApiError | undefined;
 
   const gunzip = createGunzip();
   const extract = tar.extract();
+  const refuse = (error: ApiError) => {
+    refusal ??= error;
+    gunzip.destroy(error);
+    extract.destroy(error);
+  };
+  // Everything inflated counts, headers too (a long pax header is held in memory by the reader).
+  gunzip.on('data', (chunk: Buffer) => {
+    unpacked += chunk.length;
+    if (unpacked > limits.unpackedBytes) refuse(unpacksTooLarge(limits, 'bytes'));
+  });
   extract.on('entry', (header, stream, next) => {
+    // A refusal destroys the entry being read with it: its error is the refusal's.
+    stream.on('error', () => undefined);
+    files += 1;
+    if (files > limits.files) return refuse(unpacksTooLarge(limits, 'files'));
+    // Its declared size is what the reader will inflate: refused before any of it is.
+    if (unpacked + (header.size ?? 0) > limits.unpackedBytes) return refuse(unpacksTooLarge(limits, 'bytes'));
     if (header.type === 'file') entries.push(header.name.replace(/^\.\//, ''));
     stream.on('end', () => next());
     stream.resume();
@@ -68,9 +100,9 @@ export async function readBundle(upload: Readable, sink: Writable, limitBytes: n
         callback(tooLarge(limitBytes));
         return;
       }
-      // Not a tar.gz: say so now rather than after storing the rest.
-      if (archiveError) {
-        callback(notATarGz());
+      // Past what it may unpack to, or not a tar.gz: say so now rather than after storing the rest.
+      if (refusal || archiveError) {
+        callback(refusal ?? notATarGz());
         return;
       }
       hash.update(chunk);
@@ -101,6 +133,7 @@ export async function readBundle(upload: Readable, sink: Writable, limitBytes: n
     throw error;
   }
   await listing;
+  if (refusal) throw refusal;
   // An archive without a single file holds no code to deploy either.
   if (archiveError || size === 0 || entries.length === 0) throw notATarGz();
   return { sha256: hash.digest('hex'), size, entries };

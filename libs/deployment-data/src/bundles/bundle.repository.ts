@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import mongoose, { Schema, type Connection } from 'mongoose';
+import type { BundleLimits } from '@envengine/contracts';
 import { isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { readBundle } from './bundle-reader.ts';
@@ -50,11 +51,11 @@ export class BundleRepository {
    * Stores an upload; the server hashes it itself. The same bytes again keep the first
    * copy (`created` false) and the new one is dropped.
    */
-  async store(tenantId: string, upload: Readable, limitBytes: number): Promise<{ bundleRef: string; size: number; created: boolean }> {
+  async store(tenantId: string, upload: Readable, limits: BundleLimits): Promise<{ bundleRef: string; size: number; created: boolean }> {
     const sink = this.bucket.openUploadStream(`upload-${randomBytes(8).toString('hex')}`, { metadata: { tenant_id: tenantId } });
     let read;
     try {
-      read = await readBundle(upload, sink, limitBytes);
+      read = await readBundle(upload, sink, limits);
     } catch (error) {
       await this.bucket.delete(sink.id).catch(() => undefined);
       throw error;
