@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { once } from 'node:events';
+import { createGzip, gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { BundleUploaded, ErrorBody, dataEnvelope } from '@envengine/contracts';
 import { createTenant, makeBundle, type TestTenant } from '@envengine/test-harness';
@@ -63,6 +64,38 @@ describe('bundles', () => {
 
   it('requires a token', async () => {
     expect((await tenant.api.withToken(undefined).request('POST', '/bundles', { raw: bundle, headers: gzip })).status).toBe(401);
+  });
+
+  it('refuses a tar bomb (600 MiB of zeros in well under 1 MiB) with 413 naming the unpacked limit, and keeps nothing of it', async () => {
+    const gzipped: Buffer[] = [];
+    const deflate = createGzip({ level: 9 });
+    deflate.on('data', (chunk: Buffer) => gzipped.push(chunk));
+    const size = 600 * 1024 * 1024;
+    const header = Buffer.alloc(512);
+    header.write('bomb.bin', 0);
+    header.write('0000644\0', 100);
+    header.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
+    header.write('        ', 148);
+    header.write('0', 156);
+    header.write('ustar\0', 257);
+    header.write('00', 263);
+    let checksum = 0;
+    for (const byte of header) checksum += byte;
+    header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
+    deflate.write(header);
+    const zeros = Buffer.alloc(1024 * 1024);
+    for (let written = 0; written < size + 1024; written += zeros.length) if (!deflate.write(zeros)) await once(deflate, 'drain');
+    deflate.end();
+    await once(deflate, 'end');
+    const bomb = Buffer.concat(gzipped);
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const ref = `sha256:${createHash('sha256').update(bomb).digest('hex')}`;
+    const response = await tenant.api.request('POST', '/bundles', { raw: bomb, headers: gzip });
+    expect(response.status).toBe(413);
+    expect(response.body.error).toMatchObject({ code: 'payload_too_large', message: `The bundle unpacks to more than ${512 * 1024 * 1024} bytes (the limit of its unpacked size).` });
+    expect((await tenant.api.request('HEAD', `/bundles/${ref}`)).status).toBe(404);
+    // The service goes on: the next upload is stored.
+    expect((await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/after.js': 'export default () => {}' }), headers: gzip })).status).toBe(201);
   });
 
   it('refuses an upload over 64 MiB with 413 before reading it, and one streamed without a length that is no archive with 422 at once', async () => {
