@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { Run } from '@envengine/contracts';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { createTenant, deployProject, makeBundle, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
@@ -43,6 +44,8 @@ const ESCAPES: Record<string, string> = {
   'assets/bad_rows.js': `export default async (ctx) => { const { api_key } = await ctx.connection('probe'); await ctx.emit([{ report: 'x', [api_key]: 1 }]); };`,
   // Control characters in log lines: a carriage return, a clear-screen CSI, an OSC title, a C1 CSI.
   'assets/terminal.js': `export default async (ctx) => { ctx.log('before\\rforged line\\u001b[2J\\u001b]0;owned\\u0007\\u009b31m red'); };`,
+  // Two million rows in one emit (issue 34): the worker must not hold them.
+  'assets/big_emit.js': `export default async (ctx) => { await ctx.emit(Array.from({ length: 2_000_000 }, (_, index) => ({ report: 'row ' + index }))); };`,
   // Bytes written to the channel's descriptor by hand (issue 34): the frame that crashed the V8 deserializer, and a 4 GB announcement.
   'assets/bad_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('00000003ff0f80', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
   'assets/huge_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('fffffff0', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
@@ -279,4 +282,79 @@ describe('an asset spinning the CPU', () => {
     expect(worker.process.running).toBe(true);
     expect((await run(tenant, 'spin', 'fine')).status).toBe('succeeded');
   });
+});
+
+describe('an asset emitting two million rows', () => {
+  let tenant: TestTenant;
+  let worker: PoolWorker;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'escapes-emit');
+    await setUp(tenant, 'big', 'remote');
+    worker = await startPoolWorker(stack, await issueCredential(tenant), 'big-emit', { ASSET_TIMEOUT_MS: '600000', ASSET_MEMORY_MB: '1024' });
+  });
+
+  afterAll(async () => {
+    await worker?.process.stop();
+  });
+
+  /** The worker's largest event-loop delay since the last scrape (prom-client resets it at each). */
+  async function eventLoopLagMaxSeconds(): Promise<number> {
+    const text = await (await fetch(`${worker.healthUrl}/metrics`)).text();
+    return Number(/^envengine_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)![1]);
+  }
+
+  it('is stored in batches: the worker grows by less than 64 MB and its event loop never stalls a tenth of the lease', async () => {
+    // Warm: the worker's first run loads its code and the sandbox's.
+    expect((await run(tenant, 'big', 'fine')).status).toBe('succeeded');
+    const pid = worker.process.pid!;
+    const peakBefore = peakRssMb(pid);
+    await eventLoopLagMaxSeconds();
+    const finished = await run(tenant, 'big', 'big_emit');
+    expect(finished.status, JSON.stringify(finished.attempts[0]?.error)).toBe('succeeded');
+    const lagSeconds = await eventLoopLagMaxSeconds();
+    const growthMb = peakRssMb(pid) - peakBefore;
+    expect(growthMb).toBeLessThan(64);
+    // The lease is 15 s: its tenth.
+    expect(lagSeconds).toBeLessThan(1.5);
+    const assets = (await tenant.api.get('/environments/big/assets')).body.data as Array<{ key: string; latest_materialization: { row_count: number } | null }>;
+    expect(assets.find((asset) => asset.key === 'big_emit')!.latest_materialization!.row_count).toBe(2_000_000);
+    console.info(`big emit: worker peak RSS +${growthMb.toFixed(1)} MB, event loop lag max ${(lagSeconds * 1000).toFixed(0)} ms`);
+  }, 600_000);
+});
+
+describe("a deleted environment's bundles", () => {
+  it("leave the engine runner's cache, and a bundle another environment still runs stays", async () => {
+    const tenant = await createTenant(stack, 'escapes-retire');
+    const files = { 'assets/fine.js': `export default async (ctx) => { await ctx.emit([{ report: '${randomBytes(8).toString('hex')}' }]); };` };
+    const single = { version: 1, assets: [{ key: 'fine', binding: 'probe', entry: 'assets/fine.js', deps: [], schema: { columns: [{ name: 'report', type: 'string' }] } }], jobs: [], schedules: [] };
+    const deployed: Record<string, string> = {};
+    for (const environment of ['gone', 'kept']) {
+      deployed[environment] = await deployProject(tenant.api, {
+        environment,
+        storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, environment)}`,
+        executor: 'local',
+        bindings: { probe: { config: {} } },
+        files,
+        manifest: single,
+      });
+      expect((await run(tenant, environment, 'fine')).status).toBe('succeeded');
+    }
+    // One bundle (the same files), run by both environments; one of its own for 'gone' alone.
+    expect(deployed['gone']).toBe(deployed['kept']);
+    const uploaded = await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ ...files, 'assets/extra.js': '// only in gone' }), headers: { 'content-type': 'application/gzip' } });
+    const own = { bundleRef: (uploaded.body as { data: { bundle_ref: string } }).data.bundle_ref };
+    expect((await tenant.api.post('/environments/gone/deployments', { manifest: single, bundle_ref: own.bundleRef })).status).toBe(201);
+    expect((await run(tenant, 'gone', 'fine')).status).toBe('succeeded');
+    // Every engine runner's cache (a second runner on the host takes bundle-cache-2).
+    const cached = (ref: string) =>
+      readdirSync(stack.dataDir)
+        .filter((name) => name.startsWith('bundle-cache'))
+        .some((name) => readdirSync(join(stack.dataDir, name)).includes(ref.slice('sha256:'.length)));
+    // Positive control: both are in the cache before the delete.
+    expect([cached(deployed['gone']!), cached(own.bundleRef)]).toEqual([true, true]);
+    expect((await tenant.api.request('DELETE', '/environments/gone')).status).toBe(200);
+    await vi.waitFor(() => expect(cached(own.bundleRef)).toBe(false), { timeout: 60_000, interval: 250 });
+    expect(cached(deployed['kept']!)).toBe(true);
+  }, 180_000);
 });

@@ -64,6 +64,13 @@ const common = {
   BUNDLE_MAX_FILES: PositiveIntFromEnv(BUNDLE_UNPACKED_DEFAULTS.maxFiles),
   /** The bundle cache's bound on disk; past it the least recently used bundles that no attempt runs from are removed. */
   BUNDLE_CACHE_MAX_MB: PositiveIntFromEnv(4096),
+  /** Where an emit's Parquet file is written as its rows arrive, before it is stored: the worker's own disk, never memory. */
+  SPOOL_DIR: z
+    .string()
+    .min(1)
+    .default(process.getuid?.() === 0 ? '/var/cache/envengine/spool' : join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'envengine', 'spool')),
+  /** The largest materialization one emit may write, in MiB of Parquet; past it the asset fails. */
+  MATERIALIZATION_MAX_MB: PositiveIntFromEnv(8192),
   HOST: z.string().default('127.0.0.1'),
   PORT: PortFromEnv(8085),
   LOG_LEVEL: LogLevel,

@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import { connectRedis } from '@envengine/redis-connections';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, parseAttemptJob, connectPoolRedis, sendScriptsByShaOnly } from '@envengine/attempt-queues';
-import { WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
+import { ENVIRONMENT_RETIRED_CHANNEL, EnvironmentRetired, WORKER_EXIT_CODES, type WorkerIdentity } from '@envengine/contracts';
 import { createLogger, startHealthServer, stopOnSignals } from '@envengine/process-kit';
 import { createMetricsRegistry, exposition, workerMetrics } from '@envengine/service-metrics';
 import { startTracing, TRACER_NAME } from '@envengine/tracing';
-import { BundleCache, type BundleCacheEvent, type BundleSource } from './bundles/bundle-cache.ts';
+import { BundleCache, claimCacheDirectory, releaseCacheDirectory, type BundleCacheEvent, type BundleSource } from './bundles/bundle-cache.ts';
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
@@ -24,6 +23,7 @@ const BUNDLE_CACHE_EVENT_TEXT: Record<Exclude<BundleCacheEvent, 'hit'>, string> 
   'refused-tampered': 'cached bundle failed its digest check; fetching it again',
   'refused-too-large': 'bundle refused: it unpacks past the limits; nothing of it was kept',
   evicted: 'bundle removed from the cache (least recently used, over BUNDLE_CACHE_MAX_MB)',
+  retired: 'bundle removed from the cache: every environment that ran it was deleted',
 };
 
 // Before anything else: on another Node the worker would start, then fail every attempt.
@@ -77,8 +77,16 @@ const sandbox: SandboxSettings = {
   cgroups: assetCgroups,
 };
 // Tenants' code never runs unsandboxed by accident: a sandbox that cannot start here stops the worker.
-await mkdir(config.BUNDLE_CACHE_DIR, { recursive: true });
-const sandboxProblem = checkSandbox(sandbox, config.BUNDLE_CACHE_DIR, process.env.PATH);
+// The bundle cache is this process's alone (it evicts): another live worker's directory is not shared.
+let bundleCacheDir: string;
+try {
+  bundleCacheDir = await claimCacheDirectory(config.BUNDLE_CACHE_DIR);
+} catch (error) {
+  log.fatal({ bundle_cache_dir: config.BUNDLE_CACHE_DIR }, (error as Error).message);
+  process.exit(WORKER_EXIT_CODES.configuration);
+}
+if (bundleCacheDir !== config.BUNDLE_CACHE_DIR) log.info({ bundle_cache_dir: bundleCacheDir }, `${config.BUNDLE_CACHE_DIR} is another running worker's: using ${bundleCacheDir}`);
+const sandboxProblem = checkSandbox(sandbox, bundleCacheDir, process.env.PATH);
 if (sandboxProblem) {
   log.fatal({ sandbox: config.SANDBOX }, sandboxProblem);
   process.exit(WORKER_EXIT_CODES.configuration);
@@ -132,7 +140,7 @@ if (!(await leases.credentialAccepted())) credentialRefused('worker API');
 // One bundle cache on disk, by digest, bounded; one runner per tenant, which fetches a
 // missing bundle with the tenant's identity (the engine's runner serves every tenant).
 const bundleCache = new BundleCache(
-  config.BUNDLE_CACHE_DIR,
+  bundleCacheDir,
   { maxUnpackedBytes: config.BUNDLE_MAX_UNPACKED_MB * 1024 * 1024, maxFiles: config.BUNDLE_MAX_FILES, maxCacheBytes: config.BUNDLE_CACHE_MAX_MB * 1024 * 1024 },
   (event, bundleRef) =>
     event === 'hit'
@@ -143,7 +151,7 @@ const runners = new Map<string, AttemptRunner>();
 const runnerFor = (tenantId: string): AttemptRunner => {
   let runner = runners.get(tenantId);
   if (!runner) {
-    const bundles: BundleSource = (bundleRef) => bundleCache.open(bundleRef, (ref) => api.bundle(tenantId, ref));
+    const bundles: BundleSource = (bundleRef, environmentId) => bundleCache.open(bundleRef, (ref) => api.bundle(tenantId, ref), `${tenantId}/${environmentId}`);
     runner = new AttemptRunner(api, bundles, leases, identity, log, {
       assetTimeoutMs: config.ASSET_TIMEOUT_MS,
       sandbox,
@@ -151,6 +159,8 @@ const runnerFor = (tenantId: string): AttemptRunner => {
       logFlushMs: 250,
       endpointGuard,
       tracer: tracing.tracer,
+      spoolDirectory: config.SPOOL_DIR,
+      maxMaterializationBytes: config.MATERIALIZATION_MAX_MB * 1024 * 1024,
     });
     runners.set(tenantId, runner);
   }
@@ -183,6 +193,25 @@ connection.on('ready', () => {
   redisDown = false;
   log.info({}, 'Redis answers again: taking attempts');
 });
+
+// The engine's runner hears of every environment torn down, and drops the bundles only it
+// ran from its cache. The subscription is renewed by ioredis on reconnect; one missed
+// leaves those bundles to the cache's bound.
+const retirements = config.mode === 'local' ? connectRedis(config.REDIS_URL, { maxRetriesPerRequest: null }) : undefined;
+if (retirements) {
+  retirements.on('error', () => undefined); // the queue's connection reports the outage
+  retirements.on('message', (_channel: string, text: string) => {
+    let retired: EnvironmentRetired;
+    try {
+      retired = EnvironmentRetired.parse(JSON.parse(text));
+    } catch {
+      log.warn({ channel: ENVIRONMENT_RETIRED_CHANNEL }, 'an environment retirement that is not one was ignored');
+      return;
+    }
+    bundleCache.retire(`${retired.tenant_id}/${retired.environment_id}`).catch((error: Error) => log.warn({ err: error.message }, 'could not drop the bundles of a deleted environment'));
+  });
+  retirements.subscribe(ENVIRONMENT_RETIRED_CHANNEL).catch((error: Error) => log.error({ err: error.message }, 'subscribe failed'));
+}
 
 const metricsRegistry = createMetricsRegistry('attempt-worker');
 const metrics = workerMetrics(metricsRegistry);
@@ -233,6 +262,8 @@ stopOnSignals(log, async () => {
   leases.stop();
   sandboxes.close();
   await server.close();
+  retirements?.disconnect();
+  await releaseCacheDirectory(bundleCacheDir);
   // Children's cgroups still in use are left for the next start's sweep.
   assetCgroups?.close();
   await api.close();

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Router } from 'express';
 import { BullMQOtel } from 'bullmq-otel';
+import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
@@ -92,6 +93,7 @@ await runInternalService({
       new LifecycleWorkflows(temporal, temporalConnection, config.DEPLOYMENTS_TASK_QUEUE),
       log,
       { teardownWaitMs: config.TEARDOWN_WAIT_MS },
+      (retired) => redis.publish(ENVIRONMENT_RETIRED_CHANNEL, JSON.stringify(retired)),
     );
     // In the background: the service serves while Temporal is still coming up.
     void lifecycle.resume().catch((error: Error) => log.warn({ err: error.message }, 'could not resume tear-downs and expiry timers at start-up'));

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import { everyRedisServer, REDIS_CLUSTER_CLIENT_COMMANDS, type RedisConnection } from '@envengine/redis-connections';
 import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
+import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 
 export interface PoolUser {
   username: string;
@@ -125,7 +126,15 @@ function queueConsumerRules(keyPattern: string): string[] {
  * sandboxed with no route to Redis.
  */
 export function localRunnerAclRules(): string[] {
-  return [...queueConsumerRules(attemptQueueKeyPattern(LOCAL_ATTEMPT_QUEUE)), '+eval'];
+  return [
+    ...queueConsumerRules(attemptQueueKeyPattern(LOCAL_ATTEMPT_QUEUE)),
+    '+eval',
+    // It hears of environments torn down, to drop their bundles from its cache; no other channel.
+    'resetchannels',
+    `&${ENVIRONMENT_RETIRED_CHANNEL}`,
+    '+subscribe',
+    '+unsubscribe',
+  ];
 }
 
 /**

@@ -150,3 +150,11 @@ export type PurgeFilesRequest = z.infer<typeof PurgeFilesRequest>;
 /** Internal: a preview's TTL lapsed; the tear-down begins unless a deploy moved it (then `expires_at` is the new instant). */
 export const ExpireEnvironmentResult = z.object({ expired: z.boolean(), expires_at: z.iso.datetime().nullable() });
 export type ExpireEnvironmentResult = z.infer<typeof ExpireEnvironmentResult>;
+
+/**
+ * Published (Redis pub/sub) by the placement-service when an environment's tear-down has
+ * ended: the engine's runners let go of what they keep for it (its bundles in their cache).
+ */
+export const ENVIRONMENT_RETIRED_CHANNEL = 'envengine:environments:retired';
+export const EnvironmentRetired = z.strictObject({ tenant_id: z.string().min(1), environment_id: z.string().min(1) });
+export type EnvironmentRetired = z.infer<typeof EnvironmentRetired>;

@@ -150,7 +150,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     // The engine's runner calls the services' internal API directly (PLACEMENT_SERVICE_URL, DEPLOYMENT_SERVICE_URL).
     // Tests and benchmarks keep the bundle cache in their own data directory; `npm start` uses
     // the worker's default, which the sandbox user can reach wherever the repository is.
-    ...(name === 'attempt-worker' && options.ports === 'random' ? { BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache') } : {}),
+    ...(name === 'attempt-worker' && options.ports === 'random' ? { BUNDLE_CACHE_DIR: join(options.dataDir, 'bundle-cache'), SPOOL_DIR: join(options.dataDir, 'spool') } : {}),
     // file:// storage prefixes must lie under the engine's storage root, in the stack's data directory.
     ...(name === 'placement-service' ? { STORAGE_ROOT: join(options.dataDir, 'lake') } : {}),
     // A binding may name the engine's own store as its endpoint (it is on the loopback, which the runner refuses otherwise).

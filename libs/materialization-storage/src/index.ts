@@ -4,3 +4,4 @@ export * from './parquet-codec.ts';
 export * from './storage-driver.ts';
 export * from './materialization.ts';
 export * from './s3-storage-driver.ts';
+export * from './materialization-stream.ts';

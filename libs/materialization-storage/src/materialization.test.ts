@@ -57,6 +57,8 @@ function recordingDriver(inner: StorageDriver, readBack?: (stored: Uint8Array) =
       calls.push(`remove ${location}`);
       return inner.remove(location);
     },
+    writeStream: (location, open) => inner.writeStream(location, open),
+    readStream: (location) => inner.readStream(location),
   };
   return { driver, calls };
 }

@@ -43,17 +43,26 @@ const TO_PHYSICAL: Partial<Record<ColumnType, (value: unknown) => Cell>> = {
   date: (value) => dateToDays(value as Date | string),
 };
 
-/**
- * Encodes rows as a Parquet file with the declared column types (one flat column each,
- * `REQUIRED` unless nullable) and the declared columns in the key-value metadata under
- * `SCHEMA_METADATA_KEY`. The rows are checked first (`checkRows`): a mismatch throws a
- * `RowSchemaError`. An empty schema is refused, since Parquet could not count its rows.
- */
-export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[]): Uint8Array {
-  checkRows(schema, rows);
+/** The Parquet schema and metadata of a declared schema; an empty one is refused, since Parquet could not count its rows. */
+export function parquetSchemaOf(schema: DeclaredSchema): { schema: SchemaElement[]; kvMetadata: Array<{ key: string; value: string }>; createdBy: string } {
   const columns = resolveColumns(schema);
   if (columns.length === 0) throw new TypeError('A schema without columns cannot be stored as Parquet.');
-  const columnData: ColumnSource[] = columns.map(({ name, type }) => {
+  return {
+    schema: [
+      { name: 'root', num_children: columns.length },
+      ...columns.map(({ name, type, nullable }) => ({ name, repetition_type: nullable ? 'OPTIONAL' : 'REQUIRED', ...ELEMENTS[type] }) as const),
+    ],
+    kvMetadata: [{ key: SCHEMA_METADATA_KEY, value: JSON.stringify({ columns }) }],
+    createdBy: CREATED_BY,
+  };
+}
+
+/** Options of every write (hyparquet-writer's defaults, named once). */
+export const PARQUET_WRITE_OPTIONS = {} as const;
+
+/** Checked rows as the writer's columns, each value converted to its Parquet type. */
+export function parquetColumnData(schema: DeclaredSchema, rows: readonly Row[]): ColumnSource[] {
+  return resolveColumns(schema).map(({ name, type }) => {
     const convert = TO_PHYSICAL[type];
     // As in checkRows: a left-out column named like an Object.prototype member is null, not the member.
     const inherited = name in Object.prototype;
@@ -65,16 +74,17 @@ export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[]): Uin
     }
     return { name, data };
   });
-  const schemaElements: SchemaElement[] = [
-    { name: 'root', num_children: columns.length },
-    ...columns.map(({ name, type, nullable }) => ({ name, repetition_type: nullable ? 'OPTIONAL' : 'REQUIRED', ...ELEMENTS[type] }) as const),
-  ];
-  const buffer = parquetWriteBuffer({
-    columnData,
-    schema: schemaElements,
-    kvMetadata: [{ key: SCHEMA_METADATA_KEY, value: JSON.stringify({ columns }) }],
-    createdBy: CREATED_BY,
-  });
+}
+
+/**
+ * Encodes rows as a Parquet file with the declared column types (one flat column each,
+ * `REQUIRED` unless nullable) and the declared columns in the key-value metadata under
+ * `SCHEMA_METADATA_KEY`. The rows are checked first (`checkRows`): a mismatch throws a
+ * `RowSchemaError`. An empty schema is refused, since Parquet could not count its rows.
+ */
+export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[]): Uint8Array {
+  checkRows(schema, rows);
+  const buffer = parquetWriteBuffer({ ...PARQUET_WRITE_OPTIONS, ...parquetSchemaOf(schema), columnData: parquetColumnData(schema, rows) });
   return new Uint8Array(buffer);
 }
 

@@ -70,7 +70,7 @@ interface ColumnCheck {
  * JSON value (null, boolean, finite number, string, array, plain object) that survives
  * `JSON.stringify` and `JSON.parse` unchanged.
  */
-export function checkRows(schema: DeclaredSchema, rows: readonly unknown[]): void {
+export function checkRows(schema: DeclaredSchema, rows: readonly unknown[], firstIndex = 0): void {
   if (!Array.isArray(rows)) throw new TypeError('Rows are an array of objects.');
   const columns: ColumnCheck[] = resolveColumns(schema).map(({ name, type, nullable }) => ({
     name,
@@ -84,7 +84,7 @@ export function checkRows(schema: DeclaredSchema, rows: readonly unknown[]): voi
   for (let index = 0; index < rows.length; index++) {
     const row = rows[index];
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new RowSchemaError(index, null, `expected an object of column values, got ${describeValue(row)}`);
+      throw new RowSchemaError(firstIndex + index, null, `expected an object of column values, got ${describeValue(row)}`);
     }
     for (let c = 0; c < columnCount; c++) {
       const column = columns[c]!;
@@ -92,14 +92,14 @@ export function checkRows(schema: DeclaredSchema, rows: readonly unknown[]): voi
       if (value === null || value === undefined) {
         if (!column.nullable) {
           const got = value === null ? 'null' : 'nothing (the column is missing)';
-          throw new RowSchemaError(index, column.name, `expected ${EXPECTED[column.type]}, got ${got}; the column is not nullable`);
+          throw new RowSchemaError(firstIndex + index, column.name, `expected ${EXPECTED[column.type]}, got ${got}; the column is not nullable`);
         }
       } else if (!column.accepts(value)) {
-        throw new RowSchemaError(index, column.name, mismatch(column.type, value));
+        throw new RowSchemaError(firstIndex + index, column.name, mismatch(column.type, value));
       }
     }
     for (const key in row) {
-      if (!declared.has(key)) throw new RowSchemaError(index, key, 'not a declared column of the asset');
+      if (!declared.has(key)) throw new RowSchemaError(firstIndex + index, key, 'not a declared column of the asset');
     }
   }
 }

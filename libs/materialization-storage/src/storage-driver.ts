@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { S3StorageDriver, type S3Connection } from './s3-storage-driver.ts';
 
 /** Where an environment's materializations are kept, addressed by URL. */
@@ -10,8 +11,12 @@ export interface StorageDriver {
    * there; a reader sees the old file, the new one, or nothing, never part of one.
    */
   write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }>;
+  /** Stores what `open()` streams, as `write` does, without holding it in memory; `open` may be called again to retry. */
+  writeStream(location: string, open: () => Readable): Promise<{ location: string; bytes: number }>;
   /** The bytes stored at `location`; a `StoredFileNotFoundError` when there are none. */
   read(location: string): Promise<Uint8Array>;
+  /** The bytes stored at `location`, as a stream; a `StoredFileNotFoundError` when there are none. */
+  readStream(location: string): Promise<Readable>;
   /** Removes what is stored at `location` (an environment's purge); nothing stored there is not an error. */
   remove(location: string): Promise<void>;
   /** Lets go of what it holds open (connections), when it has any. */
@@ -104,16 +109,35 @@ export class FileStorageDriver implements StorageDriver {
     return path;
   }
 
-  async write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }> {
+  write(location: string, bytes: Uint8Array): Promise<{ location: string; bytes: number }> {
+    return this.writeWith(location, async (handle) => {
+      await handle.writeFile(bytes);
+      return bytes.byteLength;
+    });
+  }
+
+  writeStream(location: string, openSource: () => Readable): Promise<{ location: string; bytes: number }> {
+    return this.writeWith(location, async (handle) => {
+      let bytes = 0;
+      for await (const chunk of openSource()) {
+        await handle.write(chunk as Buffer);
+        bytes += (chunk as Buffer).length;
+      }
+      return bytes;
+    });
+  }
+
+  private async writeWith(location: string, fill: (handle: FileHandle) => Promise<number>): Promise<{ location: string; bytes: number }> {
     const target = this.pathOf(location);
     const directory = dirname(target);
     await mkdir(directory, { recursive: true });
     // Same directory, so the rename is atomic; the leading dot keeps listings tidy.
     const temporary = join(directory, `.${basename(target)}.${randomBytes(6).toString('hex')}.partial`);
     let handle: FileHandle | undefined;
+    let bytes: number;
     try {
       handle = await open(temporary, 'wx', 0o644);
-      await handle.writeFile(bytes);
+      bytes = await fill(handle);
       await handle.sync();
       await handle.close();
       handle = undefined;
@@ -124,7 +148,7 @@ export class FileStorageDriver implements StorageDriver {
       throw error;
     }
     await syncDirectory(directory);
-    return { location, bytes: bytes.byteLength };
+    return { location, bytes };
   }
 
   async read(location: string): Promise<Uint8Array> {
@@ -132,6 +156,17 @@ export class FileStorageDriver implements StorageDriver {
     try {
       const buffer = await readFile(path);
       return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StoredFileNotFoundError(location, { cause: error });
+      throw error;
+    }
+  }
+
+  async readStream(location: string): Promise<Readable> {
+    const path = this.pathOf(location);
+    try {
+      const handle = await open(path, 'r');
+      return handle.createReadStream();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StoredFileNotFoundError(location, { cause: error });
       throw error;

@@ -63,6 +63,7 @@ export function launchPoolWorker(
       POOL_QUEUE: credential.queue,
       WORKER_NAME: name,
       BUNDLE_CACHE_DIR: bundleCacheDir,
+      SPOOL_DIR: join(stack.dataDir, `pool-worker-${name}-spool`),
       HEARTBEAT_INTERVAL_MS: '500',
       ASSET_TIMEOUT_MS: '20000',
       ...env,

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import tar from 'tar-stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BundleCache, BundleTooLargeError, type BundleCacheLimits } from './bundle-cache.ts';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { BundleCache, BundleTooLargeError, claimCacheDirectory, releaseCacheDirectory, type BundleCacheLimits } from './bundle-cache.ts';
 
 const MB = 1024 * 1024;
 let dir: string;
@@ -57,9 +57,9 @@ describe('BundleCache', () => {
     const bytes = await tarGz({ 'assets/a.js': 'export default () => {}' });
     const { fetch, fetched } = server(bytes);
     const cache = new BundleCache(dir, limits());
-    const first = await cache.open(refOf(bytes), fetch);
+    const first = await cache.open(refOf(bytes), fetch, 'ten_a/env_a');
     first.release();
-    const second = await cache.open(refOf(bytes), fetch);
+    const second = await cache.open(refOf(bytes), fetch, 'ten_a/env_a');
     expect(second.directory).toBe(first.directory);
     expect(existsSync(join(second.directory, 'assets/a.js'))).toBe(true);
     expect(fetched).toHaveLength(1);
@@ -69,17 +69,17 @@ describe('BundleCache', () => {
     const bytes = await tarGz({ 'bomb.bin': Buffer.alloc(32 * MB) }, 9);
     const { fetch } = server(bytes);
     const cache = new BundleCache(dir, limits({ maxUnpackedBytes: 4 * MB }));
-    await expect(cache.open(refOf(bytes), fetch)).rejects.toThrow(new BundleTooLargeError(`the bundle unpacks to more than ${4 * MB} bytes (BUNDLE_MAX_UNPACKED_MB)`));
+    await expect(cache.open(refOf(bytes), fetch, 'ten_a/env_a')).rejects.toThrow(new BundleTooLargeError(`the bundle unpacks to more than ${4 * MB} bytes (BUNDLE_MAX_UNPACKED_MB)`));
     expect(readdirSync(dir)).toEqual([]);
     // Control: under a limit it fits, it unpacks.
     const roomy = new BundleCache(dir, limits({ maxUnpackedBytes: 64 * MB }));
-    await expect(roomy.open(refOf(bytes), fetch)).resolves.toMatchObject({ directory: expect.any(String) });
+    await expect(roomy.open(refOf(bytes), fetch, 'ten_a/env_a')).resolves.toMatchObject({ directory: expect.any(String) });
   });
 
   it('refuses a bundle of more files than the limit', async () => {
     const bytes = await tarGz(Object.fromEntries(Array.from({ length: 11 }, (_, index) => [`f${index}.js`, 'x'])));
     const cache = new BundleCache(dir, limits({ maxFiles: 10 }));
-    await expect(cache.open(refOf(bytes), server(bytes).fetch)).rejects.toThrow('the bundle holds more than 10 files (BUNDLE_MAX_FILES)');
+    await expect(cache.open(refOf(bytes), server(bytes).fetch, 'ten_a/env_a')).rejects.toThrow('the bundle holds more than 10 files (BUNDLE_MAX_FILES)');
     expect(readdirSync(dir)).toEqual([]);
   });
 
@@ -88,9 +88,9 @@ describe('BundleCache', () => {
     const bundles = await Promise.all(Array.from({ length: 12 }, (_, index) => tarGz({ 'data.bin': createHash('sha512').update(String(index)).digest().toString('hex').repeat(800) + 'x'.repeat(index) }, 0)));
     const { fetch } = server(...bundles);
     const cache = new BundleCache(dir, limits({ maxCacheBytes: 2 * MB }));
-    const held = await cache.open(refOf(bundles[0]!), fetch);
+    const held = await cache.open(refOf(bundles[0]!), fetch, 'ten_a/env_a');
     for (const bytes of bundles.slice(1)) {
-      const opened = await cache.open(refOf(bytes), fetch);
+      const opened = await cache.open(refOf(bytes), fetch, 'ten_a/env_a');
       opened.release();
       expect(bytesOnDisk(dir)).toBeLessThanOrEqual(2 * MB);
     }
@@ -102,15 +102,56 @@ describe('BundleCache', () => {
     expect(existsSync(join(dir, refOf(bundles[11]!).slice(7)))).toBe(true);
   });
 
+  it('drops a bundle when every environment that ran it is retired, at its last release when it is in use', async () => {
+    const shared = await tarGz({ 'shared.js': 'x' });
+    const own = await tarGz({ 'own.js': 'y' });
+    const { fetch } = server(shared, own);
+    const cache = new BundleCache(dir, limits());
+    (await cache.open(refOf(shared), fetch, 'ten_a/env_1')).release();
+    (await cache.open(refOf(shared), fetch, 'ten_a/env_2')).release();
+    const held = await cache.open(refOf(own), fetch, 'ten_a/env_1');
+    await cache.retire('ten_a/env_1');
+    // Shared with env_2: kept. Its own, still running: kept until released.
+    expect(existsSync(join(dir, refOf(shared).slice(7)))).toBe(true);
+    expect(existsSync(held.directory)).toBe(true);
+    held.release();
+    await vi.waitFor(() => expect(existsSync(held.directory)).toBe(false));
+    await cache.retire('ten_a/env_2');
+    expect(readdirSync(dir)).toEqual([]);
+    expect(cache.bytes).toBe(0);
+  });
+
+  it('keeps who ran a bundle across a restart', async () => {
+    const bytes = await tarGz({ 'a.js': 'a' });
+    (await new BundleCache(dir, limits()).open(refOf(bytes), server(bytes).fetch, 'ten_a/env_1')).release();
+    const again = new BundleCache(dir, limits());
+    await again.retire('ten_a/env_1');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("is one process's alone: a directory another live worker holds is left for a sibling, one of a gone worker taken over", async () => {
+    expect(await claimCacheDirectory(dir)).toBe(dir);
+    expect(await claimCacheDirectory(dir)).toBe(dir);
+    // Held by a live process (the test runner's parent): the next free sibling.
+    await writeFile(join(dir, '.owner'), String(process.ppid));
+    expect(await claimCacheDirectory(dir)).toBe(`${dir}-2`);
+    // Held by a process that is gone: taken over.
+    await writeFile(join(dir, '.owner'), '999999999');
+    expect(await claimCacheDirectory(dir)).toBe(dir);
+    await releaseCacheDirectory(dir);
+    expect(existsSync(join(dir, '.owner'))).toBe(false);
+    await rm(`${dir}-2`, { recursive: true, force: true });
+  });
+
   it('counts what an earlier process left, and removes half-written entries', async () => {
     const bytes = await tarGz({ 'a.js': 'a' });
     const first = new BundleCache(dir, limits());
-    (await first.open(refOf(bytes), server(bytes).fetch)).release();
+    (await first.open(refOf(bytes), server(bytes).fetch, 'ten_a/env_a')).release();
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(dir, `${'f'.repeat(64)}.tar.gz.abc.partial`), 'half');
     const again = new BundleCache(dir, limits());
     const { fetch, fetched } = server(bytes);
-    (await again.open(refOf(bytes), fetch)).release();
+    (await again.open(refOf(bytes), fetch, 'ten_a/env_a')).release();
     expect(fetched).toEqual([]);
     expect(again.bytes).toBe(bytesOnDisk(dir));
     expect(readdirSync(dir).some((name) => name.endsWith('.partial'))).toBe(false);

@@ -34,16 +34,20 @@ export interface HeldBundle {
   release(): void;
 }
 
-/** One tenant's way to a bundle's directory (the cache, fetching with that tenant's identity). */
-export type BundleSource = (bundleRef: string) => Promise<HeldBundle>;
+/** One tenant's way to a bundle's directory (the cache, fetching with that tenant's identity), for one of its environments. */
+export type BundleSource = (bundleRef: string, environmentId: string) => Promise<HeldBundle>;
 
-export type BundleCacheEvent = 'hit' | 'fetched' | 'refused-tampered' | 'refused-too-large' | 'evicted';
+export type BundleCacheEvent = 'hit' | 'fetched' | 'refused-tampered' | 'refused-too-large' | 'evicted' | 'retired';
 
 interface CachedBundle {
   bytes: number;
   lastUsed: number;
   /** Attempts running from it: it is never evicted while any does. */
   holders: number;
+  /** The environments (`<tenant>/<environment id>`) that ran it; once each is retired, it goes. */
+  users: Set<string>;
+  /** Every user retired while an attempt held it: it goes at the last release. */
+  retired: boolean;
 }
 
 /**
@@ -67,12 +71,16 @@ export class BundleCache {
     private readonly onEvent: (event: BundleCacheEvent, bundleRef: string) => void = () => undefined,
   ) {}
 
-  /** The unpacked bundle's directory, verified, held until released. */
-  async open(bundleRef: string, fetchBundle: BundleFetcher): Promise<HeldBundle> {
+  /**
+   * The unpacked bundle's directory, verified, held until released. `user` names the
+   * environment it runs for (`<tenant>/<environment id>`): `retire(user)` drops it.
+   */
+  async open(bundleRef: string, fetchBundle: BundleFetcher, user: string): Promise<HeldBundle> {
     const hex = digestOf(bundleRef);
     await (this.indexed ??= this.index());
     const entry = this.entryOf(hex);
     entry.holders += 1;
+    entry.retired = false;
     let directory: string;
     try {
       // Concurrent attempts of one bundle share a single check or fetch.
@@ -88,6 +96,11 @@ export class BundleCache {
       throw error;
     }
     entry.lastUsed = Date.now();
+    if (!entry.users.has(user)) {
+      entry.users.add(user);
+      await writeFile(join(this.dir, `${hex}.users.json`), JSON.stringify([...entry.users])).catch(() => undefined);
+      entry.bytes = await this.sizeOnDisk(hex).catch(() => entry.bytes);
+    }
     // Its use is kept on disk too, for the order of eviction after a restart.
     await utimes(join(this.dir, `${hex}.files.json`), new Date(), new Date()).catch(() => undefined);
     await this.evict();
@@ -98,9 +111,37 @@ export class BundleCache {
         if (released) return;
         released = true;
         entry.holders -= 1;
+        if (entry.retired && entry.holders === 0) void this.drop(hex);
         void this.evict();
       },
     };
+  }
+
+  /**
+   * An environment is gone (`<tenant>/<environment id>`): each bundle no other environment
+   * ran leaves the cache now, or at its last release when an attempt still runs from it.
+   */
+  async retire(user: string): Promise<void> {
+    await (this.indexed ??= this.index());
+    for (const [hex, entry] of [...this.cached]) {
+      if (!entry.users.delete(user)) continue;
+      if (entry.users.size > 0) {
+        await writeFile(join(this.dir, `${hex}.users.json`), JSON.stringify([...entry.users])).catch(() => undefined);
+      } else if (entry.holders > 0) {
+        entry.retired = true;
+      } else {
+        await this.drop(hex);
+      }
+    }
+  }
+
+  private async drop(hex: string): Promise<void> {
+    // Fetched again meanwhile by another attempt: it stays.
+    const entry = this.cached.get(hex);
+    if (entry && entry.holders > 0) return;
+    this.cached.delete(hex);
+    await this.discard(hex);
+    this.onEvent('retired', `sha256:${hex}`);
   }
 
   /** Bytes the cache holds on disk, as it counts them. */
@@ -113,7 +154,7 @@ export class BundleCache {
   private entryOf(hex: string): CachedBundle {
     let entry = this.cached.get(hex);
     if (!entry) {
-      entry = { bytes: 0, lastUsed: 0, holders: 0 };
+      entry = { bytes: 0, lastUsed: 0, holders: 0, users: new Set(), retired: false };
       this.cached.set(hex, entry);
     }
     return entry;
@@ -125,6 +166,7 @@ export class BundleCache {
     const names = await readdir(this.dir);
     const complete = new Set(names.filter((name) => /^[0-9a-f]{64}\.files\.json$/.test(name)).map((name) => name.slice(0, 64)));
     for (const name of names) {
+      if (name.startsWith('.')) continue;
       const hex = /^[0-9a-f]{64}/.exec(name)?.[0];
       if (hex === undefined || !complete.has(hex) || name.endsWith('.partial')) await rm(join(this.dir, name), { recursive: true, force: true });
     }
@@ -134,6 +176,7 @@ export class BundleCache {
         const entry = this.entryOf(hex);
         entry.lastUsed = (await stat(listing)).mtimeMs;
         entry.bytes = await this.sizeOnDisk(hex);
+        entry.users = new Set(await readUsers(join(this.dir, `${hex}.users.json`)));
       } catch {
         this.cached.delete(hex);
         await this.discard(hex);
@@ -145,6 +188,7 @@ export class BundleCache {
   private async sizeOnDisk(hex: string): Promise<number> {
     const listing = JSON.parse(await readFile(join(this.dir, `${hex}.files.json`), 'utf8')) as Record<string, string>;
     let bytes = (await stat(join(this.dir, `${hex}.tar.gz`))).size + (await stat(join(this.dir, `${hex}.files.json`))).size;
+    bytes += await stat(join(this.dir, `${hex}.users.json`)).then((stats) => stats.size, () => 0);
     for (const path of Object.keys(listing)) bytes += (await stat(join(this.dir, hex, path))).size;
     return bytes;
   }
@@ -225,7 +269,64 @@ export class BundleCache {
       rm(join(this.dir, hex), { recursive: true, force: true }),
       rm(join(this.dir, `${hex}.tar.gz`), { force: true }),
       rm(join(this.dir, `${hex}.files.json`), { force: true }),
+      rm(join(this.dir, `${hex}.users.json`), { force: true }),
     ]);
+  }
+}
+
+/** Other cache directories a worker tries when the one it was given is another live worker's. */
+const SIBLING_DIRECTORIES = 16;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The cache directory this process may use alone: `dir`, or where another live worker
+ * holds it (two runners of one host given the same default), the first free of
+ * `<dir>-2` … `<dir>-17`. Its `.owner` file names the process; one of a process that is
+ * gone is taken over. A cache evicts and removes bundles, which must not happen under
+ * another process's running attempt.
+ */
+export async function claimCacheDirectory(dir: string): Promise<string> {
+  for (let index = 1; index <= SIBLING_DIRECTORIES + 1; index++) {
+    const candidate = index === 1 ? dir : `${dir}-${index}`;
+    await mkdir(candidate, { recursive: true });
+    const owner = join(candidate, '.owner');
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await writeFile(owner, String(process.pid), { flag: 'wx' });
+        return candidate;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = Number((await readFile(owner, 'utf8').catch(() => '')).trim());
+      if (holder === process.pid) return candidate;
+      if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) break;
+      // Its process is gone: the directory is free.
+      await rm(owner, { force: true });
+    }
+  }
+  throw new Error(`${dir} and its ${SIBLING_DIRECTORIES} siblings are each held by a running worker; give this one its own BUNDLE_CACHE_DIR`);
+}
+
+/** Gives the directory up (at exit), so that the next worker need not check the pid. */
+export async function releaseCacheDirectory(dir: string): Promise<void> {
+  const owner = join(dir, '.owner');
+  if ((await readFile(owner, 'utf8').catch(() => '')).trim() === String(process.pid)) await rm(owner, { force: true });
+}
+
+async function readUsers(path: string): Promise<string[]> {
+  try {
+    const users: unknown = JSON.parse(await readFile(path, 'utf8'));
+    return Array.isArray(users) ? users.filter((user): user is string => typeof user === 'string') : [];
+  } catch {
+    return [];
   }
 }
 

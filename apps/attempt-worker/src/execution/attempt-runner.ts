@@ -1,11 +1,11 @@
 import { isIP } from 'node:net';
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { readMaterialization, storageDriverFor, storageSchemeOf, writeMaterialization, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
+import { MaterializationStream, readMaterialization, storageDriverFor, storageSchemeOf, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
 import type { Logger } from '@envengine/process-kit';
 import { context, inSpan, SpanStatusCode, type Tracer } from '@envengine/tracing';
 import type { BundleSource, HeldBundle } from '../bundles/bundle-cache.ts';
-import { runAssetInSandbox } from '../sandbox/asset-runner.ts';
+import { runAssetInSandbox, type EmitSink } from '../sandbox/asset-runner.ts';
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
@@ -24,6 +24,10 @@ export interface AttemptRunnerOptions {
   endpointGuard?: EndpointGuard;
   /** An `attempt` span per attempt and an `asset` span per asset (a no-op tracer when tracing is off). */
   tracer: Tracer;
+  /** Where an emit's Parquet file is written, batch by batch, before it is stored (the worker's own disk). */
+  spoolDirectory: string;
+  /** The largest materialization one emit may write; past it the asset fails. */
+  maxMaterializationBytes: number;
 }
 
 export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
@@ -111,7 +115,7 @@ export class AttemptRunner {
   private async runAssets(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal): Promise<AssetReport[]> {
     let bundle: HeldBundle;
     try {
-      bundle = await this.bundles(plan.bundle_ref);
+      bundle = await this.bundles(plan.bundle_ref, plan.environment.id);
     } catch (error) {
       const message = reportable(logs, `could not fetch the bundle ${plan.bundle_ref}: ${(error as Error).message}`);
       logs.add(null, message);
@@ -154,10 +158,7 @@ export class AttemptRunner {
         // The sandbox's requests arrive as messages, outside any context: bound to the
         // asset's span, the engine calls they make are its children.
         handlers: bindToActiveContext({
-          emit: async (rows) => {
-            refuseReadOnly(asset);
-            await this.emit(held, plan, asset, rows, await storage());
-          },
+          emit: () => this.emit(held, plan, asset, storage),
           read: async (key) => this.read(held, key, await storage()),
           connection: async (name) => {
             const resolved = await this.api.connection(held, asset.key, name);
@@ -209,24 +210,43 @@ export class AttemptRunner {
     });
   }
 
-  /** `ctx.emit(rows)`: refused on a read_only binding before any I/O; else checked, written, read back, recorded. */
-  private async emit(held: HeldAttempt, plan: AttemptPlan, asset: PlannedAsset, rows: Record<string, unknown>[], driver: StorageDriver): Promise<void> {
+  /**
+   * `ctx.emit(rows)`: refused on a read_only binding before any I/O; else its rows checked
+   * and written batch by batch to a spool file as they arrive, then stored, read back and
+   * recorded. The worker holds one batch at a time, however many rows the asset emits.
+   */
+  private emit(held: HeldAttempt, plan: AttemptPlan, asset: PlannedAsset, storage: () => Promise<StorageDriver>): EmitSink {
     refuseReadOnly(asset);
     const materializationId = newId('mat');
-    const written = await writeMaterialization({
-      storagePrefix: plan.environment.storage_prefix,
-      assetKey: asset.key,
-      materializationId,
-      schema: (asset.schema as DeclaredSchema | null) ?? inferSchema(rows),
-      rows: rows as Row[],
-      driver,
-    });
-    await this.api.recordMaterialization(held, asset.key, {
-      id: materializationId,
-      location: written.location,
-      bytes: written.bytes,
-      row_count: written.row_count,
-      columns: written.columns,
+    let opened: Promise<MaterializationStream> | undefined;
+    const stream = () =>
+      (opened ??= storage().then(
+        (driver) =>
+          new MaterializationStream({
+            storagePrefix: plan.environment.storage_prefix,
+            assetKey: asset.key,
+            materializationId,
+            schema: (asset.schema as DeclaredSchema | null) ?? null,
+            inferSchema,
+            driver,
+            spoolDirectory: this.options.spoolDirectory,
+            maxBytes: this.options.maxMaterializationBytes,
+          }),
+      ));
+    // Bound to the asset's span, as the other handlers are.
+    return bindToActiveContext({
+      write: async (rows: Record<string, unknown>[]) => (await stream()).write(rows as Row[]),
+      finish: async () => {
+        const written = await (await stream()).finish();
+        await this.api.recordMaterialization(held, asset.key, {
+          id: materializationId,
+          location: written.location,
+          bytes: written.bytes,
+          row_count: written.row_count,
+          columns: written.columns,
+        });
+      },
+      abort: () => void opened?.then((open) => open.abort(), () => undefined),
     });
   }
 

@@ -136,12 +136,17 @@ function defaultExport(namespace: Record<string, unknown>): AssetFunction | unde
   return undefined;
 }
 
+let emits: Promise<unknown> = Promise.resolve();
+
 async function run(job: RunMessage): Promise<void> {
   const ctx = Object.freeze({
     asset: job.assetKey,
     run: job.run === null ? undefined : Object.freeze({ ...job.run }),
-    emit: async (rows: unknown) => {
-      await call('emit', rows);
+    // One emit at a time, in the order the user code made them: the worker stores an emit's rows as they arrive.
+    emit: (rows: unknown) => {
+      const emitted = emits.then(() => call('emit', rows)).then(() => undefined);
+      emits = emitted.catch(() => undefined);
+      return emitted;
     },
     read: (assetKey: unknown) => call('read', assetKey),
     connection: (name: unknown) => call('connection', name),

@@ -61,8 +61,13 @@ function recordingHandlers(overrides: Partial<AssetHandlers> = {}) {
   const emitted: Record<string, unknown>[][] = [];
   const logs: string[] = [];
   const handlers: AssetHandlers = {
-    emit: async (rows) => {
-      emitted.push(rows);
+    emit: () => {
+      const rows: Record<string, unknown>[] = [];
+      return {
+        write: async (batch) => void rows.push(...batch),
+        finish: async () => void emitted.push(rows),
+        abort: () => undefined,
+      };
     },
     read: async () => [],
     connection: async () => ({}),
@@ -519,10 +524,14 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       };`,
       {},
       {
-        emit: async () => {
-          emits += 1;
-          throw new Error('row 0: id must be a string');
-        },
+        emit: () => ({
+          write: async () => {
+            emits += 1;
+            throw new Error('row 0: id must be a string');
+          },
+          finish: async () => undefined,
+          abort: () => undefined,
+        }),
       },
     );
     expect(outcome).toEqual({ status: 'failed', reason: 'handler-failed', error: 'row 0: id must be a string' });

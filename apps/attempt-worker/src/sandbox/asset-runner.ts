@@ -23,10 +23,20 @@ import { MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts
 import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
+/** One ctx.emit as its rows arrive (DESIGN.md §6: the worker's memory does not grow with an asset's data). */
+export interface EmitSink {
+  /** Checks and stores a batch of the emit's rows; the worker reads nothing more from the child until it settles. A rejection fails the asset. */
+  write(rows: Record<string, unknown>[]): Promise<void>;
+  /** Ends the emit: what was written becomes one materialization. A rejection fails the asset. */
+  finish(): Promise<void>;
+  /** The emit will not finish (the asset failed or stopped): what was written is thrown away. */
+  abort(): void;
+}
+
 /** What the worker does for the user code's ctx calls. */
 export interface AssetHandlers {
-  /** Validates and stores rows of the asset (ctx.emit). Calls arrive one at a time, in order; a rejection fails the asset. */
-  emit(rows: Record<string, unknown>[]): Promise<void>;
+  /** Starts one ctx.emit (throws to refuse it, e.g. on a read_only binding); a child makes its emits one at a time. */
+  emit(): EmitSink;
   /** Rows of an upstream asset (ctx.read). A rejection fails the asset. */
   read(assetKey: string): Promise<unknown[]>;
   /** The resolved config of a binding (ctx.connection). A rejection fails the asset. */
@@ -155,8 +165,11 @@ class SandboxedAsset {
   private readonly channel: Socket;
   private readonly cgroup: AssetCgroup | null;
   private readonly frames = new FrameReader(MAX_CHILD_MESSAGE_BYTES);
-  /** Rows of emits whose call has not come yet, by call id. */
-  private readonly rowsByCall = new Map<number, Record<string, unknown>[]>();
+  /** Frames read and not yet handled: handling waits while an emit's rows are stored, and the channel is paused meanwhile. */
+  private readonly queued: string[] = [];
+  private pumping = false;
+  /** The emit whose rows are arriving, until its call comes. */
+  private openEmit: { id: number; sink: EmitSink } | undefined;
   /** Call ids seen, each answered once: a repeated id is refused. */
   private readonly callIds = new Set<number>();
   private callsInFlight = 0;
@@ -168,7 +181,6 @@ class SandboxedAsset {
   private exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
   private stderrTail = '';
   private readonly inFlight = new Set<Promise<void>>();
-  private emitQueue: Promise<void> = Promise.resolve();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly onAbort = () => this.decide({ status: 'failed', reason: 'canceled', error: 'canceled' }, true);
 
@@ -269,50 +281,73 @@ class SandboxedAsset {
   private onChannelData(chunk: Buffer): void {
     if (this.verdict !== undefined) return;
     try {
-      for (const frame of this.frames.push(chunk)) {
-        this.onMessage(decodeValue(frame));
-        if (this.verdict !== undefined) return;
-      }
+      for (const frame of this.frames.push(chunk)) this.queued.push(frame);
     } catch (error) {
-      const why = error instanceof FrameError ? error.message : `a message that is not valid (${errorMessage(error).slice(0, 200)})`;
-      this.refuseChannel(`sent the worker ${why}`);
+      this.refuseChannel(`sent the worker ${errorMessage(error)}`);
+      return;
+    }
+    void this.pump();
+  }
+
+  /** Handles the queued frames in order; while an emit's batch is stored the channel is paused, so the child waits, not the worker's memory. */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queued.length > 0 && this.verdict === undefined) {
+        let message: unknown;
+        try {
+          message = decodeValue(this.queued.shift()!);
+        } catch (error) {
+          const why = error instanceof FrameError ? error.message : errorMessage(error).slice(0, 200);
+          this.refuseChannel(`sent the worker a message that is not valid (${why})`);
+          return;
+        }
+        const storing = this.onMessage(message);
+        if (storing) {
+          this.channel.pause();
+          await storing;
+          if (this.verdict === undefined) this.channel.resume();
+        }
+      }
+    } finally {
+      this.pumping = false;
     }
   }
 
   /** The child broke the protocol: it is killed and its asset fails, naming what it sent. */
   private refuseChannel(what: string): void {
     this.channel.pause();
+    this.queued.length = 0;
     this.decide({ status: 'failed', reason: 'protocol', error: `${this.subject} ${what}; the asset was stopped` }, true);
   }
 
-  private onMessage(raw: unknown): void {
-    if (this.verdict !== undefined) return;
+  /** A handler refused: the verdict is taken before the child could hear of it, so user code cannot swallow it. */
+  private handlerFailed(error: unknown): void {
+    this.decide({ status: 'failed', reason: 'handler-failed', error: errorMessage(error) }, true);
+  }
+
+  /** Handles one message; a promise when the next must wait for it (an emit's batch being stored). */
+  private onMessage(raw: unknown): Promise<void> | undefined {
+    if (this.verdict !== undefined) return undefined;
     const parsed = ChildMessageSchema.safeParse(raw);
     if (!parsed.success) {
       const type = raw !== null && typeof raw === 'object' && typeof (raw as { type?: unknown }).type === 'string' ? ` of type "${(raw as { type: string }).type.slice(0, 40)}"` : '';
       this.refuseChannel(`sent the worker a message${type} that it does not accept`);
-      return;
+      return undefined;
     }
     const message = parsed.data;
     switch (message.type) {
-      case 'rows': {
-        if (this.callIds.has(message.id)) return this.refuseChannel(`sent rows for a call that was already made (id ${message.id})`);
-        const rows = this.rowsByCall.get(message.id) ?? [];
-        if (!this.rowsByCall.has(message.id)) {
-          if (!this.admitCall()) return;
-          this.rowsByCall.set(message.id, rows);
-        }
-        for (const row of message.rows) rows.push(row as Record<string, unknown>);
-        return;
-      }
+      case 'rows':
+        return this.onRows(message.id, message.rows);
       case 'log':
         this.log(message.message);
-        return;
+        return undefined;
       case 'done':
         this.doneReported = true;
         this.killAfterGrace();
         this.maybeSettle();
-        return;
+        return undefined;
       case 'failed':
         this.decide(
           ALLOCATION_FAILED_TEXT.test(message.error.message)
@@ -320,19 +355,53 @@ class SandboxedAsset {
             : { status: 'failed', reason: 'threw', error: message.error.message },
           false,
         );
-        return;
-      case 'call': {
-        if (this.callIds.has(message.id)) return this.refuseChannel(`made two calls with the same id (${message.id})`);
-        const rows = this.rowsByCall.get(message.id);
-        this.rowsByCall.delete(message.id);
-        if (rows === undefined && !this.admitCall()) return;
-        this.callIds.add(message.id);
-        const arg = message.method === 'emit' && rows !== undefined && message.arg === null ? rows : message.arg;
-        const answered = this.answer(message.id, message.method, arg).finally(() => (this.callsInFlight -= 1));
-        this.track(answered);
-        return;
+        return undefined;
+      case 'call':
+        this.onCall(message.id, message.method, message.arg);
+        return undefined;
+    }
+  }
+
+  /** A batch of an emit's rows: the emit is opened at its first batch, and each batch stored before the next is read. */
+  private onRows(id: number, rows: unknown[]): Promise<void> | undefined {
+    if (this.callIds.has(id) || (this.openEmit !== undefined && this.openEmit.id !== id)) {
+      this.refuseChannel(this.callIds.has(id) ? `sent rows for a call that was already made (id ${id})` : 'sent the rows of two emits at once');
+      return undefined;
+    }
+    if (!rows.every(isPlainObject)) {
+      this.handlerFailed(new Error(`${this.subject}: ctx.emit takes an array of plain row objects`));
+      return undefined;
+    }
+    if (this.openEmit === undefined) {
+      if (!this.admitCall()) return undefined;
+      try {
+        this.openEmit = { id, sink: this.options.handlers.emit() };
+      } catch (error) {
+        this.handlerFailed(error);
+        return undefined;
       }
     }
+    return this.openEmit.sink.write(rows as Record<string, unknown>[]).catch((error: unknown) => this.handlerFailed(error));
+  }
+
+  private onCall(id: number, method: 'emit' | 'read' | 'connection', arg: unknown): void {
+    if (this.callIds.has(id)) return this.refuseChannel(`made two calls with the same id (${id})`);
+    const open = this.openEmit?.id === id ? this.openEmit : undefined;
+    if (open === undefined && !this.admitCall()) return;
+    this.callIds.add(id);
+    const answered = this.answer(id, () => {
+      if (method !== 'emit') return this.invoke(method, arg);
+      // The rows came ahead of the call; anything but null in its place is not rows.
+      if (arg !== null) {
+        open?.sink.abort();
+        return Promise.reject(new Error(`${this.subject}: ctx.emit takes an array of plain row objects`));
+      }
+      this.openEmit = undefined;
+      // An emit of no rows sends none ahead.
+      const sink = open?.sink ?? this.options.handlers.emit();
+      return sink.finish();
+    }).finally(() => (this.callsInFlight -= 1));
+    this.track(answered);
   }
 
   /** Counts one more call waiting for its answer, or fails the asset past MAX_CALLS_IN_FLIGHT. */
@@ -346,10 +415,10 @@ class SandboxedAsset {
   }
 
   /** Runs a handler for a ctx call and replies; a rejection fails the asset and kills the child. */
-  private async answer(id: number, method: 'emit' | 'read' | 'connection', arg: unknown): Promise<void> {
+  private async answer(id: number, work: () => Promise<unknown>): Promise<void> {
     let value: unknown;
     try {
-      value = await this.invoke(method, arg);
+      value = await work();
     } catch (error) {
       const message = errorMessage(error);
       // The verdict is taken before the child hears of it, so user code cannot swallow it.
@@ -360,22 +429,9 @@ class SandboxedAsset {
     if (this.verdict === undefined) this.send({ type: 'reply', id, ok: true, value });
   }
 
-  private invoke(method: 'emit' | 'read' | 'connection', arg: unknown): Promise<unknown> {
+  private invoke(method: 'read' | 'connection', arg: unknown): Promise<unknown> {
     const { handlers } = this.options;
     switch (method) {
-      case 'emit': {
-        if (!Array.isArray(arg) || !arg.every(isPlainObject)) {
-          return Promise.reject(new Error(`${this.subject}: ctx.emit takes an array of plain row objects`));
-        }
-        const rows = arg as Record<string, unknown>[];
-        // Emits are stored in the order the user code made them, one at a time.
-        const stored = this.emitQueue.then(() => {
-          if (this.verdict !== undefined) throw new Error('the asset already failed');
-          return handlers.emit(rows);
-        });
-        this.emitQueue = stored.catch(() => undefined);
-        return stored;
-      }
       case 'read':
         if (typeof arg !== 'string' || arg === '') return Promise.reject(new Error(`${this.subject}: ctx.read takes an asset key`));
         return handlers.read(arg);
@@ -431,6 +487,9 @@ class SandboxedAsset {
       outcome = { status: 'succeeded' };
     } else outcome = this.exitOutcome();
     this.settled = true;
+    // An emit left open (its call never came, or the asset stopped) stores nothing.
+    this.openEmit?.sink.abort();
+    this.openEmit = undefined;
     for (const timer of this.timers) clearTimeout(timer);
     this.options.signal?.removeEventListener('abort', this.onAbort);
     this.resolveOutcome(outcome);

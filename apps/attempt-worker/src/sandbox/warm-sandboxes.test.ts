@@ -63,7 +63,7 @@ async function runIn(pool: WarmSandboxes, bundleDir: string): Promise<number> {
     timeoutMs: 20_000,
     sandbox,
     sandboxes: pool,
-    handlers: { emit: async () => undefined, read: async () => [], connection: async () => ({}), log: (line) => logs.push(line) },
+    handlers: { emit: () => ({ write: async () => undefined, finish: async () => undefined, abort: () => undefined }), read: async () => [], connection: async () => ({}), log: (line) => logs.push(line) },
   });
   expect(outcome).toEqual({ status: 'succeeded' });
   return Number(logs[0]);

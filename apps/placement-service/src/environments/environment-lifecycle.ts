@@ -2,6 +2,7 @@ import type {
   CreateEnvironmentRequest,
   DeleteEnvironmentQuery,
   Environment,
+  EnvironmentRetired,
   ExpireEnvironmentResult,
   PatchEnvironmentRequest,
   TeardownStepReport,
@@ -31,6 +32,8 @@ export class EnvironmentLifecycle {
     private readonly workflows: LifecycleWorkflows,
     private readonly log: Logger,
     private readonly options: { teardownWaitMs: number },
+    /** Tells the engine's runners that the environment is gone (they drop its bundles from their caches). */
+    private readonly announceRetired: (retired: EnvironmentRetired) => Promise<unknown>,
   ) {}
 
   /** A new environment; a preview with a TTL gets its expiry timer. */
@@ -133,6 +136,10 @@ export class EnvironmentLifecycle {
   async remove(tenantId: string, environmentId: string): Promise<void> {
     const removed = await this.environments.removeDeleting(tenantId, environmentId);
     if (removed) this.log.info({ tenant_id: tenantId, environment_id: environmentId }, 'environment deleted');
+    // Again on a repeat (the first may have been lost); a runner that misses it keeps the bundles until its cache's bound removes them.
+    await this.announceRetired({ tenant_id: tenantId, environment_id: environmentId }).catch((error: Error) =>
+      this.log.warn({ environment_id: environmentId, err: error.message }, "could not tell the runners that the environment is gone; its bundles stay in their caches until evicted"),
+    );
   }
 
   /**
