@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { Worker, type Job } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import { connectRedis } from '@envengine/redis-connections';
@@ -11,6 +12,7 @@ import { BundleCache, claimCacheDirectory, releaseCacheDirectory, type BundleCac
 import { loadWorkerConfig, type WorkerConfig } from './config.ts';
 import { nodeVersionProblem } from './runtime-check.ts';
 import { AttemptRunner } from './execution/attempt-runner.ts';
+import { claimSpoolDirectory } from './execution/spool-directory.ts';
 import { LeaseKeeper } from './execution/lease-keeper.ts';
 import { AssetCgroups, assetMemoryCapBytes } from './sandbox/asset-cgroups.ts';
 import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/os-sandbox.ts';
@@ -87,6 +89,7 @@ try {
 }
 if (bundleCacheDir !== config.BUNDLE_CACHE_DIR) log.info({ bundle_cache_dir: bundleCacheDir }, `${config.BUNDLE_CACHE_DIR} is another running worker's: using ${bundleCacheDir}`);
 const sandboxProblem = checkSandbox(sandbox, bundleCacheDir, process.env.PATH);
+const spoolDirectory = await claimSpoolDirectory(config.SPOOL_DIR);
 if (sandboxProblem) {
   log.fatal({ sandbox: config.SANDBOX }, sandboxProblem);
   process.exit(WORKER_EXIT_CODES.configuration);
@@ -159,7 +162,7 @@ const runnerFor = (tenantId: string): AttemptRunner => {
       logFlushMs: 250,
       endpointGuard,
       tracer: tracing.tracer,
-      spoolDirectory: config.SPOOL_DIR,
+      spoolDirectory,
       maxMaterializationBytes: config.MATERIALIZATION_MAX_MB * 1024 * 1024,
     });
     runners.set(tenantId, runner);
@@ -264,6 +267,7 @@ stopOnSignals(log, async () => {
   await server.close();
   retirements?.disconnect();
   await releaseCacheDirectory(bundleCacheDir);
+  await rm(spoolDirectory, { recursive: true, force: true });
   // Children's cgroups still in use are left for the next start's sweep.
   assetCgroups?.close();
   await api.close();

@@ -303,11 +303,17 @@ class SandboxedAsset {
           this.refuseChannel(`sent the worker a message that is not valid (${why})`);
           return;
         }
-        const storing = this.onMessage(message);
-        if (storing) {
-          this.channel.pause();
-          await storing;
-          if (this.verdict === undefined) this.channel.resume();
+        try {
+          const storing = this.onMessage(message);
+          if (storing) {
+            this.channel.pause();
+            await storing;
+            if (this.verdict === undefined) this.channel.resume();
+          }
+        } catch (error) {
+          // Whatever a message made go wrong here ends this asset, never the worker.
+          this.decide({ status: 'failed', reason: 'handler-failed', error: `${this.subject}: the worker could not handle what it sent (${errorMessage(error)})` }, true);
+          return;
         }
       }
     } finally {
@@ -488,7 +494,11 @@ class SandboxedAsset {
     } else outcome = this.exitOutcome();
     this.settled = true;
     // An emit left open (its call never came, or the asset stopped) stores nothing.
-    this.openEmit?.sink.abort();
+    try {
+      this.openEmit?.sink.abort();
+    } catch {
+      // Its spool file is left for the worker's next start to find.
+    }
     this.openEmit = undefined;
     for (const timer of this.timers) clearTimeout(timer);
     this.options.signal?.removeEventListener('abort', this.onAbort);
