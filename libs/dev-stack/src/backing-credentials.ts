@@ -2,6 +2,7 @@ import type { MongoAuth, RedisAcl, RedisUser } from '@envengine/backing-servers'
 import { localRunnerAclRules } from '@envengine/attempt-queues';
 import { REDIS_CLUSTER_CLIENT_COMMANDS } from '@envengine/redis-connections';
 import { RATE_LIMIT_KEY_PREFIX, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 import type { Credentials } from './credentials.ts';
 import { SERVICE_DATABASES } from './services.ts';
 
@@ -60,7 +61,7 @@ export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[]
       username: 'placement',
       password: credentials.REDIS_PLACEMENT_PASSWORD,
       rules: [
-        'resetkeys', 'resetchannels', '~envengine:*', `&${TOKEN_REVOKED_CHANNEL}`,
+        'resetkeys', 'resetchannels', '~envengine:*', `&${TOKEN_REVOKED_CHANNEL}`, `&${ENVIRONMENT_RETIRED_CHANNEL}`,
         '+@all', '-@dangerous', '+info', '+acl|setuser', '+acl|deluser', '+acl|users', '+acl|save', '-script', '+script|load', '-keys', '-flushall', '-flushdb',
         ...REDIS_CLUSTER_CLIENT_COMMANDS.map((command) => `+${command}`),
         // Pool users go on every node a cluster lists, replicas its client has not met included.
