@@ -29,3 +29,13 @@ export function stopOnSignals(log: Logger, stop: () => Promise<void>, graceMs = 
   process.on('SIGTERM', handle);
   process.on('SIGINT', handle);
 }
+
+/** Whether a process of this pid exists (one of another user counts): for files that name their owner by pid. */
+export function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { processIsAlive } from '@envengine/process-kit';
 
 /** Fetches a bundle's bytes (through the worker API). */
 export type BundleFetcher = (bundleRef: string) => Promise<Readable>;
@@ -277,14 +278,6 @@ export class BundleCache {
 /** Other cache directories a worker tries when the one it was given is another live worker's. */
 const SIBLING_DIRECTORIES = 16;
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * The cache directory this process may use alone: `dir`, or where another live worker
@@ -307,7 +300,7 @@ export async function claimCacheDirectory(dir: string): Promise<string> {
       }
       const holder = Number((await readFile(owner, 'utf8').catch(() => '')).trim());
       if (holder === process.pid) return candidate;
-      if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) break;
+      if (Number.isInteger(holder) && holder > 0 && processIsAlive(holder)) break;
       // Its process is gone: the directory is free.
       await rm(owner, { force: true });
     }

@@ -8,6 +8,7 @@
 // (os-sandbox.ts), so nothing of the sandbox ever runs outside it.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processIsAlive } from '@envengine/process-kit';
 
 export interface AssetCgroupLimits {
   memoryBytes: number;
@@ -180,14 +181,6 @@ function removeChildCgroup(dirs: readonly string[], tries = REMOVAL_TRIES): void
   setTimeout(() => removeChildCgroup(left, tries - 1), REMOVAL_RETRY_MS).unref();
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errorCode(error) === 'EPERM';
-  }
-}
 
 /** Removes the `envengine-<pid>` directories of workers that are gone (killed before they could clean up). */
 function sweepStale(parent: string): void {
@@ -199,7 +192,7 @@ function sweepStale(parent: string): void {
   }
   for (const entry of entries) {
     const match = /^envengine-(\d+)$/.exec(entry);
-    if (match && !isAlive(Number(match[1]))) removeTree(join(parent, entry));
+    if (match && !processIsAlive(Number(match[1]))) removeTree(join(parent, entry));
   }
 }
 
