@@ -127,7 +127,14 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   const stackInfo = stackInfoOf(stack, dataDir);
   // The pool worker as docs/api.md#worker-pools starts one, with the product's heartbeat interval.
   const startWorker = (name: string, sandbox: 'bwrap' | 'off') =>
-    startPoolWorker(stackInfo, credential, name, { CONCURRENCY: String(POOL_CONCURRENCY), HEARTBEAT_INTERVAL_MS: '2000', ASSET_TIMEOUT_MS: '120000', SANDBOX: sandbox });
+    startPoolWorker(stackInfo, credential, name, {
+      CONCURRENCY: String(POOL_CONCURRENCY),
+      HEARTBEAT_INTERVAL_MS: '2000',
+      ASSET_TIMEOUT_MS: '120000',
+      SANDBOX: sandbox,
+      // `ASSET_CGROUPS=off npm run bench -- --suite runs` measures the workers without a cgroup per asset (the run before them).
+      ...(process.env.ASSET_CGROUPS ? { ASSET_CGROUPS: process.env.ASSET_CGROUPS } : {}),
+    });
 
   // A run's end, pushed by BullMQ's event stream on the pool's queue (the attempt's job id is its id): no polling.
   const attemptEnds = new JobEnds();
@@ -389,7 +396,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     ...targetLines,
     `- throughput: ${throughput.perSecond.toFixed(1)} empty runs/s end to end at ${throughput.inFlight} in flight (${throughput.perSecond >= 100 ? 'met' : 'missed'}).`,
     '',
-    'The OS sandbox (bubblewrap, rlimits) against the same worker with SANDBOX=off, in the same run (target: sandboxed ≥ 0.8x of unsandboxed runs/s):',
+    `The OS sandbox (bubblewrap, rlimits${process.env.ASSET_CGROUPS === 'off' ? '; ASSET_CGROUPS=off: no cgroup per asset' : ', a cgroup per asset'}) against the same worker with SANDBOX=off, in the same run (target: sandboxed ≥ 0.8x of unsandboxed runs/s):`,
     '',
     '| measure | sandboxed | SANDBOX=off | ratio |',
     '|---|---:|---:|---:|',

@@ -123,19 +123,24 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
     const victim = members.find((member) => !member.process.running)!;
     victim.process.respawn();
     // Not connected now: the member is still starting; each probe connects if it can.
-    const direct = memberClient(victim.host);
+    let direct = memberClient(victim.host);
     try {
-      const environments = direct.db(stack.info.databases['placement-service']).collection<{ name: string }>('environments');
       // It may pass through ROLLBACK (the writes only it had, none acknowledged), when it
       // answers no read: such a probe counts as not yet.
       const rejoined = await until(
         async () => {
           const probe: { secondary: boolean; kept: number; error?: string } = { secondary: false, kept: -1 };
           try {
+            const environments = direct.db(stack.info.databases['placement-service']).collection<{ name: string }>('environments');
             probe.secondary = ((await direct.db('admin').command({ hello: 1 })) as { secondary?: boolean }).secondary === true;
             probe.kept = await environments.countDocuments({ tenant_id: tenant.tenantId, name: { $in: acknowledged } });
           } catch (error) {
             probe.error = (error as Error).message;
+            // A client whose first connection failed while the member was starting stays closed: the next probe gets a new one.
+            if (/Topology is closed/.test(probe.error)) {
+              await direct.close().catch(() => undefined);
+              direct = memberClient(victim.host);
+            }
           }
           return probe;
         },
