@@ -5,7 +5,7 @@
 // os-sandbox.ts bundles it with esbuild when it stages it).
 import { Socket } from 'node:net';
 import { format } from 'node:util';
-import { CHANNEL_FD, MAX_LOG_MESSAGE_CHARS, ROWS_MESSAGE_BYTES, type ChildMessage, type ParentMessage, type SandboxCallMethod } from './sandbox-protocol.ts';
+import { CHANNEL_FD, MAX_CHILD_MESSAGE_BYTES, MAX_LOG_MESSAGE_CHARS, ROWS_MESSAGE_BYTES, type ChildMessage, type ParentMessage, type SandboxCallMethod } from './sandbox-protocol.ts';
 import { decodeValue, encodeValue, FrameReader, frameOf } from './sandbox-wire.ts';
 
 type RunMessage = Extract<ParentMessage, { type: 'run' }>;
@@ -84,8 +84,13 @@ async function sendRows(id: number, rows: readonly unknown[]): Promise<void> {
   const head = `{"type":"rows","id":${id},"rows":[`;
   let batch: string[] = [];
   let size = 0;
-  for (const row of rows) {
+  for (const [index, row] of rows.entries()) {
     const json = encodeValue(row);
+    // The worker would refuse the message whole (and stop the asset): say which row instead.
+    const rowLimit = MAX_CHILD_MESSAGE_BYTES - head.length - 2;
+    if (json.length * 3 > rowLimit && Buffer.byteLength(json) > rowLimit) {
+      throw new Error(`ctx.emit: row ${index} is ${Buffer.byteLength(json)} bytes as JSON, over the ${rowLimit} bytes one row may have`);
+    }
     if (batch.length > 0 && size + json.length > ROWS_MESSAGE_BYTES) {
       await sendFrame(`${head}${batch.join(',')}]}`);
       batch = [];

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { MAX_CALLS_IN_FLIGHT, MAX_CHILD_MESSAGE_BYTES, MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
+import { MAX_CHILD_MESSAGE_BYTES } from './sandbox-protocol.ts';
+import { MAX_CALLS_IN_FLIGHT, MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
 import type { SandboxSettings } from './os-sandbox.ts';
 import { AssetCgroups, type AssetCgroup, type AssetCgroupLimits } from './asset-cgroups.ts';
 import { spawnSync } from 'node:child_process';
@@ -601,6 +602,12 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
         // Raw bytes that announce more than they send leave the reader waiting: the time limit ends those.
         for (const [hex, outcome] of outcomes) expect([hex, outcome]).toMatchObject([hex, { status: 'failed', reason: expect.stringMatching(/^(protocol|timed-out)$/) }]);
       }
+    });
+
+    it('refuses, in the child, a row larger than a message may be, naming the row', async () => {
+      const { outcome, emitted } = await runBundle(`export default async (ctx) => { await ctx.emit([{ id: 1 }, { id: 2, blob: 'x'.repeat(17 * 1024 * 1024) }]); };`, { sandbox: { ...bwrapSandbox, memoryMb: 512 } });
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/^ctx\.emit: row 1 is 17825\d+ bytes as JSON, over the 16777\d+ bytes one row may have$/) });
+      expect(emitted).toEqual([]);
     });
 
     it('fails a child that makes more ctx calls at once than the worker answers', async () => {

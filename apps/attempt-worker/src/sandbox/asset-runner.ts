@@ -19,7 +19,7 @@ import { z } from 'zod';
 import type { Egress } from '@envengine/contracts';
 import type { AssetCgroup } from './asset-cgroups.ts';
 import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
-import { MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
+import { MAX_CHILD_MESSAGE_BYTES, MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
 import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
@@ -96,12 +96,6 @@ const OUT_OF_MEMORY_TEXT = /JavaScript heap out of memory|Reached heap limit|Fat
 const ALLOCATION_FAILED_TEXT = /^(Failed to allocate memory|Array buffer allocation failed)/;
 /** Output without a newline is cut into lines of at most this many characters, so that it cannot grow the worker. */
 export const MAX_OUTPUT_LINE_CHARS = MAX_LOG_MESSAGE_CHARS;
-/**
- * The largest message a child may send: an emit's rows come in messages of about 1 MiB
- * (a single row may be larger), and nothing else needs more. A larger announced length
- * fails the asset before any of it is read.
- */
-export const MAX_CHILD_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** ctx calls of one child waiting for their answers at once; one more fails the asset (each holds the worker's memory and the services' time). */
 export const MAX_CALLS_IN_FLIGHT = 64;
 /** An error's message and stack as the child reports them are cut to this many characters. */

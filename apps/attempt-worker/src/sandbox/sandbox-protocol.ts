@@ -31,6 +31,12 @@ export type ChildMessage =
 
 /** The descriptor of the channel in the child. */
 export const CHANNEL_FD = 3;
+/**
+ * The largest message a child may send: an emit's rows come in messages of about
+ * ROWS_MESSAGE_BYTES (a single row may be larger), and nothing else needs more. The
+ * worker refuses a larger announced length before reading any of it.
+ */
+export const MAX_CHILD_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** An emit's rows are sent in messages of about this many bytes (one row larger than it goes alone). */
 export const ROWS_MESSAGE_BYTES = 1 << 20;
 /** A log line is cut to this many characters in the child, before it is sent. */
