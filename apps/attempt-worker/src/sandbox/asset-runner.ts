@@ -104,7 +104,8 @@ const MAX_ERROR_CHARS = 64 * 1024;
 const CallId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 /** Everything a child may send; anything else fails its asset (sandbox-protocol.ts). */
 const ChildMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('rows'), id: CallId, rows: z.array(z.unknown()) }).strict(),
+  // Each row is checked where it is stored; here only that they come as an array (zod would copy it row by row).
+  z.object({ type: z.literal('rows'), id: CallId, rows: z.custom<unknown[]>((value) => Array.isArray(value), { message: 'rows must be an array' }) }).strict(),
   z.object({ type: z.literal('call'), id: CallId, method: z.enum(['emit', 'read', 'connection']), arg: z.unknown() }).strict(),
   z.object({ type: z.literal('log'), message: z.string().max(MAX_LOG_MESSAGE_CHARS + 32) }).strict(),
   z.object({ type: z.literal('done') }).strict(),

@@ -29,6 +29,15 @@ describe('the sandbox channel', () => {
     expect(decodeValue(encodeValue(undefined))).toBeUndefined();
   });
 
+  it('writes a flat row of plain values as plain JSON, and reads it back without a reviver', () => {
+    const row = { id: 7, name: 'ada', ok: true, missing: null, ratio: 0.5 };
+    expect(encodeValue(row)).toBe(JSON.stringify(row));
+    expect(decodeValue(encodeValue(row))).toEqual(row);
+    // One value that needs a tag sends the whole row through the replacer.
+    expect(decodeValue(encodeValue({ ...row, name: '\u0000x' }))).toEqual({ ...row, name: '\u0000x' });
+    expect(decodeValue(encodeValue({ ...row, ratio: Number.NaN }))).toEqual({ ...row, ratio: Number.NaN });
+  });
+
   it('refuses an unknown tag and text that is not JSON', () => {
     expect(() => decodeValue('"\\u0000zz"')).toThrow(FrameError);
     expect(() => decodeValue('{')).toThrow(SyntaxError);
