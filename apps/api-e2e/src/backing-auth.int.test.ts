@@ -6,7 +6,7 @@ import { connectRedis, parseRedisUrl, redisUrlList, type RedisConnection } from 
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RATE_LIMIT_KEY_PREFIX, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
-import { INTERNAL_HEADERS } from '@envengine/contracts';
+import { ENVIRONMENT_RETIRED_CHANNEL, INTERNAL_HEADERS } from '@envengine/contracts';
 import { freePort, mongoUrlFor, redisPasswordHash, redisUrlFor, startMongo, withoutCredential, type BackingServer } from '@envengine/backing-servers';
 import {
   ADMIN_USERNAME,
@@ -182,6 +182,7 @@ describe('Redis authenticates', () => {
     expect(await redisAnswer(gateway, 'EVAL', script, 1, `${RATE_LIMIT_KEY_PREFIX}{probe}`, 'SET')).toMatch(/can't run this command/);
     expect(await redisAnswer(gateway, 'SET', 'envengine:anything', '1')).toMatch(/NOPERM/);
     expect(await redisAnswer(gateway, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'x')).toMatch(/NOPERM/);
+    expect(await redisAnswer(gateway, 'PUBLISH', ENVIRONMENT_RETIRED_CHANNEL, 'x')).toMatch(/NOPERM/);
     for (const command of SERVER_COMMANDS) expect(`${command.join(' ')}: ${await redisAnswer(gateway, ...command)}`).toMatch(/: NOPERM/);
     expect(await aclAllowsDebug('gateway')).toMatch(/no permissions to run the 'debug' command/);
     // Subscriptions on connections of their own (a subscribed connection takes no other command).
@@ -196,6 +197,7 @@ describe('Redis authenticates', () => {
     expect(await redisAnswer(placement, 'SET', 'envengine:auth-probe', '1')).toBe('allowed: "OK"');
     expect(await redisAnswer(placement, 'DEL', 'envengine:auth-probe')).toBe('allowed: 1');
     expect(await redisAnswer(placement, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'probe')).toMatch(/^allowed/);
+    expect(await redisAnswer(placement, 'PUBLISH', ENVIRONMENT_RETIRED_CHANNEL, 'probe')).toMatch(/^allowed/);
     expect(await redisAnswer(placement, 'ACL', 'USERS')).toMatch(/^allowed/);
     expect(await redisAnswer(placement, 'GET', 'outside-the-engine')).toMatch(/NOPERM/);
     expect(await redisAnswer(placement, 'PUBLISH', 'another-channel', 'x')).toMatch(/NOPERM/);
@@ -211,6 +213,10 @@ describe('Redis authenticates', () => {
     expect(await redisAnswer(runner, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'x')).toMatch(/NOPERM/);
     for (const command of SERVER_COMMANDS) expect(`${command.join(' ')}: ${await redisAnswer(runner, ...command)}`).toMatch(/: NOPERM/);
     expect(await aclAllowsDebug('runner')).toMatch(/no permissions to run the 'debug' command/);
+    // It hears of environments torn down, and may say nothing on that channel or hear any other.
+    expect(await redisAnswer(runner, 'PUBLISH', ENVIRONMENT_RETIRED_CHANNEL, 'x')).toMatch(/NOPERM/);
+    await expect(redisAs(engineUser('runner')).subscribe(TOKEN_REVOKED_CHANNEL)).rejects.toThrow(/NOPERM/);
+    expect(await redisAs(engineUser('runner')).subscribe(ENVIRONMENT_RETIRED_CHANNEL)).toBe(1);
   });
 });
 

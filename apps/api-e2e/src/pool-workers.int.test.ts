@@ -5,7 +5,7 @@ import { connectPoolRedis } from '@envengine/attempt-queues';
 import { redisUrlList } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
+import { ENVIRONMENT_RETIRED_CHANNEL, Run, WORKER_EXIT_CODES, type PoolCredentialIssued } from '@envengine/contracts';
 import { freePort } from '@envengine/backing-servers';
 import { createTenant, launchPoolWorker, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { redisServerHolding } from './redis-fixtures.ts';
@@ -91,6 +91,8 @@ describe("remote attempts on a tenant's pool", () => {
       expect(await refused('CLUSTER', 'NODES')).toMatch(/NOPERM/);
       expect(await refused('CLUSTER', 'FAILOVER')).toMatch(/NOPERM/);
       expect(await refused('CLUSTER', 'RESET')).toMatch(/NOPERM/);
+      // A forged retirement would make the engine's runner drop bundles from its cache.
+      expect(await refused('PUBLISH', ENVIRONMENT_RETIRED_CHANNEL, JSON.stringify({ tenant_id: other.tenantId, environment_id: 'env_x' }))).toMatch(/NOPERM/);
       // Its own queue is reachable (positive control).
       expect(await refused('LLEN', `envengine:{${credential.queue}}:wait`)).toBe('allowed');
     } finally {
