@@ -260,59 +260,53 @@ describe('an asset on the engine host reaches only what is its own', () => {
   });
 });
 
-describe('an asset spinning the CPU', () => {
-  let tenant: TestTenant;
-  let worker: PoolWorker;
-
+/**
+ * A tenant of its own whose environment runs on a pool worker with these settings (the same
+ * runner program as the engine's), started before the block's tests and stopped after.
+ */
+function remoteTenant(tenantName: string, environment: string, workerName: string, settings: Record<string, string>): { tenant: TestTenant; worker: PoolWorker } {
+  const held = {} as { tenant: TestTenant; worker: PoolWorker };
   beforeAll(async () => {
-    tenant = await createTenant(stack, 'escapes-cpu');
-    await setUp(tenant, 'spin', 'remote');
-    // The same runner program as a pool's worker, with a wall-clock limit far beyond its CPU limit,
-    // so that only the CPU limit can stop the spinner.
-    worker = await startPoolWorker(stack, await issueCredential(tenant), 'cpu-limited', { ASSET_CPU_SECONDS: '1', ASSET_TIMEOUT_MS: '600000' });
+    held.tenant = await createTenant(stack, tenantName);
+    await setUp(held.tenant, environment, 'remote');
+    held.worker = await startPoolWorker(stack, await issueCredential(held.tenant), workerName, settings);
   });
-
   afterAll(async () => {
-    await worker?.process.stop();
+    await held.worker?.process.stop();
   });
+  return held;
+}
+
+describe('an asset spinning the CPU', () => {
+  // A wall-clock limit far beyond its CPU limit, so that only the CPU limit can stop the spinner.
+  const pool = remoteTenant('escapes-cpu', 'spin', 'cpu-limited', { ASSET_CPU_SECONDS: '1', ASSET_TIMEOUT_MS: '600000' });
 
   it('is killed at its CPU time limit', async () => {
-    const finished = await run(tenant, 'spin', 'spinner');
+    const finished = await run(pool.tenant, 'spin', 'spinner');
     expect(finished.status).toBe('failed');
     expect(finished.attempts[0]!.error).toBe('asset spinner: asset spinner was killed after using its CPU time limit of 1 s');
-    expect(worker.process.running).toBe(true);
-    expect((await run(tenant, 'spin', 'fine')).status).toBe('succeeded');
+    expect(pool.worker.process.running).toBe(true);
+    expect((await run(pool.tenant, 'spin', 'fine')).status).toBe('succeeded');
   });
 });
 
 describe('an asset emitting two million rows', () => {
-  let tenant: TestTenant;
-  let worker: PoolWorker;
-
-  beforeAll(async () => {
-    tenant = await createTenant(stack, 'escapes-emit');
-    await setUp(tenant, 'big', 'remote');
-    worker = await startPoolWorker(stack, await issueCredential(tenant), 'big-emit', { ASSET_TIMEOUT_MS: '600000', ASSET_MEMORY_MB: '1024' });
-  });
-
-  afterAll(async () => {
-    await worker?.process.stop();
-  });
+  const pool = remoteTenant('escapes-emit', 'big', 'big-emit', { ASSET_TIMEOUT_MS: '600000', ASSET_MEMORY_MB: '1024' });
 
   /** The worker's largest event-loop delay since the last scrape (prom-client resets it at each). */
   async function eventLoopLagMaxSeconds(): Promise<number> {
-    const text = await (await fetch(`${worker.healthUrl}/metrics`)).text();
+    const text = await (await fetch(`${pool.worker.healthUrl}/metrics`)).text();
     return Number(/^envengine_nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)$/m.exec(text)![1]);
   }
 
   it('is stored in batches: five times the rows adds less than 128 MB to the worker, and its event loop never stalls a tenth of the lease', async () => {
     // Warm: the worker's first runs load its code and size its heap for a batch's garbage.
-    expect((await run(tenant, 'big', 'fine')).status).toBe('succeeded');
-    expect((await run(tenant, 'big', 'mid_emit')).status).toBe('succeeded');
-    const pid = worker.process.pid!;
+    expect((await run(pool.tenant, 'big', 'fine')).status).toBe('succeeded');
+    expect((await run(pool.tenant, 'big', 'mid_emit')).status).toBe('succeeded');
+    const pid = pool.worker.process.pid!;
     const peakAfter400k = peakRssMb(pid);
     await eventLoopLagMaxSeconds();
-    const finished = await run(tenant, 'big', 'big_emit');
+    const finished = await run(pool.tenant, 'big', 'big_emit');
     expect(finished.status, JSON.stringify(finished.attempts[0]?.error)).toBe('succeeded');
     const lagSeconds = await eventLoopLagMaxSeconds();
     const growthMb = peakRssMb(pid) - peakAfter400k;
@@ -322,7 +316,7 @@ describe('an asset emitting two million rows', () => {
     expect(growthMb).toBeLessThan(128);
     // The lease is 15 s: its tenth.
     expect(lagSeconds).toBeLessThan(1.5);
-    const assets = (await tenant.api.get('/environments/big/assets')).body.data as Array<{ key: string; latest_materialization: { row_count: number } | null }>;
+    const assets = (await pool.tenant.api.get('/environments/big/assets')).body.data as Array<{ key: string; latest_materialization: { row_count: number } | null }>;
     expect(assets.find((asset) => asset.key === 'big_emit')!.latest_materialization!.row_count).toBe(2_000_000);
   }, 600_000);
 });
