@@ -21,7 +21,7 @@ COPY --from=seaweedfs-build /weed /usr/local/bin/weed
 ENTRYPOINT ["weed"]
 
 # The pool worker a tenant runs on its own hosts: dist/worker-package, one bundled file
-# with no npm dependency, and the OS sandbox's tools.
+# with no npm dependency, and the OS sandbox's tools (python3-seccomp builds its filter).
 FROM ${NODE_IMAGE} AS worker-build
 WORKDIR /workspace
 COPY . .
@@ -30,7 +30,7 @@ RUN npm install --no-audit --no-fund \
 
 FROM ${NODE_IMAGE} AS worker
 ENV NODE_ENV=production BUNDLE_CACHE_DIR=/var/cache/envengine/bundles
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap slirp4netns iproute2 \
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap slirp4netns iproute2 python3-seccomp \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /var/cache/envengine/bundles && chown node:node /var/cache/envengine/bundles
 COPY --from=worker-build /workspace/dist/worker-package/envengine-worker/ /opt/envengine-worker/
@@ -53,10 +53,11 @@ RUN npm install --no-audit --no-fund \
 FROM ${NODE_IMAGE} AS app
 ARG APP
 ENV NODE_ENV=production
-# The attempt-worker runs every asset in an OS sandbox (bubblewrap; prlimit from util-linux),
-# and gives environments with public egress a user-mode network (slirp4netns, iproute2).
+# The attempt-worker runs every asset in an OS sandbox (bubblewrap; prlimit from util-linux)
+# under a seccomp filter it builds at start (python3-seccomp), and gives environments with
+# public egress a user-mode network (slirp4netns, iproute2).
 RUN if [ "${APP}" = attempt-worker ]; then \
-      apt-get update && apt-get install -y --no-install-recommends bubblewrap slirp4netns iproute2 \
+      apt-get update && apt-get install -y --no-install-recommends bubblewrap slirp4netns iproute2 python3-seccomp \
       && rm -rf /var/lib/apt/lists/* \
       && mkdir -p /var/lib/envengine/lake && chown node:node /var/lib/envengine/lake; \
     fi

@@ -91,6 +91,6 @@ export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token 
     `| of which the PutObject alone | ${median(putMs).toFixed(0)} | — | — |`,
     `| ctx.emit in a run on the engine's runner (sandboxed), "emit start" → "emit done" (${(storedBytes / 1024).toFixed(0)} KiB stored) | ${median(emitMs).toFixed(0)} | ${rate(median(emitMs)).toFixed(0)} | ${ratio.toFixed(2)}x (target ≥ 0.5x: ${ratio >= 0.5 ? 'met' : 'missed'}) |`,
     '',
-    "The emit includes the rows' trip from the sandbox to the worker, the schema check, the encode, the upload through the tenant's issued keys, reading the object back and comparing it, and recording the materialization.",
+    "The emit includes the schema check and the encode in the sandboxed child, the file's trip to the worker, the upload through the tenant's issued keys, reading the object back and comparing it, and recording the materialization.",
   ];
 }

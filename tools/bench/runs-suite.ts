@@ -358,7 +358,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       `| hyparquet-writer in the bench process: rows → columns, encode, write the file | ${median(directMs).toFixed(0)} | ${directRate.toFixed(0)} | — |`,
       `| ctx.emit in a run on the pool worker, "emit start" → "emit done" log lines | ${median(emitMs).toFixed(0)} | ${emitRate.toFixed(0)} | ${ratio.toFixed(2)}x (target ≥ 0.5x: ${ratio >= 0.5 ? 'met' : 'missed'}) |`,
       '',
-      'The emit is timed by the worker\'s own timestamps of the two log lines around `await ctx.emit(rows)` (1 ms resolution); it includes the rows\' trip from the sandboxed child to the worker over IPC, the check against the declared schema, the Parquet encode, the file write, reading it back and comparing, and recording the materialization through the gateway. The rows are made before the first line, on both sides.',
+      'The emit is timed by the worker\'s own timestamps of the two log lines around `await ctx.emit(rows)` (1 ms resolution); it includes the check against the declared schema and the Parquet encode in the sandboxed child, the file\'s trip to the worker over the channel, the spool write, storing it, reading it back and comparing, and recording the materialization through the gateway. The rows are made before the first line, on both sides.',
     ];
   }
 

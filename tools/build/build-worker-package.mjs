@@ -3,11 +3,12 @@
 // runs it. Writes dist/worker-package/:
 //   envengine-worker/              the package: package.json (a `bin`, no dependencies),
 //     envengine-worker.mjs         the worker (`node envengine-worker.mjs --pool`),
-//     asset-child.js               the sandboxed child it starts for each asset;
+//     asset-child.js               the sandboxed child it starts for each asset,
+//     seccomp-filter.py            what builds the sandbox's seccomp filter at its start;
 //   envengine-worker-<version>.tgz the same, packed by `npm pack` (`npx ./envengine-worker-<version>.tgz --pool`).
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const workspaceRoot = resolve(import.meta.dirname, '..', '..');
@@ -56,6 +57,8 @@ const entry = join(packageDir, 'envengine-worker.mjs');
 renameSync(join(packageDir, 'envengine-worker.js'), entry);
 writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, 'utf8')}`);
 chmodSync(entry, 0o755);
+// The seccomp filter's builder, run at the worker's start; the worker finds it beside itself.
+copyFileSync(join(workspaceRoot, 'apps/attempt-worker/src/sandbox/seccomp-filter.py'), join(packageDir, 'seccomp-filter.py'));
 
 writeFileSync(
   join(packageDir, 'package.json'),
@@ -68,7 +71,7 @@ writeFileSync(
       type: 'module',
       bin: { 'envengine-worker': 'envengine-worker.mjs' },
       engines,
-      files: ['envengine-worker.mjs', 'asset-child.js', '*.LEGAL.txt'],
+      files: ['envengine-worker.mjs', 'asset-child.js', 'seccomp-filter.py', '*.LEGAL.txt'],
     },
     null,
     2,

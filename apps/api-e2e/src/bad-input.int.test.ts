@@ -89,6 +89,9 @@ describe('bad input gets the documented status and code, and changes nothing', (
     { title: 'pause with a JSON null body', method: 'POST', path: '/environments/prod/schedules/pause', options: { raw: 'null', headers: { 'content-type': 'application/json' } }, status: 422, code: 'invalid_request' },
     { title: 'an OPTIONS request', method: 'OPTIONS', path: '/environments', status: 404, code: 'not_found' },
     { title: 'a PATCH the API does not have', method: 'PATCH', path: '/environments/prod/placement', options: create({ executor: 'remote' }), status: 404, code: 'not_found' },
+    // Refused by the gateway before any service parses it (5,000 levels of a binding's config answered 500: MongoDB's own limit is 100).
+    { title: "a binding's config nested 5,000 levels deep", method: 'PUT', path: '/environments/prod/bindings/deep', options: { raw: `{"config":{"a":${'['.repeat(5000)}${']'.repeat(5000)}}}`, headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
+    { title: 'a body nested 33 levels deep', method: 'POST', path: '/environments', options: { raw: `{"name":"fresh","storage_prefix":"s3://lake/fresh","executor":"local","x":${'['.repeat(32)}${']'.repeat(32)}}`, headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
     { title: 'a PATCH of the executor (placement has its own route)', method: 'PATCH', path: '/environments/prod', options: create({ executor: 'remote' }), status: 422, code: 'invalid_request', detailPath: 'executor' },
   ];
 

@@ -282,6 +282,27 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect(await stateOf(mine)).toEqual(before);
   });
 
+  it("refuses a materialization id another tenant's attempt recorded: 422 naming the id, the same as its own tenant's, never 500, and changes nothing", async () => {
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    try {
+      const records = mongo.db(stack.databases['deployment-service']).collection<{ _id: string }>('materializations');
+      const call = callsAbout(mine, bundleRef).materialization;
+      for (const holder of [newId('ten'), owner.tenantId]) {
+        const id = newId('mat');
+        await records.insertOne({ _id: id, tenant_id: holder, environment_id: newId('env'), asset_key: 'orders', columns: [], row_count: 0, location: null, bytes: null, run_id: null, attempt_id: newId('att'), status: 'latest', quarantine: null, inserted_at: new Date(0) } as never);
+        const response = await send(ownerPool, { ...call, json: { ...(call.json as object), id, location: ordersLocation(id) } });
+        expect([holder === owner.tenantId ? 'own' : 'foreign', ...outcome(response)]).toEqual([holder === owner.tenantId ? 'own' : 'foreign', 422, 'invalid_request']);
+        const { error } = ErrorBody.parse(response.body);
+        expect(error.message).toBe(`Materialization id ${id} is taken: each emit records a new id, and nothing was recorded.`);
+        expect(error.details.map((detail) => detail.path)).toEqual(['id']);
+        await records.deleteOne({ _id: id });
+      }
+      expect(await stateOf(mine)).toEqual(before);
+    } finally {
+      await mongo.close();
+    }
+  });
+
   it('answers a materialization racing its attempt\'s cancel 201 with the record kept, or 409 with no record left', async () => {
     const mongo = await MongoClient.connect(stack.mongoUrl);
     try {

@@ -57,7 +57,7 @@ describe('the installable worker, on a host that has only Node', () => {
   });
 
   it('is one file beside its sandbox child and a package.json that needs no dependency', () => {
-    expect(readdirSync(join(host.dir, 'package')).sort()).toEqual(['asset-child.js', 'envengine-worker.js.LEGAL.txt', 'envengine-worker.mjs', 'package.json']);
+    expect(readdirSync(join(host.dir, 'package')).sort()).toEqual(['asset-child.js', 'envengine-worker.js.LEGAL.txt', 'envengine-worker.mjs', 'package.json', 'seccomp-filter.py']);
   });
 
   it('runs a remote run of two assets through s3:// from outside the repository, with only its credential file', async () => {

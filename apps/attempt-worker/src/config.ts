@@ -40,6 +40,13 @@ const common = {
    */
   ASSET_CGROUPS: z.enum(['required', 'auto', 'off'], { message: 'must be "required", "auto" or "off"' }).optional(),
   /**
+   * A seccomp filter in each asset's sandbox (seccomp-filter.py, built at start with
+   * Debian's python3-seccomp). `required` stops the worker where it cannot be built (the
+   * default of the engine's runner); `auto` runs without it and says so once (the default
+   * of a pool worker); `off` never builds it. SANDBOX=off has no sandbox, hence no filter.
+   */
+  ASSET_SECCOMP: z.enum(['required', 'auto', 'off'], { message: 'must be "required", "auto" or "off"' }).optional(),
+  /**
    * `bwrap` (default): every asset runs in a bubblewrap sandbox (DESIGN.md §6). `off` runs
    * user code under Node's permission model alone, which is no protection against hostile
    * code; it must be set explicitly, is logged as a warning and shown in the pool view.

@@ -16,6 +16,7 @@ import { claimSpoolDirectory } from './execution/spool-directory.ts';
 import { LeaseKeeper } from './execution/lease-keeper.ts';
 import { AssetCgroups, assetMemoryCapBytes } from './sandbox/asset-cgroups.ts';
 import { checkSandbox, spawnAssetChild, type SandboxSettings } from './sandbox/os-sandbox.ts';
+import { buildSeccompFilter } from './sandbox/seccomp-filter.ts';
 import { WarmSandboxes } from './sandbox/warm-sandboxes.ts';
 import { WorkerApiClient } from './worker-api/worker-api-client.ts';
 import { EndpointGuard } from './storage/endpoint-guard.ts';
@@ -69,6 +70,21 @@ if ('problem' in cgroups && cgroupsSetting === 'auto') {
 }
 const assetCgroups = 'problem' in cgroups ? null : cgroups;
 if (assetCgroups) log.info({ cgroup_version: assetCgroups.version }, 'each asset runs in a cgroup of its own');
+// A seccomp filter in each sandbox (none without a sandbox): the engine's runner runs none without one.
+const seccompSetting = config.SANDBOX === 'off' ? 'off' : (config.ASSET_SECCOMP ?? (config.mode === 'local' ? 'required' : 'auto'));
+const seccomp = seccompSetting === 'off' ? { problem: 'ASSET_SECCOMP=off' } : buildSeccompFilter();
+if ('problem' in seccomp && seccompSetting === 'required') {
+  log.fatal(
+    { asset_seccomp: seccompSetting },
+    `Each asset's sandbox needs a seccomp filter, and this host cannot build one: ${seccomp.problem}. Install Debian's python3-seccomp (apt-get install python3-seccomp), which builds it at start; or set ASSET_SECCOMP=auto to run without it, which leaves tenants' code every system call the kernel gives an unprivileged user.`,
+  );
+  process.exit(WORKER_EXIT_CODES.configuration);
+}
+if ('problem' in seccomp && seccompSetting === 'auto') {
+  log.warn({ asset_seccomp: seccompSetting }, `assets run without a seccomp filter (${seccomp.problem}; apt-get install python3-seccomp gives one): every system call the kernel gives an unprivileged user is open to them`);
+}
+const seccompFilter = 'filter' in seccomp ? seccomp.filter : null;
+if (seccompFilter) log.info({ seccomp_filter_bytes: seccompFilter.length }, 'each asset runs under a seccomp filter');
 // The children's whole environment: never the worker's own, which holds its credentials.
 const sandbox: SandboxSettings = {
   mode: config.SANDBOX,
@@ -77,6 +93,7 @@ const sandbox: SandboxSettings = {
   tmpMb: config.ASSET_TMP_MB,
   env: { TZ: 'UTC', LANG: 'C.UTF-8' },
   cgroups: assetCgroups,
+  seccompFilter,
 };
 // Tenants' code never runs unsandboxed by accident: a sandbox that cannot start here stops the worker.
 // The bundle cache is this process's alone (it evicts): another live worker's directory is not shared.

@@ -8,7 +8,9 @@ import {
   httpServerTracing,
   methodHasBody,
   mountHealthRoutes,
+  isJsonContentType,
   readRequestBody,
+  refuseDeepJson,
   requestContext,
   requestLogging,
   routeNotFound,
@@ -111,6 +113,8 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
       }
 
       const body = methodHasBody(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
+      // Refused here, before any service parses it; the services check again behind the gateway.
+      if (body !== undefined && isJsonContentType(req.headers['content-type'])) refuseDeepJson(body);
       const forwardRequest: ForwardRequest = {
         method: req.method,
         // Rebuilt from the path, never the request target as sent (which may be absolute).

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
 
 /** What the OS sandbox of tenants' code needs (DESIGN.md §6): command → Debian package. */
@@ -10,13 +11,23 @@ const SANDBOX_TOOLS = [
 ] as const;
 
 /**
+ * What builds the sandbox's seccomp filter at the runner's start: libseccomp's bindings
+ * for the system's Python (a module, not a command on PATH).
+ */
+function hasPythonSeccomp(): boolean {
+  return spawnSync('/usr/bin/python3', ['-I', '-c', 'import seccomp'], { stdio: 'ignore' }).status === 0;
+}
+
+/**
  * The sandbox's tools: each on PATH, else its Debian package where the process may install
- * it. Returns the path of `bwrap`, or undefined when it could not be had; the runner then
- * refuses to start unless SANDBOX=off.
+ * it, and likewise python3-seccomp. Returns the path of `bwrap`, or undefined when it could
+ * not be had; the runner then refuses to start unless SANDBOX=off (and without
+ * python3-seccomp unless ASSET_SECCOMP is `auto` or `off`).
  */
 export function bubblewrapBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): string | undefined {
   for (const [command, pkg] of SANDBOX_TOOLS) {
     if (!findOnPath(command, env)) aptInstall(pkg, report, env);
   }
+  if (!hasPythonSeccomp()) aptInstall('python3-seccomp', report, env);
   return findOnPath('bwrap', env);
 }

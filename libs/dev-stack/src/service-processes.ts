@@ -159,6 +159,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     ...(name === 'attempt-worker' && process.env.SANDBOX ? { SANDBOX: process.env.SANDBOX } : {}),
     // So is ASSET_CGROUPS; as an ordinary user (no cgroup of one's own to give out) the runner starts without them, and says so.
     ...(name === 'attempt-worker' ? { ASSET_CGROUPS: process.env.ASSET_CGROUPS ?? (process.getuid?.() === 0 ? 'required' : 'auto') } : {}),
+    // ASSET_SECCOMP too (the filter needs no root: the runner's default, required, holds for everyone).
+    ...(name === 'attempt-worker' && process.env.ASSET_SECCOMP ? { ASSET_SECCOMP: process.env.ASSET_SECCOMP } : {}),
     // Tracing (OTEL_EXPORTER_OTLP_ENDPOINT and the SDK's OTEL_* settings) is the operator's, passed on as given.
     ...Object.fromEntries(Object.entries(process.env).filter(([key, value]) => key.startsWith('OTEL_') && value !== undefined)),
     ...secretsEnvFor(name),

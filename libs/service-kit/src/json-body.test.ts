@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from './api-error.ts';
-import { isJsonContentType, parseJsonBody, readRequestBody } from './json-body.ts';
+import { isJsonContentType, jsonNestsDeeperThan, MAX_JSON_DEPTH, parseJsonBody, readRequestBody } from './json-body.ts';
 
 function request(chunks: string[], headers: Record<string, string> = {}): IncomingMessage {
   const stream = Readable.from(chunks.map((chunk) => Buffer.from(chunk))) as unknown as IncomingMessage;
@@ -49,5 +49,33 @@ describe('parseJsonBody', () => {
     expect(isJsonContentType('APPLICATION/JSON')).toBe(true);
     expect(isJsonContentType('application/jsonp')).toBe(false);
     expect(isJsonContentType('text/json-ish')).toBe(false);
+  });
+});
+
+describe('jsonNestsDeeperThan', () => {
+  const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+  it('counts objects and arrays, not brackets inside strings or escaped quotes', () => {
+    expect(jsonNestsDeeperThan(Buffer.from(nested(3)), 3)).toBe(false);
+    expect(jsonNestsDeeperThan(Buffer.from(nested(4)), 3)).toBe(true);
+    expect(jsonNestsDeeperThan(Buffer.from('{"a":[{"b":1}]}'), 3)).toBe(false);
+    expect(jsonNestsDeeperThan(Buffer.from('{"a":[{"b":{"c":1}}]}'), 3)).toBe(true);
+    expect(jsonNestsDeeperThan(Buffer.from(`{"s":"${'[{'.repeat(50)}","t":"\\\"[[[[["}`), 1)).toBe(false);
+    // Siblings do not add up.
+    expect(jsonNestsDeeperThan(Buffer.from(`[${Array.from({ length: 100 }, () => '[]').join(',')}]`), 2)).toBe(false);
+  });
+
+  it('makes parseJsonBody refuse a body deeper than the limit with invalid_json, naming it', () => {
+    const json = 'application/json';
+    expect(parseJsonBody(Buffer.from(nested(MAX_JSON_DEPTH)), json)).toBeDefined();
+    const error = (() => {
+      try {
+        parseJsonBody(Buffer.from(`{"config":${nested(5000)}}`), json);
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ code: 'invalid_json', message: `The request body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels.` });
   });
 });

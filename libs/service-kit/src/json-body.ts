@@ -81,12 +81,51 @@ export function jsonBody(limitBytes: number) {
   };
 }
 
+/**
+ * How deep a JSON body may nest (objects and arrays). No request of the API needs more
+ * than a few levels; a deeper one (5,000 levels of a binding's config) reached MongoDB's
+ * own limit of 100 and answered 500.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Whether JSON text nests objects and arrays deeper than `maxDepth`, read from its bytes
+ * without parsing it (brackets inside strings do not count), stopping at the first level
+ * too deep. Text that is not JSON is left to the parser to refuse.
+ */
+export function jsonNestsDeeperThan(raw: Uint8Array, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < raw.length; index++) {
+    const byte = raw[index]!;
+    if (inString) {
+      if (byte === 0x5c) index++; // a backslash escapes the next byte
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) {
+      inString = true;
+    } else if (byte === 0x7b || byte === 0x5b) {
+      if (++depth > maxDepth) return true;
+    } else if (byte === 0x7d || byte === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** 400 `invalid_json` for a body nested deeper than MAX_JSON_DEPTH (the gateway checks it too, before forwarding). */
+export function refuseDeepJson(raw: Uint8Array): void {
+  if (jsonNestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+    throw new ApiError('invalid_json', `The request body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels.`);
+  }
+}
+
 /** The parsed body, or undefined for an empty one; 400 `invalid_json` otherwise. */
 export function parseJsonBody(raw: Buffer, contentType: string | undefined): unknown {
   if (raw.length === 0) return undefined;
   if (!isJsonContentType(contentType)) {
     throw new ApiError('invalid_json', 'The request body must be JSON sent with Content-Type: application/json.');
   }
+  refuseDeepJson(raw);
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch {

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { MaterializationStream, readMaterialization, storageDriverFor, storageSchemeOf, type DeclaredSchema, type Row, type StorageDriver } from '@envengine/materialization-storage';
+import { MaterializationUpload, storageDriverFor, storageSchemeOf, type DeclaredSchema, type StorageDriver } from '@envengine/materialization-storage';
 import type { Logger } from '@envengine/process-kit';
 import { context, inSpan, SpanStatusCode, type Tracer } from '@envengine/tracing';
 import type { BundleSource, HeldBundle } from '../bundles/bundle-cache.ts';
@@ -24,7 +24,7 @@ export interface AttemptRunnerOptions {
   endpointGuard?: EndpointGuard;
   /** An `attempt` span per attempt and an `asset` span per asset (a no-op tracer when tracing is off). */
   tracer: Tracer;
-  /** Where an emit's Parquet file is written, batch by batch, before it is stored (the worker's own disk). */
+  /** Where an emit's Parquet file is written as its bytes arrive, before it is stored (the worker's own disk). */
   spoolDirectory: string;
   /** The largest materialization one emit may write; past it the asset fails. */
   maxMaterializationBytes: number;
@@ -150,6 +150,7 @@ export class AttemptRunner {
         entry: asset.entry,
         assetKey: asset.key,
         run: { id: plan.run_id, attempt: plan.attempt_number },
+        schema: (asset.schema as DeclaredSchema | null) ?? null,
         timeoutMs: this.options.assetTimeoutMs,
         sandbox: this.options.sandbox,
         egress: plan.environment.egress,
@@ -211,23 +212,23 @@ export class AttemptRunner {
   }
 
   /**
-   * `ctx.emit(rows)`: refused on a read_only binding before any I/O; else its rows checked
-   * and written batch by batch to a spool file as they arrive, then stored, read back and
-   * recorded. The worker holds one batch at a time, however many rows the asset emits.
+   * `ctx.emit(rows)`: refused on a read_only binding before any I/O; else the Parquet file
+   * the child encoded is written to a spool file as its bytes arrive, then stored, read
+   * back, checked against the declared schema and recorded. The worker holds one frame of
+   * bytes at a time, however many rows the asset emits.
    */
   private emit(held: HeldAttempt, plan: AttemptPlan, asset: PlannedAsset, storage: () => Promise<StorageDriver>): EmitSink {
     refuseReadOnly(asset);
     const materializationId = newId('mat');
-    let opened: Promise<MaterializationStream> | undefined;
+    let opened: Promise<MaterializationUpload> | undefined;
     const stream = () =>
       (opened ??= storage().then(
         (driver) =>
-          new MaterializationStream({
+          new MaterializationUpload({
             storagePrefix: plan.environment.storage_prefix,
             assetKey: asset.key,
             materializationId,
             schema: (asset.schema as DeclaredSchema | null) ?? null,
-            inferSchema,
             driver,
             spoolDirectory: this.options.spoolDirectory,
             maxBytes: this.options.maxMaterializationBytes,
@@ -235,7 +236,7 @@ export class AttemptRunner {
       ));
     // Bound to the asset's span, as the other handlers are.
     return bindToActiveContext({
-      write: async (rows: Record<string, unknown>[]) => (await stream()).write(rows as Row[]),
+      write: async (bytes: Uint8Array) => (await stream()).write(bytes),
       finish: async () => {
         const written = await (await stream()).finish();
         await this.api.recordMaterialization(held, asset.key, {
@@ -250,11 +251,11 @@ export class AttemptRunner {
     });
   }
 
-  /** `ctx.read(key)`: the upstream's latest rows that are not quarantined. */
-  private async read(held: HeldAttempt, assetKey: string, driver: StorageDriver): Promise<unknown[]> {
+  /** `ctx.read(key)`: the file of the upstream's latest materialization that is not quarantined, for the child to decode. */
+  private async read(held: HeldAttempt, assetKey: string, driver: StorageDriver): Promise<AsyncIterable<Uint8Array>> {
     const upstream = await this.api.upstream(held, assetKey);
     if (!upstream) throw new Error(`ctx.read("${assetKey}"): the asset has no materialization that is not quarantined`);
-    return readMaterialization(upstream.location, { driver });
+    return driver.readStream(upstream.location);
   }
 }
 
@@ -275,27 +276,6 @@ function refuseReadOnly(asset: PlannedAsset): void {
   if (asset.binding_mode === 'read_only') {
     throw new Error(`ctx.emit refused: asset "${asset.key}" is stored on binding "${asset.binding}", which is read_only`);
   }
-}
-
-/** For an asset that declares no schema: the columns of its first row, all nullable. */
-export function inferSchema(rows: ReadonlyArray<Record<string, unknown>>): DeclaredSchema {
-  const first = rows[0] ?? {};
-  return {
-    columns: Object.entries(first).map(([name, value]) => ({
-      name,
-      nullable: true,
-      type:
-        typeof value === 'string'
-          ? 'string'
-          : typeof value === 'boolean'
-            ? 'boolean'
-            : typeof value === 'number'
-              ? rows.every((row) => row[name] == null || Number.isInteger(row[name])) ? 'integer' : 'number'
-              : value instanceof Date
-                ? 'timestamp'
-                : 'json',
-    })),
-  };
 }
 
 /** Each of the handlers, run in the context active now (the asset's span). */

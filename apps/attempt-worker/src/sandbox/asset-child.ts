@@ -1,12 +1,24 @@
 // The sandboxed child process that runs one asset's user code (started by asset-runner.ts
-// under Node's permission model). It must stay dependency-free: it may read only the
-// bundle and this one script, so it imports Node built-ins and its sibling files only, and
+// under Node's permission model). It may read only the bundle and this one script, so it
 // runs bundled into one file (asset-child.js beside main.js in the build; from source,
-// os-sandbox.ts bundles it with esbuild when it stages it).
+// os-sandbox.ts bundles it with esbuild when it stages it), with Node built-ins, its
+// sibling files and the row codec of materialization-storage (which touches no file).
+// An emit's rows are checked and encoded as Parquet here, under the asset's own memory
+// and CPU caps, and an upstream's file is decoded here: only bytes cross to the worker.
 import { Socket } from 'node:net';
 import { format } from 'node:util';
-import { CHANNEL_FD, MAX_CHILD_MESSAGE_BYTES, MAX_LOG_MESSAGE_CHARS, ROWS_MESSAGE_BYTES, type ChildMessage, type ParentMessage, type SandboxCallMethod } from './sandbox-protocol.ts';
-import { decodeValue, encodeValue, FrameReader, frameOf } from './sandbox-wire.ts';
+import { decodeParquet, ParquetRowWriter, type DeclaredSchema, type Row } from '@envengine/materialization-storage/codec';
+import {
+  CHANNEL_FD,
+  FILE_CHUNK_BYTES,
+  MAX_ERROR_CHARS,
+  MAX_LOG_MESSAGE_CHARS,
+  type ChildMessage,
+  type EmitRefusal,
+  type ParentMessage,
+  type SandboxCallMethod,
+} from './sandbox-protocol.ts';
+import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameReader, frameOf } from './sandbox-wire.ts';
 
 type RunMessage = Extract<ParentMessage, { type: 'run' }>;
 type ReplyMessage = Extract<ParentMessage, { type: 'reply' }>;
@@ -20,10 +32,10 @@ try {
 }
 
 /** Sends one frame; resolves once it is written (a closed channel resolves too: the worker is gone). */
-function sendFrame(json: string): Promise<void> {
+function sendFrame(frame: Buffer): Promise<void> {
   return new Promise((resolve) => {
     if (channel.destroyed) return resolve();
-    channel.write(frameOf(json), () => resolve());
+    channel.write(frame, () => resolve());
   });
 }
 
@@ -35,7 +47,7 @@ function send(message: ChildMessage): Promise<void> {
   } catch (error) {
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));
   }
-  return sendFrame(json);
+  return sendFrame(frameOf(json));
 }
 
 let finished = false;
@@ -50,25 +62,29 @@ function finish(message: ChildMessage, exitCode: number): void {
   );
 }
 
+function cut(text: string): string {
+  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (cut)` : text;
+}
+
 function fail(error: unknown): void {
-  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : format('%O', error);
-  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : undefined;
+  const message = cut(error instanceof Error ? error.message : typeof error === 'string' ? error : format('%O', error));
+  const stack = error instanceof Error && typeof error.stack === 'string' ? cut(error.stack) : undefined;
   finish({ type: 'failed', error: stack === undefined ? { message } : { message, stack } }, 1);
 }
 
-// ctx calls waiting for the worker's reply keep the IPC channel referenced; otherwise it is
+// ctx calls waiting for the worker's reply keep the channel referenced; otherwise it is
 // unreferenced, so a user promise that can never settle ends the process instead of
-// waiting for the time limit.
-const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+// waiting for the time limit. A read's file arrives in frames of bytes ahead of its reply.
+const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void; file: Buffer[] }>();
 let nextCallId = 1;
 
 function call(method: SandboxCallMethod, arg: unknown): Promise<unknown> {
   const id = nextCallId++;
   return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
+    pending.set(id, { resolve, reject, file: [] });
     if (pending.size === 1) channel.ref();
-    // An emit's rows go ahead of its call; anything but an array goes as the call's argument, for the worker to refuse.
-    const sent = method === 'emit' && Array.isArray(arg) ? sendRows(id, arg).then(() => send({ type: 'call', id, method, arg: null })) : send({ type: 'call', id, method, arg });
+    // An emit's file goes ahead of its call, which then carries no argument (or why the rows were refused).
+    const sent = method === 'emit' ? sendEmit(id, arg).then((refusal) => send({ type: 'call', id, method, arg: refusal })) : send({ type: 'call', id, method, arg });
     sent.catch((error: unknown) => {
       settleCall(id);
       reject(error instanceof Error ? error : new Error(String(error)));
@@ -76,30 +92,33 @@ function call(method: SandboxCallMethod, arg: unknown): Promise<unknown> {
   });
 }
 
+function isPlainObject(value: unknown): value is Row {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
 /**
- * An emit's rows in messages of about ROWS_MESSAGE_BYTES each, so that no message is over
- * the channel's limit however many rows there are.
+ * An emit's rows checked against the asset's schema and encoded as one Parquet file, each
+ * row group's bytes sent as it is written; null once the whole file is sent, or why the
+ * rows were refused (the worker then fails the asset with it).
  */
-async function sendRows(id: number, rows: readonly unknown[]): Promise<void> {
-  const head = `{"type":"rows","id":${id},"rows":[`;
-  let batch: string[] = [];
-  let size = 0;
-  for (const [index, row] of rows.entries()) {
-    const json = encodeValue(row);
-    // The worker would refuse the message whole (and stop the asset): say which row instead.
-    const rowLimit = MAX_CHILD_MESSAGE_BYTES - head.length - 2;
-    if (json.length * 3 > rowLimit && Buffer.byteLength(json) > rowLimit) {
-      throw new Error(`ctx.emit: row ${index} is ${Buffer.byteLength(json)} bytes as JSON, over the ${rowLimit} bytes one row may have`);
-    }
-    if (batch.length > 0 && size + json.length > ROWS_MESSAGE_BYTES) {
-      await sendFrame(`${head}${batch.join(',')}]}`);
-      batch = [];
-      size = 0;
-    }
-    batch.push(json);
-    size += json.length + 1;
+async function sendEmit(id: number, rows: unknown): Promise<EmitRefusal | null> {
+  if (!Array.isArray(rows) || !rows.every(isPlainObject)) return { error: `asset ${assetKey}: ctx.emit takes an array of plain row objects` };
+  const writer = new ParquetRowWriter({ schema: assetSchema, onBytes: (bytes) => sendFile(id, bytes) });
+  try {
+    await writer.write(rows);
+    await writer.finish();
+  } catch (error) {
+    return { error: cut(error instanceof Error ? error.message : String(error)) };
   }
-  if (batch.length > 0) await sendFrame(`${head}${batch.join(',')}]}`);
+  return null;
+}
+
+async function sendFile(id: number, bytes: Uint8Array): Promise<void> {
+  for (let start = 0; start < bytes.byteLength; start += FILE_CHUNK_BYTES) {
+    await sendFrame(bytesFrameOf(id, bytes.subarray(start, start + FILE_CHUNK_BYTES)));
+  }
 }
 
 function settleCall(id: number) {
@@ -112,8 +131,14 @@ function settleCall(id: number) {
 function onReply(reply: ReplyMessage): void {
   const entry = settleCall(reply.id);
   if (!entry) return;
-  if (reply.ok) entry.resolve(reply.value);
-  else entry.reject(new Error(reply.error.message));
+  if (!reply.ok) entry.reject(new Error(reply.error.message));
+  else if (entry.file.length === 0) entry.resolve(reply.value);
+  else {
+    // ctx.read: the upstream's file came ahead of the reply.
+    const file = Buffer.concat(entry.file);
+    entry.file = [];
+    decodeParquet(new Uint8Array(file.buffer, file.byteOffset, file.byteLength)).then(entry.resolve, entry.reject);
+  }
 }
 
 function log(...args: unknown[]): void {
@@ -143,6 +168,9 @@ function defaultExport(namespace: Record<string, unknown>): AssetFunction | unde
 
 let emits: Promise<unknown> = Promise.resolve();
 
+/** The asset's declared schema, from its `run` message. */
+let assetSchema: DeclaredSchema | null = null;
+
 async function run(job: RunMessage): Promise<void> {
   const ctx = Object.freeze({
     asset: job.assetKey,
@@ -171,6 +199,7 @@ function onMessage(message: ParentMessage): void {
     onReply(message);
   } else if (message.type === 'run' && assetKey === undefined) {
     assetKey = message.assetKey;
+    assetSchema = message.schema;
     channel.unref();
     run(message).then(() => finish({ type: 'done' }, 0), fail);
   }
@@ -179,7 +208,11 @@ function onMessage(message: ParentMessage): void {
 // The worker is trusted: its frames have no size cap here (the child's memory limit is the cap).
 const frames = new FrameReader(2 ** 32 - 1);
 channel.on('data', (chunk: Buffer) => {
-  for (const frame of frames.push(chunk)) onMessage(decodeValue(frame) as ParentMessage);
+  for (const payload of frames.push(chunk)) {
+    const frame = frameContent(payload);
+    if (frame.kind === 'message') onMessage(decodeValue(frame.json) as ParentMessage);
+    else pending.get(frame.id)?.file.push(frame.bytes);
+  }
 });
 // The worker went away: nobody can receive the result, so stop.
 channel.on('end', () => process.exit(1));

@@ -10,6 +10,8 @@ import { MAX_CALLS_IN_FLIGHT, MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type Ass
 import type { SandboxSettings } from './os-sandbox.ts';
 import { AssetCgroups, type AssetCgroup, type AssetCgroupLimits } from './asset-cgroups.ts';
 import { spawnSync } from 'node:child_process';
+import { Readable } from 'node:stream';
+import { decodeParquet, encodeParquet, inferSchema, type Row } from '@envengine/materialization-storage';
 
 // Each case writes a tiny bundle into a temp dir and runs it in a real child process, in
 // the OS sandbox (bubblewrap, installed by the test command's first step) unless a case
@@ -57,20 +59,25 @@ async function writeBundle(files: Record<string, string>): Promise<string> {
   return bundleDir;
 }
 
-/** Handlers that record what the child sent; any of them can be replaced. */
+/** An upstream's file as a storage driver reads it: the rows encoded as Parquet, the schema theirs. */
+function fileOf(rows: Row[]): Readable {
+  return Readable.from([encodeParquet(inferSchema(rows), rows)]);
+}
+
+/** Handlers that record what the child sent (each emit's file decoded back to rows); any of them can be replaced. */
 function recordingHandlers(overrides: Partial<AssetHandlers> = {}) {
   const emitted: Record<string, unknown>[][] = [];
   const logs: string[] = [];
   const handlers: AssetHandlers = {
     emit: () => {
-      const rows: Record<string, unknown>[] = [];
+      const chunks: Uint8Array[] = [];
       return {
-        write: async (batch) => void rows.push(...batch),
-        finish: async () => void emitted.push(rows),
+        write: async (bytes) => void chunks.push(Uint8Array.from(bytes)),
+        finish: async () => void emitted.push(await decodeParquet(Buffer.concat(chunks))),
         abort: () => undefined,
       };
     },
-    read: async () => [],
+    read: async () => Readable.from([]),
     connection: async () => ({}),
     log: (message) => logs.push(message),
     ...overrides,
@@ -100,6 +107,7 @@ async function runBundle(
     assetKey: 'raw_orders',
     timeoutMs: 20_000,
     sandbox: bwrapSandbox,
+    schema: null,
     handlers: recorded.handlers,
     ...options,
   });
@@ -112,7 +120,7 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
     expect(process.versions.node.split('.')[0]).toBe('24');
   });
 
-  it('relays emitted rows, ctx.log and console output to the handlers', async () => {
+  it('relays emitted rows (as the Parquet file the child encoded), ctx.log and console output to the handlers', async () => {
     const { outcome, emitted, logs } = await runBundle(
       {
         'assets/asset.js': `
@@ -129,7 +137,7 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       { run: { id: 'run_1', attempt: 2 } },
     );
     expect(outcome).toEqual({ status: 'succeeded' });
-    expect(emitted).toEqual([[1, 2, 3].map((id) => ({ id, at: new Date(0) }))]);
+    expect(emitted).toEqual([[1, 2, 3].map((id) => ({ id, at: '1970-01-01T00:00:00.000Z' }))]);
     expect(logs).toEqual(['starting raw_orders { attempt: 2 }', 'from console 42']);
   });
 
@@ -154,7 +162,7 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       {
         read: async (key) => {
           reads.push(key);
-          return [{ customer: 'c1' }, { customer: 'c2' }];
+          return fileOf([{ customer: 'c1' }, { customer: 'c2' }]);
         },
         connection: async (name) => ({ region: `${name}-eu`, password: 's3cret' }),
       },
@@ -539,6 +547,22 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
     expect(emits).toBe(1);
   });
 
+  it('checks the rows against the declared schema in the child: a mismatch fails the asset, even if the user code swallows it, and nothing is stored', async () => {
+    let opened = 0;
+    const { outcome, emitted } = await runBundle(
+      `export default async (ctx) => {
+        try { await ctx.emit([{ id: 1 }, { id: 'two' }]); } catch { /* swallowed */ }
+        await ctx.emit([{ id: 3 }]);
+      };`,
+      { schema: { columns: [{ name: 'id', type: 'integer' }] } },
+      { emit: () => ((opened += 1), { write: async () => undefined, finish: async () => undefined, abort: () => undefined }) },
+    );
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'handler-failed', error: expect.stringMatching(/^row 1, column "id": /) });
+    expect(emitted).toEqual([]);
+    // The rows were refused before any byte was sent: the worker opened no emit to store.
+    expect(opened).toBe(0);
+  });
+
   it('fails when ctx.emit is given something other than rows', async () => {
     const { outcome, emitted } = await runBundle(`export default (ctx) => ctx.emit([1, 2]);`);
     expect(outcome).toEqual({ status: 'failed', reason: 'handler-failed', error: 'asset raw_orders: ctx.emit takes an array of plain row objects' });
@@ -604,9 +628,38 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       }
     });
 
-    it('refuses, in the child, a row larger than a message may be, naming the row', async () => {
-      const { outcome, emitted } = await runBundle(`export default async (ctx) => { await ctx.emit([{ id: 1 }, { id: 2, blob: 'x'.repeat(17 * 1024 * 1024) }]); };`, { sandbox: { ...bwrapSandbox, memoryMb: 512 } });
-      expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/^ctx\.emit: row 1 is 17825\d+ bytes as JSON, over the 16777\d+ bytes one row may have$/) });
+    it('takes a row larger than the largest frame: the file crosses in frames of bytes', async () => {
+      const { outcome, emitted } = await runBundle(`export default async (ctx) => { await ctx.emit([{ id: 1, blob: 'a' }, { id: 2, blob: 'x'.repeat(17 * 1024 * 1024) }]); };`, { sandbox: { ...bwrapSandbox, memoryMb: 512 } });
+      expect(outcome).toEqual({ status: 'succeeded' });
+      expect(emitted[0]!.map((row) => (row['blob'] as string).length)).toEqual([1, 17 * 1024 * 1024]);
+    });
+
+    it('fails on file bytes that break the emit protocol, naming what was sent', async () => {
+      const bytesFrame = (id: number, hex: string) => {
+        const header = Buffer.alloc(9);
+        header.writeUInt32BE(5 + hex.length / 2, 0);
+        header.writeUInt32BE(id, 5);
+        return header.toString('hex') + hex;
+      };
+      const cases: Array<[string, string]> = [
+        [frame('{"type":"call","id":1,"method":"connection","arg":"db"}') + bytesFrame(1, 'aa'), 'sent file bytes for a call that was already made (id 1)'],
+        [bytesFrame(1, 'aa') + bytesFrame(2, 'bb'), 'sent the files of two emits at once'],
+        [frame('{"type":"call","id":1,"method":"emit","arg":{"error":1}}'), 'sent an emit call with an argument it does not accept'],
+        [frame('{"type":"call","id":1,"method":"emit","arg":"rows"}'), 'sent an emit call with an argument it does not accept'],
+        ['000000030000ff', 'sent the worker a message that is not valid (a frame of bytes without the id of its call)'],
+      ];
+      for (const [hex, said] of cases) {
+        const { outcome } = await runBundle(writes(hex), {}, { connection: () => new Promise(() => undefined) });
+        expect([hex, outcome]).toEqual([hex, { status: 'failed', reason: 'protocol', error: `asset raw_orders ${said}; the asset was stopped` }]);
+      }
+    });
+
+    it('fails an emit whose file is not Parquet where the worker stores it, not in the channel', async () => {
+      const { outcome, emitted } = await runBundle(
+        // A frame of bytes for call 1 holding only "PAR1", then the emit's call.
+        writes(`00000009` + `00` + `00000001` + Buffer.from('PAR1').toString('hex') + frame('{"type":"call","id":1,"method":"emit","arg":null}')),
+      );
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'handler-failed', error: expect.stringMatching(/Parquet/) });
       expect(emitted).toEqual([]);
     });
 
@@ -621,7 +674,7 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       expect(calls).toBe(MAX_CALLS_IN_FLIGHT);
     });
 
-    it('takes a flood of well-formed log lines without failing, and an emit larger than one message in order', async () => {
+    it('takes a flood of well-formed log lines without failing, and an emit after them in order', async () => {
       const { outcome, logs, emitted } = await runBundle(`export default async (ctx) => {
         for (let i = 0; i < 20000; i++) ctx.log('line', i);
         await ctx.emit(Array.from({ length: 60000 }, (_, id) => ({ id, at: new Date(id), big: BigInt(id) * 10n ** 12n, pad: 'x'.repeat(20) })));
@@ -629,11 +682,11 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       expect(outcome).toEqual({ status: 'succeeded' });
       expect(logs.length).toBe(20000);
       expect(logs.at(-1)).toBe('line 19999');
-      // About 5 MB of rows: several messages, joined into one emit in order.
+      // About 5 MB of rows: one file of several row groups and frames, in order.
       expect(emitted).toHaveLength(1);
       expect(emitted[0]).toHaveLength(60000);
       expect(emitted[0]!.every((row, index) => row['id'] === index)).toBe(true);
-      expect(emitted[0]![59999]).toEqual({ id: 59999, at: new Date(59999), big: 59999n * 10n ** 12n, pad: 'x'.repeat(20) });
+      expect(emitted[0]![59999]).toEqual({ id: 59999, at: '1970-01-01T00:00:59.999Z', big: 59999n * 10n ** 12n, pad: 'x'.repeat(20) });
     });
   });
 

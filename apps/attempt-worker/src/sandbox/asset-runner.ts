@@ -3,8 +3,9 @@
 // child runs in the OS sandbox of os-sandbox.ts (memory and CPU capped, no network, no
 // view of the host), and under Node's permission model inside it: it may read its bundle
 // and its own script, write only its private /tmp, start no process, thread or addon;
-// rows, logs, upstream reads and connections go through ctx, relayed over IPC to the
-// handlers given here.
+// logs, emits, upstream reads and connections go through ctx, relayed over its channel to
+// the handlers given here. The child checks and encodes an emit's rows itself; only the
+// file's bytes reach the worker, and an upstream's file goes to the child as bytes.
 //
 // Over 300 lines on purpose: `SandboxedAsset` is one state machine (start, IPC relay, the
 // three limits, every way a child can end, and the one outcome it reports), and each of
@@ -19,15 +20,20 @@ import { z } from 'zod';
 import type { Egress } from '@envengine/contracts';
 import type { AssetCgroup } from './asset-cgroups.ts';
 import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
-import { MAX_CHILD_MESSAGE_BYTES, MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
-import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
+import type { DeclaredSchema } from '@envengine/materialization-storage';
+import { FILE_CHUNK_BYTES, MAX_CHILD_MESSAGE_BYTES, MAX_ERROR_CHARS, MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
+import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
-/** One ctx.emit as its rows arrive (DESIGN.md §6: the worker's memory does not grow with an asset's data). */
+/**
+ * One ctx.emit's Parquet file as its bytes arrive from the child (DESIGN.md §6: the
+ * worker's memory does not grow with an asset's data). The bytes are the child's, hence
+ * untrusted: `finish` checks what the file stores.
+ */
 export interface EmitSink {
-  /** Checks and stores a batch of the emit's rows; the worker reads nothing more from the child until it settles. A rejection fails the asset. */
-  write(rows: Record<string, unknown>[]): Promise<void>;
-  /** Ends the emit: what was written becomes one materialization. A rejection fails the asset. */
+  /** Appends the next bytes of the file; the worker reads nothing more from the child until it settles. A rejection fails the asset. */
+  write(bytes: Uint8Array): Promise<void>;
+  /** Ends the emit: the file becomes one materialization. A rejection fails the asset. */
   finish(): Promise<void>;
   /** The emit will not finish (the asset failed or stopped): what was written is thrown away. */
   abort(): void;
@@ -37,8 +43,8 @@ export interface EmitSink {
 export interface AssetHandlers {
   /** Starts one ctx.emit (throws to refuse it, e.g. on a read_only binding); a child makes its emits one at a time. */
   emit(): EmitSink;
-  /** Rows of an upstream asset (ctx.read). A rejection fails the asset. */
-  read(assetKey: string): Promise<unknown[]>;
+  /** The Parquet file of an upstream asset's latest materialization (ctx.read), which goes to the child to decode. A rejection fails the asset. */
+  read(assetKey: string): Promise<AsyncIterable<Uint8Array>>;
   /** The resolved config of a binding (ctx.connection). A rejection fails the asset. */
   connection(name: string): Promise<Record<string, unknown>>;
   /** One log line: ctx.log, the user code's console and anything it writes to stdout/stderr. */
@@ -53,6 +59,8 @@ export interface RunAssetOptions {
   assetKey: string;
   /** Exposed to user code as `ctx.run`. */
   run?: { id: string; attempt: number };
+  /** The asset's declared schema, which the child checks each emit's rows against; null: each emit's first rows decide. */
+  schema: DeclaredSchema | null;
   /** Wall-clock limit from spawn to the end, after which the child is killed. */
   timeoutMs: number;
   /** The sandbox and its limits; its environment is the child's whole environment (never the worker's own). */
@@ -98,14 +106,10 @@ const ALLOCATION_FAILED_TEXT = /^(Failed to allocate memory|Array buffer allocat
 export const MAX_OUTPUT_LINE_CHARS = MAX_LOG_MESSAGE_CHARS;
 /** ctx calls of one child waiting for their answers at once; one more fails the asset (each holds the worker's memory and the services' time). */
 export const MAX_CALLS_IN_FLIGHT = 64;
-/** An error's message and stack as the child reports them are cut to this many characters. */
-const MAX_ERROR_CHARS = 64 * 1024;
-
-const CallId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** Call ids fit the 4 bytes a frame of file bytes names its call with. */
+const CallId = z.number().int().positive().max(0xffff_ffff);
 /** Everything a child may send; anything else fails its asset (sandbox-protocol.ts). */
 const ChildMessageSchema = z.discriminatedUnion('type', [
-  // Each row is checked where it is stored; here only that they come as an array (zod would copy it row by row).
-  z.object({ type: z.literal('rows'), id: CallId, rows: z.custom<unknown[]>((value) => Array.isArray(value), { message: 'rows must be an array' }) }).strict(),
   z.object({ type: z.literal('call'), id: CallId, method: z.enum(['emit', 'read', 'connection']), arg: z.unknown() }).strict(),
   z.object({ type: z.literal('log'), message: z.string().max(MAX_LOG_MESSAGE_CHARS + 32) }).strict(),
   z.object({ type: z.literal('done') }).strict(),
@@ -114,6 +118,9 @@ const ChildMessageSchema = z.discriminatedUnion('type', [
     error: z.object({ message: z.string().transform(capChars), stack: z.string().transform(capChars).optional() }).strict(),
   }).strict(),
 ]);
+
+/** The argument of an emit's call: null (its file came ahead), or why the child refused the rows. */
+const EmitCallArg = z.union([z.null(), z.object({ error: z.string().transform(capChars) }).strict()]);
 
 function capChars(text: string): string {
   return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (cut)` : text;
@@ -160,10 +167,10 @@ class SandboxedAsset {
   private readonly channel: Socket;
   private readonly cgroup: AssetCgroup | null;
   private readonly frames = new FrameReader(MAX_CHILD_MESSAGE_BYTES);
-  /** Frames read and not yet handled: handling waits while an emit's rows are stored, and the channel is paused meanwhile. */
-  private readonly queued: string[] = [];
+  /** Frames read and not yet handled: handling waits while an emit's bytes are stored, and the channel is paused meanwhile. */
+  private readonly queued: Buffer[] = [];
   private pumping = false;
-  /** The emit whose rows are arriving, until its call comes. */
+  /** The emit whose file is arriving, until its call comes. */
   private openEmit: { id: number; sink: EmitSink } | undefined;
   /** Call ids seen, each answered once: a repeated id is refused. */
   private readonly callIds = new Set<number>();
@@ -214,7 +221,13 @@ class SandboxedAsset {
       ),
     );
     options.signal?.addEventListener('abort', this.onAbort, { once: true });
-    const run: ParentMessage = { type: 'run', entryUrl: entryUrlInSandbox(options.sandbox, bundleRoot, entryPath), assetKey: options.assetKey, run: options.run ?? null };
+    const run: ParentMessage = {
+      type: 'run',
+      entryUrl: entryUrlInSandbox(options.sandbox, bundleRoot, entryPath),
+      assetKey: options.assetKey,
+      run: options.run ?? null,
+      schema: options.schema,
+    };
     // User code runs only once its network (if any) is what the environment allows.
     sandboxed.ready.then(
       () => {
@@ -284,22 +297,25 @@ class SandboxedAsset {
     void this.pump();
   }
 
-  /** Handles the queued frames in order; while an emit's batch is stored the channel is paused, so the child waits, not the worker's memory. */
+  /** Handles the queued frames in order; while an emit's bytes are stored the channel is paused, so the child waits, not the worker's memory. */
   private async pump(): Promise<void> {
     if (this.pumping) return;
     this.pumping = true;
     try {
       while (this.queued.length > 0 && this.verdict === undefined) {
         let message: unknown;
+        let bytes: { id: number; bytes: Buffer } | undefined;
         try {
-          message = decodeValue(this.queued.shift()!);
+          const frame = frameContent(this.queued.shift()!);
+          if (frame.kind === 'bytes') bytes = frame;
+          else message = decodeValue(frame.json);
         } catch (error) {
           const why = error instanceof FrameError ? error.message : errorMessage(error).slice(0, 200);
           this.refuseChannel(`sent the worker a message that is not valid (${why})`);
           return;
         }
         try {
-          const storing = this.onMessage(message);
+          const storing = bytes ? this.onFileBytes(bytes.id, bytes.bytes) : this.onMessage(message);
           if (storing) {
             this.channel.pause();
             await storing;
@@ -328,7 +344,7 @@ class SandboxedAsset {
     this.decide({ status: 'failed', reason: 'handler-failed', error: errorMessage(error) }, true);
   }
 
-  /** Handles one message; a promise when the next must wait for it (an emit's batch being stored). */
+  /** Handles one message; a promise when the next must wait for it (a ctx call's reply being sent). */
   private onMessage(raw: unknown): Promise<void> | undefined {
     if (this.verdict !== undefined) return undefined;
     const parsed = ChildMessageSchema.safeParse(raw);
@@ -339,8 +355,6 @@ class SandboxedAsset {
     }
     const message = parsed.data;
     switch (message.type) {
-      case 'rows':
-        return this.onRows(message.id, message.rows);
       case 'log':
         this.log(message.message);
         return undefined;
@@ -363,14 +377,10 @@ class SandboxedAsset {
     }
   }
 
-  /** A batch of an emit's rows: the emit is opened at its first batch, and each batch stored before the next is read. */
-  private onRows(id: number, rows: unknown[]): Promise<void> | undefined {
+  /** Bytes of an emit's file: the emit is opened at its first bytes, and each frame stored before the next is read. */
+  private onFileBytes(id: number, bytes: Buffer): Promise<void> | undefined {
     if (this.callIds.has(id) || (this.openEmit !== undefined && this.openEmit.id !== id)) {
-      this.refuseChannel(this.callIds.has(id) ? `sent rows for a call that was already made (id ${id})` : 'sent the rows of two emits at once');
-      return undefined;
-    }
-    if (!rows.every(isPlainObject)) {
-      this.handlerFailed(new Error(`${this.subject}: ctx.emit takes an array of plain row objects`));
+      this.refuseChannel(this.callIds.has(id) ? `sent file bytes for a call that was already made (id ${id})` : 'sent the files of two emits at once');
       return undefined;
     }
     if (this.openEmit === undefined) {
@@ -382,25 +392,31 @@ class SandboxedAsset {
         return undefined;
       }
     }
-    return this.openEmit.sink.write(rows as Record<string, unknown>[]).catch((error: unknown) => this.handlerFailed(error));
+    return this.openEmit.sink.write(bytes).catch((error: unknown) => this.handlerFailed(error));
   }
 
   private onCall(id: number, method: 'emit' | 'read' | 'connection', arg: unknown): void {
     if (this.callIds.has(id)) return this.refuseChannel(`made two calls with the same id (${id})`);
     const open = this.openEmit?.id === id ? this.openEmit : undefined;
+    let emitArg: z.infer<typeof EmitCallArg> = null;
+    if (method === 'emit') {
+      const parsed = EmitCallArg.safeParse(arg);
+      if (!parsed.success) return this.refuseChannel('sent an emit call with an argument it does not accept');
+      emitArg = parsed.data;
+    }
     if (open === undefined && !this.admitCall()) return;
     this.callIds.add(id);
+    if (open) this.openEmit = undefined;
     const answered = this.answer(id, () => {
-      if (method !== 'emit') return this.invoke(method, arg);
-      // The rows came ahead of the call; anything but null in its place is not rows.
-      if (arg !== null) {
+      if (method !== 'emit') return this.invoke(id, method, arg);
+      if (emitArg !== null) {
+        // The child refused its rows (not rows, or not the schema): the emit fails, and so does the asset.
         open?.sink.abort();
-        return Promise.reject(new Error(`${this.subject}: ctx.emit takes an array of plain row objects`));
+        return Promise.reject(new Error(emitArg.error));
       }
-      this.openEmit = undefined;
-      // An emit of no rows sends none ahead.
+      // The child sends at least a file's header and footer, so an emit whose file never came is refused by its sink.
       const sink = open?.sink ?? this.options.handlers.emit();
-      return sink.finish();
+      return sink.finish().then(() => null);
     }).finally(() => (this.callsInFlight -= 1));
     this.track(answered);
   }
@@ -430,16 +446,31 @@ class SandboxedAsset {
     if (this.verdict === undefined) this.send({ type: 'reply', id, ok: true, value });
   }
 
-  private invoke(method: 'read' | 'connection', arg: unknown): Promise<unknown> {
+  private invoke(id: number, method: 'read' | 'connection', arg: unknown): Promise<unknown> {
     const { handlers } = this.options;
     switch (method) {
       case 'read':
         if (typeof arg !== 'string' || arg === '') return Promise.reject(new Error(`${this.subject}: ctx.read takes an asset key`));
-        return handlers.read(arg);
+        return handlers.read(arg).then((file) => this.sendFile(id, file));
       case 'connection':
         if (typeof arg !== 'string' || arg === '') return Promise.reject(new Error(`${this.subject}: ctx.connection takes a connection name`));
         return handlers.connection(arg);
     }
+  }
+
+  /**
+   * A file to the child, in frames of bytes under the call's id, ahead of the call's reply
+   * (null). Each frame waits for the channel to drain, so a child that does not read holds
+   * one frame of the worker's memory, not the file.
+   */
+  private async sendFile(id: number, file: AsyncIterable<Uint8Array>): Promise<null> {
+    for await (const chunk of file) {
+      for (let start = 0; start < chunk.byteLength; start += FILE_CHUNK_BYTES) {
+        if (this.verdict !== undefined || this.channel.destroyed) throw new Error(`${this.subject} stopped while its upstream was sent to it`);
+        if (!this.channel.write(bytesFrameOf(id, chunk.subarray(start, start + FILE_CHUNK_BYTES)))) await drainOf(this.channel);
+      }
+    }
+    return null;
   }
 
   private track(work: Promise<void>): void {
@@ -524,10 +555,17 @@ class SandboxedAsset {
   }
 }
 
-function isPlainObject(value: unknown): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
+/** Resolves when the socket can take more, or is closed. */
+function drainOf(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
 }
 
 function errorMessage(error: unknown): string {

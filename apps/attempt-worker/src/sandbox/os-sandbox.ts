@@ -8,13 +8,15 @@
 // reachable. An environment with `egress: "public"` gets a user-mode network in that
 // namespace (sandbox-network.ts) that reaches other hosts, never the engine host, private
 // ranges or link-local addresses. Memory (heap and Buffers alike) and CPU time are capped
-// by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock limit. Node's
+// by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock limit. A
+// seccomp filter (seccomp-filter.py) refuses the system calls Node has no use for. Node's
 // permission model stays inside as a second layer.
-import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions, type SpawnSyncReturns, type StdioOptions } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -42,6 +44,8 @@ export interface SandboxSettings {
   nodePermissionModel?: boolean;
   /** Makes a cgroup per child (memory with tmpfs, pids, CPU); null where the host has none and the worker runs without. */
   cgroups: AssetCgroups | null;
+  /** The seccomp filter bwrap loads before it execs the child (compiled BPF, seccomp-filter.ts); null or absent: none. */
+  seccompFilter?: Buffer | null;
 }
 
 /**
@@ -56,8 +60,14 @@ const SANDBOX_UID = 65534;
 const SANDBOX_GID = 65534;
 
 // Paths inside the sandbox.
-const SANDBOX_NODE = '/sandbox/node';
-const SANDBOX_BUNDLE = '/bundle';
+export const SANDBOX_NODE = '/sandbox/node';
+export const SANDBOX_BUNDLE = '/bundle';
+
+// bwrap's fds beside the child's stdio: the channel (passed through to the child), bwrap's
+// info fd (public egress), the seccomp filter (read to its end before the child starts).
+const CHANNEL_FD = 3;
+const INFO_FD = 4;
+const SECCOMP_FD = 5;
 
 // The child entry sits beside this module in the source tree and beside main.js in the
 // build (tools/build/build-app.mjs bundles every `src/**/*-child.ts` to
@@ -149,7 +159,8 @@ function sandboxedChildCommand(settings: SandboxSettings): string[] {
 export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command = sandboxedChildCommand(settings), egress: Egress = 'none'): string[] {
   return [
     // Public egress: bwrap says on fd 4 which process holds the namespaces, to give it a network.
-    ...(egress === 'public' ? ['--info-fd', '4', '--ro-bind', sandboxRuntime().resolvConf, '/etc/resolv.conf'] : []),
+    ...(egress === 'public' ? ['--info-fd', String(INFO_FD), '--ro-bind', sandboxRuntime().resolvConf, '/etc/resolv.conf'] : []),
+    ...(settings.seccompFilter ? ['--seccomp', String(SECCOMP_FD)] : []),
     '--unshare-all',
     // A user namespace of its own (--unshare-all only tries), in which no further one can be made.
     '--unshare-user',
@@ -226,6 +237,11 @@ function sandboxArgv(settings: SandboxSettings, bundleRoot: string, command: str
   return ['prlimit', ...rlimitArgs(settings), 'bwrap', ...bubblewrapArgs(settings, bundleRoot, command, egress)];
 }
 
+/** The sandbox's stdio: the child's own, the channel, then bwrap's info fd and the seccomp filter where they are used. */
+function sandboxStdio(settings: SandboxSettings, egress: Egress): StdioOptions {
+  return ['ignore', 'pipe', 'pipe', 'pipe', egress === 'public' ? 'pipe' : 'ignore', ...(settings.seccompFilter ? ['pipe' as const] : [])];
+}
+
 /**
  * Starts a child for one asset of the bundle at `bundleRoot` (a real path); it waits for
  * its `run` message on its channel (fd 3, which bwrap passes through). With public
@@ -246,11 +262,17 @@ export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, e
     const launch = launchCommand(sandboxArgv(settings, bundleRoot, undefined, egress), cgroup, asRoot);
     child = spawn(launch.command, launch.args, {
       ...common,
-      stdio: egress === 'public' ? [...stdio, 'pipe'] : stdio,
+      stdio: sandboxStdio(settings, egress),
       cwd: '/',
       // As root, bwrap itself starts as `nobody`, so that the sandbox's uid is unprivileged on the host too.
       ...(launch.asSandboxUser ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
     });
+    if (settings.seccompFilter) {
+      const filterPipe = child.stdio.at(SECCOMP_FD) as Writable;
+      // A bwrap that died before reading it (EPIPE) is reported by its exit, like any other start failure.
+      filterPipe.on('error', () => undefined);
+      filterPipe.end(settings.seccompFilter);
+    }
   }
   if (cgroup) {
     // Registered first, so that the kernel's counts are read before anyone asks why the child ended.
@@ -267,7 +289,7 @@ export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, e
 
 /** The child's fd 3 as the worker sees it; its errors (a reset by a dying child) are the reader's to see, never unhandled. */
 function channelOf(child: ChildProcess): Socket {
-  const channel = child.stdio[3] as Socket;
+  const channel = child.stdio[CHANNEL_FD] as Socket;
   channel.on('error', () => undefined);
   return channel;
 }
@@ -281,6 +303,42 @@ export function signalOfExit(settings: SandboxSettings, code: number | null, sig
   const number = code - 128;
   const name = Object.entries(osConstants.signals).find(([, value]) => value === number)?.[0];
   return (name as NodeJS.Signals | undefined) ?? null;
+}
+
+/**
+ * Runs `command` in the sandbox of `bundleRoot` to its end, started as each child is
+ * (rlimits, its cgroup, bwrap, the seccomp filter): the start-up check, and tests.
+ */
+export function runInSandbox(settings: SandboxSettings, bundleRoot: string, command: string[]): SpawnSyncReturns<string> {
+  const cgroup = settings.cgroups?.create() ?? null;
+  const asRoot = process.getuid?.() === 0;
+  const launch = launchCommand(sandboxArgv(settings, bundleRoot, command, 'none'), cgroup, asRoot);
+  // spawnSync writes to fd 0 alone: the filter goes in as a file open for reading, already unlinked.
+  const filterFd = settings.seccompFilter ? openUnlinkedCopy(settings.seccompFilter) : undefined;
+  try {
+    return spawnSync(launch.command, launch.args, {
+      encoding: 'utf8',
+      cwd: '/',
+      env: { ...settings.env },
+      timeout: 30_000,
+      stdio: filterFd === undefined ? 'pipe' : ['pipe', 'pipe', 'pipe', 'ignore', 'ignore', filterFd], // at SECCOMP_FD
+      ...(launch.asSandboxUser ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
+    });
+  } finally {
+    if (filterFd !== undefined) closeSync(filterFd);
+    cgroup?.finish();
+  }
+}
+
+/** A descriptor reading `bytes` from a private temporary file that is already gone from the file system. */
+function openUnlinkedCopy(bytes: Buffer): number {
+  const path = join(tmpdir(), `envengine-seccomp-${randomBytes(6).toString('hex')}.bpf`);
+  writeFileSync(path, bytes, { mode: 0o600, flag: 'wx' });
+  try {
+    return openSync(path, 'r');
+  } finally {
+    unlinkSync(path);
+  }
 }
 
 /** Whether `command` is a file in one of PATH's directories. */
@@ -310,16 +368,7 @@ export function checkSandbox(settings: SandboxSettings, readableDir: string, pat
   if (settings.cgroups && asRoot && !onPath('setpriv', path)) {
     return `The OS sandbox needs "setpriv" to enter each child's cgroup as root before it becomes the sandbox user (Debian/Ubuntu: apt-get install util-linux).`;
   }
-  const cgroup = settings.cgroups?.create() ?? null;
-  const launch = launchCommand(sandboxArgv(settings, readableDir, [SANDBOX_NODE, '--version'], 'none'), cgroup, asRoot);
-  const probe = spawnSync(launch.command, launch.args, {
-    encoding: 'utf8',
-    cwd: '/',
-    env: { ...settings.env },
-    timeout: 30_000,
-    ...(launch.asSandboxUser ? { uid: SANDBOX_UID, gid: SANDBOX_GID } : {}),
-  });
-  cgroup?.finish();
+  const probe = runInSandbox(settings, readableDir, [SANDBOX_NODE, '--version']);
   if (probe.status === 0 && probe.stdout.trim() === process.version) return null;
   const said = `${probe.stderr ?? ''}${probe.error ? probe.error.message : ''}`.trim() || `exit code ${probe.status ?? probe.signal}`;
   return (

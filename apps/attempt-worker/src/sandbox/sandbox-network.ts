@@ -102,6 +102,8 @@ function run(command: string, args: string[], input: string): Promise<void> {
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.once('error', (error) => reject(new Error(`${command} could not start (${error.message}); public egress needs nsenter (util-linux) and ip (iproute2)`)));
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with code ${code}: ${stderr.trim()}`))));
+    // A namespace that died first closes the pipe (EPIPE): its exit code says what went wrong.
+    child.stdin!.on('error', () => undefined);
     child.stdin!.end(input);
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeValue, encodeValue, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
+import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
 
 describe('the sandbox channel', () => {
   it('carries what rows hold beyond JSON: Date, bigint, non-finite numbers, undefined, bytes, and strings that start with NUL', () => {
@@ -43,18 +43,29 @@ describe('the sandbox channel', () => {
     expect(() => decodeValue('{')).toThrow(SyntaxError);
   });
 
-  it('reads frames however the bytes are cut', () => {
-    const bytes = Buffer.concat([frameOf('{"a":1}'), frameOf('"é"'), frameOf('[]')]);
+  it('reads frames however the bytes are cut, messages and file bytes alike', () => {
+    const file = new Uint8Array([0, 1, 2, 255]);
+    const bytes = Buffer.concat([frameOf('{"a":1}'), bytesFrameOf(2 ** 32 - 1, file), frameOf('"é"'), bytesFrameOf(7, new Uint8Array(0)), frameOf('[]')]);
     for (let cut = 0; cut <= bytes.byteLength; cut++) {
       const reader = new FrameReader(1024);
-      expect([...reader.push(bytes.subarray(0, cut)), ...reader.push(bytes.subarray(cut))]).toEqual(['{"a":1}', '"é"', '[]']);
+      expect([...reader.push(bytes.subarray(0, cut)), ...reader.push(bytes.subarray(cut))].map(frameContent)).toEqual([
+        { kind: 'message', json: '{"a":1}' },
+        { kind: 'bytes', id: 2 ** 32 - 1, bytes: Buffer.from(file) },
+        { kind: 'message', json: '"é"' },
+        { kind: 'bytes', id: 7, bytes: Buffer.alloc(0) },
+        { kind: 'message', json: '[]' },
+      ]);
       expect(reader.pending).toBe(0);
     }
   });
 
+  it('refuses a frame of bytes too short to name its call', () => {
+    expect(() => frameContent(Buffer.from([0, 0, 0]))).toThrow('a frame of bytes without the id of its call');
+  });
+
   it('refuses a frame announced over the limit as soon as its header is read, keeping none of it', () => {
     const reader = new FrameReader(8);
-    expect(reader.push(frameOf('12345678'))).toEqual(['12345678']);
+    expect(reader.push(frameOf('12345678')).map(String)).toEqual(['12345678']);
     expect(() => reader.push(Buffer.from([0, 0, 0, 9]))).toThrow("a message of 9 bytes, over the channel's limit of 8 bytes");
     expect(reader.pending).toBe(0);
   });

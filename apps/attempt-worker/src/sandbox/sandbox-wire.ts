@@ -1,9 +1,13 @@
 // The bytes on the channel between the worker and a sandboxed asset child: frames of a
-// 4-byte big-endian length and that many bytes of UTF-8 JSON, on a plain socket pair at
+// 4-byte big-endian length and that many bytes, on a plain socket pair at
 // the child's fd 3 (never Node's own IPC channel, whose V8 deserializer throws outside any
 // handler of ours on a malformed message, and whose JSON mode buffers a line of any
 // length). Built-ins only: the child imports this file too (docs/decisions.md, "The
 // child's channel").
+//
+// A frame is a message (UTF-8 JSON, which never starts with a zero byte) or a chunk of a
+// file (a zero byte, the 4-byte big-endian id of the ctx call it belongs to, then the
+// bytes): an emit's Parquet file going to the worker, an upstream's going to the child.
 //
 // JSON carries what rows need beyond JSON through tagged strings, each starting with a NUL
 // character (which a user's string starting with NUL is escaped as well):
@@ -98,6 +102,31 @@ export function decodeValue(text: string): unknown {
   return text.includes('\\u0000') ? JSON.parse(text, untagged) : JSON.parse(text);
 }
 
+/** The first byte of a frame of file bytes (a message's JSON never starts with it). */
+const BYTES_FRAME = 0;
+/** What precedes the bytes in a frame of file bytes: the marker and the call id. */
+const BYTES_FRAME_HEAD = 5;
+
+/** A frame's payload: a message's JSON text, or a chunk of file bytes for call `id`. */
+export type Frame = { kind: 'message'; json: string } | { kind: 'bytes'; id: number; bytes: Buffer };
+
+/** What a frame's payload holds; a FrameError for a bytes frame too short to name its call. */
+export function frameContent(payload: Buffer): Frame {
+  if (payload.byteLength === 0 || payload[0] !== BYTES_FRAME) return { kind: 'message', json: payload.toString('utf8') };
+  if (payload.byteLength < BYTES_FRAME_HEAD) throw new FrameError('a frame of bytes without the id of its call');
+  return { kind: 'bytes', id: payload.readUInt32BE(1), bytes: payload.subarray(BYTES_FRAME_HEAD) };
+}
+
+/** One frame of file bytes for call `id` (an integer below 2^32). */
+export function bytesFrameOf(id: number, bytes: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + BYTES_FRAME_HEAD + bytes.byteLength);
+  frame.writeUInt32BE(BYTES_FRAME_HEAD + bytes.byteLength, 0);
+  frame[FRAME_HEADER_BYTES] = BYTES_FRAME;
+  frame.writeUInt32BE(id, FRAME_HEADER_BYTES + 1);
+  frame.set(bytes, FRAME_HEADER_BYTES + BYTES_FRAME_HEAD);
+  return frame;
+}
+
 /** One frame holding `json` (text already encoded with `encodeValue`). */
 export function frameOf(json: string): Buffer {
   const body = Buffer.from(json, 'utf8');
@@ -119,11 +148,11 @@ export class FrameReader {
 
   constructor(private readonly maxFrameBytes: number) {}
 
-  /** The complete frames' texts that `chunk` ends; a FrameError for an oversized one. */
-  push(chunk: Buffer): string[] {
+  /** The payloads of the complete frames that `chunk` ends (see `frameContent`); a FrameError for an oversized one. */
+  push(chunk: Buffer): Buffer[] {
     this.chunks.push(chunk);
     this.buffered += chunk.byteLength;
-    const frames: string[] = [];
+    const frames: Buffer[] = [];
     for (;;) {
       if (this.expected === null) {
         if (this.buffered < FRAME_HEADER_BYTES) return frames;
@@ -136,7 +165,7 @@ export class FrameReader {
         this.expected = length;
       }
       if (this.buffered < this.expected) return frames;
-      frames.push(this.take(this.expected).toString('utf8'));
+      frames.push(this.take(this.expected));
       this.expected = null;
     }
   }

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
@@ -62,8 +63,9 @@ async function runIn(pool: WarmSandboxes, bundleDir: string): Promise<number> {
     assetKey: 'asset',
     timeoutMs: 20_000,
     sandbox,
+    schema: null,
     sandboxes: pool,
-    handlers: { emit: () => ({ write: async () => undefined, finish: async () => undefined, abort: () => undefined }), read: async () => [], connection: async () => ({}), log: (line) => logs.push(line) },
+    handlers: { emit: () => ({ write: async () => undefined, finish: async () => undefined, abort: () => undefined }), read: async () => Readable.from([]), connection: async () => ({}), log: (line) => logs.push(line) },
   });
   expect(outcome).toEqual({ status: 'succeeded' });
   return Number(logs[0]);

@@ -1,6 +1,7 @@
 import { Schema, type Connection } from 'mongoose';
 import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
+import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 
 interface MaterializationDocument {
@@ -68,7 +69,25 @@ export class MaterializationRepository {
     return this.materializations.ensureIndexes();
   }
 
+  /**
+   * Records a materialization. Its id is the worker's (it names the file): one taken
+   * already, by any tenant, is 422 and changes nothing, the same answer whoever holds it,
+   * unless it is this attempt's own record of the same id (a retry whose answer was lost).
+   */
   async record(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
+    try {
+      return await this.insert(tenantId, input);
+    } catch (error) {
+      if (!isDuplicateKeyError(error) || input.id === undefined) throw error;
+      const own = await this.materializations.findOne(tenantId, { _id: input.id, attempt_id: input.attempt_id, location: input.location });
+      if (own) return toMaterialization(own);
+      throw new ApiError('invalid_request', `Materialization id ${input.id} is taken: each emit records a new id, and nothing was recorded.`, {
+        details: [{ path: 'id', message: 'must be a new materialization id' }],
+      });
+    }
+  }
+
+  private async insert(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
     const doc = await this.materializations.insert(tenantId, {
       _id: input.id ?? newId('mat'),
       environment_id: input.environment_id,
