@@ -5,9 +5,13 @@ import tseslint from 'typescript-eslint';
 // Every Node built-in, with and without `node:` (builtinModules lists `node:`-only ones such as `node:sqlite` with it).
 const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => (name.startsWith('node:') ? [name] : [name, `node:${name}`])))];
 
-// A lib is reached through its public entry only. Repeated in every block that sets
+// A lib is reached through its public entry only (or a second one its package.json
+// exports: `testing`, and materialization-storage's `codec`, what the sandboxed asset
+// child bundles without the storage drivers). Repeated in every block that sets
 // `no-restricted-imports`, since a later block's setting replaces an earlier one's.
-const DEEP_IMPORT_PATTERNS = [{ group: ['@envengine/*/*', '!@envengine/*/testing'], message: 'Import a lib through its public entry.' }];
+const DEEP_IMPORT_PATTERNS = [
+  { group: ['@envengine/*/*', '!@envengine/*/testing', '!@envengine/materialization-storage/codec'], message: 'Import a lib through its public entry.' },
+];
 
 // Dev tooling and tests: they start servers, read the environment and look behind the API on purpose.
 const DEV_AND_TESTS = ['**/*.test.ts', 'apps/api-e2e/**', 'libs/test-harness/**', 'libs/backing-servers/**', 'libs/dev-stack/**'];

@@ -71,7 +71,7 @@ export class ParquetRowWriter {
   async finish(): Promise<{ rowCount: number }> {
     // A file of no rows is still a file: one of no row groups (an empty schema is refused by parquetSchemaOf).
     const writer = this.writer(this.schema ?? { columns: [] });
-    writer.finish();
+    await writer.finish();
     await this.bytesOut!.flush();
     return { rowCount: this.rowCount };
   }
