@@ -7,6 +7,9 @@ import { TracingSettings } from '@envengine/tracing';
 const GatewayConfigSchema = z.object({
   HOST: z.string().default('0.0.0.0'),
   PORT: PortFromEnv(8080),
+  // `/metrics` on a listener of its own, on the loopback unless told otherwise, as Prometheus's exporters do: never on the public port.
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  METRICS_PORT: PortFromEnv(9464),
   MONGO_URL: z.string({ message: 'is required' }).min(1),
   MONGO_DB: z.string().default('envengine_gateway'),
   REDIS_URL: redisUrlSetting('rate limits and token revocations'),

@@ -1,4 +1,4 @@
-import { httpMetricsMiddleware, metricsRoute, type MetricsRegistry } from '@envengine/service-metrics';
+import { httpMetricsMiddleware, type MetricsRegistry } from '@envengine/service-metrics';
 import { OPENAPI_DOCUMENT_PATH, serializedOpenApiDocument } from '@envengine/openapi-document';
 import type { Tracer } from '@envengine/tracing';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
@@ -23,6 +23,7 @@ import type { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { requestFingerprint } from './idempotency/request-fingerprint.ts';
+import { publicRouteOf } from './proxy/public-routes.ts';
 import type { BufferedResponse, ForwardRequest, UpstreamForwarder } from './proxy/upstream-forwarder.ts';
 import { upstreamFor, type Upstream } from './proxy/upstream-routes.ts';
 
@@ -39,7 +40,7 @@ export interface GatewayDependencies {
   /** How long a repeat waits for the first request with its key to finish. */
   idempotencyWaitMs: number;
   readiness: Record<string, ReadinessCheck>;
-  /** Served at `/metrics` (no token: it carries no id). */
+  /** Where requests are timed; served on a listener of its own (METRICS_PORT), never on this public one. */
   metrics: MetricsRegistry;
   /** A server span per request (the trace's root, or a client's `traceparent` continued), when tracing is on. */
   tracer?: Tracer;
@@ -61,10 +62,9 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   if (deps.tracer) app.use(httpServerTracing(deps.tracer));
-  if (deps.timeRequests) app.use(httpMetricsMiddleware(deps.metrics));
+  if (deps.timeRequests) app.use(httpMetricsMiddleware(deps.metrics, publicRouteOf));
   app.use(requestLogging(deps.log));
   mountHealthRoutes(app, 'gateway', deps.readiness);
-  app.get('/metrics', metricsRoute(deps.metrics));
   // The API's description is public: a client is generated from it before it has a token.
   const openApiDocument = serializedOpenApiDocument();
   app.get(OPENAPI_DOCUMENT_PATH, (_req, res) => {

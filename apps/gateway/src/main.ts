@@ -1,8 +1,8 @@
-import { createMetricsRegistry } from '@envengine/service-metrics';
+import { createMetricsRegistry, exposition } from '@envengine/service-metrics';
 import { connectRedis } from '@envengine/redis-connections';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { PlacementClient } from '@envengine/service-clients';
-import { connectMongo, createLogger, pingMongo, startHttpServer, stopOnSignals } from '@envengine/service-kit';
+import { connectMongo, createLogger, pingMongo, startHealthServer, startHttpServer, stopOnSignals } from '@envengine/service-kit';
 import { startTracing } from '@envengine/tracing';
 import { TokenAuthenticator } from './auth/token-authenticator.ts';
 import { IdempotencyStore } from './idempotency/idempotency-store.ts';
@@ -62,9 +62,14 @@ const forwarder = new UpstreamForwarder(
   { connections: config.UPSTREAM_CONNECTIONS, timeoutMs: config.UPSTREAM_TIMEOUT_MS },
 );
 
+const metrics = createMetricsRegistry('gateway');
+const readiness = {
+  mongodb: () => pingMongo(mongo),
+  redis: async () => subscriber.status === 'ready',
+};
 const app = createGatewayApp({
   tracer: tracing.enabled ? tracing.tracer : undefined,
-  metrics: createMetricsRegistry('gateway'),
+  metrics,
   timeRequests: config.HTTP_METRICS === 'on',
   log,
   authenticator,
@@ -81,19 +86,18 @@ const app = createGatewayApp({
   forwarder,
   idempotency,
   idempotencyWaitMs: config.UPSTREAM_TIMEOUT_MS,
-  readiness: {
-    mongodb: () => pingMongo(mongo),
-    redis: async () => subscriber.status === 'ready',
-  },
+  readiness,
   jsonBodyLimitBytes: config.JSON_BODY_LIMIT_BYTES,
   bundleBodyLimitBytes: config.BUNDLE_BODY_LIMIT_BYTES,
 });
 
 const server = await startHttpServer(app, config.HOST, config.PORT);
-log.info({ port: server.port }, 'gateway listening');
+const metricsServer = await startHealthServer({ service: 'gateway', host: config.METRICS_HOST, port: config.METRICS_PORT, readiness, metrics: () => exposition(metrics) });
+log.info({ port: server.port, metrics_port: metricsServer.port, metrics_host: config.METRICS_HOST }, 'gateway listening');
 
 stopOnSignals(log, async () => {
   await server.close();
+  await metricsServer.close();
   await forwarder.close();
   await placement.close();
   subscriber.disconnect();

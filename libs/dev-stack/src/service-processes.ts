@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, ManagedProcess, waitUntil, type ObjectStoreAdmin } from '@envengine/backing-servers';
 import { loadOrCreateMasterKey } from './secrets-master-key.ts';
-import { SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
+import { GATEWAY_METRICS_PORT, SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
 
 export const WORKSPACE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
 
@@ -41,6 +41,8 @@ export interface ServiceProcessOptions {
 
 export interface RunningServices {
   gatewayUrl: string;
+  /** Each gateway's metrics listener (`/metrics`, on the loopback, never on the public port), the first one first. */
+  gatewayMetricsUrls: string[];
   /** The first replica's URL of each deployable. */
   urls: Record<ServiceName, string>;
   /** The first replica of each deployable. */
@@ -106,6 +108,9 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       ports[name].push(options.ports === 'default' ? SERVICES[name].defaultPort + 100 * index : await freePort());
     }
   }
+  /** The port of `/metrics` of each gateway (its own listener; the gateway's default first). */
+  const gatewayMetricsPorts: number[] = [];
+  for (let index = 0; index < replicaCount; index++) gatewayMetricsPorts.push(options.ports === 'default' ? GATEWAY_METRICS_PORT + 100 * index : await freePort());
   const replicaUrls = Object.fromEntries(
     SERVICE_NAMES.map((name) => [name, ports[name].map((port) => `http://127.0.0.1:${port}`)]),
   ) as Record<ServiceName, string[]>;
@@ -137,6 +142,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     NODE_ENV: 'production',
     HOST: name === 'gateway' ? '0.0.0.0' : '127.0.0.1',
     PORT: String(ports[name][replica]),
+    ...(name === 'gateway' ? { METRICS_PORT: String(gatewayMetricsPorts[replica]) } : {}),
     LOG_LEVEL: options.logLevel ?? 'info',
     INTERNAL_CREDENTIAL: internalCredential,
     // The deployment scope's two deployables share its database and its user.
@@ -204,6 +210,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   }
   const running: RunningServices = {
     gatewayUrl: urls.gateway,
+    gatewayMetricsUrls: gatewayMetricsPorts.map((port) => `http://127.0.0.1:${port}`),
     urls,
     processes,
     replicaUrls,

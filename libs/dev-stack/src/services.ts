@@ -8,6 +8,8 @@ export const SERVICES = {
   gateway: { defaultPort: 8080 },
 } as const;
 export type ServiceName = keyof typeof SERVICES;
+/** The gateway's `/metrics` listener (its METRICS_PORT default): a port of its own, on the loopback. */
+export const GATEWAY_METRICS_PORT = 9464;
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
 
 /** Database of each service that owns collections. */

@@ -26,6 +26,8 @@ export function testProfile(): StackProfile {
 /** What a test needs to reach the stack; plain data, so vitest can hand it to test files. */
 export interface StackInfo {
   gatewayUrl: string;
+  /** Each gateway's `/metrics` listener (never the public port). */
+  gatewayMetricsUrls: string[];
   urls: RunningServices['urls'];
   /** Every replica's URL of each deployable (one each unless the stack was started with `replicas`). */
   replicaUrls: RunningServices['replicaUrls'];
@@ -118,6 +120,7 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
   const admin = servers.s3 ? objectStoreAdmin(loadOrCreateCredentials(dataDir)) : undefined;
   return {
     gatewayUrl: services.gatewayUrl,
+    gatewayMetricsUrls: services.gatewayMetricsUrls,
     urls: services.urls,
     replicaUrls: services.replicaUrls,
     databases: services.databases,
