@@ -59,10 +59,12 @@ export function s3ObjectOf(url: string): { bucket: string; key: string } {
  */
 export function s3StoragePrefixProblem(storagePrefix: string): string | null {
   if (!/^s3:/i.test(storagePrefix)) return null;
-  const match = /^s3:\/\/([^/\\?#\s]+)(\/[^\\?#]*)?$/i.exec(storagePrefix);
+  const match = /^s3:\/\/([^/\\?#\s*]+)(\/[^\\?#*]*)?$/i.exec(storagePrefix);
   const segments = (match?.[2] ?? '').replace(/\/+$/, '').split('/').slice(1);
-  if (match === null || segments.some((segment) => segment === '' || segment === '.' || segment === '..')) {
-    return `An s3:// storage prefix is s3://<bucket>/<prefix> with no empty, "." or ".." segment (for example s3://lake/prod); ${storagePrefix} is not.`;
+  // A bucket alone (s3://lake, s3://lake/) would hold every other environment's keys under it, and a
+  // wildcard would reach into the access policy made from the prefix.
+  if (match === null || segments.length === 0 || segments.some((segment) => segment === '' || segment === '.' || segment === '..')) {
+    return `An s3:// storage prefix is s3://<bucket>/<path>: a bucket and at least one path segment, with no empty, "." or ".." segment and no "*" or "?" (for example s3://lake/prod); ${storagePrefix} is not.`;
   }
   return null;
 }

@@ -171,11 +171,14 @@ describe('FileStorageDriver', () => {
 });
 
 describe('s3StoragePrefixProblem', () => {
-  it.each(['s3://lake', 's3://lake/', 's3://lake/prod', 's3://lake/prod/', 's3://b/p', 'file:///data', 'p'])('accepts %s (a bucket, an optional prefix; other schemes are not its business)', (prefix) => {
+  it.each(['s3://lake/prod', 's3://lake/prod/', 's3://b/p', 's3://lake/team/prod', 'file:///data', 'p'])('accepts %s (a bucket and a path; other schemes are not its business)', (prefix) => {
     expect(s3StoragePrefixProblem(prefix)).toBeNull();
   });
 
-  it.each(['s3://', 's3:///prod', 's3://lake//prod', 's3://lake/../prod', 's3://lake/./prod', 's3://lake?x=1', 's3://la ke/p'])('refuses %s, saying what an s3:// prefix is', (prefix) => {
-    expect(s3StoragePrefixProblem(prefix)).toMatch(/^An s3:\/\/ storage prefix is s3:\/\/<bucket>\/<prefix>/);
+  it.each([
+    's3://', 's3:///prod', 's3://lake', 's3://lake/', 's3://lake//prod', 's3://lake/../prod', 's3://lake/./prod', 's3://lake/prod/..',
+    's3://lake?x=1', 's3://lake/p?x', 's3://la ke/p', 's3://lake/*', 's3://lake/pr*d', 's3://la*/prod',
+  ])('refuses %s, saying what an s3:// prefix is', (prefix) => {
+    expect(s3StoragePrefixProblem(prefix)).toMatch(/^An s3:\/\/ storage prefix is s3:\/\/<bucket>\/<path>: a bucket and at least one path segment/);
   });
 });
