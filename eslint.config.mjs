@@ -21,7 +21,8 @@ const DATA_ACCESS = ['libs/tenant-data/**', 'libs/deployment-data/**', 'libs/loc
 
 /**
  * Where a read across every tenant is allowed, each for its reason: the lease reaper and
- * the dispatcher's reconciler sweep every tenant's attempts (run.repository.ts); a pool
+ * the dispatcher's reconciler sweep every tenant's attempts (run.repository.ts), and the
+ * engine runner's admission shares its slots across tenants (runner-shares.ts); a pool
  * credential is looked up by its token's hash before its tenant is known, and the
  * placement-service re-creates every live pool user in Redis (pool-credential.repository.ts).
  */
@@ -29,6 +30,8 @@ const ACROSS_TENANTS_ALLOWED = [
   'libs/tenant-data/**',
   'apps/placement-service/src/runs/run.repository.ts',
   'apps/placement-service/src/runs/run-slots.ts',
+  // The engine runner's fair shares: slots held and attempts waiting, by tenant.
+  'apps/placement-service/src/runs/runner-shares.ts',
   // The metrics' gauges: live workers of every tenant.
   'apps/placement-service/src/runs/worker-registry.ts',
   'apps/placement-service/src/pool/pool-credential.repository.ts',

@@ -31,6 +31,19 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * a repeat joins it). With the start's own deadline (5 s) it stays inside the gateway's 30 s.
    */
   TEARDOWN_WAIT_MS: PositiveIntFromEnv(20_000),
+  /**
+   * The engine runner's slots shared fairly across tenants (issue 35): a local attempt goes
+   * to the runner's queue only when the tenant holding the fewest slots is its own. `off`:
+   * first come, first served.
+   */
+  LOCAL_FAIR_SHARE: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  /**
+   * The runner's slots in all when no runner has reported yet, and the least assumed once
+   * they have (then it is the sum of the live runners' CONCURRENCY, if larger).
+   */
+  LOCAL_RUNNER_SLOTS: PositiveIntFromEnv(4),
+  /** The runner's slots one tenant may hold at once; unset: as many as its fair share leaves it. */
+  LOCAL_MAX_PER_TENANT: z.coerce.number().int().positive().optional(),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
   /** Log lines kept of one attempt (workers are told in the plan; more are not stored). */

@@ -6,7 +6,7 @@ import { connectRedis } from '@envengine/redis-connections';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
-import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
+import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
@@ -76,7 +76,16 @@ await runInternalService({
     })), log);
 
     const metrics = placementMetrics(registry, { queued: () => runs.queuedCounts(), liveWorkers: () => workers.liveCounts(config.ATTEMPT_LEASE_TTL_MS) });
-    const dispatcher = new AttemptDispatcher(runs, queues, log);
+    // The engine runner's slots: the live runners' own count (each reports its CONCURRENCY), or the configured least.
+    const runnerSlots = new TtlCache<number>({ ttlMs: 2_000, maxEntries: 1 });
+    const runnerShares =
+      config.LOCAL_FAIR_SHARE === 'off'
+        ? null
+        : async () => ({
+            capacity: Math.max(config.LOCAL_RUNNER_SLOTS, await runnerSlots.get('local', () => workers.liveLocalSlots(config.ATTEMPT_LEASE_TTL_MS))),
+            maxPerTenant: config.LOCAL_MAX_PER_TENANT ?? null,
+          });
+    const dispatcher = new AttemptDispatcher(runs, queues, log, runnerShares);
     sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS, metrics)];
     for (const sweep of sweeps) sweep.start();
     const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, overlaps, {

@@ -144,6 +144,11 @@ export class TenantScopedModel<T extends TenantOwned> {
     return this.model.countDocuments(filter).exec();
   }
 
+  /** An aggregation over every tenant's documents (background code only: the engine runner's admission across tenants). */
+  aggregateAcrossTenants<R>(match: QueryFilter<T>, stages: PipelineStage[], options: WriteOptions = {}): Promise<R[]> {
+    return this.model.aggregate<R>([{ $match: match }, ...stages], { session: options.session }).exec();
+  }
+
   /** An aggregation that starts from the tenant's documents: its first stage is the tenant's `$match`. */
   aggregate<R>(tenantId: string, match: TenantFilter<T>, stages: PipelineStage[], options: WriteOptions = {}): Promise<R[]> {
     return this.model.aggregate<R>([{ $match: this.scoped(tenantId, match) }, ...stages], { session: options.session }).exec();

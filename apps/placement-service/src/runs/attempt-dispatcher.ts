@@ -1,7 +1,14 @@
 import type { AttemptQueueProducer } from '@envengine/attempt-queues';
 import type { Logger } from '@envengine/service-kit';
 import type { RunRepository } from './run.repository.ts';
+import { RunnerAdmission } from './runner-admission.ts';
+import type { RunnerSharePolicy } from './runner-shares.ts';
 import type { AttemptDocument } from './run.schema.ts';
+
+/** Whether an attempt waits, off the queue, for the engine runner's admission (it is local and has no slot yet). */
+export function awaitsRunnerAdmission(attempt: Pick<AttemptDocument, 'executor' | 'admitted_at' | 'enqueued_at'>): boolean {
+  return attempt.executor === 'local' && attempt.admitted_at == null && attempt.enqueued_at == null;
+}
 
 /**
  * Puts attempts on their BullMQ queue and keeps them moving when something dies.
@@ -14,16 +21,39 @@ import type { AttemptDocument } from './run.schema.ts';
  * start only a queued attempt, so a job delivered twice still runs once. (An outbox would
  * need the same sweep to deliver it; the attempt row already is one.)
  * The reaper (`LeaseReaper`) dispatches the retry of an attempt whose worker went silent.
+ *
+ * A local attempt goes to the engine runner's queue only once the runner's admission has
+ * given it a slot (`RunnerAdmission`: the runner's slots shared fairly across tenants);
+ * with `runnerShares` null (LOCAL_FAIR_SHARE=off) it goes at once, first come first served.
  */
 export class AttemptDispatcher {
+  private readonly admission: RunnerAdmission | null;
+
   constructor(
     private readonly runs: RunRepository,
     private readonly queues: AttemptQueueProducer,
     private readonly log: Logger,
-  ) {}
+    runnerShares: (() => Promise<RunnerSharePolicy>) | null = null,
+  ) {
+    this.admission = runnerShares && new RunnerAdmission(runs, runnerShares, (attempt) => this.dispatch(attempt), log);
+  }
 
-  /** Adds the attempt to its queue; false when Redis refused (the reconciler retries). */
+  /** Whether local attempts wait for the runner's admission before their queue add. */
+  get sharesRunner(): boolean {
+    return this.admission !== null;
+  }
+
+  /**
+   * Adds the attempt to its queue; false when Redis refused (the reconciler retries). A
+   * local attempt without a runner slot asks for an admission instead, which adds it when
+   * it gets one.
+   */
   async dispatch(attempt: AttemptDocument): Promise<boolean> {
+    if (this.admission && awaitsRunnerAdmission(attempt)) {
+      // Not awaited: the caller (a run's creation) does not wait for the runner's shares.
+      void this.admission.request();
+      return true;
+    }
     try {
       await this.queues.enqueue(
         { attempt_id: attempt._id, run_id: attempt.run_id, tenant_id: attempt.tenant_id, dispatch: attempt.dispatch_seq },
@@ -44,7 +74,17 @@ export class AttemptDispatcher {
     for (const attempt of attempts) await this.dispatch(attempt);
   }
 
-  /** Takes queued attempts out of their queue (after a cancel); a job already taken is refused at start. */
+  /** These attempts ended (finished, lost, canceled): a local one freed a runner slot, which the admission gives out. */
+  ended(attempts: readonly AttemptDocument[]): void {
+    if (this.admission && attempts.some((attempt) => attempt.executor === 'local')) void this.admission.request();
+  }
+
+  /** Gives out the runner's free slots (the reconciler's sweep: slots freed where no request followed, a replica that died). */
+  async admitToRunner(): Promise<void> {
+    await this.admission?.request();
+  }
+
+  /** Takes queued attempts out of their queue (after a cancel); a job already taken is refused at start. The runner slots they held go to others. */
   async withdraw(attempts: AttemptDocument[]): Promise<void> {
     await Promise.all(
       attempts
@@ -53,5 +93,6 @@ export class AttemptDispatcher {
           this.queues.remove({ attempt_id: attempt._id, tenant_id: attempt.tenant_id, dispatch: attempt.dispatch_seq }, attempt.executor).catch(() => undefined),
         ),
     );
+    this.ended(attempts);
   }
 }

@@ -27,6 +27,7 @@ export function newAttempt(
     dispatch_seq: 0,
     dispatched_at: now,
     enqueued_at: null,
+    admitted_at: null,
     started_at: null,
     finished_at: null,
     last_heartbeat_at: null,

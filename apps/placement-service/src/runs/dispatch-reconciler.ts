@@ -32,19 +32,21 @@ export class DispatchReconciler {
   }
 
   /**
-   * Offers queued attempts older than one interval to their queue again, and gives free
+   * Offers queued attempts older than one interval to their queue again, gives free
    * slots to runs waiting for one (a slot freed by a transaction whose admission raced a
-   * new waiting run); how many attempts were added.
+   * new waiting run), and gives out the engine runner's free slots; how many attempts
+   * were added (not counting the runner's admissions).
    */
   async reconcileOnce(): Promise<number> {
     const cutoff = new Date(Date.now() - this.intervalMs);
-    const queued = await this.runs.queuedSince(cutoff, 500);
+    const queued = await this.runs.queuedSince(cutoff, 500, { localAwaitsAdmission: this.dispatcher.sharesRunner });
     let offered = 0;
     for (const attempt of queued) if (await this.dispatcher.dispatch(attempt)) offered += 1;
     for (const { tenantId, environmentId } of await this.runs.slots.environmentsWaiting(500)) {
       const admitted = await this.runs.fillSlots(tenantId, environmentId);
       for (const attempt of admitted) if (await this.dispatcher.dispatch(attempt)) offered += 1;
     }
+    await this.dispatcher.admitToRunner();
     return offered;
   }
 }

@@ -50,6 +50,7 @@ export class LeaseReaper {
       );
       countTransition(this.metrics, transition, true);
       await this.dispatcher.dispatchAll(transition.dispatch);
+      this.dispatcher.ended([transition.attempt]);
     }
     return lost;
   }

@@ -8,6 +8,7 @@ import type { RunAssetSpec } from './run-plan.ts';
 import { leaseSuperseded, newAttempt } from './attempt-records.ts';
 import { RunQueries } from './run-queries.ts';
 import { RunSlots, type SlotFence } from './run-slots.ts';
+import { RunnerShares, type RunnerSharePolicy } from './runner-shares.ts';
 import type { AttemptAssetDocument, AttemptDocument, RunDocument } from './run.schema.ts';
 
 const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
@@ -90,6 +91,7 @@ interface AfterFailure {
  */
 export class RunRepository extends RunQueries {
   readonly slots: RunSlots;
+  private readonly shares: RunnerShares;
 
   /**
    * @param environments the placement scope's environments, read and fenced inside this
@@ -101,6 +103,16 @@ export class RunRepository extends RunQueries {
   ) {
     super(connection);
     this.slots = new RunSlots(this.runs, this.attempts, environments);
+    this.shares = new RunnerShares(connection, this.attempts);
+  }
+
+  override async ensureIndexes(): Promise<void> {
+    await Promise.all([super.ensureIndexes(), this.shares.ensureIndexes()]);
+  }
+
+  /** Gives the engine runner's free slots to waiting local attempts, fairly across tenants; they need their queue add. */
+  admitToRunner(policy: RunnerSharePolicy): Promise<AttemptDocument[]> {
+    return this.shares.admit(policy);
   }
 
   /** Gives the environment's free slots to its oldest waiting runs; their attempts need a queue add. */
@@ -398,10 +410,18 @@ export class RunRepository extends RunQueries {
     return { local: local!, remote: remote! };
   }
 
-  /** Queued attempts dispatched before `cutoff` and not waiting for a slot, of every tenant (the reconciler's sweep). */
-  queuedSince(cutoff: Date, limit: number): Promise<AttemptDocument[]> {
+  /**
+   * Queued attempts dispatched before `cutoff`, not waiting for a slot of their environment
+   * nor, if local, for the runner's admission, of every tenant (the reconciler's sweep).
+   */
+  queuedSince(cutoff: Date, limit: number, options: { localAwaitsAdmission: boolean }): Promise<AttemptDocument[]> {
     return this.attempts.findAcrossTenants(
-      { status: 'queued', dispatched_at: { $lt: cutoff }, waiting_for_slot: { $ne: true } },
+      {
+        status: 'queued',
+        dispatched_at: { $lt: cutoff },
+        waiting_for_slot: { $ne: true },
+        ...(options.localAwaitsAdmission ? { $or: [{ executor: 'remote' }, { admitted_at: { $ne: null } }, { enqueued_at: { $ne: null } }] } : {}),
+      },
       { limit, sort: { dispatched_at: 1 } },
     );
   }

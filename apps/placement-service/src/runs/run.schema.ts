@@ -54,6 +54,11 @@ export interface AttemptDocument {
   dispatched_at: Date;
   /** When the queue add was confirmed; null until then (the reconciler re-offers it). */
   enqueued_at: Date | null;
+  /**
+   * A `local` attempt: when the engine runner's admission gave it a slot (runner-admission.ts);
+   * null while it waits for one, off the queue. A remote attempt is never held back.
+   */
+  admitted_at: Date | null;
   started_at: Date | null;
   finished_at: Date | null;
   last_heartbeat_at: Date | null;
@@ -141,6 +146,7 @@ export const attemptSchema = new Schema<AttemptDocument>(
     dispatch_seq: { type: Number, required: true },
     dispatched_at: { type: Date, required: true },
     enqueued_at: { type: Date, default: null },
+    admitted_at: { type: Date, default: null },
     started_at: { type: Date, default: null },
     finished_at: { type: Date, default: null },
     last_heartbeat_at: { type: Date, default: null },
@@ -150,6 +156,8 @@ export const attemptSchema = new Schema<AttemptDocument>(
   },
   { versionKey: false, collection: 'attempts' },
 );
+// The engine runner's admission: local attempts holding a slot, and those waiting for one (oldest first), of every tenant.
+attemptSchema.index({ executor: 1, status: 1, admitted_at: 1, dispatched_at: 1 }, { partialFilterExpression: { executor: 'local' } });
 // One attempt per number per run, even if two dispatchers raced.
 attemptSchema.index({ tenant_id: 1, run_id: 1, number: 1 }, { unique: true });
 // The sweeps: running attempts by heartbeat age, queued ones by dispatch time.
@@ -158,6 +166,26 @@ attemptSchema.index({ status: 1, dispatched_at: 1 });
 attemptSchema.index({ tenant_id: 1, status: 1, executor: 1 });
 // An environment's attempts (its tear-down).
 attemptSchema.index({ tenant_id: 1, environment_id: 1, status: 1 });
+
+/**
+ * The one document every admission of the engine runner writes first, in its transaction:
+ * two admissions (of two placement-service replicas) conflict, and one runs again with
+ * the other's picks in view, so the runner's slots and shares are never given twice.
+ */
+export interface RunnerAdmissionDocument {
+  _id: 'local';
+  tenant_id: string;
+  admissions: number;
+}
+
+export const runnerAdmissionSchema = new Schema<RunnerAdmissionDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    admissions: { type: Number, required: true, default: 0 },
+  },
+  { versionKey: false, collection: 'runner_admissions' },
+);
 
 export const logLineSchema = new Schema<LogLineDocument>(
   {

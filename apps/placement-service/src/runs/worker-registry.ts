@@ -63,6 +63,19 @@ export class WorkerRegistry {
   }
 
   /**
+   * The engine runner's slots: the CONCURRENCY of each local runner that reported within
+   * `livenessMs` and takes attempts (it reports once per tenant it serves: counted once).
+   */
+  async liveLocalSlots(livenessMs: number): Promise<number> {
+    const live = await this.workers.findAcrossTenants(
+      { executor: 'local', draining: false, last_heartbeat_at: { $gte: new Date(Date.now() - livenessMs) } },
+      { projection: { _id: 1, concurrency: 1 }, limit: 10_000 },
+    );
+    const slots = new Map(live.map((worker) => [worker._id.split(':').slice(2).join(':'), worker.concurrency]));
+    return [...slots.values()].reduce((sum, concurrency) => sum + concurrency, 0);
+  }
+
+  /**
    * Workers of every tenant that reported within `livenessMs`, by executor (the metrics'
    * gauge). The engine's runner reports once per tenant it serves: it is counted once, by
    * its process id (the last part of the registration's id).

@@ -212,6 +212,7 @@ export class WorkerApiService {
     const transition = await this.runs.finish(check, report);
     countTransition(this.metrics, transition);
     await this.dispatcher.dispatchAll(transition.dispatch);
+    this.dispatcher.ended([transition.attempt]);
     return toAttempt(transition.attempt);
   }
 
