@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { issueToken, STACK_PROFILES, startStack, withTokenStore, type StackProfile } from '@envengine/dev-stack';
 import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
+import { fairnessSuite } from './fairness-suite.ts';
 import { lifecycleSuite } from './lifecycle-suite.ts';
 import { objectStorageSuite } from './object-storage-suite.ts';
 import { Bench } from './harness.ts';
@@ -28,6 +29,7 @@ const SUITES = {
   schedules: schedulesSuite,
   'object-storage': objectStorageSuite,
   lifecycle: lifecycleSuite,
+  fairness: fairnessSuite,
 } as const;
 
 const { values } = parseArgs({

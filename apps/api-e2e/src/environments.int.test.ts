@@ -175,3 +175,42 @@ describe('environments through the gateway', () => {
     expect((await second.api.get('/environments/prod')).body.data.storage_prefix).toBe('b');
   });
 });
+
+describe("file:// storage prefixes are disjoint across tenants", () => {
+  let owner: TestTenant;
+  let other: TestTenant;
+  let base: string;
+
+  beforeAll(async () => {
+    owner = await createTenant(stack, 'prefix-owner');
+    other = await createTenant(stack, 'prefix-other');
+    base = join(stack.dataDir, 'lake', uniqueName('shared'));
+    expect((await owner.api.post('/environments', { name: 'prod', storage_prefix: `file://${base}/team/prod`, executor: 'local' })).status).toBe(201);
+  });
+
+  it("answers 409 storage_prefix_taken to a prefix that contains, equals or lies inside another tenant's, and changes nothing", async () => {
+    const before = (await other.api.get('/environments')).body;
+    for (const prefix of [`file://${base}`, `file://${base}/team`, `file://${base}/team/prod`, `file://${base}/team/prod/`, `file://${base}/team/prod/inner`, `file://localhost${base}/team/prod/x`]) {
+      const response = await other.api.post('/environments', { name: uniqueName('mine'), storage_prefix: prefix, executor: 'local' });
+      const { error } = ErrorBody.parse(response.body);
+      expect([prefix, response.status, error.code, error.details.map((detail) => detail.path)]).toEqual([prefix, 409, 'storage_prefix_taken', ['storage_prefix']]);
+    }
+    expect((await other.api.get('/environments')).body).toEqual(before);
+  });
+
+  it('takes a sibling that only shares a name prefix, and the owner nesting its own', async () => {
+    expect((await other.api.post('/environments', { name: 'sibling', storage_prefix: `file://${base}/team/prod2`, executor: 'local' })).status).toBe(201);
+    expect((await owner.api.post('/environments', { name: 'inner', storage_prefix: `file://${base}/team/prod/inner`, executor: 'local' })).status).toBe(201);
+  });
+
+  it('gives one of two tenants racing for overlapping directories its 201, and the other 409', async () => {
+    const contested = join(stack.dataDir, 'lake', uniqueName('race'));
+    for (let round = 0; round < 5; round++) {
+      const [first, second] = await Promise.all([
+        owner.api.post('/environments', { name: `race-${round}`, storage_prefix: `file://${contested}/${round}`, executor: 'local' }),
+        other.api.post('/environments', { name: `race-${round}`, storage_prefix: `file://${contested}/${round}/deeper`, executor: 'local' }),
+      ]);
+      expect([first.status, second.status].sort()).toEqual([201, 409]);
+    }
+  });
+});

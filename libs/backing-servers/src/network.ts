@@ -14,21 +14,30 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Ports this process has handed out from a range: never twice, though the first taker has not bound it yet. */
+const handedOut = new Set<number>();
+
 /**
  * A free port from `[low, high]`, for a server that cannot store an ephemeral one (Temporal
- * keeps its members' ports in a PostgreSQL smallint, at most 32767, and Linux hands out
- * ephemeral ports from 32768). Random tries; a taken one is skipped.
+ * keeps its members' ports in a PostgreSQL smallint, at most 32767), or one that binds only
+ * after it has made connections of its own: Linux hands out ephemeral ports (from 32768)
+ * to outgoing connections too, so one freed by `freePort` can be taken by a client before
+ * its server binds it. Random tries; a taken one, or one handed out already, is skipped.
  */
 export async function freePortInRange(low: number, high: number): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port)) continue;
     const free = await new Promise<boolean>((resolve) => {
       const server = createServer();
       server.unref();
       server.once('error', () => resolve(false));
       server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
     });
-    if (free) return port;
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port between ${low} and ${high}`);
 }

@@ -109,6 +109,7 @@ describe('httpStatusFor', () => {
       not_found: 404,
       activation_in_progress: 409,
       environment_exists: 409,
+      storage_prefix_taken: 409,
       environment_deleting: 409,
       runs_running: 409,
       deployment_not_ready: 409,

@@ -7,6 +7,8 @@ export const ErrorCode = z.enum([
   'invalid_request',
   'not_found',
   'environment_exists',
+  /** A `file://` storage prefix that contains, or lies inside, another tenant's environment's. */
+  'storage_prefix_taken',
   /** A write to an environment whose tear-down is in progress. */
   'environment_deleting',
   /** Delete of an environment with attempts running (without `?force=true`). */
@@ -76,6 +78,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'not_found':
       return 404;
     case 'environment_exists':
+    case 'storage_prefix_taken':
     case 'environment_deleting':
     case 'runs_running':
     case 'idempotency_key_in_use':

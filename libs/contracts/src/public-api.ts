@@ -122,7 +122,7 @@ export const PublicApi = {
     method: 'post', path: '/environments', service: 'placement', tag: 'Environments', auth: 'api_token',
     summary: 'Create an environment',
     body: CreateEnvironmentRequest, headers: [IDEMPOTENCY_HEADER],
-    responses: { 201: Environment }, errors: ['environment_exists'],
+    responses: { 201: Environment }, errors: ['environment_exists', 'storage_prefix_taken'],
   }),
   getEnvironment: endpoint({
     method: 'get', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',

@@ -3,7 +3,7 @@ import type { Credentials } from './credentials.ts';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, ManagedProcess, waitUntil, type ObjectStoreAdmin } from '@envengine/backing-servers';
+import { freePortInRange, ManagedProcess, waitUntil, type ObjectStoreAdmin } from '@envengine/backing-servers';
 import { loadOrCreateMasterKey } from './secrets-master-key.ts';
 import { GATEWAY_METRICS_PORT, SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
 
@@ -38,6 +38,13 @@ export interface ServiceProcessOptions {
    */
   replicas?: number;
 }
+
+/**
+ * A free port for a service, below Linux's ephemeral range: a service binds after it has
+ * connected to its servers, and an ephemeral port freed a moment ago could be one of those
+ * connections' own by then (a gateway once found its metrics port taken so).
+ */
+const serviceFreePort = () => freePortInRange(20_000, 32_000);
 
 export interface RunningServices {
   gatewayUrl: string;
@@ -105,12 +112,12 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     ports[name] = [];
     // Default ports: the first replica on the documented port, the next ones 100 above each.
     for (let index = 0; index < replicaCount; index++) {
-      ports[name].push(options.ports === 'default' ? SERVICES[name].defaultPort + 100 * index : await freePort());
+      ports[name].push(options.ports === 'default' ? SERVICES[name].defaultPort + 100 * index : await serviceFreePort());
     }
   }
   /** The port of `/metrics` of each gateway (its own listener; the gateway's default first). */
   const gatewayMetricsPorts: number[] = [];
-  for (let index = 0; index < replicaCount; index++) gatewayMetricsPorts.push(options.ports === 'default' ? GATEWAY_METRICS_PORT + 100 * index : await freePort());
+  for (let index = 0; index < replicaCount; index++) gatewayMetricsPorts.push(options.ports === 'default' ? GATEWAY_METRICS_PORT + 100 * index : await serviceFreePort());
   const replicaUrls = Object.fromEntries(
     SERVICE_NAMES.map((name) => [name, ports[name].map((port) => `http://127.0.0.1:${port}`)]),
   ) as Record<ServiceName, string[]>;

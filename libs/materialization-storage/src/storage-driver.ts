@@ -211,6 +211,20 @@ export function fileStoragePrefixProblem(storagePrefix: string, rootPath: string
   return `A file:// storage prefix must be under the engine's storage root, file://${root}/ (for example file://${root}/prod); ${storagePrefix} is not.`;
 }
 
+/**
+ * The directory a `file://` storage prefix names, with a trailing slash (`/lake/prod/`), to
+ * tell whether two prefixes overlap; null for another scheme or a prefix that is not a file URL.
+ */
+export function fileStorageDirectoryOf(storagePrefix: string): string | null {
+  if (!/^file:/i.test(storagePrefix)) return null;
+  try {
+    const path = filePathOf(storagePrefix);
+    return path === '/' ? path : `${path}/`;
+  } catch {
+    return null;
+  }
+}
+
 /** The URL scheme of a storage prefix or location, lower-case, or null when it has none. */
 export function storageSchemeOf(url: string): string | null {
   return /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase() ?? null;

@@ -27,6 +27,12 @@ export interface WriteOptions {
  * alone cannot be written. Reads return plain objects (`lean`), never live documents;
  * inserts go through the model, so the schema casts and validates them.
  */
+/**
+ * The owner of the engine's own documents (its fences), in place of a tenant: no tenant's
+ * id, which all start `ten_`, can be it.
+ */
+export const ENGINE_OWNER = 'engine';
+
 export class TenantScopedModel<T extends TenantOwned> {
   constructor(private readonly model: Model<T>) {}
 

@@ -2,9 +2,26 @@ import type { ClientSession, Connection } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentRequest } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, environmentDeleting, isDuplicateKeyError } from '@envengine/service-kit';
-import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
+import { ENGINE_OWNER, inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 import { randomInt } from 'node:crypto';
-import { ADMISSION_STRIPES, admissionStripeSchema, environmentSchema, type AdmissionStripeDocument, type EnvironmentDocument } from './environment.schema.ts';
+import {
+  ADMISSION_STRIPES,
+  admissionStripeSchema,
+  environmentSchema,
+  storageDirectoryFenceSchema,
+  type AdmissionStripeDocument,
+  type EnvironmentDocument,
+  type StorageDirectoryFenceDocument,
+} from './environment.schema.ts';
+
+/** `/lake/a/b/` and every directory above it, each with its trailing slash. */
+function directoryAndAncestors(directory: string): string[] {
+  const segments = directory.split('/').filter((segment) => segment !== '');
+  return segments.map((_, index) => `/${segments.slice(0, index + 1).join('/')}/`).concat('/');
+}
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function toEnvironment(doc: EnvironmentDocument): Environment {
   return {
@@ -55,14 +72,22 @@ export const PREVIEW_PAUSE_REASON = 'preview environment: schedules start paused
 export class EnvironmentRepository {
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
   private readonly stripes: TenantScopedModel<AdmissionStripeDocument>;
+  private readonly directoryFence: TenantScopedModel<StorageDirectoryFenceDocument>;
 
   constructor(private readonly connection: Connection) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
     this.stripes = TenantScopedModel.of(connection, 'EnvironmentAdmissionStripe', admissionStripeSchema);
+    this.directoryFence = TenantScopedModel.of(connection, 'StorageDirectoryFence', storageDirectoryFenceSchema);
   }
 
   async ensureIndexes(): Promise<void> {
-    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes()]);
+    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes(), this.directoryFence.ensureIndexes()]);
+    await this.directoryFence.updateOne(ENGINE_OWNER, { _id: 'file' }, { $setOnInsert: { claims: 0 } }, { upsert: true });
+    // Environments made before directories were recorded get theirs, so that new ones are checked against them too.
+    const unrecorded = await this.environments.findAcrossTenants({ storage_prefix: /^file:/i, storage_directory: { $exists: false } }, { projection: { _id: 1, tenant_id: 1, storage_prefix: 1 }, limit: 100_000 });
+    for (const doc of unrecorded) {
+      await this.environments.updateOne(doc.tenant_id, { _id: doc._id }, { $set: { storage_directory: fileStorageDirectoryOf(doc.storage_prefix) } });
+    }
   }
 
   async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {
@@ -85,12 +110,13 @@ export class EnvironmentRepository {
       ttl_hours: input.ttl_hours ?? null,
       expires_at: expiryAfter(input.ttl_hours, now),
       max_concurrent_runs: input.max_concurrent_runs ?? null,
+      storage_directory: fileStorageDirectoryOf(input.storage_prefix),
       inserted_at: now,
       updated_at: now,
     };
     let doc: EnvironmentDocument;
     try {
-      doc = await this.environments.insert(tenantId, fields);
+      doc = fields.storage_directory ? await this.insertClaimingDirectory(tenantId, fields, fields.storage_directory) : await this.environments.insert(tenantId, fields);
     } catch (error) {
       if (isDuplicateKeyError(error)) {
         throw new ApiError('environment_exists', `An environment named "${input.name}" already exists.`, {
@@ -100,6 +126,30 @@ export class EnvironmentRepository {
       throw error;
     }
     return toEnvironment(doc);
+  }
+
+  /**
+   * Inserts an environment whose `file://` prefix is `directory`, unless that directory
+   * contains, or lies inside, another tenant's environment's (409): their files would mix.
+   * The fence makes two such creates take turns, so neither misses the other's directory.
+   */
+  private insertClaimingDirectory(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>, directory: string): Promise<EnvironmentDocument> {
+    return inTransaction(this.connection, async (session) => {
+      await this.directoryFence.updateOne(ENGINE_OWNER, { _id: 'file' }, { $inc: { claims: 1 } }, { session });
+      const [overlapping] = await this.environments.findAcrossTenants(
+        {
+          tenant_id: { $ne: tenantId },
+          $or: [{ storage_directory: { $in: directoryAndAncestors(directory) } }, { storage_directory: { $regex: `^${escapeRegex(directory)}` } }],
+        },
+        { limit: 1, projection: { _id: 1 }, session },
+      );
+      if (overlapping) {
+        throw new ApiError('storage_prefix_taken', `The storage prefix ${fields.storage_prefix} contains, or lies inside, another caller's storage prefix: choose a directory of your own.`, {
+          details: [{ path: 'storage_prefix', message: "overlaps another caller's storage prefix" }],
+        });
+      }
+      return this.environments.insert(tenantId, fields, { session });
+    });
   }
 
   async list(tenantId: string): Promise<Environment[]> {

@@ -22,6 +22,8 @@ export interface EnvironmentDocument {
   ttl_hours: number | null;
   expires_at: Date | null;
   max_concurrent_runs: number | null;
+  /** A `file://` prefix's directory with a trailing slash (`fileStorageDirectoryOf`), to find overlaps; null for another scheme. */
+  storage_directory?: string | null;
   /**
    * Runs admitted (created, or given a slot): written by each admission so that a racing
    * pause, tear-down or second admission conflicts with it instead of passing it unseen.
@@ -51,6 +53,7 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     ttl_hours: { type: Number, default: null },
     expires_at: { type: Date, default: null },
     max_concurrent_runs: { type: Number, default: null },
+    storage_directory: { type: String, default: null },
     run_admissions: { type: Number, default: 0 },
     inserted_at: { type: Date, required: true },
     updated_at: { type: Date, required: true },
@@ -65,6 +68,28 @@ environmentSchema.index({ tenant_id: 1, _id: 1 });
 // Tear-downs to resume, and expiry timers to re-arm, after a restart.
 environmentSchema.index({ status: 1 }, { partialFilterExpression: { status: 'deleting' } });
 environmentSchema.index({ expires_at: 1 }, { partialFilterExpression: { expires_at: { $type: 'date' } } });
+// Overlapping file:// prefixes, across tenants.
+environmentSchema.index({ storage_directory: 1 }, { partialFilterExpression: { storage_directory: { $type: 'string' } } });
+
+/**
+ * The one document every environment create with a `file://` prefix writes first, in its
+ * transaction: two creates conflict, and the second sees the first's directory, so two
+ * tenants can never both take overlapping directories.
+ */
+export interface StorageDirectoryFenceDocument {
+  _id: 'file';
+  tenant_id: string;
+  claims: number;
+}
+
+export const storageDirectoryFenceSchema = new Schema<StorageDirectoryFenceDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    claims: { type: Number, required: true, default: 0 },
+  },
+  { versionKey: false, collection: 'storage_directory_fences' },
+);
 
 /**
  * One of an environment's admission stripes, made at its first manual run: a manual run's

@@ -1,9 +1,6 @@
 import type { Connection, QueryFilter } from 'mongoose';
-import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { ENGINE_OWNER, inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 import { runnerAdmissionSchema, type AttemptDocument, type RunnerAdmissionDocument } from './run.schema.ts';
-
-/** The owner of the engine's own documents (no tenant's id, which all start `ten_`, can be it). */
-const ENGINE_OWNER = 'engine';
 
 /** How the engine runner's slots are shared out by one admission. */
 export interface RunnerSharePolicy {
