@@ -3,17 +3,9 @@ import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentR
 import { newId } from '@envengine/resource-ids';
 import { ApiError, environmentDeleting, isDuplicateKeyError } from '@envengine/service-kit';
 import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
-import { ENGINE_OWNER, inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { EngineFence, inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 import { randomInt } from 'node:crypto';
-import {
-  ADMISSION_STRIPES,
-  admissionStripeSchema,
-  environmentSchema,
-  storageDirectoryFenceSchema,
-  type AdmissionStripeDocument,
-  type EnvironmentDocument,
-  type StorageDirectoryFenceDocument,
-} from './environment.schema.ts';
+import { ADMISSION_STRIPES, admissionStripeSchema, environmentSchema, type AdmissionStripeDocument, type EnvironmentDocument } from './environment.schema.ts';
 
 /** `/lake/a/b/` and every directory above it, each with its trailing slash. */
 function directoryAndAncestors(directory: string): string[] {
@@ -72,17 +64,17 @@ export const PREVIEW_PAUSE_REASON = 'preview environment: schedules start paused
 export class EnvironmentRepository {
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
   private readonly stripes: TenantScopedModel<AdmissionStripeDocument>;
-  private readonly directoryFence: TenantScopedModel<StorageDirectoryFenceDocument>;
+  /** Written first by every create with a `file://` prefix: two creates take turns, so neither misses the other's directory. */
+  private readonly directoryFence: EngineFence;
 
   constructor(private readonly connection: Connection) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
     this.stripes = TenantScopedModel.of(connection, 'EnvironmentAdmissionStripe', admissionStripeSchema);
-    this.directoryFence = TenantScopedModel.of(connection, 'StorageDirectoryFence', storageDirectoryFenceSchema);
+    this.directoryFence = new EngineFence(connection, 'storage-directories');
   }
 
   async ensureIndexes(): Promise<void> {
-    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes(), this.directoryFence.ensureIndexes()]);
-    await this.directoryFence.updateOne(ENGINE_OWNER, { _id: 'file' }, { $setOnInsert: { claims: 0 } }, { upsert: true });
+    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes(), this.directoryFence.ensure()]);
     // Environments made before directories were recorded get theirs, so that new ones are checked against them too.
     const unrecorded = await this.environments.findAcrossTenants({ storage_prefix: /^file:/i, storage_directory: { $exists: false } }, { projection: { _id: 1, tenant_id: 1, storage_prefix: 1 }, limit: 100_000 });
     for (const doc of unrecorded) {
@@ -135,7 +127,7 @@ export class EnvironmentRepository {
    */
   private insertClaimingDirectory(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>, directory: string): Promise<EnvironmentDocument> {
     return inTransaction(this.connection, async (session) => {
-      await this.directoryFence.updateOne(ENGINE_OWNER, { _id: 'file' }, { $inc: { claims: 1 } }, { session });
+      await this.directoryFence.write(session);
       const [overlapping] = await this.environments.findAcrossTenants(
         {
           tenant_id: { $ne: tenantId },

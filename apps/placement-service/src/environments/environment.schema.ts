@@ -72,26 +72,6 @@ environmentSchema.index({ expires_at: 1 }, { partialFilterExpression: { expires_
 environmentSchema.index({ storage_directory: 1 }, { partialFilterExpression: { storage_directory: { $type: 'string' } } });
 
 /**
- * The one document every environment create with a `file://` prefix writes first, in its
- * transaction: two creates conflict, and the second sees the first's directory, so two
- * tenants can never both take overlapping directories.
- */
-export interface StorageDirectoryFenceDocument {
-  _id: 'file';
-  tenant_id: string;
-  claims: number;
-}
-
-export const storageDirectoryFenceSchema = new Schema<StorageDirectoryFenceDocument>(
-  {
-    _id: { type: String, required: true },
-    tenant_id: { type: String, required: true },
-    claims: { type: Number, required: true, default: 0 },
-  },
-  { versionKey: false, collection: 'storage_directory_fences' },
-);
-
-/**
  * One of an environment's admission stripes, made at its first manual run: a manual run's
  * transaction writes one, at random, and a tear-down's mark writes them all (closing them). So a run racing a delete
  * conflicts with it, while runs of one environment rarely conflict with each other, as

@@ -167,26 +167,6 @@ attemptSchema.index({ tenant_id: 1, status: 1, executor: 1 });
 // An environment's attempts (its tear-down).
 attemptSchema.index({ tenant_id: 1, environment_id: 1, status: 1 });
 
-/**
- * The one document every admission of the engine runner writes first, in its transaction:
- * two admissions (of two placement-service replicas) conflict, and one runs again with
- * the other's picks in view, so the runner's slots and shares are never given twice.
- */
-export interface RunnerAdmissionDocument {
-  _id: 'local';
-  tenant_id: string;
-  admissions: number;
-}
-
-export const runnerAdmissionSchema = new Schema<RunnerAdmissionDocument>(
-  {
-    _id: { type: String, required: true },
-    tenant_id: { type: String, required: true },
-    admissions: { type: Number, required: true, default: 0 },
-  },
-  { versionKey: false, collection: 'runner_admissions' },
-);
-
 export const logLineSchema = new Schema<LogLineDocument>(
   {
     _id: { type: String, required: true },

@@ -1,6 +1,6 @@
 import type { Connection, QueryFilter } from 'mongoose';
-import { ENGINE_OWNER, inTransaction, TenantScopedModel } from '@envengine/tenant-data';
-import { runnerAdmissionSchema, type AttemptDocument, type RunnerAdmissionDocument } from './run.schema.ts';
+import { EngineFence, inTransaction, type TenantScopedModel } from '@envengine/tenant-data';
+import type { AttemptDocument } from './run.schema.ts';
 
 /** How the engine runner's slots are shared out by one admission. */
 export interface RunnerSharePolicy {
@@ -34,25 +34,23 @@ const WAITS_FOR_A_SLOT = { executor: 'local', status: 'queued', waiting_for_slot
  * document, so two admissions never give the same slot twice.
  */
 export class RunnerShares {
-  private readonly fence: TenantScopedModel<RunnerAdmissionDocument>;
+  private readonly fence: EngineFence;
 
   constructor(
     private readonly connection: Connection,
     private readonly attempts: TenantScopedModel<AttemptDocument>,
   ) {
-    this.fence = TenantScopedModel.of(connection, 'RunnerAdmission', runnerAdmissionSchema);
+    this.fence = new EngineFence(connection, 'runner-admission');
   }
 
-  async ensureIndexes(): Promise<void> {
-    await this.fence.ensureIndexes();
-    // Made once here, so that admissions only ever update it (two first upserts in transactions would not conflict cleanly).
-    await this.fence.updateOne(ENGINE_OWNER, { _id: 'local' }, { $setOnInsert: { admissions: 0 } }, { upsert: true });
+  ensureIndexes(): Promise<void> {
+    return this.fence.ensure();
   }
 
   /** Gives the runner's free slots to waiting attempts, fairly across tenants; the attempts admitted, which need their queue add. */
   admit(policy: RunnerSharePolicy): Promise<AttemptDocument[]> {
     return inTransaction(this.connection, async (session) => {
-      await this.fence.updateOne(ENGINE_OWNER, { _id: 'local' }, { $inc: { admissions: 1 } }, { session });
+      await this.fence.write(session);
       const holding = await this.attempts.aggregateAcrossTenants<{ _id: string; slots: number }>(HOLDS_A_SLOT, [{ $group: { _id: '$tenant_id', slots: { $sum: 1 } } }], { session });
       const held = new Map(holding.map((tenant) => [tenant._id, tenant.slots]));
       const free = Math.min(policy.capacity - holding.reduce((sum, tenant) => sum + tenant.slots, 0), MAX_ADMITTED_AT_ONCE);
