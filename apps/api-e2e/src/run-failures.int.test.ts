@@ -19,7 +19,8 @@ describe('runs through dependency and service restarts (a stack of its own)', ()
     // One of each whatever the profile: the test stops and restarts those processes. One
     // Redis server, not a cluster: the whole of it goes down (a cluster's master that dies
     // is redis-cluster.int.test.ts).
-    stack = await startTestStack({ profile: 'embedded', replicas: 1, mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
+    // An asset may wait out a restart of the placement-service (the last test): a time limit far above one.
+    stack = await startTestStack({ profile: 'embedded', replicas: 1, mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: { ...RUN_TEST_SETTINGS, ASSET_TIMEOUT_MS: '30000' } });
     tenant = await createTenant(stack.info, 'run-failures');
     await deployRunsProject(tenant, join(stack.info.dataDir, 'lake'), 'local');
   });

@@ -93,4 +93,4 @@ export async function inSpan<T>(
   });
 }
 
-export { SpanKind, SpanStatusCode, context, trace, type Span, type Tracer };
+export { SpanKind, SpanStatusCode, context, trace, type Context, type Span, type Tracer };
