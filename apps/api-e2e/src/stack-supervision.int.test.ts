@@ -13,12 +13,25 @@ describe('a killed process under `npm start` supervision (a stack of its own)', 
   let tenant: TestTenant;
   let bundleRef: string;
   const reported: string[] = [];
+  /** Restarts held until the test has acted while the process is down: no race with the back-off delay. */
+  const held = new Map<string, { released: Promise<void>; release: () => void }>();
+  function holdRestart(name: ServiceName): void {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    held.set(name, { released, release });
+  }
+  const releaseRestart = (name: ServiceName) => held.get(name)!.release();
 
   beforeAll(async () => {
     // Its own Redis: the local attempt queue has one name, so the shared stack's runner would take this stack's attempts.
     stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
     // Supervised as tools/stack/stack.ts supervises the stack it starts; the report lines are the evidence read here.
-    supervisor = superviseStack(stack, { report: (line) => reported.push(line) });
+    supervisor = superviseStack(stack, {
+      report: (line) => reported.push(line),
+      beforeRestart: async (name) => {
+        await held.get(name)?.released;
+      },
+    });
     tenant = await createTenant(stack.info, 'supervision');
     bundleRef = await deployRunsProject(tenant, join(stack.info.dataDir, 'lake'), 'local');
   });
@@ -56,11 +69,13 @@ describe('a killed process under `npm start` supervision (a stack of its own)', 
 
   it('restarts the local runner; the API keeps serving meanwhile, and the run taken while it was down succeeds on the new runner', async () => {
     const others = pidsBesides('attempt-worker');
+    holdRestart('attempt-worker');
     const oldPid = await kill('attempt-worker');
-    // The supervisor waits before restarting (0.5 s): the API answers and takes a run meanwhile.
+    // The restart is held: the API answers and takes a run while the runner is down.
     const [listed, created] = await Promise.all([tenant.api.get('/environments'), tenant.api.post('/environments/prod/runs', { job: 'all' })]);
     expect([listed.status, created.status]).toEqual([200, 201]);
     expect(stack.services.processes['attempt-worker'].running).toBe(false);
+    releaseRestart('attempt-worker');
 
     await cameBack('attempt-worker', oldPid);
     const finished = await waitForRun(tenant, Run.parse(created.body.data).id);
@@ -74,10 +89,12 @@ describe('a killed process under `npm start` supervision (a stack of its own)', 
 
   it('restarts the placement-service; the deployment scope keeps serving meanwhile, and runs succeed again', async () => {
     const others = pidsBesides('placement-service');
+    holdRestart('placement-service');
     const oldPid = await kill('placement-service');
     // A bundle is the deployment-service's alone: the gateway still forwards to it.
     expect((await tenant.api.request('HEAD', `/bundles/${bundleRef}`)).status).toBe(200);
     expect(stack.services.processes['placement-service'].running).toBe(false);
+    releaseRestart('placement-service');
 
     await cameBack('placement-service', oldPid);
     const created = await tenant.api.post('/environments/prod/runs', { assets: ['orders'] });

@@ -72,7 +72,11 @@ describe('Supervisor, on real processes', () => {
   });
 
   /** A throwaway HTTP server answering its pid on /readyz, supervised with a quick backoff. */
-  async function supervisedServer(script: 'server' | 'crasher', backoff: { initialMs: number; maxMs: number }) {
+  async function supervisedServer(
+    script: 'server' | 'crasher',
+    backoff: { initialMs: number; maxMs: number },
+    beforeRestart?: (name: string) => Promise<void>,
+  ) {
     const dir = mkdtempSync(join(tmpdir(), 'envengine-supervisor-'));
     const port = await freePort();
     const scripts = {
@@ -90,7 +94,7 @@ describe('Supervisor, on real processes', () => {
       env: { PATH: process.env.PATH, PORT: String(port) },
     });
     const lines: string[] = [];
-    const supervisor = new Supervisor({ report: (line) => lines.push(line), backoff, readyPollMs: 20 });
+    const supervisor = new Supervisor({ report: (line) => lines.push(line), backoff, readyPollMs: 20, beforeRestart });
     const target: SupervisedProcess = { process: child, ready: async () => (await servingPid(port)) !== undefined };
     supervisor.watch('throwaway', target);
     cleanup.push(async () => {
@@ -134,6 +138,30 @@ describe('Supervisor, on real processes', () => {
     expect(await servingPid(port)).toBeUndefined();
     expect(lines).toHaveLength(3);
     expect([first, second].filter(isAlive)).toEqual([]);
+  });
+
+  it('holds a restart until beforeRestart resolves', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const holding: string[] = [];
+    const { child, port, lines } = await supervisedServer('server', { initialMs: 0, maxMs: 0 }, async (name) => {
+      holding.push(name);
+      await released;
+    });
+    const first = await until('the server to answer', () => servingPid(port));
+    process.kill(first, 'SIGKILL');
+    await until('the hold to begin', () => holding.length === 1);
+    // No back-off delay at all, yet the process stays down while held.
+    expect(holding).toEqual(['throwaway']);
+    expect(child.running).toBe(false);
+    expect(child.starts).toBe(1);
+    release();
+    const second = await until('the restarted server to answer', async () => {
+      const pid = await servingPid(port);
+      return pid !== undefined && pid !== first ? pid : undefined;
+    });
+    expect(second).toBe(child.pid);
+    await until('the back line', () => lines.find((line) => line.startsWith('throwaway is back')));
   });
 
   it('leaves a process stopped on purpose alone', async () => {

@@ -44,6 +44,11 @@ export interface SupervisorOptions {
   readyPollMs?: number;
   /** A restarted process still not ready after this long is reported once, and waited for further. Default 60 s. */
   slowReadyMs?: number;
+  /**
+   * Awaited after the back-off delay, before each restart. Lets a caller act while a crashed
+   * process is known to be down (the stack's tests hold a restart until they have).
+   */
+  beforeRestart?: (name: string) => Promise<void>;
 }
 
 function describeExit(status: ExitStatus | undefined): string {
@@ -65,6 +70,7 @@ export class Supervisor {
   private readonly backoff: RestartBackoff;
   private readonly readyPollMs: number;
   private readonly slowReadyMs: number;
+  private readonly beforeRestart: (name: string) => Promise<void>;
   private readonly stopping = new AbortController();
   /** Resolves when the supervisor stops: one promise, so that a long crash series adds no listeners. */
   private readonly stoppedSignal: Promise<void>;
@@ -76,6 +82,7 @@ export class Supervisor {
     this.backoff = { ...DEFAULT_RESTART_BACKOFF, ...options.backoff };
     this.readyPollMs = options.readyPollMs ?? 250;
     this.slowReadyMs = options.slowReadyMs ?? 60_000;
+    this.beforeRestart = options.beforeRestart ?? (async () => undefined);
     this.stoppedSignal = new Promise((resolve) => this.stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
   }
 
@@ -133,6 +140,8 @@ export class Supervisor {
           `restarting it in ${seconds(delayMs)} (crash ${crashes} in a row); log: ${child.logFile}`,
       );
       if (!(await this.pause(delayMs)) || child.stopRequested) return;
+      await Promise.race([this.beforeRestart(name), this.stoppedSignal]);
+      if (this.stopped || child.stopRequested) return;
       startedAt = Date.now();
       try {
         child.respawn();
