@@ -1,5 +1,5 @@
 // `npm run admin -- token create --tenant acme`: manages API tokens in the gateway's store,
-// and the secrets-service's master key (`master-key new`, `master-key rewrap`).
+// tenants' quota limits, and the secrets-service's master key (`master-key new`, `master-key rewrap`).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -14,17 +14,23 @@ import {
   issueToken,
   localAdminUrls,
   localServerUrls,
+  parseQuotaAssignments,
+  quotaDatabases,
   rotateCredentials,
+  setTenantQuotas,
   SERVICE_DATABASES,
   signalRunningStack,
   withTokenStore,
 } from '@envengine/dev-stack';
+import { DEFAULT_QUOTA_LIMITS } from '@envengine/contracts';
 import { printNewMasterKey, rewrapDataKeys } from './master-key.ts';
 
 const USAGE = `usage:
   npm run admin -- token create --tenant <name> [--label <text>]
   npm run admin -- token revoke <token id>
   npm run admin -- token list
+  npm run admin -- quota show --tenant <name>
+  npm run admin -- quota set --tenant <name> <quota>=<count>|default ...
   npm run admin -- master-key new
   npm run admin -- master-key rewrap
   npm run admin -- credentials init
@@ -40,6 +46,11 @@ credentials rotate sets new passwords on the running local stack's server (or a 
 internal credential), writes them to the credentials file, and has the running stack
 restart its services with them. See docs/operations.md (Credentials).
 
+quota set changes a tenant's quota limits (queued_runs, queued_runs_per_environment,
+environments, bundle_bytes, secrets_per_environment); default puts one back to the
+engine's default. Every service replica applies it at its next admission. The tenant
+sees its limits and use at GET /api/v1/quotas.
+
 master-key rewrap re-wraps every data key of the local secret backend under
 SECRETS_MASTER_KEY, opening them with SECRETS_PREVIOUS_MASTER_KEYS (comma-separated),
 in the database SECRETS_MONGO_DB (default envengine_secrets).
@@ -50,7 +61,7 @@ const { values, positionals } = parseArgs({
   options: { tenant: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean' } },
 });
 const [noun, verb, argument] = positionals;
-if (values.help || (noun !== 'token' && noun !== 'master-key' && noun !== 'credentials') || !verb) {
+if (values.help || (noun !== 'token' && noun !== 'master-key' && noun !== 'credentials' && noun !== 'quota') || !verb) {
   console.log(USAGE);
   process.exit(values.help ? 0 : 2);
 }
@@ -95,6 +106,33 @@ if (noun === 'master-key') {
 
 const { mongoUrl, redisUrl } = local;
 const dbName = process.env.GATEWAY_MONGO_DB ?? SERVICE_DATABASES.gateway;
+
+if (noun === 'quota') {
+  if ((verb !== 'show' && verb !== 'set') || !values.tenant) {
+    console.log(USAGE);
+    process.exit(2);
+  }
+  const tenant = await withTokenStore(mongoUrl, dbName, (tokens) => tokens.findTenant(values.tenant!));
+  if (!tenant) {
+    console.error(`no tenant named ${values.tenant} (a tenant is made with its first token: token create --tenant ${values.tenant})`);
+    process.exit(1);
+  }
+  let overrides;
+  try {
+    overrides = verb === 'set' ? parseQuotaAssignments(positionals.slice(2)) : {};
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(2);
+  }
+  if (verb === 'set' && Object.keys(overrides).length === 0) {
+    console.error('name at least one <quota>=<count>|default');
+    process.exit(2);
+  }
+  const limits = await setTenantQuotas(mongoUrl, quotaDatabases(), tenant.id, overrides);
+  console.log(`quota limits of ${tenant.name} (${tenant.id}):`);
+  for (const [name, limit] of Object.entries(limits)) console.log(`  ${name.padEnd(28)} ${limit}${limit === DEFAULT_QUOTA_LIMITS[name as keyof typeof limits] ? ' (default)' : ''}`);
+  process.exit();
+}
 
 await withTokenStore(mongoUrl, dbName, async (tokens) => {
   switch (verb) {

@@ -8,18 +8,24 @@ import {
   type DeploymentRunSpec,
   type MaterializationRetracted,
 } from '@envengine/contracts';
-import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { defineRoute, notFound } from '@envengine/service-kit';
 
 /**
  * `/internal/v1`: what other scopes need from this one. The placement-service reads the
  * deployment a run executes against, and on behalf of a worker's attempt records a
  * materialization (after `ctx.emit`) and finds an upstream's latest usable one (for
- * `ctx.read`). Behind the internal credential; the gateway never forwards here. The
+ * `ctx.read`), and asks this scope's part of `GET /quotas`. Behind the internal credential; the gateway never forwards here. The
  * scope's own workflow-worker reads and writes the scope's collections directly.
  */
-export function internalRouter(deps: { deployments: DeploymentRepository; materializations: MaterializationRepository }): Router {
+export function internalRouter(deps: { bundles: BundleRepository; deployments: DeploymentRepository; materializations: MaterializationRepository }): Router {
   const router = Router();
+  // The placement-service's GET /quotas: the stored-bundle quota is this scope's.
+  router.get(
+    '/quotas',
+    defineRoute({}, async ({ tenantId }) => ({ data: await deps.bundles.quotaUse(tenantId) })),
+  );
+
   router.post(
     '/materializations',
     defineRoute({ body: RecordMaterializationRequest }, async ({ tenantId, body }) => ({

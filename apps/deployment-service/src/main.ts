@@ -40,7 +40,7 @@ await runInternalService({
     return {
       api,
       streamingApi,
-      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ deployments, materializations }) },
+      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ bundles, deployments, materializations }) },
     };
   },
   onStop: async () => {

@@ -3,9 +3,10 @@ import { Router } from 'express';
 import { BullMQOtel } from 'bullmq-otel';
 import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
+import { TenantQuotas } from '@envengine/tenant-data';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { EnvironmentSchedules } from '@envengine/environment-schedules';
-import { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
+import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
 import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
@@ -31,6 +32,7 @@ import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
 import { EngineObjectStore } from './storage/engine-object-store.ts';
 import { placementPublicApi } from './public-api.ts';
+import { QuotasService } from './quotas/quotas.service.ts';
 
 const config = loadPlacementConfig(process.env);
 
@@ -38,6 +40,7 @@ const config = loadPlacementConfig(process.env);
 // with 503 before anything is written, and the reconciler delivers what was stored.
 const redis = connectRedis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
 const deployments = new DeploymentClient({ origins: config.DEPLOYMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+const secrets = new SecretsClient({ origins: config.SECRETS_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 const resolver = new SecretResolverClient({ origins: config.SECRETS_SERVICE_URL, credential: config.RESOLVER_CREDENTIAL }, 'placement-service');
 const queues = new AttemptQueueProducer(redis, tracingConfigured(config) ? new BullMQOtel({ tracerName: TRACER_NAME }) : undefined);
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
@@ -59,13 +62,14 @@ await runInternalService({
   config,
   routes: async ({ mongo, log, metrics: registry }) => {
     redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
-    const environments = new EnvironmentRepository(mongo);
-    const runs = new RunRepository(mongo, environments);
+    const quotas = new TenantQuotas(mongo);
+    const environments = new EnvironmentRepository(mongo, quotas);
+    const runs = new RunRepository(mongo, environments, quotas);
     const workers = new WorkerRegistry(mongo);
     const logs = new AttemptLogRepository(mongo);
     const credentials = new PoolCredentialRepository(mongo);
     const overlaps = new ScheduleOverlapRepository(mongo);
-    await Promise.all([environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);
+    await Promise.all([quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);
 
     const acl = new PoolAclRegistry(redis);
     // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
@@ -115,6 +119,7 @@ await runInternalService({
       runs: runsService,
       schedules: new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal)),
       pool,
+      quotas: new QuotasService(quotas, environments, runs, deployments, secrets),
       workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
@@ -135,6 +140,6 @@ await runInternalService({
     await queues.close();
     redis.disconnect();
     await temporalConnection.close();
-    await Promise.all([deployments.close(), resolver.close()]);
+    await Promise.all([deployments.close(), resolver.close(), secrets.close()]);
   },
 });

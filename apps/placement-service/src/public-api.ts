@@ -4,6 +4,8 @@ import type { EnvironmentRepository } from './environments/environment.repositor
 import { environmentsRouter } from './environments/environments.routes.ts';
 import { poolRouter } from './pool/pool.routes.ts';
 import type { PoolService } from './pool/pool.service.ts';
+import { quotasRouter } from './quotas/quotas.routes.ts';
+import type { QuotasService } from './quotas/quotas.service.ts';
 import { runsRouter } from './runs/runs.routes.ts';
 import type { RunsService } from './runs/runs.service.ts';
 import { schedulesRouter } from './schedules/schedules.routes.ts';
@@ -18,6 +20,7 @@ export interface PlacementPublicApiDeps {
   runs: RunsService;
   schedules: SchedulesService;
   pool: PoolService;
+  quotas: QuotasService;
   workerApi: WorkerApiService;
 }
 
@@ -28,6 +31,7 @@ export function placementPublicApi(deps: PlacementPublicApiDeps): Router {
   api.use(runsRouter(deps.runs));
   api.use(schedulesRouter(deps.schedules));
   api.use(poolRouter(deps.pool));
+  api.use(quotasRouter(deps.quotas));
   api.use(workerApiRouter(deps.workerApi));
   return api;
 }

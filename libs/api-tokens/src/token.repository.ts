@@ -92,6 +92,12 @@ export class ApiTokenRepository {
     await ensureCollectionAndIndexes(this.tokens);
   }
 
+  /** The tenant with this name, or undefined. */
+  async findTenant(name: string): Promise<Tenant | undefined> {
+    const existing = await this.tenants.findOne({ name }).lean();
+    return existing ? { id: existing._id, name: existing.name, created_at: existing.created_at.toISOString() } : undefined;
+  }
+
   /** The tenant with this name, created when it does not exist yet. */
   async ensureTenant(name: string): Promise<Tenant> {
     const existing = await this.tenants.findOne({ name }).lean();

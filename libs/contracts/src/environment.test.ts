@@ -121,6 +121,11 @@ describe('httpStatusFor', () => {
       lease_superseded: 409,
       payload_too_large: 413,
       rate_limited: 429,
+      queued_runs_quota_exceeded: 429,
+      queued_runs_per_environment_quota_exceeded: 429,
+      environments_quota_exceeded: 429,
+      bundle_bytes_quota_exceeded: 429,
+      secrets_per_environment_quota_exceeded: 429,
       unavailable: 503,
       internal_error: 500,
     };

@@ -25,6 +25,12 @@ export const ErrorCode = z.enum([
   'lease_superseded',
   'payload_too_large',
   'rate_limited',
+  /** A per-tenant quota (DESIGN.md §5, quotas.ts): the code names the quota. */
+  'queued_runs_quota_exceeded',
+  'queued_runs_per_environment_quota_exceeded',
+  'environments_quota_exceeded',
+  'bundle_bytes_quota_exceeded',
+  'secrets_per_environment_quota_exceeded',
   'unavailable',
   'internal_error',
 ]);
@@ -91,6 +97,11 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'payload_too_large':
       return 413;
     case 'rate_limited':
+    case 'queued_runs_quota_exceeded':
+    case 'queued_runs_per_environment_quota_exceeded':
+    case 'environments_quota_exceeded':
+    case 'bundle_bytes_quota_exceeded':
+    case 'secrets_per_environment_quota_exceeded':
       return 429;
     case 'unavailable':
       return 503;

@@ -14,4 +14,5 @@ export * from './worker-api.ts';
 export * from './schedules.ts';
 export * from './attempt-job.ts';
 export * from './workflow-inputs.ts';
+export * from './quotas.ts';
 export * from './public-api.ts';

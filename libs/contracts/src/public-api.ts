@@ -26,6 +26,7 @@ import {
 import type { ErrorCode } from './errors.ts';
 import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialPathParams, PoolCredentialRevoked, PoolStatus } from './pool.ts';
 import { Attempt, CancelRunRequest, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
+import { Quotas } from './quotas.ts';
 import { Schedule, ScheduleNextFireTimes, ScheduleNextQuery, SchedulePathParams } from './schedules.ts';
 import { DeletedResource, PutSecretRequest, SecretPathParams, SecretRow } from './secrets.ts';
 import {
@@ -122,7 +123,7 @@ export const PublicApi = {
     method: 'post', path: '/environments', service: 'placement', tag: 'Environments', auth: 'api_token',
     summary: 'Create an environment',
     body: CreateEnvironmentRequest, headers: [IDEMPOTENCY_HEADER],
-    responses: { 201: Environment }, errors: ['environment_exists', 'storage_prefix_taken'],
+    responses: { 201: Environment }, errors: ['environment_exists', 'storage_prefix_taken', 'environments_quota_exceeded'],
   }),
   getEnvironment: endpoint({
     method: 'get', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
@@ -155,12 +156,21 @@ export const PublicApi = {
     responses: { 200: Environment }, errors: ['not_found', 'environment_deleting'],
   }),
 
+  // Quotas
+  getQuotas: endpoint({
+    method: 'get', path: '/quotas', service: 'placement', tag: 'Quotas', auth: 'api_token',
+    summary: "The tenant's quotas: each one's limit and the use now",
+    description: 'A request past a quota is 429 with Retry-After and the code `<quota>_quota_exceeded`. The operator sets limits per tenant (`npm run admin -- quota set`).',
+    responses: { 200: Quotas }, errors: [],
+  }),
+
   // Runs
   createRun: endpoint({
     method: 'post', path: '/environments/:name/runs', service: 'placement', tag: 'Runs', auth: 'api_token',
     summary: 'Start a run of a job of the active deployment',
     params: EnvironmentPathParams, body: CreateRunRequest, headers: [IDEMPOTENCY_HEADER],
-    responses: { 201: Run }, errors: ['not_found', 'environment_deleting', 'no_active_deployment'],
+    responses: { 201: Run },
+    errors: ['not_found', 'environment_deleting', 'no_active_deployment', 'queued_runs_quota_exceeded', 'queued_runs_per_environment_quota_exceeded'],
   }),
   listRuns: endpoint({
     method: 'get', path: '/environments/:name/runs', service: 'placement', tag: 'Runs', auth: 'api_token',
@@ -295,7 +305,7 @@ export const PublicApi = {
     summary: 'Upload a bundle (tar.gz); it is stored by its digest',
     description: '201 when stored now, 200 when the same bytes were stored before.',
     body: 'application/gzip',
-    responses: { 200: BundleUploaded, 201: BundleUploaded }, errors: [],
+    responses: { 200: BundleUploaded, 201: BundleUploaded }, errors: ['bundle_bytes_quota_exceeded'],
   }),
   bundleExists: endpoint({
     method: 'head', path: '/bundles/:ref', service: 'deployment', tag: 'Deployments', auth: 'api_token',
@@ -343,7 +353,7 @@ export const PublicApi = {
     method: 'put', path: '/environments/:name/secrets/:secret', service: 'secrets', tag: 'Secrets', auth: 'api_token',
     summary: 'Create a secret (201) or give it a new version (200)',
     params: SecretPathParams, body: PutSecretRequest,
-    responses: { 200: SecretRow, 201: SecretRow }, errors: ['not_found', 'environment_deleting'],
+    responses: { 200: SecretRow, 201: SecretRow }, errors: ['not_found', 'environment_deleting', 'secrets_per_environment_quota_exceeded'],
   }),
   deleteSecret: endpoint({
     method: 'delete', path: '/environments/:name/secrets/:secret', service: 'secrets', tag: 'Secrets', auth: 'api_token',

@@ -72,12 +72,13 @@ export type ScheduledRunRequest = z.infer<typeof ScheduledRunRequest>;
 
 /**
  * `started` (a new run), `repeat` (this tick already has its run), `paused` (nothing
- * started), `skipped_overlap` (the schedule's previous run is still going; counted), or
- * `not_a_fire_time` (a tick Temporal started in a repeated hour that the clock-change rule
+ * started), `skipped_overlap` (the schedule's previous run is still going; counted),
+ * `skipped_quota` (the tenant or environment has as many queued runs as its quota allows;
+ * the tick is dropped, as a cron job's that finds its queue full), or `not_a_fire_time` (a tick Temporal started in a repeated hour that the clock-change rule
  * does not fire: nothing asked of the placement-service).
  */
 export const ScheduledRunOutcome = z.object({
-  outcome: z.enum(['started', 'repeat', 'paused', 'skipped_overlap', 'not_a_fire_time']),
+  outcome: z.enum(['started', 'repeat', 'paused', 'skipped_overlap', 'skipped_quota', 'not_a_fire_time']),
   run_id: z.string().nullable(),
 });
 export type ScheduledRunOutcome = z.infer<typeof ScheduledRunOutcome>;

@@ -10,3 +10,4 @@ export * from './credentials.ts';
 export * from './backing-credentials.ts';
 export * from './local-stack.ts';
 export * from './credential-rotation.ts';
+export * from './tenant-quota-admin.ts';

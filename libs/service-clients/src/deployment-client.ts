@@ -1,4 +1,5 @@
 import {
+  DeploymentQuotas,
   DeploymentRunSpec,
   Materialization,
   MaterializationRetracted,
@@ -33,6 +34,11 @@ export class DeploymentClient {
       body: { attempt_id: attemptId },
     });
     return answer.retracted;
+  }
+
+  /** Internal: the tenant's stored-bundle quota, its limit and use (a part of `GET /quotas`). */
+  quotas(tenantId: string, requestId?: string): Promise<DeploymentQuotas> {
+    return this.http.call(DeploymentQuotas, { method: 'GET', path: '/internal/v1/quotas', tenantId, requestId });
   }
 
   /** The deployment with its manifest, or undefined when the tenant has no such deployment. */

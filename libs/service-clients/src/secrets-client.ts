@@ -4,6 +4,7 @@ import {
   BindingModes,
   RESOLVER_CALLER_HEADER,
   ResolvedBinding,
+  SecretsQuotas,
   TeardownStepReport,
   type ResolveBindingRequest,
 } from '@envengine/contracts';
@@ -33,6 +34,11 @@ export class SecretsClient {
       path: `/internal/v1/lifecycle/environments/${encodeURIComponent(environmentId)}`,
       tenantId,
     });
+  }
+
+  /** Internal: the tenant's secrets quota, its limit and use (a part of `GET /quotas`). */
+  quotas(tenantId: string, requestId?: string): Promise<SecretsQuotas> {
+    return this.http.call(SecretsQuotas, { method: 'GET', path: '/internal/v1/quotas', tenantId, requestId });
   }
 
   close(): Promise<void> {

@@ -18,7 +18,7 @@ export function createMetricsRegistry(service: string): MetricsRegistry {
 const TRIGGERS = ['manual', 'schedule'] as const;
 const RUN_OUTCOMES = ['succeeded', 'failed', 'canceled'] as const;
 const EXECUTORS = ['local', 'remote'] as const;
-const TICK_OUTCOMES = ['started', 'skipped_overlap', 'paused', 'repeat', 'not_a_fire_time'] as const;
+const TICK_OUTCOMES = ['started', 'skipped_overlap', 'skipped_quota', 'paused', 'repeat', 'not_a_fire_time'] as const;
 /** The placement-service's periodic sweeps: the lease reaper and the dispatch reconciler. */
 export const SWEEPS = ['reap', 'reconcile'] as const;
 export type SweepName = (typeof SWEEPS)[number];
@@ -80,7 +80,7 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
     }),
     scheduleTicks: new Counter({
       name: 'envengine_schedule_ticks_total',
-      help: 'Schedule ticks, by outcome: started, skipped_overlap, paused (refused while paused), repeat (a tick already served).',
+      help: 'Schedule ticks, by outcome: started, skipped_overlap, skipped_quota (the queued-runs quota was full), paused (refused while paused), repeat (a tick already served).',
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),

@@ -107,8 +107,9 @@ export class TenantScopedModel<T extends TenantOwned> {
       .exec();
   }
 
-  count(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<number> {
-    return this.model.countDocuments(this.scoped(tenantId, filter), { session: options.session }).exec();
+  /** The matching documents' count; with `limit`, at most that (the count stops there). */
+  count(tenantId: string, filter: TenantFilter<T>, options: WriteOptions & { limit?: number } = {}): Promise<number> {
+    return this.model.countDocuments(this.scoped(tenantId, filter), { session: options.session, ...(options.limit !== undefined ? { limit: options.limit } : {}) }).exec();
   }
 
   /** Removes the matching document and returns it, null when none matched. */

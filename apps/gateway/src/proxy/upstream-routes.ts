@@ -9,7 +9,7 @@ const ROUTES: ReadonlyArray<readonly [RegExp, Upstream]> = [
   [/^\/environments\/[^/]+\/(?:deployments|assets)(?:\/|$)/, 'deployment'],
   [/^\/(?:deployments|bundles)(?:\/|$)/, 'deployment'],
   [/^\/worker\/bundles(?:\/|$)/, 'deployment'],
-  [/^\/(?:environments|placement|runs|pool|worker)(?:\/|$)/, 'placement'],
+  [/^\/(?:environments|placement|runs|pool|worker|quotas)(?:\/|$)/, 'placement'],
 ];
 
 export function upstreamFor(path: string): Upstream | undefined {

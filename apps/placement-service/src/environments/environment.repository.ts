@@ -1,9 +1,9 @@
 import type { ClientSession, Connection } from 'mongoose';
 import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentRequest } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, environmentDeleting, isDuplicateKeyError } from '@envengine/service-kit';
+import { ApiError, environmentDeleting, isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
 import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
-import { EngineFence, inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { EngineFence, inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
 import { randomInt } from 'node:crypto';
 import { ADMISSION_STRIPES, admissionStripeSchema, environmentSchema, type AdmissionStripeDocument, type EnvironmentDocument } from './environment.schema.ts';
 
@@ -67,7 +67,11 @@ export class EnvironmentRepository {
   /** Written first by every create with a `file://` prefix: two creates take turns, so neither misses the other's directory. */
   private readonly directoryFence: EngineFence;
 
-  constructor(private readonly connection: Connection) {
+  /** @param quotas the placement scope's per-tenant quota documents (environments). */
+  constructor(
+    private readonly connection: Connection,
+    private readonly quotas: TenantQuotas,
+  ) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
     this.stripes = TenantScopedModel.of(connection, 'EnvironmentAdmissionStripe', admissionStripeSchema);
     this.directoryFence = new EngineFence(connection, 'storage-directories');
@@ -108,7 +112,7 @@ export class EnvironmentRepository {
     };
     let doc: EnvironmentDocument;
     try {
-      doc = fields.storage_directory ? await this.insertClaimingDirectory(tenantId, fields, fields.storage_directory) : await this.environments.insert(tenantId, fields);
+      doc = await this.insertWithinQuota(tenantId, fields);
     } catch (error) {
       if (isDuplicateKeyError(error)) {
         throw new ApiError('environment_exists', `An environment named "${input.name}" already exists.`, {
@@ -121,27 +125,40 @@ export class EnvironmentRepository {
   }
 
   /**
-   * Inserts an environment whose `file://` prefix is `directory`, unless that directory
-   * contains, or lies inside, another tenant's environment's (409): their files would mix.
-   * The fence makes two such creates take turns, so neither misses the other's directory.
+   * Inserts the environment unless the tenant has as many as its quota allows (429; one
+   * being deleted still counts, its data is still held), or its `file://` prefix contains,
+   * or lies inside, another tenant's environment's (409): their files would mix.
    */
-  private insertClaimingDirectory(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>, directory: string): Promise<EnvironmentDocument> {
+  private async insertWithinQuota(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>): Promise<EnvironmentDocument> {
+    await this.quotas.prepare(tenantId);
     return inTransaction(this.connection, async (session) => {
-      await this.directoryFence.write(session);
-      const [overlapping] = await this.environments.findAcrossTenants(
-        {
-          tenant_id: { $ne: tenantId },
-          $or: [{ storage_directory: { $in: directoryAndAncestors(directory) } }, { storage_directory: { $regex: `^${escapeRegex(directory)}` } }],
-        },
-        { limit: 1, projection: { _id: 1 }, session },
-      );
-      if (overlapping) {
-        throw new ApiError('storage_prefix_taken', `The storage prefix ${fields.storage_prefix} contains, or lies inside, another caller's storage prefix: choose a directory of your own.`, {
-          details: [{ path: 'storage_prefix', message: "overlaps another caller's storage prefix" }],
-        });
-      }
+      const limits = await this.quotas.admit(tenantId, session);
+      const held = await this.environments.count(tenantId, {}, { session, limit: limits.environments });
+      if (held >= limits.environments) throw quotaExceeded('environments', limits.environments, `You have ${held} environments already.`);
+      if (fields.storage_directory) await this.checkDirectoryIsFree(tenantId, fields, fields.storage_directory, session);
       return this.environments.insert(tenantId, fields, { session });
     });
+  }
+
+  /**
+   * Refuses a `file://` prefix's `directory` that contains, or lies inside, another tenant's
+   * environment's. The fence makes two such creates take turns, so neither misses the
+   * other's directory.
+   */
+  private async checkDirectoryIsFree(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>, directory: string, session: ClientSession): Promise<void> {
+    await this.directoryFence.write(session);
+    const [overlapping] = await this.environments.findAcrossTenants(
+      {
+        tenant_id: { $ne: tenantId },
+        $or: [{ storage_directory: { $in: directoryAndAncestors(directory) } }, { storage_directory: { $regex: `^${escapeRegex(directory)}` } }],
+      },
+      { limit: 1, projection: { _id: 1 }, session },
+    );
+    if (overlapping) {
+      throw new ApiError('storage_prefix_taken', `The storage prefix ${fields.storage_prefix} contains, or lies inside, another caller's storage prefix: choose a directory of your own.`, {
+        details: [{ path: 'storage_prefix', message: "overlaps another caller's storage prefix" }],
+      });
+    }
   }
 
   async list(tenantId: string): Promise<Environment[]> {

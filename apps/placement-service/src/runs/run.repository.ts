@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientSession, Connection } from 'mongoose';
-import type { Executor, FinishAttemptRequest, RunOrigin, RunStatus, RunTrigger, WorkerIdentity } from '@envengine/contracts';
+import type { Executor, FinishAttemptRequest, QuotaLimits, RunOrigin, RunStatus, RunTrigger, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, notFound } from '@envengine/service-kit';
-import { inTransaction } from '@envengine/tenant-data';
+import { ApiError, notFound, quotaExceeded } from '@envengine/service-kit';
+import { inTransaction, type TenantQuotas } from '@envengine/tenant-data';
 import type { RunAssetSpec } from './run-plan.ts';
 import { leaseSuperseded, newAttempt } from './attempt-records.ts';
 import { RunQueries } from './run-queries.ts';
@@ -96,10 +96,12 @@ export class RunRepository extends RunQueries {
   /**
    * @param environments the placement scope's environments, read and fenced inside this
    * repository's transactions.
+   * @param quotas the placement scope's per-tenant quota documents (queued runs).
    */
   constructor(
     private readonly connection: Connection,
     private readonly environments: EnvironmentFences,
+    private readonly quotas: TenantQuotas,
   ) {
     super(connection);
     this.slots = new RunSlots(this.runs, this.attempts, environments);
@@ -147,7 +149,10 @@ export class RunRepository extends RunQueries {
       finished_at: null,
       error: null,
     };
+    await this.quotas.prepare(tenantId);
     return inTransaction(this.connection, async (session) => {
+      // The tenant's quota document first: the queued-run counts below then see every admission that committed before.
+      const limits = await this.quotas.admit(tenantId, session);
       // The pause flag and the environment's status read in the same transaction as the
       // insert, through a write: a pause or a tear-down that has returned admits no run
       // after it (it waits for, or aborts, this transaction).
@@ -157,12 +162,35 @@ export class RunRepository extends RunQueries {
         if (admission.why === 'deleting') throw new EnvironmentDeletingError();
         throw notFound(`Environment "${input.environment.name}"`);
       }
+      await this.checkQueuedRunQuotas(tenantId, input.environment, limits, session);
       const waiting = await this.slots.mustWait(tenantId, input.environment.id, admission.maxConcurrentRuns, session);
       const attempt = newAttempt(run._id, input.environment.id, 1, input.environment.executor, input.assets.map((asset) => asset.key), now, waiting);
       const storedRun = await this.runs.insert(tenantId, { ...run, waiting_for_slot: waiting }, { session });
       const storedAttempt = await this.attempts.insert(tenantId, attempt, { session });
       return { run: storedRun, attempt: storedAttempt, striped: admission.striped };
     });
+  }
+
+  /** Refuses a run past the tenant's or the environment's queued-runs quota (runs not started yet, waiting ones too). */
+  private async checkQueuedRunQuotas(tenantId: string, environment: { id: string; name: string }, limits: QuotaLimits, session: ClientSession): Promise<void> {
+    const queuedInEnvironment = await this.runs.count(
+      tenantId,
+      { environment_id: environment.id, status: 'queued' },
+      { session, limit: limits.queued_runs_per_environment },
+    );
+    if (queuedInEnvironment >= limits.queued_runs_per_environment) {
+      throw quotaExceeded('queued_runs_per_environment', limits.queued_runs_per_environment, `Environment "${environment.name}" has ${queuedInEnvironment} runs queued already.`);
+    }
+    const queued = await this.runs.count(tenantId, { status: 'queued' }, { session, limit: limits.queued_runs });
+    if (queued >= limits.queued_runs) throw quotaExceeded('queued_runs', limits.queued_runs, `You have ${queued} runs queued already.`);
+  }
+
+  /** Queued runs of the tenant, all told and by environment name, for `GET /quotas`. */
+  async queuedRunCounts(tenantId: string): Promise<{ total: number; byEnvironment: Record<string, number> }> {
+    const rows = await this.runs.aggregate<{ _id: string; count: number }>(tenantId, { status: 'queued' }, [
+      { $group: { _id: '$environment_name', count: { $sum: 1 } } },
+    ]);
+    return { total: rows.reduce((sum, row) => sum + row.count, 0), byEnvironment: Object.fromEntries(rows.map((row) => [row._id, row.count])) };
   }
 
   async markEnqueued(tenantId: string, attemptId: string, dispatchSeq: number): Promise<void> {

@@ -126,6 +126,8 @@ runSchema.index(
 );
 // Runs waiting for a slot, oldest first (admission), and the reconciler's sweep of them across tenants.
 runSchema.index({ tenant_id: 1, environment_id: 1, _id: 1 }, { partialFilterExpression: { waiting_for_slot: true } });
+// The queued-runs quotas: a tenant's, and an environment's, queued runs counted at each admission.
+runSchema.index({ tenant_id: 1, environment_id: 1 }, { name: 'queued_runs_quota', partialFilterExpression: { status: 'queued' } });
 runSchema.index({ waiting_for_slot: 1, status: 1, _id: 1 }, { partialFilterExpression: { waiting_for_slot: true } });
 // The last run of each schedule, for the schedules listing.
 runSchema.index({ tenant_id: 1, environment_id: 1, schedule: 1, _id: -1 });

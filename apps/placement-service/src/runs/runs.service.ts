@@ -123,6 +123,10 @@ export class RunsService {
     } catch (error) {
       if (error instanceof SchedulesPausedError) return { outcome: 'paused', run_id: null };
       if (error instanceof ApiError && error.code === 'environment_deleting') return { outcome: 'paused', run_id: null };
+      // The queue is full: this tick's run is not made, nor kept to make later (a backlog is what the quota bounds).
+      if (error instanceof ApiError && (error.code === 'queued_runs_quota_exceeded' || error.code === 'queued_runs_per_environment_quota_exceeded')) {
+        return { outcome: 'skipped_quota', run_id: null };
+      }
       if (!isDuplicateKeyError(error)) throw error;
       const raced = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
       return { outcome: 'repeat', run_id: raced?._id ?? null };

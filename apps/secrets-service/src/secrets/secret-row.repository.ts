@@ -41,6 +41,22 @@ export class SecretRowRepository {
     return row!;
   }
 
+  /** Whether the environment has a secret of that name, inside the caller's transaction. */
+  async exists(tenantId: string, environmentId: string, name: string, session: ClientSession): Promise<boolean> {
+    return (await this.rows.findOne(tenantId, { environment_id: environmentId, name }, { projection: { _id: 1 }, session })) !== null;
+  }
+
+  /** The environment's secrets, counted up to `limit`, inside the caller's transaction. */
+  countInEnvironment(tenantId: string, environmentId: string, limit: number, session: ClientSession): Promise<number> {
+    return this.rows.count(tenantId, { environment_id: environmentId }, { session, limit });
+  }
+
+  /** The tenant's secrets by environment id. */
+  async countsByEnvironment(tenantId: string): Promise<Record<string, number>> {
+    const rows = await this.rows.aggregate<{ _id: string; count: number }>(tenantId, {}, [{ $group: { _id: '$environment_id', count: { $sum: 1 } } }]);
+    return Object.fromEntries(rows.map((row) => [row._id, row.count]));
+  }
+
   list(tenantId: string, environmentId: string): Promise<SecretRowDocument[]> {
     return this.rows.find(tenantId, { environment_id: environmentId }, { sort: { name: 1 } });
   }

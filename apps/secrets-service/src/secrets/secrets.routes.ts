@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { PublicApi } from '@envengine/contracts';
-import { mountEndpoint } from '@envengine/service-kit';
+import { defineRoute, mountEndpoint } from '@envengine/service-kit';
 import type { EnvironmentDirectory } from '../environments/environment-directory.ts';
 import type { SecretsService } from './secrets.service.ts';
 
@@ -25,5 +25,12 @@ export function secretsRouter(environments: EnvironmentDirectory, secrets: Secre
     return { data: { name: params.secret } };
   });
 
+  return router;
+}
+
+/** `/internal/v1/quotas`: this scope's part of the placement-service's `GET /quotas`. */
+export function secretsQuotaRouter(secrets: SecretsService): Router {
+  const router = Router();
+  router.get('/', defineRoute({}, async ({ tenantId }) => ({ data: await secrets.quotaUse(tenantId) })));
   return router;
 }

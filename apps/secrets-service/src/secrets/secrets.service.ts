@@ -1,7 +1,7 @@
 import type { Connection } from 'mongoose';
-import type { SecretRow } from '@envengine/contracts';
-import { isDuplicateKeyError, notFound } from '@envengine/service-kit';
-import { inTransaction } from '@envengine/tenant-data';
+import type { SecretRow, SecretsQuotas } from '@envengine/contracts';
+import { isDuplicateKeyError, notFound, quotaExceeded } from '@envengine/service-kit';
+import { inTransaction, type TenantQuotas } from '@envengine/tenant-data';
 import type { EnvironmentRef } from '../environments/environment-directory.ts';
 import type { SecretAuditRepository } from '../resolution/secret-audit.repository.ts';
 import type { SecretBackends } from './secret-backend.ts';
@@ -24,17 +24,34 @@ export class SecretsService {
     private readonly rows: SecretRowRepository,
     private readonly backends: SecretBackends,
     private readonly audit: SecretAuditRepository,
+    /** The secrets scope's per-tenant quota documents (secrets per environment). */
+    private readonly quotas: TenantQuotas,
   ) {}
+
+  /** The secrets quota's limit and the tenant's use by environment id, for `GET /quotas`. */
+  async quotaUse(tenantId: string): Promise<SecretsQuotas> {
+    const [limits, counts] = await Promise.all([this.quotas.limits(tenantId), this.rows.countsByEnvironment(tenantId)]);
+    return { secrets_per_environment: { limit: limits.secrets_per_environment, by_environment_id: counts } };
+  }
 
   async list(tenantId: string, environment: EnvironmentRef): Promise<SecretRow[]> {
     return (await this.rows.list(tenantId, environment.id)).map(toSecretRow);
   }
 
-  /** Writes the next version; `created` is true for version 1. */
+  /** Writes the next version; `created` is true for version 1. A new name past the environment's quota is 429. */
   async put(tenantId: string, environment: EnvironmentRef, name: string, value: string): Promise<{ row: SecretRow; created: boolean }> {
+    await this.quotas.prepare(tenantId);
     for (let attempt = 1; ; attempt += 1) {
       try {
         const row = await inTransaction(this.connection, async (session) => {
+          // The quota document first: two new secrets of the tenant take turns, so neither misses the other in the count.
+          const limits = await this.quotas.admit(tenantId, session);
+          if (!(await this.rows.exists(tenantId, environment.id, name, session))) {
+            const held = await this.rows.countInEnvironment(tenantId, environment.id, limits.secrets_per_environment, session);
+            if (held >= limits.secrets_per_environment) {
+              throw quotaExceeded('secrets_per_environment', limits.secrets_per_environment, `Environment "${environment.name}" has ${held} secrets already.`);
+            }
+          }
           const at = new Date();
           const next = await this.rows.nextVersion(tenantId, environment.id, name, this.backends.defaultName, at, session);
           await this.backends.get(next.backend).store(tenantId, next._id, next.version, value, at, session);

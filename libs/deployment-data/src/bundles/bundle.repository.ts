@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import mongoose, { Schema, type Connection } from 'mongoose';
-import type { BundleLimits } from '@envengine/contracts';
-import { isDuplicateKeyError } from '@envengine/service-kit';
-import { TenantScopedModel } from '@envengine/tenant-data';
+import type { BundleLimits, DeploymentQuotas } from '@envengine/contracts';
+import { isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
+import { inTransaction, TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
 import { readBundle } from './bundle-reader.ts';
 
 /** One bundle of one tenant: its GridFS file and what the archive holds. */
@@ -30,6 +30,8 @@ const bundleSchema = new Schema<BundleDocument>(
   },
   { versionKey: false, collection: 'bundles' },
 );
+// The stored-bytes quota: a tenant's sizes summed from the index alone.
+bundleSchema.index({ tenant_id: 1, size: 1 });
 
 const bundleKey = (tenantId: string, ref: string) => `${tenantId}/${ref}`;
 
@@ -37,14 +39,33 @@ const bundleKey = (tenantId: string, ref: string) => `${tenantId}/${ref}`;
 export class BundleRepository {
   private readonly bundles: TenantScopedModel<BundleDocument>;
   private readonly bucket: mongoose.mongo.GridFSBucket;
+  /** The deployment scope's per-tenant quota documents (stored bundle bytes). */
+  private readonly quotas: TenantQuotas;
 
-  constructor(connection: Connection) {
+  constructor(private readonly connection: Connection) {
     this.bundles = TenantScopedModel.of(connection, 'Bundle', bundleSchema);
     this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
+    this.quotas = new TenantQuotas(connection);
   }
 
-  ensureIndexes(): Promise<void> {
-    return this.bundles.ensureIndexes();
+  async ensureIndexes(): Promise<void> {
+    await Promise.all([this.bundles.ensureIndexes(), this.quotas.ensureIndexes()]);
+  }
+
+  /** Bytes of every bundle the tenant has stored. */
+  private async storedBytes(tenantId: string, session?: mongoose.ClientSession): Promise<number> {
+    const [total] = await this.bundles.aggregate<{ bytes: number }>(tenantId, {}, [{ $group: { _id: null, bytes: { $sum: '$size' } } }], { session });
+    return total?.bytes ?? 0;
+  }
+
+  /** The stored-bundle quota's limit and the tenant's use, for `GET /quotas`. */
+  async quotaUse(tenantId: string): Promise<DeploymentQuotas> {
+    const [limits, used] = await Promise.all([this.quotas.limits(tenantId), this.storedBytes(tenantId)]);
+    return { bundle_bytes: { limit: limits.bundle_bytes, used } };
+  }
+
+  private bundleBytesExceeded(limit: number, used: number, adding: number) {
+    return quotaExceeded('bundle_bytes', limit, `Your stored bundles take ${used} bytes; this one (${adding} bytes) would pass the quota.`);
   }
 
   /**
@@ -52,6 +73,12 @@ export class BundleRepository {
    * copy (`created` false) and the new one is dropped.
    */
   async store(tenantId: string, upload: Readable, limits: BundleLimits): Promise<{ bundleRef: string; size: number; created: boolean }> {
+    // A tenant already at its quota is refused before its upload is read; the exact check is made below.
+    const { bundle_bytes: early } = await this.quotaUse(tenantId);
+    if (early.used >= early.limit) {
+      upload.resume();
+      throw this.bundleBytesExceeded(early.limit, early.used, 0);
+    }
     const sink = this.bucket.openUploadStream(`upload-${randomBytes(8).toString('hex')}`, { metadata: { tenant_id: tenantId } });
     let read;
     try {
@@ -61,16 +88,25 @@ export class BundleRepository {
       throw error;
     }
     const bundleRef = `sha256:${read.sha256}`;
+    const key = bundleKey(tenantId, bundleRef);
     try {
-      await this.bundles.insert(tenantId, {
-        _id: bundleKey(tenantId, bundleRef),
-        bundle_ref: bundleRef,
-        size: read.size,
-        file_id: sink.id,
-        entries: read.entries,
-        inserted_at: new Date(),
+      await this.quotas.prepare(tenantId);
+      const created = await inTransaction(this.connection, async (session) => {
+        // The quota document first: two uploads of the tenant take turns, so neither misses the other's bytes.
+        const quota = await this.quotas.admit(tenantId, session);
+        // The same bytes again take no more room.
+        if (await this.bundles.findOne(tenantId, { _id: key }, { projection: { _id: 1 }, session })) return false;
+        const used = await this.storedBytes(tenantId, session);
+        if (used + read.size > quota.bundle_bytes) throw this.bundleBytesExceeded(quota.bundle_bytes, used, read.size);
+        await this.bundles.insert(
+          tenantId,
+          { _id: key, bundle_ref: bundleRef, size: read.size, file_id: sink.id, entries: read.entries, inserted_at: new Date() },
+          { session },
+        );
+        return true;
       });
-      return { bundleRef, size: read.size, created: true };
+      if (!created) await this.bucket.delete(sink.id).catch(() => undefined);
+      return { bundleRef, size: read.size, created };
     } catch (error) {
       await this.bucket.delete(sink.id).catch(() => undefined);
       if (isDuplicateKeyError(error)) return { bundleRef, size: read.size, created: false };

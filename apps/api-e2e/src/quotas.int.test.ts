@@ -1,0 +1,164 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, inject, it } from 'vitest';
+import { DEFAULT_QUOTA_LIMITS, Quotas, Run, type QuotaLimitOverrides } from '@envengine/contracts';
+import { setTenantQuotas, WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { createTenant, deployProject, makeBundle, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, runsManifest } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+const run = promisify(execFile);
+const quotaDatabases = () => ({
+  placement: stack.databases['placement-service'],
+  deployment: stack.databases['deployment-service'],
+  secrets: stack.databases['secrets-service'],
+});
+
+/** `npm run admin -- quota …`, run as an operator runs it, against the test stack's servers. */
+async function admin(args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'tools/admin/admin.ts', 'quota', ...args], {
+    cwd: WORKSPACE_ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      MONGO_URL: stack.mongoUrl,
+      GATEWAY_MONGO_DB: stack.databases.gateway,
+      PLACEMENT_MONGO_DB: stack.databases['placement-service'],
+      DEPLOYMENT_MONGO_DB: stack.databases['deployment-service'],
+      SECRETS_MONGO_DB: stack.databases['secrets-service'],
+    },
+  });
+  return stdout;
+}
+
+const setQuotas = (tenant: TestTenant, overrides: QuotaLimitOverrides) => setTenantQuotas(stack.mongoUrl, quotaDatabases(), tenant.tenantId, overrides);
+
+async function quotasOf(tenant: TestTenant): Promise<Quotas> {
+  const response = await tenant.api.get('/quotas');
+  expect(response.status, response.text).toBe(200);
+  return Quotas.parse((response.body as { data: unknown }).data);
+}
+
+/** A quota's refusal: 429, the code naming the quota, and a Retry-After. */
+function expectRefusedBy(response: ApiResponse, code: string): void {
+  expect(response.status, response.text).toBe(429);
+  expect((response.body as { error: { code: string } }).error.code).toBe(code);
+  expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+}
+
+/** The runs project on a pool environment that no worker serves: its runs stay queued. */
+function deployQueueingEnvironment(tenant: TestTenant, name: string): Promise<string> {
+  return deployProject(tenant.api, {
+    environment: name,
+    storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, name)}`,
+    executor: 'remote',
+    bindings: { warehouse: {}, gate: { config: { open: true } } },
+    files: ASSET_CODE,
+    manifest: runsManifest(),
+  });
+}
+
+const startRun = (tenant: TestTenant, environment: string) => tenant.api.post(`/environments/${environment}/runs`, { assets: ['orders'] });
+
+describe('per-tenant quotas, through the gateway', () => {
+  it("shows a new tenant's default limits and no use", async () => {
+    const tenant = await createTenant(stack, 'quota-defaults');
+    expect(await quotasOf(tenant)).toEqual({
+      queued_runs: { limit: DEFAULT_QUOTA_LIMITS.queued_runs, used: 0 },
+      queued_runs_per_environment: { limit: DEFAULT_QUOTA_LIMITS.queued_runs_per_environment, used: 0, by_environment: {} },
+      environments: { limit: DEFAULT_QUOTA_LIMITS.environments, used: 0 },
+      bundle_bytes: { limit: DEFAULT_QUOTA_LIMITS.bundle_bytes, used: 0 },
+      secrets_per_environment: { limit: DEFAULT_QUOTA_LIMITS.secrets_per_environment, used: 0, by_environment: {} },
+    });
+  });
+
+  it('refuses an environment past the quota the admin command set, and leaves other tenants alone', async () => {
+    const [tenant, other] = await Promise.all([createTenant(stack, 'quota-envs'), createTenant(stack, 'quota-envs-other')]);
+    const shown = await admin(['set', '--tenant', tenant.tenantName, 'environments=2']);
+    expect(shown).toMatch(/environments\s+2\n/);
+    expect(shown).toMatch(new RegExp(`queued_runs\\s+${DEFAULT_QUOTA_LIMITS.queued_runs} \\(default\\)`));
+    for (const name of ['one', 'two']) expect((await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+
+    const refused = await tenant.api.post('/environments', { name: 'three', storage_prefix: 's3://lake/quota', executor: 'local' });
+    expectRefusedBy(refused, 'environments_quota_exceeded');
+    expect((await tenant.api.get('/environments/three')).status).toBe(404);
+    expect((await quotasOf(tenant)).environments).toEqual({ limit: 2, used: 2 });
+    // Another tenant's limit is the default.
+    for (const name of ['one', 'two', 'three']) expect((await other.api.post('/environments', { name, storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+
+    // Back to the default: the third is made.
+    expect(await admin(['set', '--tenant', tenant.tenantName, 'environments=default'])).toMatch(/environments\s+\d+ \(default\)/);
+    expect((await tenant.api.post('/environments', { name: 'three', storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+  });
+
+  it('refuses a run past the queued runs of its environment, then past the tenant’s, and takes one again once a run leaves the queue', async () => {
+    const tenant = await createTenant(stack, 'quota-runs');
+    await setQuotas(tenant, { queued_runs: 3, queued_runs_per_environment: 2 });
+    await deployQueueingEnvironment(tenant, 'prod');
+    await deployQueueingEnvironment(tenant, 'dev');
+
+    const first = await startRun(tenant, 'prod');
+    expect(first.status).toBe(201);
+    expect((await startRun(tenant, 'prod')).status).toBe(201);
+    expectRefusedBy(await startRun(tenant, 'prod'), 'queued_runs_per_environment_quota_exceeded');
+    expect((await startRun(tenant, 'dev')).status).toBe(201);
+    expectRefusedBy(await startRun(tenant, 'dev'), 'queued_runs_quota_exceeded');
+    // Nothing was made by the refusals.
+    const listed = await tenant.api.get('/environments/prod/runs');
+    expect((listed.body as { data: unknown[] }).data).toHaveLength(2);
+    const quotas = await quotasOf(tenant);
+    expect(quotas.queued_runs).toEqual({ limit: 3, used: 3 });
+    expect(quotas.queued_runs_per_environment).toEqual({ limit: 2, used: 2, by_environment: { prod: 2, dev: 1 } });
+
+    // A canceled run is no longer queued: its environment and the tenant take one more.
+    expect((await tenant.api.post(`/runs/${Run.parse((first.body as { data: unknown }).data).id}/cancel`, {})).status).toBe(200);
+    expect((await startRun(tenant, 'dev')).status).toBe(201);
+    expect((await quotasOf(tenant)).queued_runs_per_environment.by_environment).toEqual({ prod: 1, dev: 2 });
+  });
+
+  it('holds the queued-runs limit exactly when many runs are started at once', async () => {
+    const tenant = await createTenant(stack, 'quota-race');
+    await setQuotas(tenant, { queued_runs_per_environment: 5 });
+    await deployQueueingEnvironment(tenant, 'prod');
+    const answers = await Promise.all(Array.from({ length: 16 }, () => startRun(tenant, 'prod')));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(5).fill(201), ...Array(11).fill(429)]);
+    expect((await quotasOf(tenant)).queued_runs_per_environment.used).toBe(5);
+  });
+
+  it('refuses a bundle that would pass the stored-bytes quota; the same bytes again take no room', async () => {
+    const tenant = await createTenant(stack, 'quota-bundles');
+    const upload = async (files: Record<string, string>) =>
+      tenant.api.request('POST', '/bundles', { raw: await makeBundle(files), headers: { 'content-type': 'application/gzip' } });
+    const first = await upload({ 'assets/a.js': 'export default async () => {};' });
+    expect(first.status).toBe(201);
+    const size = (first.body as { data: { size: number } }).data.size;
+    await setQuotas(tenant, { bundle_bytes: size + 10 });
+
+    expect((await upload({ 'assets/a.js': 'export default async () => {};' })).status).toBe(200);
+    const refused = await upload({ 'assets/b.js': 'export default async () => { return 2; };' });
+    expectRefusedBy(refused, 'bundle_bytes_quota_exceeded');
+    expect(await quotasOf(tenant)).toMatchObject({ bundle_bytes: { limit: size + 10, used: size } });
+    // The refused bundle was not kept: raised above it, the same upload is new (201).
+    await setQuotas(tenant, { bundle_bytes: null });
+    expect((await upload({ 'assets/b.js': 'export default async () => { return 2; };' })).status).toBe(201);
+  });
+
+  it('refuses a new secret past the environment’s quota, but not a new version of one it has', async () => {
+    const tenant = await createTenant(stack, 'quota-secrets');
+    for (const name of ['prod', 'dev']) expect((await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+    await setQuotas(tenant, { secrets_per_environment: 2 });
+    expect((await tenant.api.put('/environments/prod/secrets/a', { value: 'one' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/prod/secrets/b', { value: 'two' })).status).toBe(201);
+    expectRefusedBy(await tenant.api.put('/environments/prod/secrets/c', { value: 'three' }), 'secrets_per_environment_quota_exceeded');
+    expect((await tenant.api.put('/environments/prod/secrets/a', { value: 'one again' })).status).toBe(200);
+    expect((await tenant.api.put('/environments/dev/secrets/c', { value: 'three' })).status).toBe(201);
+    const listed = (await tenant.api.get('/environments/prod/secrets')).body as { data: Array<{ name: string }> };
+    expect(listed.data.map((row) => row.name)).toEqual(['a', 'b']);
+    expect((await quotasOf(tenant)).secrets_per_environment).toEqual({ limit: 2, used: 2, by_environment: { prod: 2, dev: 1 } });
+  });
+
+  it('answers the admin command clearly for an unknown tenant', async () => {
+    await expect(admin(['set', '--tenant', 'nobody-at-all', 'environments=1'])).rejects.toMatchObject({ stderr: expect.stringContaining('no tenant named nobody-at-all') });
+  });
+});

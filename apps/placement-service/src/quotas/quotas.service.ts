@@ -1,0 +1,43 @@
+import { environmentQuotaUse, type Quotas } from '@envengine/contracts';
+import type { DeploymentClient, SecretsClient } from '@envengine/service-clients';
+import type { TenantQuotas } from '@envengine/tenant-data';
+import type { EnvironmentRepository } from '../environments/environment.repository.ts';
+import type { RunRepository } from '../runs/run.repository.ts';
+
+/**
+ * `GET /quotas`: this scope's quotas (queued runs, environments) read here, the others'
+ * asked of the scope that checks each one, once per request.
+ */
+export class QuotasService {
+  constructor(
+    private readonly quotas: TenantQuotas,
+    private readonly environments: EnvironmentRepository,
+    private readonly runs: RunRepository,
+    private readonly deployments: DeploymentClient,
+    private readonly secrets: SecretsClient,
+  ) {}
+
+  async get(tenantId: string, requestId?: string): Promise<Quotas> {
+    const [limits, environments, queued, deployment, secrets] = await Promise.all([
+      this.quotas.limits(tenantId),
+      this.environments.list(tenantId),
+      this.runs.queuedRunCounts(tenantId),
+      this.deployments.quotas(tenantId, requestId),
+      this.secrets.quotas(tenantId, requestId),
+    ]);
+    return {
+      queued_runs: { limit: limits.queued_runs, used: queued.total },
+      queued_runs_per_environment: environmentQuotaUse(limits.queued_runs_per_environment, queued.byEnvironment),
+      environments: { limit: limits.environments, used: environments.length },
+      ...deployment,
+      secrets_per_environment: environmentQuotaUse(
+        secrets.secrets_per_environment.limit,
+        // Secrets of an environment already gone (its tear-down retires them) have no name to show.
+        Object.fromEntries(environments.flatMap((environment) => {
+          const count = secrets.secrets_per_environment.by_environment_id[environment.id];
+          return count === undefined ? [] : [[environment.name, count]];
+        })),
+      ),
+    };
+  }
+}
