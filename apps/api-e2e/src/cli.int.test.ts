@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { Binding, Deployment, Environment, PoolCredentialIssued, PoolStatus, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
+import { Binding, Deployment, Environment, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { createTenant, until, type TestTenant } from '@envengine/test-harness';
 
@@ -114,6 +114,7 @@ describe('envctl against the stack', () => {
     expect(Binding.parse(json(binding))).toMatchObject({ config: { reporting_currency: 'EUR', rates: { USD_EUR: 0.92 } }, secret_refs: { api_key: 'orders-api-key' }, mode: 'live' });
 
     expect(z.array(Environment).parse(json(await envctl(['env', 'list']))).map((environment) => environment.name)).toEqual(['dev']);
+    expect(Quotas.parse(json(await envctl(['quotas']))).environments).toMatchObject({ used: 1 });
     expect(Environment.parse(json(await envctl(['env', 'pause', 'dev', '--reason', 'maintenance'])))).toMatchObject({ schedules_paused: true, schedules_paused_reason: 'maintenance' });
     expect(Environment.parse(json(await envctl(['env', 'resume', 'dev'])))).toMatchObject({ schedules_paused: false, schedules_paused_reason: null });
     expect(z.array(SecretRow).parse(json(await envctl(['secrets', 'list', '--env', 'dev']))).map((row) => row.name)).toEqual(['orders-api-key']);

@@ -1,9 +1,13 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import mongoose from 'mongoose';
 import { describe, expect, inject, it } from 'vitest';
 import { DEFAULT_QUOTA_LIMITS, Quotas, Run, type QuotaLimitOverrides } from '@envengine/contracts';
 import { setTenantQuotas, WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { TenantQuotas } from '@envengine/tenant-data';
 import { createTenant, deployProject, makeBundle, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest } from './runs-fixtures.ts';
 
@@ -124,6 +128,37 @@ describe('per-tenant quotas, through the gateway', () => {
     const answers = await Promise.all(Array.from({ length: 16 }, () => startRun(tenant, 'prod')));
     expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(5).fill(201), ...Array(11).fill(429)]);
     expect((await quotasOf(tenant)).queued_runs_per_environment.used).toBe(5);
+  });
+
+  it('makes two processes’ admissions of one tenant take turns on its quota document, so that their counts hold the limit', async () => {
+    // Two connections, as two replicas of a service have: each process orders only its own admissions.
+    const dbName = `quota_race_${randomBytes(4).toString('hex')}`;
+    const replicas = await Promise.all([0, 1].map(() => mongoose.createConnection(stack.mongoUrl, { dbName }).asPromise()));
+    const [first, second] = replicas;
+    try {
+      const quotas = [new TenantQuotas(first!), new TenantQuotas(second!)];
+      await quotas[0]!.ensureIndexes();
+      await quotas[0]!.set('ten_race', { environments: 5 });
+      const things = first!.collection('things');
+      await things.insertOne({ tenant_id: 'ten_none' });
+      const admitted = await Promise.all(
+        Array.from({ length: 24 }, (_, index) =>
+          quotas[index % 2]!.admission('ten_race', async (session, limits) => {
+            const own = (index % 2 === 0 ? first : second)!.collection('things');
+            if ((await own.countDocuments({ tenant_id: 'ten_race' }, { session })) >= limits.environments) return false;
+            // A wide window between count and insert: without the fence the other process's admission counts inside it.
+            await sleep(30);
+            await own.insertOne({ tenant_id: 'ten_race', index }, { session });
+            return true;
+          }),
+        ),
+      );
+      expect(admitted.filter(Boolean)).toHaveLength(5);
+      expect(await things.countDocuments({ tenant_id: 'ten_race' })).toBe(5);
+    } finally {
+      await first!.dropDatabase();
+      await Promise.all(replicas.map((connection) => connection.close()));
+    }
   });
 
   it('refuses a bundle that would pass the stored-bytes quota; the same bytes again take no room', async () => {

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Environment, PoolCredentialIssued, Run } from '@envengine/contracts';
+import { Environment, PoolCredentialIssued, Quotas, Run } from '@envengine/contracts';
+import { setTenantQuotas } from '@envengine/dev-stack';
 import { PlacementClient } from '@envengine/service-clients';
 import {
   activationWindows,
@@ -94,6 +95,21 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     const environments = delta(await environmentGets(), environmentsBefore);
     expect(environments[0]).toBeGreaterThanOrEqual(20);
     expect(environments[1]).toBe(environments[0]);
+  });
+
+  it('holds a quota across both gateways and both placement-services, and both gateways show the same use', async () => {
+    const racer = await createTenant(stack.info, 'replicas-quota');
+    const { databases } = stack.info;
+    await setTenantQuotas(stack.info.mongoUrl, { placement: databases['placement-service'], deployment: databases['deployment-service'], secrets: databases['secrets-service'] }, racer.tenantId, { environments: 3 });
+    const through = (index: number) => new ApiClient(`${replicaUrls('gateway')[index % 2]}/api/v1`, racer.token);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, index) =>
+        through(index).post('/environments', { name: `quota-${index}`, storage_prefix: `file://${join(stack.info.dataDir, 'lake', 'quota', String(index))}`, executor: 'local' }),
+      ),
+    );
+    expect(answers.map((answer) => answer.status).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429, 429, 429]);
+    const shown = await Promise.all([0, 1].map(async (index) => Quotas.parse((await through(index).get('/quotas')).body.data).environments));
+    expect(shown).toEqual([{ limit: 3, used: 3 }, { limit: 3, used: 3 }]);
   });
 
   it('keeps answering while one replica of a service is down: the refused connection goes to the other', async () => {

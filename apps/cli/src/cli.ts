@@ -9,6 +9,7 @@ import { deploymentCommands } from './commands/deployments.ts';
 import { environmentCommands } from './commands/environments.ts';
 import { packCommand } from './commands/pack.ts';
 import { poolCommands } from './commands/pool.ts';
+import { quotaCommands } from './commands/quotas.ts';
 import { runCommands } from './commands/runs.ts';
 import { scheduleCommands } from './commands/schedules.ts';
 import { secretCommands } from './commands/secrets.ts';
@@ -26,6 +27,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...runCommands,
   ...scheduleCommands,
   ...poolCommands,
+  ...quotaCommands,
   workerCommand,
 ];
 

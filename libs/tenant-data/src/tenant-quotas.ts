@@ -1,6 +1,7 @@
 import { Schema, type ClientSession, type Connection } from 'mongoose';
 import { effectiveQuotaLimits, QUOTA_NAMES, QuotaLimitOverrides, type QuotaLimits } from '@envengine/contracts';
 import { TenantScopedModel } from './tenant-scoped-model.ts';
+import { inTransaction } from './transactions.ts';
 
 interface TenantQuotaDocument {
   /** The tenant's id: one document per tenant. */
@@ -28,15 +29,37 @@ const tenantQuotaSchema = new Schema<TenantQuotaDocument>(
  * counts the use and makes the new thing: MongoDB has no predicate locks, so two
  * admissions of one tenant must conflict (one runs again with the other's write in view)
  * for a count-then-insert to hold the limit exactly, across replicas. Admissions of
- * different tenants never meet.
+ * different tenants never meet. Within one process a tenant's admissions also wait for
+ * each other before they start: racing there, they would only conflict on the document,
+ * and a transaction that loses is run again at once, so twenty of them spin on two cores.
  */
 export class TenantQuotas {
   private readonly quotas: TenantScopedModel<TenantQuotaDocument>;
   /** Tenants whose document exists: made once outside any transaction (two upserts in racing transactions would clash on the key). */
   private readonly known = new Set<string>();
+  /** Per tenant, the end of the last admission begun in this process. */
+  private readonly admissionTails = new Map<string, Promise<unknown>>();
 
-  constructor(connection: Connection) {
+  constructor(private readonly connection: Connection) {
     this.quotas = TenantScopedModel.of(connection, 'TenantQuota', tenantQuotaSchema);
+  }
+
+  /**
+   * Runs `work` in a transaction that first writes the tenant's quota document (the fence)
+   * and gets the limits in force: it counts what the tenant holds and makes the new thing.
+   * A tenant's admissions in this process run one after another.
+   */
+  async admission<T>(tenantId: string, work: (session: ClientSession, limits: QuotaLimits) => Promise<T>): Promise<T> {
+    await this.ensure(tenantId);
+    const previous = this.admissionTails.get(tenantId) ?? Promise.resolve();
+    const turn = previous.catch(() => undefined).then(() => inTransaction(this.connection, async (session) => work(session, await this.admit(tenantId, session))));
+    this.admissionTails.set(tenantId, turn);
+    try {
+      return await turn;
+    } finally {
+      // The last in line clears its tenant's entry, so the map holds only tenants admitting now.
+      if (this.admissionTails.get(tenantId) === turn) this.admissionTails.delete(tenantId);
+    }
   }
 
   ensureIndexes(): Promise<void> {
@@ -50,18 +73,10 @@ export class TenantQuotas {
     this.known.add(tenantId);
   }
 
-  /**
-   * Call first thing in an admission's transaction: writes the tenant's document (the
-   * fence) and answers the limits in force. Call `prepare` before the transaction.
-   */
-  async admit(tenantId: string, session: ClientSession): Promise<QuotaLimits> {
+  /** Writes the tenant's document (the fence) in the admission's transaction, and answers the limits in force. */
+  private async admit(tenantId: string, session: ClientSession): Promise<QuotaLimits> {
     const doc = await this.quotas.findOneAndUpdate(tenantId, { _id: tenantId }, { $inc: { admissions: 1 } }, { session, projection: { limits: 1 } });
     return effectiveQuotaLimits(doc?.limits);
-  }
-
-  /** Makes the tenant's document if missing; before `admit`'s transaction. */
-  prepare(tenantId: string): Promise<void> {
-    return this.ensure(tenantId);
   }
 
   /** The limits in force, read without a fence (for `GET /quotas`). */

@@ -130,9 +130,7 @@ export class EnvironmentRepository {
    * or lies inside, another tenant's environment's (409): their files would mix.
    */
   private async insertWithinQuota(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>): Promise<EnvironmentDocument> {
-    await this.quotas.prepare(tenantId);
-    return inTransaction(this.connection, async (session) => {
-      const limits = await this.quotas.admit(tenantId, session);
+    return this.quotas.admission(tenantId, async (session, limits) => {
       const held = await this.environments.count(tenantId, {}, { session, limit: limits.environments });
       if (held >= limits.environments) throw quotaExceeded('environments', limits.environments, `You have ${held} environments already.`);
       if (fields.storage_directory) await this.checkDirectoryIsFree(tenantId, fields, fields.storage_directory, session);

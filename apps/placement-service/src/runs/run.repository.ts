@@ -149,10 +149,8 @@ export class RunRepository extends RunQueries {
       finished_at: null,
       error: null,
     };
-    await this.quotas.prepare(tenantId);
-    return inTransaction(this.connection, async (session) => {
-      // The tenant's quota document first: the queued-run counts below then see every admission that committed before.
-      const limits = await this.quotas.admit(tenantId, session);
+    // Behind the tenant's quota document: the queued-run counts below see every admission that committed before.
+    return this.quotas.admission(tenantId, async (session, limits) => {
       // The pause flag and the environment's status read in the same transaction as the
       // insert, through a write: a pause or a tear-down that has returned admits no run
       // after it (it waits for, or aborts, this transaction).

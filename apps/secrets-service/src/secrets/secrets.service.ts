@@ -40,12 +40,10 @@ export class SecretsService {
 
   /** Writes the next version; `created` is true for version 1. A new name past the environment's quota is 429. */
   async put(tenantId: string, environment: EnvironmentRef, name: string, value: string): Promise<{ row: SecretRow; created: boolean }> {
-    await this.quotas.prepare(tenantId);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const row = await inTransaction(this.connection, async (session) => {
-          // The quota document first: two new secrets of the tenant take turns, so neither misses the other in the count.
-          const limits = await this.quotas.admit(tenantId, session);
+        // Behind the tenant's quota document: two new secrets of the tenant take turns, so neither misses the other in the count.
+        const row = await this.quotas.admission(tenantId, async (session, limits) => {
           if (!(await this.rows.exists(tenantId, environment.id, name, session))) {
             const held = await this.rows.countInEnvironment(tenantId, environment.id, limits.secrets_per_environment, session);
             if (held >= limits.secrets_per_environment) {

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import mongoose, { Schema, type Connection } from 'mongoose';
 import type { BundleLimits, DeploymentQuotas } from '@envengine/contracts';
 import { isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
-import { inTransaction, TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
+import { TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
 import { readBundle } from './bundle-reader.ts';
 
 /** One bundle of one tenant: its GridFS file and what the archive holds. */
@@ -42,7 +42,7 @@ export class BundleRepository {
   /** The deployment scope's per-tenant quota documents (stored bundle bytes). */
   private readonly quotas: TenantQuotas;
 
-  constructor(private readonly connection: Connection) {
+  constructor(connection: Connection) {
     this.bundles = TenantScopedModel.of(connection, 'Bundle', bundleSchema);
     this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
     this.quotas = new TenantQuotas(connection);
@@ -90,10 +90,8 @@ export class BundleRepository {
     const bundleRef = `sha256:${read.sha256}`;
     const key = bundleKey(tenantId, bundleRef);
     try {
-      await this.quotas.prepare(tenantId);
-      const created = await inTransaction(this.connection, async (session) => {
-        // The quota document first: two uploads of the tenant take turns, so neither misses the other's bytes.
-        const quota = await this.quotas.admit(tenantId, session);
+      // Behind the tenant's quota document: two uploads of the tenant take turns, so neither misses the other's bytes.
+      const created = await this.quotas.admission(tenantId, async (session, quota) => {
         // The same bytes again take no more room.
         if (await this.bundles.findOne(tenantId, { _id: key }, { projection: { _id: 1 }, session })) return false;
         const used = await this.storedBytes(tenantId, session);
