@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { AssetListing, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
-import { decodeParquet, ObjectStoreError, S3_PART_BYTES, S3StorageDriver } from '@envengine/materialization-storage';
-import { createTenant, startPoolWorker, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { AssetListing, Environment, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
+import { decodeParquet, NodeSha256, ObjectStoreError, S3_PART_BYTES, S3StorageDriver } from '@envengine/materialization-storage';
+import { createTenant, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { deployOnS3, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -134,6 +135,29 @@ describe("s3:// storage on the engine's own store", () => {
     expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: 'top-level.txt', Body: 'x' })))).toBe('AccessDenied');
     expect(await attempt(() => mine.send(new CreateBucketCommand({ Bucket: 'mine-now' })))).toBe('AccessDenied');
     expect((await adminRead('lake', othersKey)) instanceof Uint8Array).toBe(true);
+    // IAM: only the administrator manages users and policies.
+    const ownUser = `env-${Environment.parse((await tenant.api.get(`/environments/${remote}`)).body.data).id}-rw`;
+    const asEnvironment = (params: Record<string, string>) => iamCall({ accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key }, params);
+    // Positive control: the administrator's keys list the user's keys.
+    expect((await iamCall(store, { Action: 'ListAccessKeys', UserName: ownUser })).code).toBe('allowed');
+    for (const params of <Array<Record<string, string>>>[
+      { Action: 'PutUserPolicy', UserName: ownUser, PolicyName: 'mine', PolicyDocument: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: ['s3:*'], Resource: ['arn:aws:s3:::*'] }] }) },
+      { Action: 'CreateUser', UserName: 'escapee' },
+      { Action: 'ListUsers' },
+      { Action: 'CreateAccessKey', UserName: 'env-other-rw' },
+    ]) {
+      expect((await asEnvironment(params)).code, params['Action']).toBe('AccessDenied');
+    }
+    // The store's own gap (README): SeaweedFS lets a user make keys for itself whatever its
+    // policy. Such a key reaches what the environment's does, and dies with the environment (below).
+    const minted = await asEnvironment({ Action: 'CreateAccessKey', UserName: ownUser });
+    expect(minted.code).toBe('allowed');
+    const mintedKeys = {
+      accessKeyId: /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(minted.text)![1]!,
+      secretAccessKey: /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(minted.text)![1]!,
+    };
+    const mintedClient = s3Client(mintedKeys);
+    expect(await attempt(() => mintedClient.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('allowed');
 
     // A read_only binding's keys read and never write.
     expect((await tenant.api.put(`/environments/${remote}/bindings/warehouse`, { mode: 'read_only' })).status).toBe(200);
@@ -145,8 +169,36 @@ describe("s3:// storage on the engine's own store", () => {
     const reader = s3Client({ accessKeyId: readOnly.access_key_id, secretAccessKey: readOnly.secret_access_key });
     expect(await attempt(() => reader.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('allowed');
     expect(await attempt(() => reader.send(new PutObjectCommand({ Bucket: 'lake', Key: own, Body: 'overwritten' })))).toBe('AccessDenied');
+
+    // The environment's delete removes its users from the store: every key they had, the minted one too, is refused.
+    const deleted = await until(async () => (await tenant.api.request('DELETE', `/environments/${remote}?force=true`)).status, (status) => status === 200, 60_000, 250);
+    expect(deleted).toBe(200);
+    for (const client of [mine, reader, mintedClient]) {
+      expect(await attempt(() => client.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('InvalidAccessKeyId');
+    }
+    expect((await iamCall(store, { Action: 'GetUser', UserName: ownUser })).code).toBe('NoSuchEntity');
   });
 });
+
+/** An IAM call signed with these keys, to the store's IAM API: `allowed` or the store's error code, and the answer's text. */
+async function iamCall(credentials: { accessKeyId: string; secretAccessKey: string }, params: Record<string, string>): Promise<{ code: string; text: string }> {
+  const url = new URL(store.url);
+  const body = new URLSearchParams({ ...params, Version: '2010-05-08' }).toString();
+  const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'iam', sha256: NodeSha256 });
+  const signed = await signer.sign({
+    method: 'POST',
+    protocol: url.protocol,
+    hostname: url.hostname,
+    port: Number(url.port),
+    path: '/',
+    query: {},
+    headers: { host: url.host, 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+    body,
+  });
+  const answer = await fetch(new URL('/', url), { method: 'POST', headers: signed.headers, body });
+  const text = await answer.text();
+  return { code: answer.ok ? 'allowed' : (/<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? `HTTP ${answer.status}`), text };
+}
 
 /** A `remote` environment on the engine's store with the runs project, for a pool to take attempts of. */
 async function deployRemoteEnvironment(tenant: TestTenant, name: string): Promise<string> {

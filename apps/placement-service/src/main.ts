@@ -107,6 +107,7 @@ await runInternalService({
       log,
       { teardownWaitMs: config.TEARDOWN_WAIT_MS },
       (retired) => redis.publish(ENVIRONMENT_RETIRED_CHANNEL, JSON.stringify(retired)),
+      engineStore ? (environmentId) => engineStore.retireEnvironmentUsers(environmentId) : undefined,
     );
     // In the background: the service serves while Temporal is still coming up.
     void lifecycle.resume().catch((error: Error) => log.warn({ err: error.message }, 'could not resume tear-downs and expiry timers at start-up'));

@@ -7,3 +7,4 @@ export * from './storage-driver.ts';
 export * from './materialization.ts';
 export * from './s3-storage-driver.ts';
 export * from './materialization-upload.ts';
+export * from './node-sha256.ts';

@@ -34,6 +34,8 @@ export class EnvironmentLifecycle {
     private readonly options: { teardownWaitMs: number },
     /** Tells the engine's runners that the environment is gone (they drop its bundles from their caches). */
     private readonly announceRetired: (retired: EnvironmentRetired) => Promise<unknown>,
+    /** Removes the environment's users from the engine's object store, with every key they have; absent without a store. */
+    private readonly retireStoreUsers?: (environmentId: string) => Promise<void>,
   ) {}
 
   /** A new environment; a preview with a TTL gets its expiry timer. */
@@ -134,6 +136,10 @@ export class EnvironmentLifecycle {
 
   /** The tear-down's last step: the document goes and the name is free. Idempotent: an environment already gone is fine. */
   async remove(tenantId: string, environmentId: string): Promise<void> {
+    // Its attempts are over (the runs step canceled them), so no key is handed out any more:
+    // the users go, and with them their keys, one the environment minted itself included.
+    // A store that refuses fails the step, which the workflow runs again.
+    await this.retireStoreUsers?.(environmentId);
     const removed = await this.environments.removeDeleting(tenantId, environmentId);
     if (removed) this.log.info({ tenant_id: tenantId, environment_id: environmentId }, 'environment deleted');
     // Again on a repeat (the first may have been lost); a runner that misses it keeps the bundles until its cache's bound removes them.

@@ -1,6 +1,6 @@
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { S3Connection } from '@envengine/materialization-storage';
+import { NodeSha256, type S3Connection } from '@envengine/materialization-storage';
 import { ApiError } from '@envengine/service-kit';
 
 /** Where the engine's own S3-compatible store is, and its administrator (held here only). */
@@ -25,8 +25,10 @@ export interface StoreScope {
 }
 
 /** One IAM user per environment and mode; environment ids are unique across tenants. */
-const userOf = (scope: StoreScope) => `env-${scope.environmentId}-${scope.mode === 'read_only' ? 'ro' : 'rw'}`;
+const userOf = (scope: Pick<StoreScope, 'environmentId' | 'mode'>) => `env-${scope.environmentId}-${scope.mode === 'read_only' ? 'ro' : 'rw'}`;
 const REPROVISION_AFTER_MS = 10 * 60_000;
+/** The one inline policy of each environment user. */
+const POLICY_NAME = 'envengine-environment';
 
 /** One environment's keys to the engine's store: they reach objects under `<bucket>/<tenant id>/<its prefix>/` and nothing else. */
 export interface TenantStoreKeys {
@@ -34,28 +36,6 @@ export interface TenantStoreKeys {
   secretAccessKey: string;
   /** Put before every object key. */
   keyPrefix: string;
-}
-
-/** What `SignatureV4` hashes with: SHA-256, or HMAC-SHA-256 when given a key (node:crypto, no extra package). */
-class NodeSha256 {
-  private hash: Hash | Hmac;
-  constructor(private readonly secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = this.fresh();
-  }
-  private fresh(): Hash | Hmac {
-    if (this.secret === undefined) return createHash('sha256');
-    const key = typeof this.secret === 'string' ? this.secret : ArrayBuffer.isView(this.secret) ? new Uint8Array(this.secret.buffer, this.secret.byteOffset, this.secret.byteLength) : new Uint8Array(this.secret);
-    return createHmac('sha256', key);
-  }
-  update(data: Uint8Array): void {
-    this.hash.update(data);
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-  reset(): void {
-    this.hash = this.fresh();
-  }
 }
 
 /**
@@ -124,6 +104,26 @@ export class EngineObjectStore {
     return keys;
   }
 
+  /**
+   * An environment's tear-down: its users are deleted, and with them every access key they
+   * have. The store's embedded IAM lets a user make keys for itself (SeaweedFS allows
+   * CreateAccessKey on one's own user whatever its policy): those go too, since they are
+   * the user's. Idempotent.
+   */
+  async retireEnvironmentUsers(environmentId: string): Promise<void> {
+    for (const mode of ['live', 'read_only'] as const) {
+      const user = userOf({ environmentId, mode });
+      this.provisioned.delete(user);
+      // As in AWS, a user goes only once it has no keys and no policy left.
+      const listed = await this.iam({ Action: 'ListAccessKeys', UserName: user }, ['NoSuchEntity']);
+      for (const [, accessKeyId] of listed.matchAll(/<AccessKeyId>([^<]+)<\/AccessKeyId>/g)) {
+        await this.iam({ Action: 'DeleteAccessKey', UserName: user, AccessKeyId: accessKeyId! }, ['NoSuchEntity']);
+      }
+      await this.iam({ Action: 'DeleteUserPolicy', UserName: user, PolicyName: POLICY_NAME }, ['NoSuchEntity']);
+      await this.iam({ Action: 'DeleteUser', UserName: user }, ['NoSuchEntity']);
+    }
+  }
+
   private derivedKeys(scope: StoreScope): TenantStoreKeys {
     const subject = `${scope.tenantId}:${scope.environmentId}:${scope.mode}`;
     const derive = (purpose: string) => createHmac('sha256', this.settings.admin.secretAccessKey).update(`${purpose}:${subject}`).digest('hex');
@@ -143,11 +143,11 @@ export class EngineObjectStore {
     const objects = `arn:aws:s3:::${this.settings.bucket}/${keys.keyPrefix}${scope.objectPath ? `${scope.objectPath}/` : ''}*`;
     const actions = scope.mode === 'read_only' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'];
     const policy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: actions, Resource: [objects] }] };
-    await this.iam({ Action: 'PutUserPolicy', UserName: user, PolicyName: 'envengine-environment', PolicyDocument: JSON.stringify(policy) }, []);
+    await this.iam({ Action: 'PutUserPolicy', UserName: user, PolicyName: POLICY_NAME, PolicyDocument: JSON.stringify(policy) }, []);
   }
 
-  /** One IAM call, signed by the administrator; an error code in `tolerated` counts as done. */
-  private async iam(params: Record<string, string>, tolerated: string[]): Promise<void> {
+  /** One IAM call, signed by the administrator; its answer's text (empty for an error code in `tolerated`, which counts as done). */
+  private async iam(params: Record<string, string>, tolerated: string[]): Promise<string> {
     const url = new URL(this.settings.endpoint);
     const body = new URLSearchParams({ ...params, Version: '2010-05-08' }).toString();
     const signed = await this.signer.sign({
@@ -166,10 +166,10 @@ export class EngineObjectStore {
     } catch (error) {
       throw storeUnavailable(`it did not answer (${(error as Error).message})`);
     }
-    if (answer.ok) return;
     const text = await answer.text();
+    if (answer.ok) return text;
     const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? `HTTP ${answer.status}`;
-    if (tolerated.includes(code)) return;
+    if (tolerated.includes(code)) return '';
     throw storeUnavailable(`${params['Action']} was refused (${code})`);
   }
 }
