@@ -138,8 +138,11 @@ export class EnvironmentLifecycle {
   async remove(tenantId: string, environmentId: string): Promise<void> {
     // Its attempts are over (the runs step canceled them), so no key is handed out any more:
     // the users go, and with them their keys, one the environment minted itself included.
-    // A store that refuses fails the step, which the workflow runs again.
-    await this.retireStoreUsers?.(environmentId);
+    // A store that refuses fails the step, which the workflow runs again. Only an `s3://`
+    // environment can have users there (a file:// one's delete never waits on the store);
+    // the document goes after them, so a repeat that finds it gone has nothing left to do.
+    const environment = await this.environments.findById(tenantId, environmentId);
+    if (environment && /^s3:\/\//i.test(environment.storage_prefix)) await this.retireStoreUsers?.(environmentId);
     const removed = await this.environments.removeDeleting(tenantId, environmentId);
     if (removed) this.log.info({ tenant_id: tenantId, environment_id: environmentId }, 'environment deleted');
     // Again on a repeat (the first may have been lost); a runner that misses it keeps the bundles until its cache's bound removes them.
