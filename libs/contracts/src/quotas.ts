@@ -10,14 +10,19 @@ export const QUOTA_NAMES = ['queued_runs', 'queued_runs_per_environment', 'envir
 export const QuotaName = z.enum(QUOTA_NAMES);
 export type QuotaName = z.infer<typeof QuotaName>;
 
-/** The scope that checks a quota, and keeps its per-tenant limit in its own database. */
-export const QUOTA_SCOPE = {
-  queued_runs: 'placement',
-  queued_runs_per_environment: 'placement',
-  environments: 'placement',
-  bundle_bytes: 'deployment',
-  secrets_per_environment: 'secrets',
-} as const satisfies Record<QuotaName, 'placement' | 'deployment' | 'secrets'>;
+/**
+ * Per quota: the scope that checks it (and keeps its per-tenant limit in its own
+ * database), the `error.code` of its refusal (429), and that refusal's `Retry-After` in
+ * seconds: queued runs free up as runs start; the others only when the tenant removes
+ * something, so a client should not retry soon.
+ */
+export const QUOTA_RULES = {
+  queued_runs: { scope: 'placement', errorCode: 'queued_runs_quota_exceeded', retryAfterSeconds: 10 },
+  queued_runs_per_environment: { scope: 'placement', errorCode: 'queued_runs_per_environment_quota_exceeded', retryAfterSeconds: 10 },
+  environments: { scope: 'placement', errorCode: 'environments_quota_exceeded', retryAfterSeconds: 3600 },
+  bundle_bytes: { scope: 'deployment', errorCode: 'bundle_bytes_quota_exceeded', retryAfterSeconds: 3600 },
+  secrets_per_environment: { scope: 'secrets', errorCode: 'secrets_per_environment_quota_exceeded', retryAfterSeconds: 3600 },
+} as const satisfies Record<QuotaName, { scope: 'placement' | 'deployment' | 'secrets'; errorCode: ErrorCode; retryAfterSeconds: number }>;
 
 export type QuotaLimits = Record<QuotaName, number>;
 
@@ -94,24 +99,3 @@ export const SecretsQuotas = z.object({
   secrets_per_environment: z.object({ limit: z.number().int(), by_environment_id: z.record(z.string(), z.number().int()) }),
 });
 export type SecretsQuotas = z.infer<typeof SecretsQuotas>;
-
-/** The `error.code` of a refusal by each quota (429). */
-export const QUOTA_ERROR_CODE = {
-  queued_runs: 'queued_runs_quota_exceeded',
-  queued_runs_per_environment: 'queued_runs_per_environment_quota_exceeded',
-  environments: 'environments_quota_exceeded',
-  bundle_bytes: 'bundle_bytes_quota_exceeded',
-  secrets_per_environment: 'secrets_per_environment_quota_exceeded',
-} as const satisfies Record<QuotaName, ErrorCode>;
-
-/**
- * `Retry-After` of a quota's refusal, in seconds: queued runs free up as runs start; the
- * others only when the tenant removes something, so a client should not retry soon.
- */
-export const QUOTA_RETRY_AFTER_SECONDS: Record<QuotaName, number> = {
-  queued_runs: 10,
-  queued_runs_per_environment: 10,
-  environments: 3600,
-  bundle_bytes: 3600,
-  secrets_per_environment: 3600,
-};

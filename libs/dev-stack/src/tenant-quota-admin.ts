@@ -1,5 +1,5 @@
 import mongoose from 'mongoose';
-import { QUOTA_NAMES, QUOTA_SCOPE, QuotaLimitOverrides, type QuotaLimits, type QuotaName } from '@envengine/contracts';
+import { QUOTA_NAMES, QUOTA_RULES, QuotaLimitOverrides, type QuotaLimits, type QuotaName } from '@envengine/contracts';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { SERVICE_DATABASES } from './services.ts';
 
@@ -46,7 +46,7 @@ export async function setTenantQuotas(mongoUrl: string, databases: QuotaDatabase
     await connection.asPromise();
     const inForce = {} as QuotaLimits;
     for (const scope of ['placement', 'deployment', 'secrets'] as const) {
-      const names = QUOTA_NAMES.filter((name) => QUOTA_SCOPE[name] === scope);
+      const names = QUOTA_NAMES.filter((name) => QUOTA_RULES[name].scope === scope);
       const own = Object.fromEntries(Object.entries(overrides).filter(([name]) => names.includes(name as QuotaName)));
       const quotas = new TenantQuotas(connection.useDb(databases[scope], { useCache: true }));
       await quotas.ensureIndexes();

@@ -1,4 +1,4 @@
-import { type ErrorCode, type ErrorDetail, httpStatusFor, QUOTA_ERROR_CODE, QUOTA_RETRY_AFTER_SECONDS, type QuotaName } from '@envengine/contracts';
+import { type ErrorCode, type ErrorDetail, httpStatusFor, QUOTA_RULES, type QuotaName } from '@envengine/contracts';
 
 /** A domain error that the edge turns into `{"error": {code, message, details}}`. */
 export class ApiError extends Error {
@@ -43,8 +43,8 @@ export function unauthorized(message = 'A valid bearer token is required.'): Api
 
 /** A refusal by one of the tenant's quotas (429, a code naming the quota, and `Retry-After`). */
 export function quotaExceeded(quota: QuotaName, limit: number, message: string): ApiError {
-  return new ApiError(QUOTA_ERROR_CODE[quota], `${message} Your limit is ${limit}; GET /api/v1/quotas shows your limits and use.`, {
+  return new ApiError(QUOTA_RULES[quota].errorCode, `${message} Your limit is ${limit}; GET /api/v1/quotas shows your limits and use.`, {
     details: [{ path: quota, message: `the limit is ${limit}` }],
-    headers: { 'Retry-After': String(QUOTA_RETRY_AFTER_SECONDS[quota]) },
+    headers: { 'Retry-After': String(QUOTA_RULES[quota].retryAfterSeconds) },
   });
 }
