@@ -168,12 +168,13 @@ describe('per-tenant quotas, through the gateway', () => {
     const first = await upload({ 'assets/a.js': 'export default async () => {};' });
     expect(first.status).toBe(201);
     const size = (first.body as { data: { size: number } }).data.size;
-    await setQuotas(tenant, { bundle_bytes: size + 10 });
+    await setQuotas(tenant, { bundle_bytes: size });
 
+    // At the quota exactly: the same bytes again are still 200.
     expect((await upload({ 'assets/a.js': 'export default async () => {};' })).status).toBe(200);
     const refused = await upload({ 'assets/b.js': 'export default async () => { return 2; };' });
     expectRefusedBy(refused, 'bundle_bytes_quota_exceeded');
-    expect(await quotasOf(tenant)).toMatchObject({ bundle_bytes: { limit: size + 10, used: size } });
+    expect(await quotasOf(tenant)).toMatchObject({ bundle_bytes: { limit: size, used: size } });
     // The refused bundle was not kept: raised above it, the same upload is new (201).
     await setQuotas(tenant, { bundle_bytes: null });
     expect((await upload({ 'assets/b.js': 'export default async () => { return 2; };' })).status).toBe(201);

@@ -75,7 +75,8 @@ export class TenantQuotas {
 
   /** Writes the tenant's document (the fence) in the admission's transaction, and answers the limits in force. */
   private async admit(tenantId: string, session: ClientSession): Promise<QuotaLimits> {
-    const doc = await this.quotas.findOneAndUpdate(tenantId, { _id: tenantId }, { $inc: { admissions: 1 } }, { session, projection: { limits: 1 } });
+    // Upserted too: a document removed since this process made it must still be written, or the fence would not hold.
+    const doc = await this.quotas.findOneAndUpdate(tenantId, { _id: tenantId }, { $inc: { admissions: 1 } }, { session, upsert: true, projection: { limits: 1 } });
     return effectiveQuotaLimits(doc?.limits);
   }
 
