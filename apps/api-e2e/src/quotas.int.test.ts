@@ -7,6 +7,7 @@ import mongoose from 'mongoose';
 import { describe, expect, inject, it } from 'vitest';
 import { DEFAULT_QUOTA_LIMITS, Quotas, Run, type QuotaLimitOverrides } from '@envengine/contracts';
 import { setTenantQuotas, WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { PlacementClient } from '@envengine/service-clients';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { createTenant, deployProject, makeBundle, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest } from './runs-fixtures.ts';
@@ -108,6 +109,14 @@ describe('per-tenant quotas, through the gateway', () => {
     expectRefusedBy(await startRun(tenant, 'prod'), 'queued_runs_per_environment_quota_exceeded');
     expect((await startRun(tenant, 'dev')).status).toBe(201);
     expectRefusedBy(await startRun(tenant, 'dev'), 'queued_runs_quota_exceeded');
+    // A schedule's tick meets the same full queue: it starts nothing, and says so.
+    const placement = new PlacementClient({ origins: stack.replicaUrls['placement-service'], credential: stack.internalCredential });
+    try {
+      const tick = await placement.startScheduledRun(tenant.tenantId, 'dev', { schedule: 'nightly', job: 'all', tick: '2026-11-26T02:00:00' });
+      expect(tick).toEqual({ outcome: 'skipped_quota', run_id: null });
+    } finally {
+      await placement.close();
+    }
     // Nothing was made by the refusals.
     const listed = await tenant.api.get('/environments/prod/runs');
     expect((listed.body as { data: unknown[] }).data).toHaveLength(2);
