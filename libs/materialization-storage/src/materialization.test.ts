@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DeclaredSchema } from './declared-schema.ts';
-import { readMaterialization, StoredFileMismatchError, writeMaterialization } from './materialization.ts';
-import { encodeParquet, ParquetFileError, storedColumnsOf } from './parquet-codec.ts';
-import { RowSchemaError } from './row-check.ts';
-import { FileStorageDriver, StoredFileNotFoundError, UnsupportedStorageError, type StorageDriver } from './storage-driver.ts';
+import { readMaterialization, StoredFileMismatchError } from './materialization.ts';
+import { encodeParquet, ParquetFileError } from './parquet-codec.ts';
+import { FileStorageDriver, StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
 
 let root: string;
 let prefix: string;
@@ -36,8 +35,11 @@ const ROWS = [
   { order_id: 2, customer: 'grace', amount: null, placed_at: new Date('2024-05-02T11:00:00.250Z') },
 ];
 
-function input(overrides: Partial<Parameters<typeof writeMaterialization>[0]> = {}) {
-  return { storagePrefix: prefix, assetKey: 'orders', materializationId: 'mat_01', schema: SCHEMA, rows: ROWS, ...overrides };
+/** The rows stored as Parquet at `<prefix>orders/mat_01.parquet`: its location and SHA-256. */
+async function storeOrders(): Promise<{ location: string; sha256: string }> {
+  const bytes = encodeParquet(SCHEMA, ROWS);
+  const { location } = await new FileStorageDriver(prefix).write(`${prefix}orders/mat_01.parquet`, bytes);
+  return { location, sha256: createHash('sha256').update(bytes).digest('hex') };
 }
 
 /** A driver that records what it is asked and can hand back other bytes than it stored. */
@@ -63,66 +65,6 @@ function recordingDriver(inner: StorageDriver, readBack?: (stored: Uint8Array) =
   return { driver, calls };
 }
 
-describe('writeMaterialization', () => {
-  it('stores the rows as Parquet at <prefix>/<asset key>/<id>.parquet and describes the stored file', async () => {
-    const written = await writeMaterialization(input());
-    const path = join(root, 'orders', 'mat_01.parquet');
-    const file = await readFile(path);
-    expect(written).toEqual({
-      location: `${pathToFileURL(root).href}/orders/mat_01.parquet`,
-      bytes: (await stat(path)).size,
-      row_count: 2,
-      columns: [
-        { name: 'order_id', type: 'integer', nullable: false },
-        { name: 'customer', type: 'string', nullable: false },
-        { name: 'amount', type: 'number', nullable: true },
-        { name: 'placed_at', type: 'timestamp', nullable: false },
-      ],
-      sha256: createHash('sha256').update(file).digest('hex'),
-    });
-    expect(storedColumnsOf(file)).toEqual(written.columns);
-    expect(await readMaterialization(written.location)).toEqual([
-      { order_id: 1, customer: 'ada', amount: 12.5, placed_at: '2024-05-01T10:00:00.000Z' },
-      { order_id: 2, customer: 'grace', amount: null, placed_at: '2024-05-02T11:00:00.250Z' },
-    ]);
-  });
-
-  it('writes through the driver, then reads the file back through it', async () => {
-    const { driver, calls } = recordingDriver(new FileStorageDriver(prefix));
-    const written = await writeMaterialization(input({ driver }));
-    expect(calls).toEqual([`write ${written.location}`, `read ${written.location}`]);
-  });
-
-  it('fails when the file read back is not the one written', async () => {
-    const other = encodeParquet({ columns: [{ name: 'x', type: 'boolean' }] }, [{ x: true }, { x: false }]);
-    const { driver } = recordingDriver(new FileStorageDriver(prefix), () => other);
-    const failure = writeMaterialization(input({ driver }));
-    await expect(failure).rejects.toThrow(StoredFileMismatchError);
-    await expect(failure).rejects.toThrow(/does not hold the \d+ bytes just written/);
-  });
-
-  it('stores nothing when a row does not match the schema', async () => {
-    const rows = [...ROWS, { order_id: 3, customer: 'linus', amount: '9.99', placed_at: '2024-05-03T09:00:00Z' }];
-    await expect(writeMaterialization(input({ rows }))).rejects.toThrow(
-      new RowSchemaError(2, 'amount', 'expected number (finite), got string "9.99"'),
-    );
-    expect(await readdir(root)).toEqual([]);
-  });
-
-  it('refuses an unsupported storage prefix before encoding anything', async () => {
-    await expect(writeMaterialization(input({ storagePrefix: 'gs://bucket/prod', rows: [{ bad: 1 }] }))).rejects.toThrow(
-      UnsupportedStorageError,
-    );
-  });
-
-  it('stores an empty materialization', async () => {
-    const written = await writeMaterialization(input({ rows: [] }));
-    expect(written.row_count).toBe(0);
-    expect(written.columns).toHaveLength(4);
-    expect(await readMaterialization(written.location)).toEqual([]);
-  });
-});
-
 describe('readMaterialization', () => {
   it('fails clearly when nothing is stored at the location', async () => {
     await expect(readMaterialization(`${prefix}orders/missing.parquet`)).rejects.toThrow(StoredFileNotFoundError);
@@ -134,7 +76,7 @@ describe('readMaterialization', () => {
   });
 
   it('detects a changed byte that Parquet itself would decode silently, given the SHA-256', async () => {
-    const written = await writeMaterialization(input());
+    const written = await storeOrders();
     const path = join(root, 'orders', 'mat_01.parquet');
     const file = await readFile(path);
     // Flip a bit in the last value of the `amount` column's plain-encoded data.
@@ -150,7 +92,7 @@ describe('readMaterialization', () => {
   });
 
   it('reads through a given driver', async () => {
-    const written = await writeMaterialization(input());
+    const written = await storeOrders();
     const { driver, calls } = recordingDriver(new FileStorageDriver(prefix));
     await readMaterialization(written.location, { driver, sha256: written.sha256 });
     expect(calls).toEqual([`read ${written.location}`]);
