@@ -4,11 +4,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { Binding, Deployment, Environment, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
+import { AssetListing, Binding, Deployment, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { decodeParquet } from '@envengine/materialization-storage';
 import { createTenant, until, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
@@ -192,6 +194,38 @@ describe('envctl against the stack', () => {
     expect(z.array(Run).parse(json(await envctl(['runs', 'list', '--env', 'dev']))).map((run) => run.id)).toContain(runId);
     const table = await envctl(['runs', 'get', runId, '-o', 'table']);
     expect(table.stdout).toMatch(/daily_revenue +succeeded +mat_/);
+  });
+
+  it('reads the outputs: assets list, show, download (to a file and to stdout) and preview (JSON, CSV, table)', async () => {
+    const assets = z.array(AssetListing).parse(json(await envctl(['assets', 'list', '--env', 'dev'])));
+    expect(assets.map((asset) => asset.key)).toEqual(['raw_orders', 'orders', 'daily_revenue']);
+    const latest = assets.find((asset) => asset.key === 'daily_revenue')!.latest_materialization!;
+    const shown = z.array(Materialization).parse(json(await envctl(['assets', 'show', 'daily_revenue', '--env', 'dev'])));
+    expect(shown[0]!.id).toBe(latest.id);
+    const stored = readFileSync(fileURLToPath(latest.location!));
+
+    const target = join(mkdtempSync(join(tmpdir(), 'envctl-download-')), 'revenue.parquet');
+    const downloaded = await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev', '-o', target]);
+    expectExit(downloaded, 0);
+    expect(readFileSync(target).equals(stored)).toBe(true);
+    expect(downloaded.stderr).toContain(`${stored.byteLength} bytes`);
+    const piped = await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev', '--materialization', latest.id, '-o', '-']);
+    expectExit(piped, 0);
+    expect(Buffer.from(piped.stdout, 'latin1').subarray(0, 4).toString()).toBe('PAR1');
+
+    const rows = await decodeParquet(new Uint8Array(stored));
+    const preview = MaterializationPreview.parse(json(await envctl(['assets', 'preview', 'daily_revenue', '--env', 'dev', '--limit', '2'])));
+    expect(preview.rows).toEqual(rows.slice(0, 2));
+    const csv = await envctl(['assets', 'preview', 'daily_revenue', '--env', 'dev', '-o', 'csv']);
+    expectExit(csv, 0);
+    expect(csv.stdout.split('\r\n')).toEqual(['day,orders,revenue', ...rows.map((row) => `${row['day']},${row['orders']},${row['revenue']}`), '']);
+    const table = await envctl(['assets', 'preview', 'daily_revenue', '--env', 'dev', '-o', 'table']);
+    expect(table.stdout).toMatch(/^day +orders +revenue\n2025-/);
+    expect(table.stdout).toContain(`of ${rows.length} rows of daily_revenue ${latest.id}`);
+
+    expectExit(await envctl(['assets', 'preview', 'no_such', '--env', 'dev']), 4);
+    expectExit(await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev', '--materialization', 'mat_x']), 2);
+    expectExit(await envctl(['assets', 'preview', 'daily_revenue', '--env', 'dev', '-o', 'xml']), 2);
   });
 
   it('refuses a schema change in the strict environment (exit 1, asset and code printed), then accepts it when allowed', async () => {

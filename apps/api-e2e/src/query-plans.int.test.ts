@@ -72,6 +72,12 @@ describe('query plans of the request paths', () => {
     await api.get('/environments/prod/deployments?active=true');
     await api.get(`/deployments/${first.body.data.id}`);
     await api.get('/environments/prod/assets');
+    const [recorded] = (await api.get('/environments/prod/assets/orders/materializations?limit=5')).body.data as Array<{ id: string }>;
+    await api.get(`/environments/prod/assets/orders/materializations?before=${recorded!.id}`);
+    await api.get('/environments/prod/assets/unknown/materializations');
+    // Recorded without a file: the lookups run, and the answer is 404.
+    expect((await api.get(`/environments/prod/assets/orders/materializations/${recorded!.id}/data`)).status).toBe(404);
+    expect((await api.get(`/environments/prod/assets/orders/materializations/${recorded!.id}/preview`)).status).toBe(404);
     // The lifecycle: settings, a run limit and a TTL, a run under the limit, then the whole tear-down.
     expect((await api.post('/environments', { name: 'pr', storage_prefix: 'p', executor: 'remote', kind: 'preview', ttl_hours: 1 })).status).toBe(201);
     expect((await api.request('PATCH', '/environments/pr', { json: { ttl_hours: 2, max_concurrent_runs: 1, strict: true } })).status).toBe(200);

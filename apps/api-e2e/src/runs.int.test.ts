@@ -161,6 +161,8 @@ describe('runs on the engine host (local)', () => {
     expect(canceled.status).toBe(200);
     expect(canceled.body.data).toMatchObject({ status: 'canceled' });
     expect(canceled.body.data.attempts[0].status).toBe('canceled');
+    // Its unfinished asset says canceled, not pending or running.
+    expect(canceled.body.data.attempts[0].assets).toMatchObject([{ key: 'sleeper', status: 'canceled' }]);
     // The engine's runner learns of the cancel at its next heartbeat, stops the sleeper's
     // sandboxed child, and says the attempt is done only once that child has exited.
     const attemptId = canceled.body.data.attempts[0].id as string;
@@ -181,6 +183,9 @@ describe('runs on the engine host (local)', () => {
     // Stopped because of the cancel (the abort), not by its time limit.
     expect(done.find((line) => line.msg === 'asset stopped')?.reason).toBe('canceled');
     expect(done.find((line) => line.msg === 'attempt done')?.result).toBe('superseded');
-    expect((await tenant.api.get(`/runs/${run.id}`)).body.data.status).toBe('canceled');
+    const after = (await tenant.api.get(`/runs/${run.id}`)).body.data;
+    expect(after.status).toBe('canceled');
+    // The runner's late report of the stopped asset changes nothing.
+    expect(after.attempts[0].assets).toMatchObject([{ key: 'sleeper', status: 'canceled' }]);
   });
 });

@@ -29,6 +29,8 @@ export interface CallOptions<T extends z.ZodType> {
    */
   idempotent?: boolean;
   timeoutMs?: number;
+  /** The Accept header; default application/json. */
+  accept?: string;
 }
 
 export interface ApiAnswer<T> {
@@ -81,6 +83,14 @@ export class ApiClient {
     throw this.errorOf(method, path, response.status, body);
   }
 
+  /** A GET of bytes (a materialization's file): the response, its body unread; a refusal throws as `call` does. */
+  async download(path: string): Promise<Response> {
+    // A large file takes its time: the limit is the whole transfer's, so it is generous.
+    const response = await this.exchange('GET', path, { accept: '*/*', timeoutMs: 3_600_000 });
+    if (response.ok) return response;
+    throw this.errorOf('GET', path, response.status, parseJson(await response.text()));
+  }
+
   /** A HEAD or any call whose body does not matter: the status only (errors other than 404 still throw). */
   async status(method: string, path: string): Promise<number> {
     const response = await this.exchange(method, path, {});
@@ -106,7 +116,7 @@ export class ApiClient {
 
   private async exchange(method: string, path: string, options: Omit<CallOptions<z.ZodType>, 'data'>): Promise<Response> {
     const url = this.urlOf(path);
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.token}`, 'user-agent': this.options.userAgent, accept: 'application/json' };
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.token}`, 'user-agent': this.options.userAgent, accept: options.accept ?? 'application/json' };
     let body: string | Uint8Array | undefined;
     if (options.json !== undefined) {
       headers['content-type'] = 'application/json';
@@ -132,7 +142,10 @@ export class ApiClient {
           await this.sleep(backoffMs(attempt));
           continue;
         }
-        throw new CliError(ExitCode.unreachable, 'unreachable', `cannot reach ${this.options.baseUrl} (${method} ${url}): ${describeNetworkError(error)}`);
+        // A network library may quote a header it refused (the token): never repeated.
+        const described = describeNetworkError(error);
+        const reason = this.options.token === '' ? described : described.split(this.options.token).join('<token>');
+        throw new CliError(ExitCode.unreachable, 'unreachable', `cannot reach ${this.options.baseUrl} (${method} ${url}): ${reason}`);
       }
       if (RETRYABLE_STATUSES.has(response.status) && attempt < maxTries) {
         await response.arrayBuffer();

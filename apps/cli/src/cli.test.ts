@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './cli.ts';
@@ -97,5 +100,58 @@ describe('runCli', () => {
     const help = harness(undefined);
     expect(await runCli(['--help'], help.deps)).toBe(0);
     expect(help.out.join('')).toContain('Exit codes: 0 ok, 1 failed, 2 usage, 3 authentication, 4 not found, 5 unreachable, 6 timed out.');
+  });
+});
+
+describe('login', () => {
+  const TOKEN = `eek_${'A1b2C3d4E5'.repeat(4)}xyz`;
+
+  function loggingIn(stdinText: string, fetchImpl?: typeof fetch) {
+    const config = mkdtempSync(join(tmpdir(), 'envctl-login-'));
+    const base = harness(stdinText, { XDG_CONFIG_HOME: config });
+    const requests: Array<Record<string, string>> = [];
+    const answering = (async (_url: string, init: RequestInit) => {
+      requests.push(init.headers as Record<string, string>);
+      return new Response(JSON.stringify({ data: [] }), { status: 200 });
+    }) as unknown as typeof fetch;
+    return { ...base, deps: { ...base.deps, fetch: fetchImpl ?? answering }, requests, configDir: config };
+  }
+  const printed = (run: { out: string[]; err: string[] }) => run.out.join('') + run.err.join('');
+
+  it("reads the token out of the admin command's whole output, and never prints it", async () => {
+    const adminOutput = `Issued a token for tenant "dev".\ntoken id: tok_01jxyz\ntoken:    ${TOKEN}\nShown once; keep it somewhere safe.\n`;
+    const run = loggingIn(adminOutput);
+    expect(await runCli(['login'], run.deps)).toBe(0);
+    expect(run.requests[0]!['authorization']).toBe(`Bearer ${TOKEN}`);
+    expect(readFileSync(join(run.configDir, 'envctl', 'config.json'), 'utf8')).toContain(TOKEN);
+    // The scan finds the token where it is (the positive control), and not in what envctl printed.
+    expect(adminOutput.includes(TOKEN)).toBe(true);
+    expect(printed(run)).not.toContain(TOKEN);
+    expect(printed(run)).not.toContain(TOKEN.slice(4, 20));
+  });
+
+  it('refuses garbage, a cut token and two tokens, without repeating any of the input', async () => {
+    const inputs = [
+      'Bearer token id: tok_x\ntoken: eek_cut-short\n',
+      `${TOKEN}\n${TOKEN.replace('A1', 'Z9')}\n`,
+      `eew_${'p'.repeat(43)}\n`,
+      '\n',
+    ];
+    for (const input of inputs) {
+      const run = loggingIn(input);
+      expect(await runCli(['login'], run.deps), input).toBe(3);
+      expect(run.requests, input).toEqual([]);
+      for (const word of input.split(/\s+/).filter((part) => part.length > 6)) expect(printed(run), input).not.toContain(word);
+    }
+  });
+
+  it('never repeats the token from a network error that quotes the header it refused', async () => {
+    const quoting = (async (_url: string, init: RequestInit) => {
+      throw new TypeError(`Headers.append: "${(init.headers as Record<string, string>)['authorization']}" is an invalid header value.`);
+    }) as unknown as typeof fetch;
+    const run = loggingIn(`${TOKEN}\n`, quoting);
+    expect(await runCli(['login'], run.deps)).toBe(5);
+    expect(printed(run)).toContain('<token>');
+    expect(printed(run)).not.toContain(TOKEN);
   });
 });

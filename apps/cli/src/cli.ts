@@ -2,6 +2,7 @@ import { parseCommandLine, type CommandSpec } from './command-line.ts';
 import { createContext, type ContextDeps } from './command-context.ts';
 import { CliError, ExitCode } from './exit-codes.ts';
 import { Output } from './output.ts';
+import { assetCommands } from './commands/assets.ts';
 import { authCommands } from './commands/auth.ts';
 import { bindingCommands } from './commands/bindings.ts';
 import { deployCommand } from './commands/deploy.ts';
@@ -24,6 +25,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   deployCommand,
   packCommand,
   ...deploymentCommands,
+  ...assetCommands,
   ...runCommands,
   ...scheduleCommands,
   ...poolCommands,

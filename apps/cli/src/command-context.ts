@@ -15,8 +15,8 @@ export interface CommandContext {
   configFile: string;
   /** URL and token from flag, environment or config file, in that order. */
   settings(): Promise<Settings>;
-  /** A client with the resolved URL and token; no token is exit 3. */
-  api(): Promise<ApiClient>;
+  /** A client with the resolved URL and token (or the token given: `login` checks a new one); no token is exit 3. */
+  api(token?: string): Promise<ApiClient>;
   /** True where envctl may ask a person: stdin is a terminal and CI is not set. */
   canPrompt: boolean;
   sleep(ms: number): Promise<void>;
@@ -42,7 +42,7 @@ function onSigint(handler: () => void): () => void {
 
 export function createContext(deps: ContextDeps, values: OptionValues): CommandContext {
   const out = new Output(deps.io, {
-    mode: values.output as 'table' | 'json' | undefined,
+    mode: values.output === 'table' || values.output === 'json' ? values.output : undefined,
     noColor: deps.env.noColor || values['no-color'] === true,
     dumbTerminal: deps.env.dumbTerminal,
   });
@@ -72,10 +72,11 @@ export function createContext(deps: ContextDeps, values: OptionValues): CommandC
     version: deps.version,
     configFile,
     settings: () => (settings ??= resolve()),
-    api: async () => {
+    api: async (token?: string) => {
       const resolved = await (settings ??= resolve());
-      if (!resolved.token) throw missingTokenError(configFile);
-      return new ApiClient({ baseUrl: resolved.url, token: resolved.token, userAgent: `envctl/${deps.version}`, fetch: deps.fetch, sleep });
+      const used = token ?? resolved.token;
+      if (!used) throw missingTokenError(configFile);
+      return new ApiClient({ baseUrl: resolved.url, token: used, userAgent: `envctl/${deps.version}`, fetch: deps.fetch, sleep });
     },
     canPrompt: deps.io.stdin.isTTY === true && !deps.env.ci,
     sleep,

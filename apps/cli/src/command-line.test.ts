@@ -54,6 +54,17 @@ describe('parseCommandLine', () => {
     expect(usage(['env', 'list', '--bogus'])).toContain("Unknown option '--bogus'");
     expect(usage(['deploy', '--env'])).toContain('--env <value>\' argument missing');
     expect(usage(['env', 'list', '-o', 'yaml'])).toContain('--output must be "table" or "json"');
+    expect(usage(['env', 'list', '-o', 'csv'])).toContain('--output must be "table" or "json"');
+    expect(usage(['assets', 'preview', 'k', '--env', 'p', '-o', 'yaml'])).toContain('--output must be "table", "json" or "csv"');
+  });
+
+  it('lets a command give --output its own values: a preview takes csv, a download a file', () => {
+    const preview = parseCommandLine(['assets', 'preview', 'k', '--env', 'p', '-o', 'csv'], COMMANDS);
+    expect(preview.kind === 'run' && preview.input.values['output']).toBe('csv');
+    const download = parseCommandLine(['assets', 'download', 'k', '--env', 'p', '-o', 'out/k.parquet'], COMMANDS);
+    expect(download.kind === 'run' && download.input.values['output']).toBe('out/k.parquet');
+    const help = parseCommandLine(['assets', 'download', '--help'], COMMANDS);
+    expect(help.kind === 'help' && help.text).toMatch(/-o, --output FILE +where to write it/);
   });
 
   it('never echoes an extra argument of secrets set: it is likely the value', () => {

@@ -31,6 +31,11 @@ export interface CommandSpec {
    */
   extraArgumentRefusal?: string;
   options?: Record<string, OptionSpec>;
+  /**
+   * What the global `--output` takes here when not only `table|json`: the formats it
+   * accepts (a preview's `csv`), or any value when none are listed (a download's FILE).
+   */
+  output?: { value: string; description: string; formats?: readonly string[] };
   run(ctx: CommandContext, input: ParsedInput): Promise<ExitCode | void>;
 }
 
@@ -125,7 +130,10 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
     .map(([name, spec]) => `--${name}${spec.value ? ` ${spec.value}` : ''}`);
   if (missing.length > 0) throw usageError(`envctl ${matched.path.join(' ')} needs ${missing.join(' and ')}; see envctl ${matched.path.join(' ')} --help`);
   const output = parsed.values.output;
-  if (output !== undefined && output !== 'table' && output !== 'json') throw usageError(`--output must be "table" or "json", not "${String(output)}"`);
+  const formats = matched.output ? matched.output.formats : ['table', 'json'];
+  if (output !== undefined && formats !== undefined && !formats.includes(String(output))) {
+    throw usageError(`--output must be ${formats.map((format) => `"${format}"`).join(', ').replace(/, ([^,]*)$/, ' or $1')}, not "${String(output)}"`);
+  }
   return { kind: 'run', command: matched, input: { values: parsed.values as OptionValues, positionals } };
 }
 
@@ -171,7 +179,7 @@ export function commandHelp(command: CommandSpec): string {
     ...(command.options && Object.keys(command.options).length > 0 ? ['', 'options:', ...optionLines(command.options)] : []),
     '',
     'global options:',
-    ...optionLines(GLOBAL_OPTIONS),
+    ...optionLines(command.output ? { ...GLOBAL_OPTIONS, output: { ...GLOBAL_OPTIONS['output']!, value: command.output.value, description: command.output.description } } : GLOBAL_OPTIONS),
   ].join('\n');
 }
 

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import {
   DeploymentPathParams,
   LatestMaterializationParams,
+  AssetMaterializationParams,
   MaterializationPathParams,
   RecordMaterializationRequest,
   RetractMaterializationRequest,
@@ -47,6 +48,15 @@ export function internalRouter(deps: { bundles: BundleRepository; deployments: D
     defineRoute({ params: LatestMaterializationParams }, async ({ tenantId, params }) => ({
       data: (await deps.materializations.latestUsable(tenantId, params.environmentId, params.key)) ?? null,
     })),
+  );
+
+  router.get(
+    '/environments/:environmentId/assets/:key/materializations/:id',
+    defineRoute({ params: AssetMaterializationParams }, async ({ tenantId, params }) => {
+      const materialization = await deps.materializations.findOfAsset(tenantId, params.environmentId, params.key, params.id);
+      if (!materialization) throw notFound(`Materialization "${params.id}" of asset "${params.key}"`);
+      return { data: materialization };
+    }),
   );
 
   router.get(

@@ -17,6 +17,7 @@ import { EnvironmentLifecycle } from './environments/environment-lifecycle.ts';
 import { LifecycleWorkflows } from './environments/lifecycle-workflows.ts';
 import { MaterializationPurge } from './environments/materialization-purge.ts';
 import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
+import { MaterializationReader } from './outputs/materialization-reader.ts';
 import { poolInternalRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
@@ -125,6 +126,7 @@ await runInternalService({
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
       }, metrics, engineStore),
+      outputs: new MaterializationReader(environments, runs, deployments, secrets, engineStore),
     });
     const internal = Router();
     internal.use(environmentsInternalRouter(environments, lifecycle, new MaterializationPurge(environments, engineStore, log)));

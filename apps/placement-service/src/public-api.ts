@@ -2,6 +2,8 @@ import { Router } from 'express';
 import type { EnvironmentLifecycle } from './environments/environment-lifecycle.ts';
 import type { EnvironmentRepository } from './environments/environment.repository.ts';
 import { environmentsRouter } from './environments/environments.routes.ts';
+import type { MaterializationReader } from './outputs/materialization-reader.ts';
+import { outputsRouter } from './outputs/outputs.routes.ts';
 import { poolRouter } from './pool/pool.routes.ts';
 import type { PoolService } from './pool/pool.service.ts';
 import { quotasRouter } from './quotas/quotas.routes.ts';
@@ -22,6 +24,7 @@ export interface PlacementPublicApiDeps {
   pool: PoolService;
   quotas: QuotasService;
   workerApi: WorkerApiService;
+  outputs: MaterializationReader;
 }
 
 /** The placement scope's part of `/api/v1` (its routes are PublicApi's `service: 'placement'` endpoints). */
@@ -33,5 +36,6 @@ export function placementPublicApi(deps: PlacementPublicApiDeps): Router {
   api.use(poolRouter(deps.pool));
   api.use(quotasRouter(deps.quotas));
   api.use(workerApiRouter(deps.workerApi));
+  api.use(outputsRouter(deps.outputs));
   return api;
 }

@@ -1,9 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-
-const TOKEN_PREFIX = 'eek_';
-/** Pool tokens (a worker's credential) look different, so the gateway knows where to look one up. */
-const POOL_TOKEN_PREFIX = 'eew_';
-const TOKEN_PATTERN = /^ee[kw]_[A-Za-z0-9_-]{43}$/;
+import { API_TOKEN_PREFIX as TOKEN_PREFIX, POOL_TOKEN_PREFIX, TOKEN_PATTERN } from '@envengine/contracts';
 
 /** A new API token: 256 random bits, shown once to its owner and never stored. */
 export function generateToken(): string {

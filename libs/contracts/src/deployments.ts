@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ResourceName } from './names.ts';
 
 /** `sha256:` and the 64 lowercase hex digits of the bundle's SHA-256. */
 export const BUNDLE_REF_PATTERN = /^sha256:[0-9a-f]{64}$/;
@@ -107,6 +108,8 @@ export const Materialization = z.object({
   location: z.string().nullable(),
   bytes: z.number().int().nonnegative().nullable(),
   run_id: z.string().nullable(),
+  /** The attempt that wrote it; null for rows recorded without one. */
+  attempt_id: z.string().nullable(),
   status: MaterializationStatus,
   quarantine: z.object({ reason: z.string(), deployment_id: z.string(), at: z.iso.datetime() }).nullable(),
   inserted_at: z.iso.datetime(),
@@ -123,6 +126,56 @@ export const AssetListing = z.object({
   latest_materialization: Materialization.nullable(),
 });
 export type AssetListing = z.infer<typeof AssetListing>;
+
+const MaterializationId = z.string().regex(/^mat_[0-9a-z]{26}$/, { message: 'must be a materialization id (mat_…)' });
+const AssetKeyParam = z.string().min(1).max(200);
+
+/** `/environments/:name/assets/:key/…` */
+export const AssetPathParams = z.object({ name: ResourceName, key: AssetKeyParam });
+export type AssetPathParams = z.infer<typeof AssetPathParams>;
+
+/** `/environments/:name/assets/:key/materializations/:id/…` */
+export const AssetMaterializationPathParams = z.object({ name: ResourceName, key: AssetKeyParam, id: MaterializationId });
+export type AssetMaterializationPathParams = z.infer<typeof AssetMaterializationPathParams>;
+
+/** `GET …/assets/:key/materializations`: newest first, a page at a time. */
+export const MaterializationListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  /** Paging: the id of the last materialization of the previous page. */
+  before: MaterializationId.optional(),
+});
+export type MaterializationListQuery = z.infer<typeof MaterializationListQuery>;
+
+/** The most rows a preview gives; a larger look is a download. */
+export const PREVIEW_MAX_ROWS = 1000;
+
+export const MaterializationPreviewQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(PREVIEW_MAX_ROWS).default(20),
+});
+export type MaterializationPreviewQuery = z.infer<typeof MaterializationPreviewQuery>;
+
+/**
+ * `GET …/materializations/:id/preview`: the first rows, decoded as `ctx.read` gives them
+ * (timestamps as ISO 8601 strings, dates as `YYYY-MM-DD`, JSON parsed), except integers
+ * past 2^53, which JSON cannot carry exactly: those are decimal strings.
+ */
+export const MaterializationPreview = z.object({
+  materialization_id: z.string(),
+  columns: z.array(StoredColumn),
+  /** Rows in the file. */
+  row_count: z.number().int().nonnegative(),
+  rows: z.array(z.record(z.string(), z.unknown())),
+  /** Whether the file has rows past the ones shown. */
+  truncated: z.boolean(),
+});
+export type MaterializationPreview = z.infer<typeof MaterializationPreview>;
+
+/** Internal: one materialization of an environment's asset, for the placement-service to read it. */
+export const AssetMaterializationParams = z.object({
+  environmentId: z.string().min(1).max(100),
+  key: AssetKeyParam,
+  id: MaterializationId,
+});
 
 /** Internal: what an attempt records after `ctx.emit` wrote its file (tests record bare rows too). */
 export const RecordMaterializationRequest = z.strictObject({

@@ -119,6 +119,8 @@ describe('httpStatusFor', () => {
       no_active_deployment: 409,
       run_finished: 409,
       lease_superseded: 409,
+      materialization_unreachable: 409,
+      range_not_satisfiable: 416,
       payload_too_large: 413,
       rate_limited: 429,
       queued_runs_quota_exceeded: 429,

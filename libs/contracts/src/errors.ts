@@ -23,7 +23,14 @@ export const ErrorCode = z.enum([
   'run_finished',
   /** A worker write whose attempt lease no longer holds (canceled, presumed lost, finished). */
   'lease_superseded',
+  /**
+   * A materialization in a store the engine holds no keys to (a binding with an endpoint of
+   * the tenant's own): its bytes are read there, with the tenant's keys.
+   */
+  'materialization_unreachable',
   'payload_too_large',
+  /** A `Range` header that no byte of the file satisfies. */
+  'range_not_satisfiable',
   'rate_limited',
   /** A per-tenant quota (DESIGN.md §5, quotas.ts): the code names the quota. */
   'queued_runs_quota_exceeded',
@@ -93,9 +100,12 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'no_active_deployment':
     case 'run_finished':
     case 'lease_superseded':
+    case 'materialization_unreachable':
       return 409;
     case 'payload_too_large':
       return 413;
+    case 'range_not_satisfiable':
+      return 416;
     case 'rate_limited':
     case 'queued_runs_quota_exceeded':
     case 'queued_runs_per_environment_quota_exceeded':

@@ -16,3 +16,4 @@ export * from './attempt-job.ts';
 export * from './workflow-inputs.ts';
 export * from './quotas.ts';
 export * from './public-api.ts';
+export * from './tokens.ts';

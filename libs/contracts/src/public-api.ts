@@ -10,7 +10,12 @@ import {
   DeploymentListQuery,
   DeploymentPathParams,
   DeploymentPending,
+  AssetMaterializationPathParams,
+  AssetPathParams,
   Materialization,
+  MaterializationListQuery,
+  MaterializationPreview,
+  MaterializationPreviewQuery,
 } from './deployments.ts';
 import {
   CreateEnvironmentRequest,
@@ -54,7 +59,10 @@ export type ApiService = 'placement' | 'deployment' | 'secrets';
 export type HttpMethod = 'get' | 'head' | 'post' | 'put' | 'patch' | 'delete';
 
 /** A body that is not the `{data}` JSON envelope: raw tar.gz bytes, or none at all. */
-export type RawBody = 'application/gzip' | 'empty';
+export type RawBody = 'application/gzip' | typeof PARQUET_MEDIA_TYPE | 'empty';
+
+/** A materialization's bytes, as `…/materializations/:id/data` serves them. */
+export const PARQUET_MEDIA_TYPE = 'application/vnd.apache.parquet';
 
 export interface RequestHeader {
   readonly name: string;
@@ -341,6 +349,30 @@ export const PublicApi = {
     method: 'get', path: '/environments/:name/assets', service: 'deployment', tag: 'Deployments', auth: 'api_token',
     summary: 'The assets of the active deployment, each with its latest materialization',
     params: EnvironmentPathParams, responses: { 200: z.array(AssetListing) }, errors: ['not_found'],
+  }),
+
+  listMaterializations: endpoint({
+    method: 'get', path: '/environments/:name/assets/:key/materializations', service: 'deployment', tag: 'Outputs', auth: 'api_token',
+    summary: 'The materializations of an asset, newest first',
+    description: 'Paged: pass the id of the last one as `before` for the next page. An asset the active deployment does not declare and that has no materializations is 404.',
+    params: AssetPathParams, query: MaterializationListQuery,
+    responses: { 200: z.array(Materialization) }, errors: ['not_found'],
+  }),
+  downloadMaterialization: endpoint({
+    method: 'get', path: '/environments/:name/assets/:key/materializations/:id/data', service: 'placement', tag: 'Outputs', auth: 'api_token',
+    summary: 'The Parquet bytes of a materialization, streamed (Range supported)',
+    description:
+      'For `file://` prefixes and the engine\'s own object store. One byte range (`Range: bytes=a-b`, `a-` or `-n`) answers 206 with `Content-Range`; a range past the end is 416. A file in a store of the tenant\'s own (a binding with an endpoint) is 409 `materialization_unreachable`: it is read there, with the tenant\'s keys.',
+    params: AssetMaterializationPathParams,
+    headers: [{ name: 'Range', required: false, description: 'One byte range: `bytes=0-1023`, `bytes=1024-` or `bytes=-512`.' }],
+    responses: { 200: PARQUET_MEDIA_TYPE, 206: PARQUET_MEDIA_TYPE }, errors: ['not_found', 'materialization_unreachable', 'range_not_satisfiable'],
+  }),
+  previewMaterialization: endpoint({
+    method: 'get', path: '/environments/:name/assets/:key/materializations/:id/preview', service: 'placement', tag: 'Outputs', auth: 'api_token',
+    summary: 'The first rows of a materialization, as JSON',
+    description: 'Rows as `ctx.read` gives them; integers past 2^53 as decimal strings. Only the row groups that hold the rows shown are read.',
+    params: AssetMaterializationPathParams, query: MaterializationPreviewQuery,
+    responses: { 200: MaterializationPreview }, errors: ['not_found', 'materialization_unreachable'],
   }),
 
   // Secrets and bindings

@@ -12,8 +12,8 @@ export const TERMINAL_ATTEMPT_STATUSES = ['succeeded', 'failed', 'lost', 'cancel
 export const RunTrigger = z.enum(['manual', 'schedule']);
 export type RunTrigger = z.infer<typeof RunTrigger>;
 
-/** What happened to one asset within one attempt. */
-export const AssetOutcomeStatus = z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped']);
+/** What happened to one asset within one attempt; `canceled`: it had not finished when its attempt was canceled. */
+export const AssetOutcomeStatus = z.enum(['pending', 'running', 'succeeded', 'failed', 'skipped', 'canceled']);
 export type AssetOutcomeStatus = z.infer<typeof AssetOutcomeStatus>;
 
 export const AttemptAssetOutcome = z.object({

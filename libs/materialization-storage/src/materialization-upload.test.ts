@@ -112,6 +112,7 @@ describe('ParquetRowWriter into a MaterializationUpload', () => {
         return Readable.from([bytes]);
       },
       remove: (location) => inner.remove(location),
+      size: (location) => inner.size(location),
     };
     const writing = upload(lying);
     await encodeInto(writing, SCHEMA, [rowsFrom(0, 10)]);

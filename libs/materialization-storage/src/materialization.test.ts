@@ -61,6 +61,7 @@ function recordingDriver(inner: StorageDriver, readBack?: (stored: Uint8Array) =
     },
     writeStream: (location, open) => inner.writeStream(location, open),
     readStream: (location) => inner.readStream(location),
+    size: (location) => inner.size(location),
   };
   return { driver, calls };
 }

@@ -1,5 +1,5 @@
 import type { StoredColumn } from '@envengine/contracts';
-import { parquetMetadata, parquetReadObjects, type FileMetaData, type SchemaElement } from 'hyparquet';
+import { cachedAsyncBuffer, parquetMetadata, parquetMetadataAsync, parquetReadObjects, type AsyncBuffer, type FileMetaData, type SchemaElement } from 'hyparquet';
 import { parquetWriteBuffer, type ColumnSource } from 'hyparquet-writer';
 import { resolveColumns, type ColumnType, type DeclaredSchema, type Row } from './declared-schema.ts';
 import { checkRows } from './row-check.ts';
@@ -211,12 +211,44 @@ const PARSERS = {
  */
 export async function decodeParquet(bytes: Uint8Array): Promise<Row[]> {
   const metadata = readFooter(bytes);
-  const { columns } = summarize(metadata);
   const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
   const file = whole ? (bytes.buffer as ArrayBuffer) : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+  return readRows(file, metadata, summarize(metadata).columns);
+}
+
+/** A stored file read by byte ranges, so that a partial read fetches only the parts it needs. */
+export interface RangeReadableFile {
+  byteLength: number;
+  /** Bytes `start` (included) to `end` (excluded). */
+  slice(start: number, end?: number): Promise<ArrayBuffer>;
+}
+
+/** The first rows of a Parquet file, with its columns and row count. */
+export interface ParquetHead extends ParquetFileSummary {
+  rows: Row[];
+}
+
+/**
+ * The first `limit` rows of a Parquet file, decoded as `decodeParquet` does, reading only
+ * the footer and the row groups that hold them (a preview of a large file stays small).
+ */
+export async function readParquetHead(file: RangeReadableFile, limit: number): Promise<ParquetHead> {
+  const buffered = cachedAsyncBuffer(file);
+  let metadata: FileMetaData;
+  try {
+    metadata = await parquetMetadataAsync(buffered);
+  } catch (error) {
+    throw new ParquetFileError(`Not a readable Parquet file (${(error as Error).message}).`, { cause: error });
+  }
+  const summary = summarize(metadata);
+  const rows = await readRows(buffered, metadata, summary.columns, Math.min(limit, summary.row_count));
+  return { ...summary, rows };
+}
+
+async function readRows(file: AsyncBuffer, metadata: FileMetaData, columns: StoredColumn[], rowEnd?: number): Promise<Row[]> {
   let rows: Row[];
   try {
-    rows = await parquetReadObjects({ file, metadata, parsers: PARSERS });
+    rows = await parquetReadObjects({ file, metadata, parsers: PARSERS, ...(rowEnd === undefined ? {} : { rowStart: 0, rowEnd }) });
   } catch (error) {
     throw new ParquetFileError(`The Parquet file cannot be read (${(error as Error).message}).`, { cause: error });
   }

@@ -2,10 +2,10 @@ import type { Readable } from 'node:stream';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Upload } from '@aws-sdk/lib-storage';
-import { StorageLocationError, StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
+import { StorageLocationError, StoredFileNotFoundError, type ByteRange, type StorageDriver } from './storage-driver.ts';
 
 /** How to reach an S3-compatible store: what an asset's binding gives (or the engine issues for its own store). */
 export interface S3Connection {
@@ -130,13 +130,25 @@ export class S3StorageDriver implements StorageDriver {
     return { location, bytes };
   }
 
-  async readStream(location: string): Promise<Readable> {
+  async readStream(location: string, range?: ByteRange): Promise<Readable> {
     const { bucket, key } = this.objectOf(location);
     try {
-      const answer = await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
       return answer.Body as Readable;
     } catch (error) {
       if (error instanceof S3ServiceException && error.name === 'NoSuchKey') throw new StoredFileNotFoundError(location, { cause: error });
+      throw this.describe(error, 'read', location);
+    }
+  }
+
+  async size(location: string): Promise<number> {
+    const { bucket, key } = this.objectOf(location);
+    try {
+      const answer = await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return answer.ContentLength ?? 0;
+    } catch (error) {
+      // A HEAD has no body, so a missing key is a bare 404 ("NotFound"), not "NoSuchKey".
+      if (error instanceof S3ServiceException && (error.name === 'NotFound' || error.name === 'NoSuchKey')) throw new StoredFileNotFoundError(location, { cause: error });
       throw this.describe(error, 'read', location);
     }
   }

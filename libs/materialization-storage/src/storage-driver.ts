@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { S3StorageDriver, type S3Connection } from './s3-storage-driver.ts';
@@ -15,12 +15,23 @@ export interface StorageDriver {
   writeStream(location: string, open: () => Readable): Promise<{ location: string; bytes: number }>;
   /** The bytes stored at `location`; a `StoredFileNotFoundError` when there are none. */
   read(location: string): Promise<Uint8Array>;
-  /** The bytes stored at `location`, as a stream; a `StoredFileNotFoundError` when there are none. */
-  readStream(location: string): Promise<Readable>;
+  /**
+   * The bytes stored at `location` (only `range` of them when given), as a stream; a
+   * `StoredFileNotFoundError` when there are none.
+   */
+  readStream(location: string, range?: ByteRange): Promise<Readable>;
+  /** How many bytes are stored at `location`; a `StoredFileNotFoundError` when there are none. */
+  size(location: string): Promise<number>;
   /** Removes what is stored at `location` (an environment's purge); nothing stored there is not an error. */
   remove(location: string): Promise<void>;
   /** Lets go of what it holds open (connections), when it has any. */
   close?(): void;
+}
+
+/** Bytes `start` to `end` of a file, both included (as HTTP's `Range` counts them). */
+export interface ByteRange {
+  start: number;
+  end: number;
 }
 
 /** URL schemes `storageDriverFor` has a driver for. */
@@ -162,11 +173,23 @@ export class FileStorageDriver implements StorageDriver {
     }
   }
 
-  async readStream(location: string): Promise<Readable> {
+  async readStream(location: string, range?: ByteRange): Promise<Readable> {
     const path = this.pathOf(location);
     try {
       const handle = await open(path, 'r');
-      return handle.createReadStream();
+      return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StoredFileNotFoundError(location, { cause: error });
+      throw error;
+    }
+  }
+
+  async size(location: string): Promise<number> {
+    const path = this.pathOf(location);
+    try {
+      const stats = await stat(path);
+      if (!stats.isFile()) throw new StoredFileNotFoundError(location);
+      return stats.size;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StoredFileNotFoundError(location, { cause: error });
       throw error;

@@ -13,6 +13,8 @@ import {
   ErrorBody,
   httpStatusFor,
   Materialization,
+  MaterializationPreview,
+  PARQUET_MEDIA_TYPE,
   PlacementResult,
   PoolCredentialIssued,
   PoolCredentialRevoked,
@@ -60,6 +62,7 @@ const NAMED_SCHEMAS: Record<string, z.ZodType> = {
   ResolvedConnection,
   StorageConnection,
   Materialization,
+  MaterializationPreview,
   Deployment,
   DeploymentPending,
   AssetListing,
@@ -178,6 +181,11 @@ export function buildOpenApiDocument(): OpenApiDocument {
         responses[status] = { description: endpoint.summary };
       } else if (response === 'application/gzip') {
         responses[status] = { description: 'The bundle, tar.gz', content: { 'application/gzip': { schema: {} } } };
+      } else if (response === PARQUET_MEDIA_TYPE) {
+        responses[status] = {
+          description: status === '206' ? 'The requested byte range of the Parquet file' : 'The Parquet file',
+          content: { [PARQUET_MEDIA_TYPE]: { schema: { type: 'string', format: 'binary' } } },
+        };
       } else {
         responses[status] = {
           description: 'Success',

@@ -65,6 +65,21 @@ export class DeploymentClient {
     });
   }
 
+  /** One materialization of an environment's asset (to read its file), or undefined when the tenant has none such. */
+  async materializationOfAsset(tenantId: string, environmentId: string, assetKey: string, id: string, requestId?: string): Promise<Materialization | undefined> {
+    try {
+      return await this.http.call(Materialization, {
+        method: 'GET',
+        path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/assets/${encodeURIComponent(assetKey)}/materializations/${encodeURIComponent(id)}`,
+        tenantId,
+        requestId,
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'not_found') return undefined;
+      throw error;
+    }
+  }
+
   close(): Promise<void> {
     return this.http.close();
   }

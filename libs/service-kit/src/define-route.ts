@@ -31,7 +31,8 @@ export interface RouteSpec<P extends z.ZodType, B extends z.ZodType, Q extends z
 
 type Infer<T> = T extends z.ZodType ? z.infer<T> : undefined;
 
-function validate<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
+/** A request part (`path`, `query`, `body`) checked against its schema; a 422 naming each problem. */
+export function validateRequestPart<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
   const result = schema.safeParse(value);
   if (!result.success) {
     const details = detailsFromZodError(result.error).map((detail) => ({
@@ -59,15 +60,15 @@ export function defineRoute<
     try {
       const context = requestContext(res);
       if (!context.tenantId) throw new ApiError('unauthorized', 'The caller is not known.');
-      const params = spec.params ? validate(spec.params, req.params, 'path') : undefined;
-      const query = spec.query ? validate(spec.query, req.query, 'query') : undefined;
+      const params = spec.params ? validateRequestPart(spec.params, req.params, 'path') : undefined;
+      const query = spec.query ? validateRequestPart(spec.query, req.query, 'query') : undefined;
       let body: unknown;
       if (spec.body) {
         if (req.body === undefined && !spec.bodyOptional) {
           throw new ApiError('invalid_json', 'A JSON request body is required.');
         }
         // Only an absent body stands for `{}`; a JSON `null` is validated, and refused.
-        body = validate(spec.body, req.body === undefined ? {} : req.body, 'body');
+        body = validateRequestPart(spec.body, req.body === undefined ? {} : req.body, 'body');
       }
       const result = await handler({
         params: params as Infer<P>,

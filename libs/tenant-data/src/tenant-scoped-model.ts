@@ -21,6 +21,11 @@ export interface WriteOptions {
   session?: ClientSession;
 }
 
+export interface UpdateManyOptions extends WriteOptions {
+  /** Which elements of an array `$[name]` in the update names (MongoDB's arrayFilters). */
+  arrayFilters?: Array<Record<string, unknown>>;
+}
+
 /**
  * The only way repositories reach a tenant's documents: every read and write takes the
  * tenant first and puts it in the filter (or the inserted document), so a lookup by `_id`
@@ -122,8 +127,13 @@ export class TenantScopedModel<T extends TenantOwned> {
     return { matched: result.matchedCount, modified: result.modifiedCount, upserted: result.upsertedCount };
   }
 
-  async updateMany(tenantId: string, filter: TenantFilter<T>, update: UpdateQuery<T>, options: WriteOptions = {}): Promise<number> {
-    return (await this.model.updateMany(this.scoped(tenantId, filter), update, { session: options.session })).modifiedCount;
+  async updateMany(tenantId: string, filter: TenantFilter<T>, update: UpdateQuery<T>, options: UpdateManyOptions = {}): Promise<number> {
+    return (
+      await this.model.updateMany(this.scoped(tenantId, filter), update, {
+        session: options.session,
+        ...(options.arrayFilters ? { arrayFilters: options.arrayFilters } : {}),
+      })
+    ).modifiedCount;
   }
 
   async deleteOne(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<boolean> {

@@ -7,6 +7,8 @@ export interface ApiResponse<T = unknown> {
   body: T;
   /** The body as text, for scans and for bodies that are not JSON. */
   text: string;
+  /** The body's bytes as sent (a download's file). */
+  bytes: Uint8Array;
 }
 
 export interface RequestOptions {
@@ -45,7 +47,8 @@ export class ApiClient {
       body = options.raw;
     }
     const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
-    const text = await response.text();
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const text = new TextDecoder().decode(bytes);
     if (this.baseUrl.endsWith('/api/v1')) {
       const problems = openApiResponseChecker().problems(method, path, response.status, response.headers.get('content-type'), text);
       if (problems.length > 0) throw new Error(`The answer does not conform to the OpenAPI document: ${problems.join('; ')}`);
@@ -58,7 +61,7 @@ export class ApiClient {
         parsed = undefined;
       }
     }
-    return { status: response.status, headers: response.headers, body: parsed as T, text };
+    return { status: response.status, headers: response.headers, body: parsed as T, text, bytes };
   }
 
   get<T = any>(path: string, options?: RequestOptions) {

@@ -25,12 +25,13 @@ export async function callResolve(stack: StackInfo, call: ResolveCall): Promise<
     headers,
     body: JSON.stringify(call.body),
   });
-  const text = await response.text();
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const text = new TextDecoder().decode(bytes);
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
     body = undefined;
   }
-  return { status: response.status, headers: response.headers, body, text };
+  return { status: response.status, headers: response.headers, body, text, bytes };
 }

@@ -1,27 +1,39 @@
-import { Environment } from '@envengine/contracts';
+import { apiTokensIn, Environment, POOL_TOKEN_PREFIX } from '@envengine/contracts';
 import { z } from 'zod';
-import { ApiClient } from '../api-client.ts';
 import type { CommandSpec } from '../command-line.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import { promptHidden, readStdin } from '../prompts.ts';
 import { readConfigFile, writeConfigFile } from '../settings.ts';
 
+/**
+ * The one API token in what was given. Nothing of the input is ever repeated in a message:
+ * it may hold a token that is not quite one (cut short, a pool token) or another secret.
+ */
+function tokenOf(text: string): string {
+  const tokens = apiTokensIn(text);
+  if (tokens.length === 1) return tokens[0]!;
+  if (tokens.length > 1) throw new CliError(ExitCode.auth, 'missing_token', `the input holds ${tokens.length} different API tokens; give one (nothing of the input is shown)`);
+  if (text.trim() === '') throw new CliError(ExitCode.auth, 'missing_token', 'no token on stdin');
+  const hint = text.includes(POOL_TOKEN_PREFIX) ? ' (a pool token, eew_…, opens only the worker API: log in with an API token)' : '';
+  throw new CliError(ExitCode.auth, 'missing_token', `no API token (eek_ and 43 characters) in the input${hint}; nothing of the input is shown`);
+}
+
 export const authCommands: CommandSpec[] = [
   {
     path: ['login'],
-    summary: 'check a token against the API and save it with the URL in the config file (mode 0600); the token is read from stdin, or asked for on a terminal',
+    summary:
+      'check a token against the API and save it with the URL in the config file (mode 0600); the token is read from stdin (any text holding one eek_ token, such as the admin command\'s output), or asked for on a terminal',
     async run(ctx) {
-      let token: string;
+      let text: string;
       if (ctx.io.stdin.isTTY) {
         if (!ctx.canPrompt) throw new CliError(ExitCode.auth, 'missing_token', 'CI is set: pipe the token on stdin (envctl login < token-file)');
-        token = (await promptHidden(ctx.io, 'API token (not shown): ')).trim();
+        text = await promptHidden(ctx.io, 'API token (not shown): ');
       } else {
-        token = (await readStdin(ctx.io)).toString('utf8').trim();
+        text = (await readStdin(ctx.io)).toString('utf8');
       }
-      if (token === '') throw new CliError(ExitCode.auth, 'missing_token', 'no token on stdin');
+      const token = tokenOf(text);
       const { url } = await ctx.settings();
-      const api = new ApiClient({ baseUrl: url, token, userAgent: `envctl/${ctx.version}` });
-      const { data } = await api.call('GET', '/environments', { data: z.array(Environment) });
+      const { data } = await (await ctx.api(token)).call('GET', '/environments', { data: z.array(Environment) });
       const existing = await readConfigFile(ctx.configFile, (line) => ctx.out.warn(line));
       await writeConfigFile(ctx.configFile, { ...existing, url, token });
       ctx.out.info(`Logged in to ${url} (${data.length} environment${data.length === 1 ? '' : 's'}); saved to ${ctx.configFile} (mode 0600).`);

@@ -27,5 +27,22 @@ export function assetsRouter(placement: PlacementClient, deployments: Deployment
       });
       return { data: listing };
   });
+
+  mountEndpoint(router, PublicApi.listMaterializations, async ({ tenantId, params, query, requestId }) => {
+    const environment = await placement.findEnvironment(tenantId, params.name, requestId);
+    if (!environment) throw notFound(`Environment "${params.name}"`);
+    const page = await materializations.page(tenantId, environment.id, params.key, query);
+    if (page.length === 0 && query.before === undefined && !(await declaresAsset(deployments, tenantId, environment.active_deployment_id, params.key))) {
+      // Neither declared nor ever stored: most likely a typo, which an empty list would hide.
+      throw notFound(`Asset "${params.key}" of environment "${params.name}"`);
+    }
+    return { data: page };
+  });
   return router;
+}
+
+async function declaresAsset(deployments: DeploymentRepository, tenantId: string, deploymentId: string | null, key: string): Promise<boolean> {
+  if (!deploymentId) return false;
+  const manifest = ManifestV1.safeParse(await deployments.manifest(tenantId, deploymentId));
+  return manifest.success && manifest.data.assets.some((asset) => asset.key === key);
 }

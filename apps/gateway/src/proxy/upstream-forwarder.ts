@@ -8,9 +8,13 @@ import { ReplicaPools } from '@envengine/replica-pools';
 import type { Upstream } from './upstream-routes.ts';
 
 /** Request headers a client may pass on to a service (`x-attempt-lease`: the worker API's fence). */
-const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'x-attempt-lease'] as const;
+const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'x-attempt-lease', 'range', 'if-range'] as const;
 /** Response headers a service may pass back to a client. */
-const FORWARDED_RESPONSE_HEADERS = ['content-type', 'content-length', 'retry-after', 'location', 'cache-control'] as const;
+const FORWARDED_RESPONSE_HEADERS = [
+  'content-type', 'content-length', 'retry-after', 'location', 'cache-control',
+  // A materialization's download: byte ranges, its validator and its file name.
+  'accept-ranges', 'content-range', 'etag', 'content-disposition',
+] as const;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 

@@ -6,6 +6,8 @@ export type Upstream = 'placement' | 'deployment' | 'secrets';
  */
 const ROUTES: ReadonlyArray<readonly [RegExp, Upstream]> = [
   [/^\/environments\/[^/]+\/(?:bindings|secrets)(?:\/|$)/, 'secrets'],
+  // A materialization's bytes and rows are read where the engine's storage is reachable.
+  [/^\/environments\/[^/]+\/assets\/[^/]+\/materializations\/[^/]+\/(?:data|preview)\/?$/, 'placement'],
   [/^\/environments\/[^/]+\/(?:deployments|assets)(?:\/|$)/, 'deployment'],
   [/^\/(?:deployments|bundles)(?:\/|$)/, 'deployment'],
   [/^\/worker\/bundles(?:\/|$)/, 'deployment'],

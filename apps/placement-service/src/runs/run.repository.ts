@@ -83,6 +83,10 @@ interface AfterFailure {
   retried: AttemptDocument | null;
 }
 
+/** A canceled attempt's assets that had not finished (pending or running) say so. */
+const CANCELED_ASSETS = { 'assets.$[unfinished].status': 'canceled' } as const;
+const UNFINISHED_ASSETS = [{ 'unfinished.status': { $in: ['pending', 'running'] } }];
+
 /**
  * The attempt lifecycle: runs made with their first attempt, started, leased, finished,
  * lost, canceled, handed back and retried (the reads are `RunQueries`'). Every state change
@@ -338,8 +342,8 @@ export class RunRepository extends RunQueries {
       await this.attempts.updateMany(
         tenantId,
         { run_id: runId, status: { $in: ['queued', 'running'] } },
-        { $set: { status: 'canceled', finished_at: now, current_asset: null, error: 'canceled by request' } },
-        { session },
+        { $set: { status: 'canceled', finished_at: now, current_asset: null, error: 'canceled by request', ...CANCELED_ASSETS } },
+        { session, arrayFilters: UNFINISHED_ASSETS },
       );
       return { run, canceled: open, admitted: await this.slots.fill(tenantId, run.environment_id, session) };
     });
@@ -397,8 +401,8 @@ export class RunRepository extends RunQueries {
     await this.attempts.updateMany(
       tenantId,
       { environment_id: environmentId, status: { $in: ['queued', 'running'] } },
-      { $set: { status: 'canceled', finished_at: now, current_asset: null, error: reason } },
-      { session },
+      { $set: { status: 'canceled', finished_at: now, current_asset: null, error: reason, ...CANCELED_ASSETS } },
+      { session, arrayFilters: UNFINISHED_ASSETS },
     );
     await this.runs.updateMany(
       tenantId,

@@ -49,6 +49,7 @@ function toMaterialization(doc: MaterializationDocument): Materialization {
     location: doc.location ?? null,
     bytes: doc.bytes ?? null,
     run_id: doc.run_id ?? null,
+    attempt_id: doc.attempt_id ?? null,
     status: doc.status,
     quarantine: doc.quarantine
       ? { reason: doc.quarantine.reason, deployment_id: doc.quarantine.deployment_id, at: doc.quarantine.at.toISOString() }
@@ -120,6 +121,22 @@ export class MaterializationRepository {
       [{ $sort: { tenant_id: 1, environment_id: 1, asset_key: 1, _id: -1 } }, { $group: { _id: '$asset_key', doc: { $first: '$$ROOT' } } }],
     );
     return new Map(newest.map(({ _id, doc }) => [_id, toMaterialization(doc)]));
+  }
+
+  /** The asset's materializations, newest first, a page at a time (`before`: the last id of the previous page). */
+  async page(tenantId: string, environmentId: string, assetKey: string, page: { limit: number; before?: string | undefined }): Promise<Materialization[]> {
+    const docs = await this.materializations.find(
+      tenantId,
+      { environment_id: environmentId, asset_key: assetKey, ...(page.before ? { _id: { $lt: page.before } } : {}) },
+      { sort: { _id: -1 }, limit: page.limit },
+    );
+    return docs.map(toMaterialization);
+  }
+
+  /** One materialization of an environment's asset, or undefined. */
+  async findOfAsset(tenantId: string, environmentId: string, assetKey: string, id: string): Promise<Materialization | undefined> {
+    const doc = await this.materializations.findOne(tenantId, { _id: id, environment_id: environmentId, asset_key: assetKey });
+    return doc ? toMaterialization(doc) : undefined;
   }
 
   /** `ctx.read(key)`: the asset's newest materialization that is not quarantined, if any. */
