@@ -36,6 +36,7 @@ export const ASSET_CODE: Record<string, string> = {
     if (ctx.run.attempt === 1) throw new Error('first attempt fails on purpose');
     await ctx.emit([{ orders: 1, total: 1 }]);
   };`,
+  'assets/napper.js': `export default async () => { for (;;) await new Promise((resolve) => setTimeout(resolve, 100)); };`,
   'assets/sleeper.js': `export default async (ctx) => {
     for (;;) { ctx.log('tick'); await new Promise((resolve) => setTimeout(resolve, 100)); }
   };`,
@@ -74,6 +75,7 @@ export function runsManifest(binding = 'warehouse'): Record<string, unknown> {
       asset('hog', null),
       asset('flaky_total', totals, ['orders']),
       asset('sleeper', null),
+      { ...asset('napper', null), timeout_seconds: 1 },
       asset('gated', [{ name: 'attempt', type: 'integer' }], [], 'gate'),
     ],
     jobs: [

@@ -142,6 +142,44 @@ describe('runs on the engine host (local)', () => {
     expect((await waitForRun(tenant, after.id)).status).toBe('succeeded');
   });
 
+  it("keeps a thrown error's place in the code: its name, message and bundle-relative file:line, in the run, its asset and its logs", async () => {
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['thrower'] })).body.data);
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('failed');
+    const place = /^Error: boom from user code\n {4}at (?:[\w.]+ )?\(?assets\/thrower\.js:1:\d+\)?$/;
+    const asset = finished.attempts[0]!.assets.find((candidate) => candidate.key === 'thrower')!;
+    expect(asset.error).toMatch(place);
+    expect(finished.attempts[0]!.error).toContain('assets/thrower.js:1:');
+    const lines = ((await tenant.api.get(`/runs/${run.id}/logs`)).body.data as Array<{ message: string }>).map((line) => line.message);
+    expect(lines.some((line) => /at (?:[\w.]+ )?\(?assets\/thrower\.js:1:\d+/.test(line))).toBe(true);
+    // Nothing of where the engine keeps the bundle, or of its own code, is shown.
+    for (const text of [asset.error!, finished.attempts[0]!.error!, ...lines]) {
+      expect(text).not.toMatch(/\/bundle\/|asset-child|node:internal|file:\/\//);
+    }
+  });
+
+  it("stops an asset at its manifest timeout_seconds and a run at the run's, naming which limit fired", async () => {
+    // napper sleeps forever and its manifest entry says timeout_seconds 1 (the runner's own limit here is 4 s).
+    const byAsset = await waitForRun(tenant, Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['napper'] })).body.data).id);
+    expect(byAsset.status).toBe('failed');
+    expect(byAsset.attempts[0]!.assets[0]!.error).toMatch(/time limit of 1000 ms: timeout_seconds of asset "napper" in the manifest \(1 s\)/);
+
+    const created = await tenant.api.post('/environments/prod/runs', { assets: ['sleeper'], timeout_seconds: 1 });
+    expect(created.status).toBe(201);
+    expect(created.body.data.timeout_seconds).toBe(1);
+    const byRun = await waitForRun(tenant, created.body.data.id);
+    expect(byRun.status).toBe('failed');
+    expect(byRun.attempts[0]!.assets[0]!.error).toMatch(/timeout_seconds of the run \(1 s, from its start\)/);
+    // Stopped by the limit, well before the runner's own 4 s.
+    expect(Date.parse(byRun.finished_at!) - Date.parse(byRun.started_at!)).toBeLessThan(4000);
+
+    for (const timeout of [0, 1.5, 86_401, '5']) {
+      const refused = await tenant.api.post('/environments/prod/runs', { assets: ['sleeper'], timeout_seconds: timeout });
+      expect(refused.status, String(timeout)).toBe(422);
+      expect(refused.body.error.details.map((detail: { path: string }) => detail.path)).toContain('timeout_seconds');
+    }
+  });
+
   it('retries a failed attempt as a new attempt, re-running only what no attempt materialized', async () => {
     // flaky_total fails on attempt 1 after orders succeeded; attempt 2 runs flaky_total only.
     const run = Run.parse((await tenant.api.post('/environments/prod/runs', { job: 'flaky', max_attempts: 2 })).body.data);

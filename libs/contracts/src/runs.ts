@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_TIMEOUT_SECONDS } from './timeouts.ts';
 import { Executor } from './environment.ts';
 
 export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'canceled']);
@@ -53,6 +54,8 @@ export const Run = z.object({
   assets: z.array(z.string()),
   status: RunStatus,
   max_attempts: z.number().int().min(1).max(10),
+  /** The run's time limit from its start, or null (then only each asset's and the runner's). */
+  timeout_seconds: z.number().int().positive().nullable(),
   attempts: z.array(Attempt),
   /** True while the current attempt is a queued `remote` one and no worker of the pool is alive. */
   waiting_for_worker: z.boolean(),
@@ -73,6 +76,13 @@ export const CreateRunRequest = z
     job: z.string().min(1).max(200).optional(),
     assets: z.array(AssetKeyName).min(1, { message: 'must name at least one asset' }).max(500).optional(),
     max_attempts: z.number().int().min(1, { message: 'must be between 1 and 10' }).max(10, { message: 'must be between 1 and 10' }).default(1),
+    /** The run's time limit from its start, across its attempts (each asset's limit is the least of this, its own and the runner's). */
+    timeout_seconds: z
+      .number()
+      .int({ message: 'must be a whole number of seconds' })
+      .min(1, { message: `must be between 1 and ${MAX_TIMEOUT_SECONDS}` })
+      .max(MAX_TIMEOUT_SECONDS, { message: `must be between 1 and ${MAX_TIMEOUT_SECONDS}` })
+      .optional(),
   })
   .superRefine((body, ctx) => {
     if ((body.job === undefined) === (body.assets === undefined)) {

@@ -36,6 +36,8 @@ export const PlannedAsset = z.object({
   binding_mode: BindingMode.nullable(),
   deps: z.array(z.string()),
   schema: z.object({ columns: z.array(PlanColumn) }).nullable(),
+  /** The manifest's `timeout_seconds` of the asset, or null. */
+  timeout_seconds: z.number().int().positive().nullable().default(null),
 });
 export type PlannedAsset = z.infer<typeof PlannedAsset>;
 
@@ -53,6 +55,8 @@ export const AttemptPlan = z.object({
    * beyond it aside) are not stored, and the worker cuts its log at either limit.
    */
   log_limits: z.object({ max_lines: z.number().int().positive(), max_chars: z.number().int().positive() }),
+  /** The run's `timeout_seconds` and when it runs out (from the run's start), or null. */
+  run_timeout: z.object({ seconds: z.number().int().positive(), deadline: z.iso.datetime() }).nullable().default(null),
 });
 export type AttemptPlan = z.infer<typeof AttemptPlan>;
 

@@ -1,4 +1,4 @@
-import { RESOURCE_NAME_PATTERN } from '@envengine/contracts';
+import { MAX_TIMEOUT_SECONDS, RESOURCE_NAME_PATTERN } from '@envengine/contracts';
 import { z } from 'zod';
 import { quoted } from './message-values.ts';
 
@@ -57,6 +57,13 @@ export const ManifestAsset = z
     entry: checkedString('Asset entry', bundlePathProblem),
     deps: z.array(z.string()).default([]),
     schema: AssetSchema.optional(),
+    /** Its time limit; the runner's own limit (ASSET_TIMEOUT_MS) caps it further. */
+    timeout_seconds: z
+      .number()
+      .int({ message: 'Asset timeout_seconds must be a whole number of seconds.' })
+      .min(1, { message: `Asset timeout_seconds must be between 1 and ${MAX_TIMEOUT_SECONDS}.` })
+      .max(MAX_TIMEOUT_SECONDS, { message: `Asset timeout_seconds must be between 1 and ${MAX_TIMEOUT_SECONDS} (a day).` })
+      .optional(),
   })
   .superRefine((asset, ctx) => {
     const firstIndexByName = new Map<string, number>();

@@ -116,6 +116,19 @@ describe('validateManifest shape errors (manifest_invalid)', () => {
     expect(result.errors[0]!.message).toBe('manifest.assets.1.kye is not a known field.');
   });
 
+  it("takes an asset's timeout_seconds from 1 to a day, and names a bad one at its path", () => {
+    const withTimeout = (timeout: unknown) => {
+      const manifest = validManifest() as { assets: Array<Record<string, unknown>> };
+      manifest.assets[0]!.timeout_seconds = timeout;
+      return validateManifest(manifest, context());
+    };
+    expect(withTimeout(30).errors).toEqual([]);
+    expect(withTimeout(30).manifest!.assets[0]!.timeout_seconds).toBe(30);
+    for (const bad of [0, 2.5, 86_401, '30']) {
+      expect(codesAndPaths(withTimeout(bad).errors), String(bad)).toEqual([{ code: 'manifest_invalid', path: 'manifest.assets.0.timeout_seconds' }]);
+    }
+  });
+
   it('reports each missing required field', () => {
     const result = validateManifest({ version: 1, assets: [{ key: 'a' }] }, context());
     expect(result.errors).toEqual([

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
+import { assetTimeLimit } from './asset-time-limit.ts';
 import { MaterializationUpload, storageDriverFor, storageSchemeOf, type DeclaredSchema, type StorageDriver } from '@envengine/materialization-storage';
 import type { Logger } from '@envengine/process-kit';
 import { context, inSpan, SpanStatusCode, type Tracer } from '@envengine/tracing';
@@ -141,6 +142,13 @@ export class AttemptRunner {
       // Asked once per asset. An asset that may emit to object storage has its connection
       // asked for while its sandbox starts, so that the round trip is not on its emit's
       // path; an error waits for the emit (or read) that needs it.
+      const limit = assetTimeLimit(this.options.assetTimeoutMs, asset, plan, Date.now());
+      if (limit.ms <= 0) {
+        const message = `asset ${asset.key} was not started: the ${limit.source} had run out`;
+        logs.add(asset.key, message);
+        reports.push({ key: asset.key, status: 'failed', error: message });
+        continue;
+      }
       let driver: Promise<StorageDriver> | undefined;
       const storage = () => (driver ??= this.storageDriver(held, plan, asset.key, logs));
       if (asset.binding_mode !== 'read_only' && storageSchemeOf(plan.environment.storage_prefix) === 's3') storage().catch(() => undefined);
@@ -151,7 +159,8 @@ export class AttemptRunner {
         assetKey: asset.key,
         run: { id: plan.run_id, attempt: plan.attempt_number },
         schema: (asset.schema as DeclaredSchema | null) ?? null,
-        timeoutMs: this.options.assetTimeoutMs,
+        timeoutMs: limit.ms,
+        timeoutSource: limit.source,
         sandbox: this.options.sandbox,
         egress: plan.environment.egress,
         signal,

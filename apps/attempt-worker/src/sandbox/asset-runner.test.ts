@@ -177,14 +177,29 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
     ]);
   });
 
-  it("fails with the user code's message when it throws", async () => {
-    const { outcome } = await runBundle(`export default async () => { throw new Error('no orders today'); };`);
-    expect(outcome).toEqual({ status: 'failed', reason: 'threw', error: 'no orders today' });
+  it("fails with the user code's error: its name, message and the bundle's frames at file:line", async () => {
+    const { outcome } = await runBundle({
+      'assets/asset.js': `import { check } from '../lib/check.js';\nexport default async () => {\n  check([]);\n};`,
+      'lib/check.js': `export function check(orders) {\n  if (orders.length === 0) throw new RangeError('no orders today');\n}`,
+    });
+    expect(outcome).toEqual({
+      status: 'failed',
+      reason: 'threw',
+      error: 'RangeError: no orders today\n    at check (lib/check.js:2:34)\n    at default (assets/asset.js:3:3)',
+    });
+  });
+
+  it('shows the original source of a bundle that ships a source map', async () => {
+    // What `esbuild src/orders.ts --bundle --sourcemap --outfile=assets/asset.js` writes, cut to one mapping per line.
+    const map = { version: 3, sources: ['../src/orders.ts'], names: [], mappings: 'AAAA;AACA;AACA,EAAE', sourcesContent: null };
+    const code = `export default async () => {\n  const x = 1;\n  throw new Error('from typescript');\n};\n//# sourceMappingURL=asset.js.map\n`;
+    const { outcome } = await runBundle({ 'assets/asset.js': code, 'assets/asset.js.map': JSON.stringify(map) });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/^Error: from typescript\n {4}at default \(src\/orders\.ts:3:\d+\)/) });
   });
 
   it('fails when an error is thrown from a callback of the user code', async () => {
     const { outcome } = await runBundle(`export default (ctx) => new Promise(() => setTimeout(() => { throw new Error('late failure'); }, 1));`);
-    expect(outcome).toEqual({ status: 'failed', reason: 'threw', error: 'late failure' });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'threw', error: expect.stringMatching(/^Error: late failure\n {4}at Timeout\._onTimeout \(assets\/asset\.js:1:\d+\)/) });
   });
 
   it('fails at once when the promise of the user code can never settle', async () => {

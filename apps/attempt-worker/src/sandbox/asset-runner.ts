@@ -19,7 +19,8 @@ import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Egress } from '@envengine/contracts';
 import type { AssetCgroup } from './asset-cgroups.ts';
-import { entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
+import { bundleRootInSandbox, entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
+import { userFacingError } from './thrown-error.ts';
 import type { DeclaredSchema } from '@envengine/materialization-storage';
 import { FILE_CHUNK_BYTES, MAX_CHILD_MESSAGE_BYTES, MAX_ERROR_CHARS, MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
 import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
@@ -63,6 +64,8 @@ export interface RunAssetOptions {
   schema: DeclaredSchema | null;
   /** Wall-clock limit from spawn to the end, after which the child is killed. */
   timeoutMs: number;
+  /** Which limit `timeoutMs` is (named in the error when it fires), e.g. `timeout_seconds of asset "orders" in the manifest (30 s)`. */
+  timeoutSource?: string;
   /** The sandbox and its limits; its environment is the child's whole environment (never the worker's own). */
   sandbox: SandboxSettings;
   /** The environment's egress: `public` gives the child a user-mode network (never the engine host or private ranges). Default `none`. */
@@ -182,6 +185,8 @@ class SandboxedAsset {
   private settled = false;
   private exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
   private stderrTail = '';
+  /** The bundle's directory as the child sees it: a stack's paths are made relative to it. */
+  private readonly childBundleRoot: string;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly onAbort = () => this.decide({ status: 'failed', reason: 'canceled', error: 'canceled' }, true);
@@ -192,6 +197,7 @@ class SandboxedAsset {
     entryPath: string,
   ) {
     this.subject = `asset ${options.assetKey}`;
+    this.childBundleRoot = bundleRootInSandbox(options.sandbox, bundleRoot);
     this.outcome = new Promise((resolveOutcome) => (this.resolveOutcome = resolveOutcome));
     const egress = options.egress ?? 'none';
     const sandboxed = options.sandboxes ? options.sandboxes.take(bundleRoot, egress) : spawnAssetChild(options.sandbox, bundleRoot, egress);
@@ -214,7 +220,7 @@ class SandboxedAsset {
       setTimeout(
         () =>
           this.decide(
-            { status: 'failed', reason: 'timed-out', error: `${this.subject} was killed after exceeding its time limit of ${options.timeoutMs} ms` },
+            { status: 'failed', reason: 'timed-out', error: `${this.subject} was killed after exceeding its time limit of ${options.timeoutMs} ms${options.timeoutSource ? `: ${options.timeoutSource}` : ''}` },
             true,
           ),
         options.timeoutMs,
@@ -367,7 +373,7 @@ class SandboxedAsset {
         this.decide(
           ALLOCATION_FAILED_TEXT.test(message.error.message)
             ? { status: 'failed', reason: 'out-of-memory', error: `${this.subject} ran out of memory (limit ${this.options.sandbox.memoryMb} MB): ${message.error.message}` }
-            : { status: 'failed', reason: 'threw', error: message.error.message },
+            : { status: 'failed', reason: 'threw', error: userFacingError(message.error, this.childBundleRoot) },
           false,
         );
         return undefined;

@@ -96,7 +96,8 @@ function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: s
     flags.push('--permission', `--allow-fs-read=${bundleRoot}`, `--allow-fs-read=${childScript}`);
     if (settings.mode === 'bwrap') flags.push('--allow-fs-read=/tmp', '--allow-fs-write=/tmp');
   }
-  return [...flags, `--max-old-space-size=${settings.memoryMb}`, '--no-addons', '--no-experimental-sqlite'];
+  // Source maps: a bundle built from TypeScript (or bundled) shows its own sources in a thrown error's stack.
+  return [...flags, `--max-old-space-size=${settings.memoryMb}`, '--no-addons', '--no-experimental-sqlite', '--enable-source-maps'];
 }
 
 /** What the sandbox binds in from the host, each readable by the sandbox user. */
@@ -196,6 +197,11 @@ function rlimitArgs(settings: SandboxSettings): string[] {
   const dataBytes = (settings.memoryMb + RUNTIME_DATA_RESERVE_MB) * 1024 * 1024;
   // Soft then hard: SIGXCPU at the soft limit, SIGKILL a second later if it is caught.
   return [`--data=${dataBytes}:${dataBytes}`, `--cpu=${settings.cpuSeconds}:${settings.cpuSeconds + 1}`, '--'];
+}
+
+/** Where the child sees its bundle's directory (what a stack trace's paths start with). */
+export function bundleRootInSandbox(settings: SandboxSettings, bundleRoot: string): string {
+  return settings.mode === 'off' ? bundleRoot : SANDBOX_BUNDLE;
 }
 
 /** Where the child sees an entry module of its bundle. */

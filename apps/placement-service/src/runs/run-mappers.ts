@@ -32,6 +32,7 @@ export function toRun(doc: RunDocument, attempts: AttemptDocument[], waitingForW
     assets: doc.assets.map((asset) => asset.key),
     status: doc.status,
     max_attempts: doc.max_attempts,
+    timeout_seconds: doc.timeout_seconds ?? null,
     attempts: attempts.sort((a, b) => a.number - b.number).map(toAttempt),
     waiting_for_worker: waitingForWorker,
     waiting_for_slot: doc.status === 'queued' && (doc.waiting_for_slot ?? false),

@@ -8,6 +8,7 @@ export interface RunManifest {
     entry: string;
     deps?: readonly string[];
     schema?: { columns: ReadonlyArray<{ name: string; type: string; nullable?: boolean }> } | null;
+    timeout_seconds?: number;
   }>;
   jobs?: ReadonlyArray<{ name: string; assets: readonly string[] }>;
 }
@@ -18,6 +19,8 @@ export interface RunAssetSpec {
   binding: string;
   deps: string[];
   schema: { columns: Array<{ name: string; type: string; nullable: boolean }> } | null;
+  /** The manifest's time limit of the asset, or null. */
+  timeout_seconds: number | null;
 }
 
 export type RunSelection = { job: string } | { assets: readonly string[] };
@@ -64,6 +67,7 @@ export function planRun(manifest: RunManifest, selection: RunSelection): Planned
       schema: asset.schema
         ? { columns: asset.schema.columns.map((column) => ({ name: column.name, type: column.type, nullable: column.nullable ?? false })) }
         : null,
+      timeout_seconds: asset.timeout_seconds ?? null,
     });
   };
   for (const asset of manifest.assets) place(asset.key);

@@ -29,6 +29,7 @@ export interface NewRun {
   job: string | null;
   assets: RunAssetSpec[];
   maxAttempts: number;
+  timeoutSeconds: number | null;
 }
 
 /** What run transactions need of the environment they belong to. */
@@ -147,6 +148,7 @@ export class RunRepository extends RunQueries {
       status: 'queued',
       waiting_for_slot: false,
       max_attempts: input.maxAttempts,
+      timeout_seconds: input.timeoutSeconds,
       attempt_count: 1,
       inserted_at: now,
       started_at: null,

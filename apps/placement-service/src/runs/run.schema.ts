@@ -20,6 +20,8 @@ export interface RunDocument {
   /** Queued behind the environment's `max_concurrent_runs`: its attempt is not on a queue yet. */
   waiting_for_slot: boolean;
   max_attempts: number;
+  /** The run's time limit from its start; null (or absent on runs made before it existed): none. */
+  timeout_seconds?: number | null;
   attempt_count: number;
   inserted_at: Date;
   started_at: Date | null;
@@ -110,6 +112,7 @@ export const runSchema = new Schema<RunDocument>(
     status: { type: String, required: true },
     waiting_for_slot: { type: Boolean, default: false },
     max_attempts: { type: Number, required: true },
+    timeout_seconds: { type: Number, default: null },
     attempt_count: { type: Number, required: true },
     inserted_at: { type: Date, required: true },
     started_at: { type: Date, default: null },

@@ -75,6 +75,7 @@ export class RunsService {
         job: plan.job,
         assets: plan.assets,
         maxAttempts: request.max_attempts,
+        timeoutSeconds: request.timeout_seconds ?? null,
       })
       .catch((error: unknown) => {
         throw error instanceof EnvironmentDeletingError ? environmentDeleting(environmentName) : error;

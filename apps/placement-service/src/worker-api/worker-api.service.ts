@@ -71,8 +71,12 @@ export class WorkerApiService {
       bundle_ref: run.bundle_ref,
       assets: run.assets
         .filter((asset) => wanted.has(asset.key))
-        .map((asset) => ({ ...asset, binding_mode: modes.get(asset.binding) ?? null })),
+        .map((asset) => ({ ...asset, binding_mode: modes.get(asset.binding) ?? null, timeout_seconds: asset.timeout_seconds ?? null })),
       log_limits: this.logLimits,
+      run_timeout:
+        run.timeout_seconds && run.started_at
+          ? { seconds: run.timeout_seconds, deadline: new Date(run.started_at.getTime() + run.timeout_seconds * 1000).toISOString() }
+          : null,
     };
     return { attempt_id: attempt._id, lease, plan };
   }
