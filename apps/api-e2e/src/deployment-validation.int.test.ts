@@ -58,6 +58,22 @@ describe('deployment validation codes', () => {
     expect((await tenant.api.get('/environments/loose')).body.data.active_deployment_id).toBe(before);
   });
 
+  it('lists every mistake of a manifest in one ingest: a column type, a deps typo, an unknown asset in a job and a bad cron', async () => {
+    const manifest = {
+      ...manifestOf([{ key: 'a', columns: [{ name: 'id', type: 'decimal' }] }, { key: 'b', deps: ['aa'] }, { key: 'c' }]),
+      jobs: [{ name: 'j', assets: ['a', 'reports'] }],
+      schedules: [{ name: 's', job: 'j', cron: '0 25 * * *' }],
+    };
+    const { status, row } = await ingest('loose', { manifest });
+    expect(status).toBe(422);
+    expect(row.validation.errors.map(({ code, path }) => ({ code, path }))).toEqual([
+      { code: 'manifest_invalid', path: 'manifest.assets.0.schema.columns.0.type' },
+      { code: 'unknown_dependency', path: 'manifest.assets.1.deps.0' },
+      { code: 'unknown_job_asset', path: 'manifest.jobs.0.assets.1' },
+      { code: 'invalid_cron', path: 'manifest.schedules.0.cron' },
+    ]);
+  });
+
   it('warns contract_changed, asset_removed and read_only_binding in a non-strict environment, and is ready', async () => {
     const manifest = manifestOf([{ key: 'a', columns: changed }, { key: 'b', columns }]);
     (manifest.assets as Array<{ binding: string }>)[1]!.binding = 'archive';

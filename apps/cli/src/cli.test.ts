@@ -155,3 +155,53 @@ describe('login', () => {
     expect(printed(run)).not.toContain(TOKEN);
   });
 });
+
+describe('runs start and runs get, while a run waits', () => {
+  const queued = (waiting: { worker: boolean; slot: boolean }) => ({
+    id: 'run_01',
+    environment_id: 'env_01',
+    deployment_id: 'dep_01',
+    trigger: 'manual',
+    schedule: null,
+    job: 'refresh',
+    assets: ['orders'],
+    status: 'queued',
+    max_attempts: 1,
+    timeout_seconds: 30,
+    attempts: [],
+    waiting_for_worker: waiting.worker,
+    waiting_for_slot: waiting.slot,
+    inserted_at: '2026-11-26T10:00:00.000Z',
+    started_at: null,
+    finished_at: null,
+    error: null,
+  });
+  function answering(body: unknown) {
+    const base = harness('', { ENVCTL_TOKEN: 'eek_t' });
+    const sent: Array<{ url: string; body: string | undefined }> = [];
+    const fetchImpl = (async (url: string, init: RequestInit) => {
+      sent.push({ url, body: init.body as string | undefined });
+      return new Response(JSON.stringify({ data: body }), { status: 201 });
+    }) as unknown as typeof fetch;
+    return { ...base, deps: { ...base.deps, fetch: fetchImpl, now: () => Date.parse('2026-11-26T10:00:27.400Z') }, sent };
+  }
+
+  it('warns on runs start when no worker of the pool is live, and sends --time-limit as timeout_seconds', async () => {
+    const run = answering(queued({ worker: true, slot: false }));
+    expect(await runCli(['runs', 'start', '--env', 'prod', '--job', 'refresh', '--time-limit', '30'], run.deps)).toBe(0);
+    expect(JSON.parse(run.sent[0]!.body!)).toEqual({ job: 'refresh', timeout_seconds: 30 });
+    expect(run.err.join('')).toContain('warning: no worker of your pool is live: run run_01 waits until one starts');
+    const live = answering(queued({ worker: false, slot: false }));
+    expect(await runCli(['runs', 'start', '--env', 'prod', '--job', 'refresh'], live.deps)).toBe(0);
+    expect(live.err.join('')).not.toContain('warning');
+  });
+
+  it('says why a queued run waits in runs get and runs list', async () => {
+    const worker = answering(queued({ worker: true, slot: false }));
+    expect(await runCli(['runs', 'get', 'run_01', '-o', 'table'], worker.deps)).toBe(0);
+    expect(worker.out.join('')).toContain('queued after 27.4s, waiting for a worker of the pool');
+    const slot = answering([queued({ worker: false, slot: true })]);
+    expect(await runCli(['runs', 'list', '--env', 'prod', '-o', 'table'], slot.deps)).toBe(0);
+    expect(slot.out.join('')).toContain('queued, waiting for a slot');
+  });
+});

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ManifestV1 } from './manifest.schema.ts';
+import { ManifestAsset, ManifestJob, ManifestSchedule, ManifestV1 } from './manifest.schema.ts';
 import { describedValue } from './message-values.ts';
 import type { ValidationError } from './validation-issue.ts';
 
@@ -63,4 +63,73 @@ function errorsFromZodIssue(issue: z.core.$ZodIssue): ValidationError[] {
     default:
       return [invalid(`${path} is not valid: ${issue.message}.`)];
   }
+}
+
+/** A name no manifest can use (names are checked against RESOURCE_NAME_PATTERN): stands in for one that is not a string. */
+const unnamed = (what: string, index: number) => `\u0000${what}-${index}`;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function stringOr(value: unknown, fallback: string): string {
+  return typeof value === 'string' ? value : fallback;
+}
+
+function stringsOf(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/**
+ * What of a manifest that fails its shape can still be checked, so that one ingest reports
+ * every problem: each asset, job and schedule that parses is kept as it is; one that does
+ * not stands in its place (indexes, and so paths, unchanged) with what it has of the
+ * fields the other checks read (its key, deps, binding, entry, job names, cron). The
+ * caller drops what those checks find at a path that already has a shape error. Null when
+ * the manifest is not an object with an `assets` array. Never throws.
+ */
+export function salvageManifest(input: unknown): ManifestV1 | null {
+  try {
+    if (!isRecord(input) || !Array.isArray(input['assets'])) return null;
+    const assets = input['assets'].map((element: unknown, index: number) => {
+      const parsed = ManifestAsset.safeParse(element);
+      if (parsed.success) return parsed.data;
+      const raw = isRecord(element) ? element : {};
+      return {
+        key: stringOr(raw['key'], unnamed('asset', index)),
+        binding: stringOr(raw['binding'], ''),
+        entry: stringOr(raw['entry'], ''),
+        deps: stringsOf(raw['deps']),
+      };
+    });
+    const jobs = Array.isArray(input['jobs'])
+      ? input['jobs'].map((element: unknown, index: number) => {
+          const parsed = ManifestJob.safeParse(element);
+          if (parsed.success) return parsed.data;
+          const raw = isRecord(element) ? element : {};
+          return { name: stringOr(raw['name'], unnamed('job', index)), assets: stringsOf(raw['assets']) };
+        })
+      : undefined;
+    const schedules = Array.isArray(input['schedules'])
+      ? input['schedules'].map((element: unknown, index: number) => {
+          const parsed = ManifestSchedule.safeParse(element);
+          if (parsed.success) return parsed.data;
+          const raw = isRecord(element) ? element : {};
+          return {
+            name: stringOr(raw['name'], unnamed('schedule', index)),
+            job: stringOr(raw['job'], ''),
+            cron: stringOr(raw['cron'], ''),
+            timezone: stringOr(raw['timezone'], 'UTC'),
+          };
+        })
+      : undefined;
+    return { version: 1, assets, ...(jobs ? { jobs } : {}), ...(schedules ? { schedules } : {}) };
+  } catch {
+    return null;
+  }
+}
+
+/** Whether one path is the other or lies under it (`manifest.assets.1` and `manifest.assets.1.deps.0`). */
+export function pathsOverlap(left: string, right: string): boolean {
+  return left === right || left.startsWith(`${right}.`) || right.startsWith(`${left}.`);
 }

@@ -211,7 +211,11 @@ describe('validateManifest shape errors (manifest_invalid)', () => {
     const manifest = validManifest();
     (manifest.assets[1] as Record<string, unknown>)[field] = value;
     const errors = validateManifest(manifest, context()).errors;
-    expect(codesAndPaths(errors)).toEqual([{ code: 'manifest_invalid', path: `manifest.assets.1.${field}` }]);
+    expect(codesAndPaths(errors)).toEqual([
+      { code: 'manifest_invalid', path: `manifest.assets.1.${field}` },
+      // Checked in the same pass: with its key changed, "orders" is no asset the job can name.
+      ...(field === 'key' ? [{ code: 'unknown_job_asset', path: 'manifest.jobs.0.assets.1' }] : []),
+    ]);
     expect(errors[0]!.message).toContain(JSON.stringify(value));
   });
 
@@ -295,16 +299,50 @@ describe('validateManifest shape errors (manifest_invalid)', () => {
     ]);
   });
 
-  it('still reports bundle_not_found and allow-list duplicates, and skips the semantic checks', () => {
+  it('still reports bundle_not_found and allow-list duplicates, and the reference checks, in the same pass', () => {
     const manifest = { ...validManifest(), version: 3 };
     manifest.assets[1]!.deps = ['nowhere'];
     const result = validateManifest(manifest, context({ bundleEntries: null, allowContractChanges: ['a', 'a'] }));
     expect(codesAndPaths(result.errors)).toEqual([
       { code: 'manifest_invalid', path: 'manifest.version' },
+      { code: 'unknown_dependency', path: 'manifest.assets.1.deps.0' },
       { code: 'bundle_not_found', path: 'bundle_ref' },
       { code: 'allow_contract_changes_duplicate', path: 'allow_contract_changes.1' },
     ]);
     expect(result.changedAssets).toEqual([]);
+  });
+
+  it('reports four mistakes of four kinds in one pass: a column type, a deps typo, an unknown asset in a job, a bad cron', () => {
+    const manifest = validManifest() as unknown as {
+      assets: Array<Record<string, unknown> & { schema?: { columns: Array<Record<string, unknown>> } }>;
+      jobs: Array<{ name: string; assets: string[] }>;
+      schedules: Array<Record<string, unknown>>;
+    };
+    manifest.assets[0]!.schema!.columns[1]!.type = 'decimal';
+    manifest.assets[1]!.deps = ['raw_ordrs'];
+    manifest.jobs[0]!.assets.push('reports');
+    manifest.schedules[0]!.cron = '0 25 * * *';
+    const result = validateManifest(manifest, context());
+    expect(codesAndPaths(result.errors)).toEqual([
+      { code: 'manifest_invalid', path: 'manifest.assets.0.schema.columns.1.type' },
+      { code: 'unknown_dependency', path: 'manifest.assets.1.deps.0' },
+      { code: 'unknown_job_asset', path: 'manifest.jobs.0.assets.2' },
+      { code: 'invalid_cron', path: 'manifest.schedules.0.cron' },
+    ]);
+    expect(result.manifest).toBeNull();
+  });
+
+  it('does not repeat, as a reference error, a field that already has a shape error', () => {
+    const manifest = validManifest() as unknown as { assets: Array<Record<string, unknown>>; schedules: Array<Record<string, unknown>> };
+    manifest.assets[1]!.entry = 42;
+    manifest.assets[1]!.binding = ['warehouse'];
+    manifest.schedules[0]!.cron = 7;
+    const result = validateManifest(manifest, context());
+    expect(codesAndPaths(result.errors)).toEqual([
+      { code: 'manifest_invalid', path: 'manifest.assets.1.binding' },
+      { code: 'manifest_invalid', path: 'manifest.assets.1.entry' },
+      { code: 'manifest_invalid', path: 'manifest.schedules.0.cron' },
+    ]);
   });
 });
 

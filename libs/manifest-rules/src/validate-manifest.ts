@@ -8,7 +8,8 @@ import {
   readOnlyBindingWarnings,
 } from './asset-checks.ts';
 import { allowListDuplicateErrors, changedAssetKeys, contractFindings } from './contract-changes.ts';
-import { parseManifestShape } from './manifest-shape.ts';
+import { parseManifestShape, pathsOverlap, salvageManifest } from './manifest-shape.ts';
+import type { ManifestV1 } from './manifest.schema.ts';
 import { jobErrors, scheduleErrors } from './schedule-checks.ts';
 import {
   ValidationErrorCode,
@@ -25,9 +26,10 @@ import {
  * (DESIGN.md §5 "Ingest"). Pure and deterministic, so it can run inside a workflow, and
  * it never throws: whatever `manifest` is, the answer lists what is wrong with it.
  *
- * When the shape is invalid only `manifest_invalid`, `bundle_not_found` and
- * `allow_contract_changes_duplicate` can be reported, since the other checks need a
- * parsed manifest. Every other check reports every problem it finds. Issues are ordered
+ * Every problem is reported in one pass: when the shape is invalid, the checks of
+ * references (deps, bindings, entries, jobs, schedules and their cron) still run on what
+ * parses (`salvageManifest`), and only the contract checks, which compare whole schemas,
+ * wait for a valid shape. Every check reports every problem it finds. Issues are ordered
  * by code (the order of ValidationErrorCode / ValidationWarningCode), then by manifest order.
  */
 export function validateManifest(manifest: unknown, context: ValidationContext): ManifestValidation {
@@ -48,17 +50,17 @@ export function validateManifest(manifest: unknown, context: ValidationContext):
   }
   errorLists.push(allowListDuplicateErrors(context.allowContractChanges));
 
-  if (shape.manifest !== null) {
+  if (shape.manifest === null) {
+    // One pass: what can still be checked is, and a finding where a shape error already is, is not repeated.
+    const salvaged = shape.errors.length <= MAX_SHAPE_ERRORS_TO_SALVAGE ? salvageManifest(manifest) : null;
+    if (salvaged !== null) {
+      const shapePaths = shape.errors.map((error) => error.path);
+      errorLists.push(referenceErrors(salvaged, context).filter((error) => !shapePaths.some((path) => pathsOverlap(path, error.path))));
+    }
+  } else {
     const parsed = shape.manifest;
     const assetIndex = firstIndexByKey(parsed);
-    errorLists.push(
-      duplicateAssetErrors(parsed, assetIndex),
-      dependencyErrors(parsed, assetIndex),
-      bindingErrors(parsed, context),
-      entryErrors(parsed, context.bundleEntries),
-      jobErrors(parsed, assetIndex),
-      scheduleErrors(parsed),
-    );
+    errorLists.push(referenceErrors(parsed, context));
     warningLists.push(assetRemovedWarnings(parsed, context.activeManifest, assetIndex), readOnlyBindingWarnings(parsed, context));
 
     changedAssets = changedAssetKeys(context.activeManifest, parsed);
@@ -73,6 +75,25 @@ export function validateManifest(manifest: unknown, context: ValidationContext):
     changedAssets,
     manifest: shape.manifest,
   };
+}
+
+/**
+ * Past this many shape errors the other checks are not run on what is left: the filter
+ * against them is quadratic, and such a manifest is not a few typos.
+ */
+const MAX_SHAPE_ERRORS_TO_SALVAGE = 1000;
+
+/** The checks of assets, bindings, entries, jobs and schedules against each other and the environment. */
+function referenceErrors(manifest: ManifestV1, context: ValidationContext): ValidationError[] {
+  const assetIndex = firstIndexByKey(manifest);
+  return [
+    duplicateAssetErrors(manifest, assetIndex),
+    dependencyErrors(manifest, assetIndex),
+    bindingErrors(manifest, context),
+    entryErrors(manifest, context.bundleEntries),
+    jobErrors(manifest, assetIndex),
+    scheduleErrors(manifest),
+  ].flat();
 }
 
 /** Stable sort by code: within one code the order the checks found them, i.e. manifest order. */

@@ -1,5 +1,5 @@
 import { escapeControlCharacters } from '@envengine/terminal-text';
-import { CancelRunRequest, CreateRunRequest, Run, RunLogLine, TERMINAL_RUN_STATUSES, type Attempt } from '@envengine/contracts';
+import { CancelRunRequest, CreateRunRequest, MAX_TIMEOUT_SECONDS, Run, RunLogLine, TERMINAL_RUN_STATUSES, type Attempt } from '@envengine/contracts';
 import { z } from 'zod';
 import type { ApiClient } from '../api-client.ts';
 import { flagOption, integerOption, listOption, requiredOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
@@ -40,6 +40,14 @@ function logText(out: Output, line: RunLogLine): string {
   return `${out.paint(line.at.slice(11, 23), 'dim')} ${out.paint(`#${line.attempt}`, 'dim')} ${escapeControlCharacters(line.asset ?? '-')}: ${escapeControlCharacters(line.message)}`;
 }
 
+/** Why a queued run has not started, when the engine knows: no live worker, or the environment's run limit. */
+export function waitingReason(run: Run): string | null {
+  if (run.status !== 'queued') return null;
+  if (run.waiting_for_slot) return 'waiting for a slot (the environment\'s max_concurrent_runs)';
+  if (run.waiting_for_worker) return 'waiting for a worker of the pool';
+  return null;
+}
+
 function elapsedOf(run: Run, now: number): string {
   const from = Date.parse(run.started_at ?? run.inserted_at);
   const to = run.finished_at ? Date.parse(run.finished_at) : now;
@@ -60,7 +68,8 @@ export function describeRun(run: Run, now: number): string {
     const done = attempt.assets.filter((asset) => asset.status === 'succeeded').length;
     if (running) parts.push(`asset ${running.key} (${done}/${attempt.assets.length} done)`);
   }
-  if (run.waiting_for_worker) parts.push('waiting for a worker of the pool');
+  const waiting = waitingReason(run);
+  if (waiting) parts.push(waiting);
   parts.push(elapsedOf(run, now));
   return parts.join(' · ');
 }
@@ -86,7 +95,7 @@ function statusColorOf(status: string) {
 function runSummary(out: Output, run: Run, now: number): string {
   const what = run.job ? `job ${run.job}` : `assets ${run.assets.join(', ')}`;
   return [
-    `Run ${out.paint(run.id, 'bold')} ${out.status(run.status)} after ${elapsedOf(run, now)} (${what}, deployment ${run.deployment_id}, ${run.trigger}).`,
+    `Run ${out.paint(run.id, 'bold')} ${out.status(run.status)} after ${elapsedOf(run, now)}${waitingReason(run) ? `, ${waitingReason(run)}` : ''} (${what}, deployment ${run.deployment_id}, ${run.trigger}).`,
     ...(run.error ? [`Error: ${escapeControlCharacters(run.error)}`] : []),
     '',
     attemptsTable(out, run),
@@ -158,6 +167,7 @@ export const runCommands: CommandSpec[] = [
       job: { type: 'string', value: 'NAME', description: 'the job to run' },
       asset: { type: 'string', multiple: true, value: 'KEY', description: 'an asset to run (instead of --job)' },
       'max-attempts': { type: 'string', value: 'N', description: 'attempts allowed (1-10, default 1)' },
+      'time-limit': { type: 'string', value: 'S', description: `the run's time limit in seconds from its start (timeout_seconds, 1-${MAX_TIMEOUT_SECONDS})` },
       watch: { type: 'boolean', description: 'follow it to its end, as runs watch does' },
       ...WAIT_OPTION,
     },
@@ -167,9 +177,16 @@ export const runCommands: CommandSpec[] = [
       const assets = listOption(values, 'asset');
       if ((job === undefined) === (assets.length === 0)) throw usageError('give --job NAME or --asset KEY (one or more), not both');
       const maxAttempts = integerOption(values, 'max-attempts', { min: 1, max: 10 });
-      const body = requestBody(CreateRunRequest, { ...(job ? { job } : { assets }), ...(maxAttempts ? { max_attempts: maxAttempts } : {}) });
+      const timeLimit = integerOption(values, 'time-limit', { min: 1, max: MAX_TIMEOUT_SECONDS });
+      const body = requestBody(CreateRunRequest, {
+        ...(job ? { job } : { assets }),
+        ...(maxAttempts ? { max_attempts: maxAttempts } : {}),
+        ...(timeLimit ? { timeout_seconds: timeLimit } : {}),
+      });
       const api = await ctx.api();
       const { data } = await api.call('POST', `/environments/${segment(env)}/runs`, { data: Run, json: body, idempotent: true });
+      // A remote environment with no live worker: the run waits, and the user should know why now.
+      if (data.waiting_for_worker) ctx.out.warn(`no worker of your pool is live: run ${data.id} waits until one starts (envctl worker start, docs/cli.md)`);
       if (flagOption(values, 'watch')) {
         ctx.out.info(`Started run ${data.id}.`);
         return watchRun(ctx, api, data.id, waitLimitMs(values));
@@ -194,7 +211,15 @@ export const runCommands: CommandSpec[] = [
       ctx.out.data(data, () =>
         ctx.out.table(
           ['ID', 'STATUS', 'JOB/ASSETS', 'ATTEMPTS', 'TRIGGER', 'CREATED', 'ERROR'],
-          data.map((run) => [run.id, { text: run.status, color: statusColorOf(run.status) }, run.job ?? run.assets.join(','), `${run.attempts.length}/${run.max_attempts}`, run.trigger, run.inserted_at, run.error]),
+          data.map((run) => [
+            run.id,
+            { text: waitingReason(run) ? `${run.status}, ${waitingReason(run)!.replace(/ \(.*\)$/, '')}` : run.status, color: statusColorOf(run.status) },
+            run.job ?? run.assets.join(','),
+            `${run.attempts.length}/${run.max_attempts}`,
+            run.trigger,
+            run.inserted_at,
+            run.error,
+          ]),
         ),
       );
     },
