@@ -233,6 +233,9 @@ describe('envctl against the stack', () => {
     const refused = await envctl(['deploy', changed, '--env', 'dev', '-o', 'table']);
     expectExit(refused, 1);
     expect(refused.stdout).toMatch(/error +orders +contract_change_not_allowed +Asset "orders" changes its declared columns/);
+    // In the terms of the command line: the flag to give, not the API's field.
+    expect(refused.stdout).toContain('only when the key is listed in --allow-contract-change');
+    expect(refused.stdout).not.toContain('allow_contract_changes');
     expect(refused.stderr).toMatch(/error: deployment_failed: deployment dep_\w+ failed validation/);
     const failedJson = DeployResult.parse(json(await envctl(['deploy', changed, '--env', 'dev'])));
     expect(failedJson).toMatchObject({ outcome: 'failed', deployment: { status: 'failed', active: false } });

@@ -268,9 +268,14 @@ describe("remote attempts on a tenant's pool", () => {
       expect(port).toBeGreaterThan(0);
       expect(port).not.toBe(8085);
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      const listed = (response: { body: { data: { workers: Array<{ name: string }> } } }) => response.body.data.workers.some((entry) => entry.name === 'idle');
+      await until(() => tenant.api.get('/pool'), listed, 15_000);
       process.kill(worker.process.pid!, 'SIGINT');
       expect(await worker.process.waitForExit()).toBe(0);
       expect(logOf(worker)).toContain('"msg":"stopped"');
+      // It said goodbye: gone from the pool view at once, not when its heartbeat ages out.
+      expect(logOf(worker)).toContain('stopped gracefully: left the pool');
+      expect(listed(await tenant.api.get('/pool'))).toBe(false);
     }, 30_000);
   });
 });

@@ -280,6 +280,7 @@ stopOnSignals(log, async () => {
     await closing;
   }
   leases.stop();
+  if (await leases.farewell()) log.info({ worker: identity.id }, 'stopped gracefully: left the pool');
   sandboxes.close();
   await server.close();
   retirements?.disconnect();

@@ -205,3 +205,22 @@ describe('runs start and runs get, while a run waits', () => {
     expect(slot.out.join('')).toContain('queued, waiting for a slot');
   });
 });
+
+describe('an unknown environment', () => {
+  it('is 404 with the closest environment name of the caller, asked for only after the 404', async () => {
+    const base = harness('', { ENVCTL_TOKEN: 'eek_t' });
+    const calls: string[] = [];
+    const fetchImpl = (async (url: string) => {
+      calls.push(url);
+      if (url.endsWith('/api/v1/environments')) {
+        const environment = (name: string) => ({ name });
+        return new Response(JSON.stringify({ data: [environment('prod'), environment('staging')] }), { status: 200 });
+      }
+      return new Response(JSON.stringify({ error: { code: 'not_found', message: 'Environment "prdo" was not found.', details: [] } }), { status: 404 });
+    }) as unknown as typeof fetch;
+    const deps = { ...base.deps, fetch: fetchImpl };
+    expect(await runCli(['secrets', 'list', '--env', 'prdo'], deps)).toBe(4);
+    expect(base.err.join('')).toContain('Environment "prdo" was not found. Did you mean --env prod?');
+    expect(calls.map((url) => url.replace('http://engine:8080/api/v1', ''))).toEqual(['/environments/prdo/secrets', '/environments']);
+  });
+});

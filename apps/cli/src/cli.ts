@@ -1,5 +1,8 @@
-import { parseCommandLine, type CommandSpec } from './command-line.ts';
-import { createContext, type ContextDeps } from './command-context.ts';
+import { Environment } from '@envengine/contracts';
+import { didYouMean } from '@envengine/name-suggestions';
+import { z } from 'zod';
+import { parseCommandLine, type CommandSpec, type OptionValues } from './command-line.ts';
+import { createContext, type CommandContext, type ContextDeps } from './command-context.ts';
 import { CliError, ExitCode } from './exit-codes.ts';
 import { Output } from './output.ts';
 import { assetCommands } from './commands/assets.ts';
@@ -47,7 +50,11 @@ export async function runCli(argv: readonly string[], deps: ContextDeps): Promis
       return ExitCode.ok;
     }
     const ctx = createContext(deps, parsed.input.values);
-    return (await parsed.command.run(ctx, parsed.input)) ?? ExitCode.ok;
+    try {
+      return (await parsed.command.run(ctx, parsed.input)) ?? ExitCode.ok;
+    } catch (error) {
+      throw error instanceof CliError && error.code === 'not_found' ? await withEnvironmentHint(ctx, parsed.input.values, error) : error;
+    }
   } catch (error) {
     if (error instanceof CliError) {
       fallbackOut.error(error.code, error.message, error.details);
@@ -55,5 +62,24 @@ export async function runCli(argv: readonly string[], deps: ContextDeps): Promis
     }
     fallbackOut.error('internal', error instanceof Error ? error.message : String(error));
     return ExitCode.failed;
+  }
+}
+
+/**
+ * A 404 on a command given `--env NAME` that names no environment of the caller: the closest
+ * name it has, when one is close (one more call, made only then; its own failure is ignored).
+ */
+async function withEnvironmentHint(ctx: CommandContext, values: OptionValues, error: CliError): Promise<CliError> {
+  const env = values['env'];
+  if (typeof env !== 'string' || !error.message.includes(`"${env}"`)) return error;
+  try {
+    // Only the names are read.
+    const { data } = await (await ctx.api()).call('GET', '/environments', { data: z.array(Environment.pick({ name: true })) });
+    const names = data.map((environment) => environment.name);
+    if (names.includes(env)) return error;
+    const hint = didYouMean(env, names);
+    return hint === '' ? error : new CliError(error.exitCode, error.code, `${error.message}${hint.replace(/^ Did you mean "([^"]+)"\?$/, ' Did you mean --env $1?')}`, error.details);
+  } catch {
+    return error;
   }
 }

@@ -58,6 +58,16 @@ describe('parseCommandLine', () => {
     expect(usage(['assets', 'preview', 'k', '--env', 'p', '-o', 'yaml'])).toContain('--output must be "table", "json" or "csv"');
   });
 
+  it('suggests the closest command, subcommand or flag for a typo, and nothing for a word far from all', () => {
+    expect(usage(['evn', 'list'])).toContain('unknown command "evn". Did you mean "env"?');
+    expect(usage(['env', 'lst'])).toContain('unknown command "envctl env lst". Did you mean "envctl env list"?');
+    expect(usage(['runs', 'strat', '--env', 'p'])).toContain('Did you mean "envctl runs start"?');
+    expect(usage(['deploy', '.', '--env', 'p', '--alow-contract-change', 'orders'])).toContain(`Unknown option '--alow-contract-change'. Did you mean "--allow-contract-change"?`);
+    expect(usage(['frobnicate'])).toBe('unknown command "frobnicate". See envctl --help');
+    expect(usage(['env', 'zzzzzz'])).toContain('"envctl env" needs a subcommand ("zzzzzz" is not one)');
+    expect(usage(['env', 'list', '--bogus'])).not.toContain('Did you mean');
+  });
+
   it('lets a command give --output its own values: a preview takes csv, a download a file', () => {
     const preview = parseCommandLine(['assets', 'preview', 'k', '--env', 'p', '-o', 'csv'], COMMANDS);
     expect(preview.kind === 'run' && preview.input.values['output']).toBe('csv');

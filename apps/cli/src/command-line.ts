@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { closestName, didYouMean } from '@envengine/name-suggestions';
 import { usageError, type ExitCode } from './exit-codes.ts';
 import type { CommandContext } from './command-context.ts';
 
@@ -98,9 +99,17 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
   if (!matched) {
     const group = commands.filter((command) => startsWith(command.path, words));
     if (asksHelp || argv.length === 0) return { kind: 'help', text: overview(group) };
-    if (words.length > 0) throw usageError(`"envctl ${words.join(' ')}" needs a subcommand:\n${overview(group)}`);
-    const first = rest.find((token) => !token.startsWith('-'));
-    throw usageError(first ? `unknown command "${first}"; see envctl --help` : 'no command given; see envctl --help');
+    // The word where the command stopped matching, if any: a typo gets a suggestion.
+    const next = rest.find((token) => !token.startsWith('-'));
+    const nextWords = [...new Set(group.map((command) => command.path[words.length]).filter((word): word is string => word !== undefined))];
+    if (words.length > 0) {
+      const suggestion = next === undefined ? undefined : closestName(next, nextWords);
+      if (next !== undefined && suggestion !== undefined) {
+        throw usageError(`unknown command "envctl ${[...words, next].join(' ')}". Did you mean "envctl ${[...words, suggestion].join(' ')}"?\n${overview(group)}`);
+      }
+      throw usageError(`"envctl ${words.join(' ')}" needs a subcommand${next === undefined ? '' : ` ("${next}" is not one)`}:\n${overview(group)}`);
+    }
+    throw usageError(next ? `unknown command "${next}".${didYouMean(next, nextWords)} See envctl --help` : 'no command given; see envctl --help');
   }
   if (asksHelp) return { kind: 'help', text: commandHelp(matched) };
   const options = { ...GLOBAL_OPTIONS, ...matched.options };
@@ -115,7 +124,11 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
       strict: true,
     });
   } catch (error) {
-    throw usageError(`${(error as Error).message.replace(/\. To specify a positional argument.*$/s, '')}; see envctl ${matched.path.join(' ')} --help`);
+    const message = (error as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+    // "Unknown option '--alow-contract-change'": the closest option of the command, if one is close.
+    const unknown = /^Unknown option '--([^']+)'/.exec(message)?.[1];
+    const hint = unknown === undefined ? '' : didYouMean(unknown, Object.keys(options)).replace(/"([^"]+)"/, '"--$1"');
+    throw usageError(`${message}.${hint} See envctl ${matched.path.join(' ')} --help`);
   }
   const positionals = parsed.positionals;
   const { min, max } = matched.positionals ?? { min: 0, max: 0 };

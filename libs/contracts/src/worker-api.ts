@@ -66,6 +66,8 @@ export type AttemptStarted = z.infer<typeof AttemptStarted>;
 export const WorkerHeartbeatRequest = z.strictObject({
   worker: WorkerIdentity,
   draining: z.boolean().default(false),
+  /** The worker is exiting, having drained: it leaves the pool view now, not when its last heartbeat ages out. */
+  stopped: z.boolean().default(false),
   /** Each running attempt with its lease, and the asset in progress. */
   attempts: z
     .array(z.strictObject({ id: z.string().min(1).max(100), lease: z.string().min(1).max(200), asset: z.string().nullable().default(null) }))

@@ -81,6 +81,21 @@ export class LeaseKeeper {
     clearInterval(this.timer);
   }
 
+  /**
+   * A pool worker's last heartbeat, once it has drained: it leaves the pool view at once.
+   * Best effort: a worker API that does not answer lets the row age out as before.
+   */
+  async farewell(): Promise<boolean> {
+    if (this.poolTenant === undefined || this.running.size > 0) return false;
+    try {
+      await this.api.heartbeat(this.poolTenant, { worker: this.worker, draining: true, stopped: true, attempts: [] });
+      return true;
+    } catch (error) {
+      this.log.warn({ err: (error as Error).message }, 'could not tell the engine this worker stopped; it leaves the pool view when its heartbeat ages out');
+      return false;
+    }
+  }
+
   track(held: HeldAttempt, stop: (reason: StopReason) => void): void {
     this.running.set(held.attemptId, { held, asset: null, stop });
   }

@@ -80,7 +80,7 @@ export class WorkerApiClient {
     return this.call(AttemptStarted, 'POST', `/attempts/${enc(attemptId)}/start`, tenantId, undefined, { worker });
   }
 
-  heartbeat(tenantId: string, request: WorkerHeartbeatRequest) {
+  heartbeat(tenantId: string, request: z.input<typeof WorkerHeartbeatRequest>) {
     return this.call(WorkerHeartbeatResponse, 'POST', '/heartbeat', tenantId, undefined, request);
   }
 

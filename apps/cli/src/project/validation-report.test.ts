@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assetOfPath } from './validation-report.ts';
+import { assetOfPath, inFlagTerms } from './validation-report.ts';
 
 describe('assetOfPath', () => {
   const manifest = { assets: [{ key: 'raw_orders' }, { key: 'orders' }] };
@@ -9,5 +9,10 @@ describe('assetOfPath', () => {
     expect(assetOfPath('manifest.assets.7.deps.0', manifest, [])).toBeNull();
     expect(assetOfPath('allow_contract_changes.1', manifest, ['a', 'orders'])).toBe('orders');
     expect(assetOfPath('manifest.schedules.0.cron', manifest, [])).toBeNull();
+  });
+
+  it('names flags, not API fields, in what it shows', () => {
+    expect(inFlagTerms('accepts it only when the key is listed in allow_contract_changes.')).toBe('accepts it only when the key is listed in --allow-contract-change.');
+    expect(inFlagTerms('nothing to change')).toBe('nothing to change');
   });
 });

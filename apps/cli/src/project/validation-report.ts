@@ -17,6 +17,16 @@ export function assetOfPath(path: string, manifest: Record<string, unknown>, all
   return null;
 }
 
+/**
+ * The engine's messages name the API's fields; on the command line the user types flags.
+ * (JSON output keeps the deployment row as the API answered it.)
+ */
+const FIELD_FLAGS: ReadonlyArray<readonly [RegExp, string]> = [[/\ballow_contract_changes\b/g, '--allow-contract-change']];
+
+export function inFlagTerms(message: string): string {
+  return FIELD_FLAGS.reduce((text, [field, flag]) => text.replace(field, flag), message);
+}
+
 export interface ReportRow {
   level: 'error' | 'warning';
   asset: string | null;
@@ -30,7 +40,7 @@ export function validationRows(deployment: Deployment, manifest: Record<string, 
     level,
     asset: assetOfPath(item.path, manifest, deployment.allow_contract_changes),
     code: item.code,
-    message: item.message,
+    message: inFlagTerms(item.message),
     path: item.path,
   });
   return [...deployment.validation.errors.map(row('error')), ...deployment.validation.warnings.map(row('warning'))];

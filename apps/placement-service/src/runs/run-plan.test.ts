@@ -33,4 +33,9 @@ describe('planRun', () => {
     });
     expect(planRun(manifest, { job: 'missing' })).toEqual({ ok: false, details: [{ path: 'job', message: 'unknown job "missing"' }] });
   });
+
+  it('suggests the closest job or asset for a typo', () => {
+    expect(planRun(manifest, { job: 'al' })).toEqual({ ok: false, details: [{ path: 'job', message: 'unknown job "al". Did you mean "all"?' }] });
+    expect(planRun(manifest, { assets: ['ordres'] })).toEqual({ ok: false, details: [{ path: 'assets.0', message: 'unknown asset "ordres". Did you mean "orders"?' }] });
+  });
 });

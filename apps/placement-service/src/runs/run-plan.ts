@@ -1,4 +1,5 @@
 import type { ErrorDetail } from '@envengine/contracts';
+import { didYouMean } from '@envengine/name-suggestions';
 
 /** The parts of a version-1 manifest a run needs (validated at ingest, so trusted here). */
 export interface RunManifest {
@@ -37,13 +38,19 @@ export function planRun(manifest: RunManifest, selection: RunSelection): Planned
   let job: string | null = null;
   if ('job' in selection) {
     const found = manifest.jobs?.find((candidate) => candidate.name === selection.job);
-    if (!found) return { ok: false, details: [{ path: 'job', message: `unknown job "${selection.job}"` }] };
+    if (!found) {
+      const hint = didYouMean(selection.job, (manifest.jobs ?? []).map((candidate) => candidate.name));
+      return { ok: false, details: [{ path: 'job', message: `unknown job "${selection.job}".${hint}`.replace(/\.$/, '') }] };
+    }
     wanted = found.assets;
     job = found.name;
   } else {
     const unknown = selection.assets.map((key, index) => ({ key, index })).filter(({ key }) => !byKey.has(key));
     if (unknown.length > 0) {
-      return { ok: false, details: unknown.map(({ key, index }) => ({ path: `assets.${index}`, message: `unknown asset "${key}"` })) };
+      return {
+        ok: false,
+        details: unknown.map(({ key, index }) => ({ path: `assets.${index}`, message: `unknown asset "${key}".${didYouMean(key, byKey.keys())}`.replace(/\.$/, '') })),
+      };
     }
     wanted = selection.assets;
   }

@@ -4,7 +4,7 @@ import { TenantScopedModel } from '@envengine/tenant-data';
 import { workerSchema, type WorkerDocument } from './run.schema.ts';
 
 /** What a worker says of itself with each heartbeat. */
-export type WorkerReport = WorkerIdentity & { credentialId: string | null; draining: boolean };
+export type WorkerReport = WorkerIdentity & { credentialId: string | null; draining: boolean; stopped?: boolean };
 
 /**
  * The workers that report to the engine: one row per worker process, written by its
@@ -23,10 +23,16 @@ export class WorkerRegistry {
 
   /** The worker's row, made at its first report: what it is and the attempts whose leases it still holds. */
   async report(tenantId: string, worker: WorkerReport, running: string[]): Promise<void> {
+    const id = `${tenantId}:${worker.executor}:${worker.id}`;
+    // A worker that exits having drained is gone at once (one that still holds attempts stays until they end or are lost).
+    if (worker.stopped && running.length === 0) {
+      await this.workers.deleteOne(tenantId, { _id: id });
+      return;
+    }
     const now = new Date();
     await this.workers.updateOne(
       tenantId,
-      { _id: `${tenantId}:${worker.executor}:${worker.id}` },
+      { _id: id },
       {
         $set: {
           name: worker.name,

@@ -82,7 +82,7 @@ export class WorkerApiService {
   }
 
   heartbeat(tenantId: string, request: WorkerHeartbeatRequest, credentialId: string | null): Promise<string[]> {
-    return this.reportWorker(tenantId, { ...request.worker, credentialId, draining: request.draining }, request.attempts);
+    return this.reportWorker(tenantId, { ...request.worker, credentialId, draining: request.draining, stopped: request.stopped }, request.attempts);
   }
 
   /** Renews the worker's leases and records it with the attempts it still holds; returns those it lost. */
