@@ -6,7 +6,7 @@ export * from './mongo-server.ts';
 export * from './redis-server.ts';
 export * from './redis-cluster.ts';
 export * from './temporal-server.ts';
-export * from './mongod-wheel.ts';
+export * from './pinned-wheels.ts';
 export * from './install-servers.ts';
 export * from './sandbox-tools.ts';
 export * from './object-store-server.ts';

