@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, INTERNAL_HEADERS, Run, type ErrorCode } from '@envengine/contracts';
+import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, INTERNAL_HEADERS, PoolStatus, Run, type ErrorCode } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { anotherTokenOf, createTenant, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS } from './runs-fixtures.ts';
@@ -225,6 +225,15 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect([alive.status, alive.body.data]).toEqual([200, { superseded: [] }]);
     before = await stateOf(mine);
     expect(before.run.attempts[0]!.status).toBe('running');
+  });
+
+  it("counts a pool worker that calls itself the engine's runner as a remote worker, never among the engine's runners", async () => {
+    const impostor = { ...WORKER, id: 'impostor-1', name: 'impostor', executor: 'local', concurrency: 64 } as const;
+    expect((await ownerPool.post('/worker/heartbeat', { worker: impostor, attempts: [] })).status).toBe(200);
+    const pool = PoolStatus.parse((await owner.api.get('/pool')).body.data);
+    expect(pool.engine_runners.map((runner) => runner.name)).not.toContain('impostor');
+    // The positive control: it is listed, as what its credential makes it.
+    expect(pool.workers.find((worker) => worker.name === 'impostor')).toMatchObject({ executor: 'remote', concurrency: 64 });
   });
 
   it("answers another tenant's pool 404 on every route, even with the attempt's own lease", async () => {

@@ -82,7 +82,10 @@ export class WorkerApiService {
   }
 
   heartbeat(tenantId: string, request: WorkerHeartbeatRequest, credentialId: string | null): Promise<string[]> {
-    return this.reportWorker(tenantId, { ...request.worker, credentialId, draining: request.draining, stopped: request.stopped }, request.attempts);
+    // As at start, the kind is the credential's: a pool worker that says `local` is counted as
+    // remote, never among the engine's runners (their slots set every tenant's fair share).
+    const executor = credentialId === null ? 'local' : 'remote';
+    return this.reportWorker(tenantId, { ...request.worker, executor, credentialId, draining: request.draining, stopped: request.stopped }, request.attempts);
   }
 
   /** Renews the worker's leases and records it with the attempts it still holds; returns those it lost. */
