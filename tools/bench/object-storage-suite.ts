@@ -52,14 +52,7 @@ export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token,
   }
 
   // The bare side: the same client library and settings as the engine's S3 driver, the administrator's keys.
-  const client = new S3Client({
-    endpoint: store.url,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = adminClient(store);
   const makeRows = await loadMakeRows();
   const bareMs: number[] = [];
   const putMs: number[] = [];
@@ -102,6 +95,18 @@ export async function objectStorageSuite(_bench: Bench, { stack, dataDir, token,
   ];
 }
 
+/** The store's administrator, with the same client library and settings as the engine's S3 driver. */
+function adminClient(store: { url: string; accessKeyId: string; secretAccessKey: string }): S3Client {
+  return new S3Client({
+    endpoint: store.url,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
 const DOWNLOAD_BYTES = 100 * 1024 * 1024;
 
 /**
@@ -119,14 +124,7 @@ async function downloadThroughput(
   const id = newId('mat');
   const location = `s3://${store.bucket}/bench/wide/${id}.parquet`;
   const key = `${tenantId}/bench/wide/${id}.parquet`;
-  const client = new S3Client({
-    endpoint: store.url,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = adminClient(store);
   const gatewayMs: number[] = [];
   const directMs: number[] = [];
   try {

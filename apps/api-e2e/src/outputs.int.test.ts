@@ -1,11 +1,12 @@
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { dataEnvelope, Materialization, MaterializationPreview, PARQUET_MEDIA_TYPE, Run } from '@envengine/contracts';
 import { decodeParquet } from '@envengine/materialization-storage';
+import { newId } from '@envengine/resource-ids';
 import { createTenant, recordMaterialization, type TestTenant } from '@envengine/test-harness';
 import { deployOnS3, deployRunsProject, waitForRun } from './runs-fixtures.ts';
 
@@ -228,6 +229,23 @@ describe('reading outputs: refusals', () => {
     const { data, preview } = paths(forged.id);
     expect((await other.api.get(data)).status).toBe(404);
     expect((await other.api.get(preview)).status).toBe(404);
+  });
+
+  it('a recorded file that is not Parquet (what a hostile worker may store) is 422 to preview, not a fault, and still downloads', async () => {
+    const environment = (await owner.api.get('/environments/prod')).body.data as { id: string };
+    const id = newId('mat');
+    const path = join(stack.dataDir, 'lake', owner.tenantId, 'orders', `${id}.parquet`);
+    const junk = Buffer.concat([Buffer.from('PAR1'), Buffer.alloc(64, 7), Buffer.from([0xff, 0xff, 0xff, 0x7f]), Buffer.from('PAR1')]);
+    await writeFile(path, junk);
+    await recordMaterialization(stack, owner.tenantId, { id, environment_id: environment.id, asset_key: 'orders', columns: mine.columns, row_count: 3, location: pathToFileURL(path).href, bytes: junk.length });
+    const preview = await owner.api.get(paths(id).preview);
+    expect(preview.status).toBe(422);
+    expect(preview.body.error.message).toContain('cannot be previewed');
+    const data = await owner.api.get(paths(id).data);
+    expect(data.status).toBe(200);
+    expect(Buffer.from(data.bytes).equals(junk)).toBe(true);
+    // The service is unharmed: the real one still previews.
+    expect((await owner.api.get(paths(mine.id).preview)).status).toBe(200);
   });
 
   it("a file in a store of the tenant's own (its binding names an endpoint) is 409 materialization_unreachable", async () => {

@@ -2,7 +2,7 @@ import { parquetMetadata } from 'hyparquet';
 import { parquetWriteBuffer, type ColumnSource } from 'hyparquet-writer';
 import { describe, expect, it } from 'vitest';
 import type { DeclaredSchema, Row } from './declared-schema.ts';
-import { decodeParquet, describeParquet, encodeParquet, ParquetFileError, SCHEMA_METADATA_KEY, storedColumnsOf } from './parquet-codec.ts';
+import { decodeParquet, describeParquet, encodeParquet, ParquetFileError, readParquetHead, SCHEMA_METADATA_KEY, storedColumnsOf } from './parquet-codec.ts';
 import { RowSchemaError } from './row-check.ts';
 
 const TYPES = ['string', 'integer', 'number', 'boolean', 'timestamp', 'date', 'json'] as const;
@@ -305,5 +305,54 @@ describe('a file that is not a readable Parquet file', () => {
     const dataEnd = bytes.byteLength - 8 - footerLength;
     bytes.fill(0xff, 4, dataEnd);
     await expect(decodeParquet(bytes)).rejects.toThrow(ParquetFileError);
+  });
+});
+
+describe('readParquetHead', () => {
+  const schema: DeclaredSchema = { columns: [{ name: 'id', type: 'integer' }, { name: 'note', type: 'string', nullable: true }] };
+  const rows: Row[] = Array.from({ length: 2000 }, (_, id) => ({ id, note: `row ${id}`.padEnd(200, '.') }));
+
+  /** An in-memory file read by ranges, counting what was fetched. */
+  function rangeFile(bytes: Uint8Array) {
+    const fetched = { bytes: 0 };
+    const file = {
+      byteLength: bytes.byteLength,
+      slice: async (start: number, end = bytes.byteLength) => {
+        fetched.bytes += end - start;
+        return bytes.slice(start, end).buffer;
+      },
+    };
+    return { file, fetched };
+  }
+
+  it('gives the first rows as decodeParquet does, with the row count and columns', async () => {
+    const bytes = encodeParquet(schema, rows);
+    const head = await readParquetHead(rangeFile(bytes).file, 3, 64 * 1024 * 1024);
+    expect(head.rows).toEqual((await decodeParquet(bytes)).slice(0, 3));
+    expect(head.row_count).toBe(2000);
+    expect(head.columns.map((column) => column.name)).toEqual(['id', 'note']);
+  });
+
+  it('stops at its byte budget: a file whose rows need more is refused, not read whole', async () => {
+    const { file, fetched } = rangeFile(encodeParquet(schema, rows));
+    await expect(readParquetHead(file, 3, 4096)).rejects.toThrow(/needs more than 4096 bytes/);
+    expect(fetched.bytes).toBeLessThanOrEqual(4096);
+  });
+
+  it('refuses a footer that claims gigabytes before fetching them', async () => {
+    // A 4 GiB "file" whose last 8 bytes claim a 2 GiB footer: only the tail is ever asked for.
+    const byteLength = 2 ** 32;
+    const asked: number[] = [];
+    const file = {
+      byteLength,
+      slice: async (start: number, end = byteLength) => {
+        asked.push(end - start);
+        const tail = new Uint8Array(end - start);
+        if (end === byteLength) tail.set([0xff, 0xff, 0xff, 0x7f, 0x50, 0x41, 0x52, 0x31], tail.length - 8);
+        return tail.buffer;
+      },
+    };
+    await expect(readParquetHead(file, 20, 1024 * 1024)).rejects.toThrow(ParquetFileError);
+    expect(Math.max(...asked)).toBeLessThanOrEqual(1024 * 1024);
   });
 });

@@ -230,14 +230,29 @@ export interface ParquetHead extends ParquetFileSummary {
 
 /**
  * The first `limit` rows of a Parquet file, decoded as `decodeParquet` does, reading only
- * the footer and the row groups that hold them (a preview of a large file stays small).
+ * the footer and the row groups that hold them, and at most `maxReadBytes` of the file
+ * (a `ParquetFileError` past that).
  */
-export async function readParquetHead(file: RangeReadableFile, limit: number): Promise<ParquetHead> {
-  const buffered = cachedAsyncBuffer(file);
+export async function readParquetHead(file: RangeReadableFile, limit: number, maxReadBytes: number): Promise<ParquetHead> {
+  // The file may come from a hostile worker: a footer that claims gigabytes, or one huge row
+  // group. Every fetch counts against the budget before it is made.
+  let read = 0;
+  const budgeted: RangeReadableFile = {
+    byteLength: file.byteLength,
+    slice: (start, end = file.byteLength) => {
+      read += Math.max(0, end - start);
+      if (read > maxReadBytes) {
+        return Promise.reject(new ParquetFileError(`Reading the first ${limit} rows needs more than ${maxReadBytes} bytes of the file (its row groups are too large); download it instead.`));
+      }
+      return file.slice(start, end);
+    },
+  };
+  const buffered = cachedAsyncBuffer(budgeted);
   let metadata: FileMetaData;
   try {
     metadata = await parquetMetadataAsync(buffered);
   } catch (error) {
+    if (error instanceof ParquetFileError) throw error;
     throw new ParquetFileError(`Not a readable Parquet file (${(error as Error).message}).`, { cause: error });
   }
   const summary = summarize(metadata);
@@ -250,6 +265,7 @@ async function readRows(file: AsyncBuffer, metadata: FileMetaData, columns: Stor
   try {
     rows = await parquetReadObjects({ file, metadata, parsers: PARSERS, ...(rowEnd === undefined ? {} : { rowStart: 0, rowEnd }) });
   } catch (error) {
+    if (error instanceof ParquetFileError) throw error;
     throw new ParquetFileError(`The Parquet file cannot be read (${(error as Error).message}).`, { cause: error });
   }
   const elements = new Map(metadata.schema.slice(1).map((element) => [element.name, element]));

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Environment, Materialization, MaterializationPreview } from '@envengine/contracts';
 import {
   isUnderStoragePrefix,
+  ParquetFileError,
   readParquetHead,
   S3StorageDriver,
   s3ObjectOf,
@@ -16,6 +17,9 @@ import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { RunQueries } from '../runs/run-queries.ts';
 import type { EngineObjectStore } from '../storage/engine-object-store.ts';
+
+/** The most of a file a preview reads (footer and row groups): 64 MiB. */
+export const PREVIEW_MAX_READ_BYTES = 64 * 1024 * 1024;
 
 /** One materialization's stored file, opened for reading. */
 export interface OpenedMaterialization {
@@ -80,7 +84,12 @@ export class MaterializationReader {
     }
   }
 
-  /** The first `limit` rows, reading only the footer and the row groups that hold them. */
+  /**
+   * The first `limit` rows, reading only the footer and the row groups that hold them, and
+   * at most PREVIEW_MAX_READ_BYTES: a remote worker may have stored any bytes (a footer that
+   * claims gigabytes, one huge row group), and this service serves every tenant. A file
+   * that is not Parquet, or that would take more, is 422.
+   */
   async preview(tenantId: string, address: MaterializationAddress, limit: number, requestId?: string): Promise<MaterializationPreview> {
     const opened = await this.open(tenantId, address, requestId);
     try {
@@ -96,7 +105,13 @@ export class MaterializationReader {
           },
         },
         limit,
-      );
+        PREVIEW_MAX_READ_BYTES,
+      ).catch((error: unknown) => {
+        if (!(error instanceof ParquetFileError)) throw error;
+        throw new ApiError('invalid_request', `Materialization "${opened.materialization.id}" cannot be previewed: ${error.message}`, {
+          details: [{ path: 'id', message: 'its file cannot be previewed; download it with …/data' }],
+        });
+      });
       return {
         materialization_id: opened.materialization.id,
         columns: head.columns,
