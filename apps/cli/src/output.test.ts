@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Output, renderTable, type CliIo } from './output.ts';
+import { formatBytes, Output, renderTable, type CliIo } from './output.ts';
 
 function io(stdoutTty: boolean, stderrTty = stdoutTty): CliIo & { out: string[]; err: string[] } {
   const out: string[] = [];
@@ -49,5 +49,11 @@ describe('renderTable', () => {
   it('pads columns to the widest cell and shows missing values as -', () => {
     expect(renderTable(['NAME', 'ACTIVE'], [['prod', 'dep_1'], ['staging-eu', null]])).toBe('NAME        ACTIVE\nprod        dep_1\nstaging-eu  -');
     expect(renderTable(['NAME'], [])).toBe('(none)');
+  });
+});
+
+describe('formatBytes', () => {
+  it('says a size in the largest unit under 1024 of it', () => {
+    expect([812, 1229, 100 * 1024 * 1024, 3.4 * 1024 ** 3].map(formatBytes)).toEqual(['812 B', '1.2 KiB', '100.0 MiB', '3.4 GiB']);
   });
 });

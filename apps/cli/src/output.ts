@@ -18,6 +18,19 @@ export interface OutputOptions {
 const COLORS = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2, bold: 1 } as const;
 export type Color = keyof typeof COLORS;
 
+/** A size for a person: `812 B`, `1.2 KiB`, `100.0 MiB`, `3.4 GiB`. */
+export function formatBytes(bytes: number): string {
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  if (bytes < 1024) return `${bytes} B`;
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
 /** Colour of a status word wherever it is shown. */
 export function statusColor(status: string): Color | undefined {
   if (['ready', 'succeeded', 'active', 'live', 'latest'].includes(status)) return 'green';

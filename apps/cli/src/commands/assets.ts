@@ -9,6 +9,7 @@ import { AssetListing, Materialization, MaterializationPreview, PREVIEW_MAX_ROWS
 import { z } from 'zod';
 import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
+import { formatBytes } from '../output.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import { ENV_OPTION, segment } from './request-body.ts';
 
@@ -26,19 +27,6 @@ async function chosenMaterialization(ctx: CommandContext, env: string, key: stri
   const { data } = await (await ctx.api()).call('GET', `${materializationsPath(env, key)}?limit=1`, { data: z.array(Materialization) });
   if (data.length === 0) throw new CliError(ExitCode.notFound, 'not_found', `Asset "${key}" of ${env} has no materialization yet; run it first (envctl runs start --env ${env} --asset ${key}).`);
   return data[0]!.id;
-}
-
-function formatBytes(bytes: number | null): string {
-  if (bytes === null) return '-';
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** A cell of a preview as text: JSON values (objects, arrays) as JSON. */
@@ -69,7 +57,7 @@ export const assetCommands: CommandSpec[] = [
             asset.binding,
             asset.status === null ? 'never run' : ctx.out.status(asset.status),
             asset.latest_materialization?.row_count ?? '-',
-            formatBytes(asset.latest_materialization?.bytes ?? null),
+            asset.latest_materialization?.bytes == null ? '-' : formatBytes(asset.latest_materialization.bytes),
             asset.latest_materialization?.id ?? '-',
             asset.latest_materialization?.inserted_at ?? '-',
           ]),
@@ -102,7 +90,7 @@ export const assetCommands: CommandSpec[] = [
                 materialization.id,
                 materialization.run_id ?? '-',
                 materialization.row_count,
-                formatBytes(materialization.bytes),
+                materialization.bytes === null ? '-' : formatBytes(materialization.bytes),
                 ctx.out.status(materialization.status),
                 materialization.inserted_at,
                 materialization.location ?? '-',

@@ -5,6 +5,7 @@ import type { ApiClient } from '../api-client.ts';
 import { flagOption, listOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, type ExitCode as ExitCodeValue } from '../exit-codes.ts';
+import { formatBytes } from '../output.ts';
 import { gitInfoOf } from '../project/git-info.ts';
 import { MANIFEST_OPTION, readAndPackProject } from '../project/manifest-file.ts';
 import { REPORT_HEADERS, reportCells, validationRows } from '../project/validation-report.ts';
@@ -45,10 +46,6 @@ export function ingestBody(input: {
     allow_contract_changes: input.allowContractChanges,
     created_by: CREATED_BY,
   };
-}
-
-function formatBytes(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /**
