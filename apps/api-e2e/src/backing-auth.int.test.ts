@@ -315,7 +315,7 @@ describe('credentials rotate (a stack of its own)', () => {
 
   it('replaces each file of credentials on its server and in the services, and loses no data', async () => {
     const tenant = await createTenant(own.info, 'rotation');
-    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' })).status).toBe(201);
     const target = { dataDir: own.info.dataDir, mongoUrl: own.servers.mongo.url, redisUrl: own.servers.redis.url, report: () => undefined };
 
     for (const file of ['mongodb', 'redis', 'internal'] as const) {
@@ -326,7 +326,7 @@ describe('credentials rotate (a stack of its own)', () => {
       await own.reloadCredentials();
       // Everything still served, with what was written before, and writes work.
       expect((await tenant.api.get('/environments/prod')).status).toBe(200);
-      expect((await tenant.api.post('/environments', { name: `after-${file}`, storage_prefix: file, executor: 'local' })).status).toBe(201);
+      expect((await tenant.api.post('/environments', { name: `after-${file}`, storage_prefix: `s3://lake/${file}`, executor: 'local' })).status).toBe(201);
 
       if (file === 'mongodb') {
         const old = mongoClient(mongoUrlFor(own.servers.mongo.url, { username: 'placement', password: before.mongodb.MONGO_PLACEMENT_PASSWORD }));

@@ -23,7 +23,7 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
     // kill that one worker and the dev server (the cluster's own crash tests: temporal-cluster).
     stack = await startTestStack({ profile: 'embedded', replicas: 1, mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl });
     tenant = await createTenant(stack.info, 'failures');
-    await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' });
+    await tenant.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' });
     await tenant.api.put('/environments/prod/bindings/warehouse', {});
     const bundle = await makeBundle({ 'assets/orders.js': 'x' });
     bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;

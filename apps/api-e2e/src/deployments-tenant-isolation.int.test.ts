@@ -14,7 +14,7 @@ describe('a second tenant cannot see or touch the first one\'s deployments and b
   beforeAll(async () => {
     owner = await createTenant(stack, 'owner');
     intruder = await createTenant(stack, 'intruder');
-    await owner.api.post('/environments', { name: 'prod', storage_prefix: 'o', executor: 'local' });
+    await owner.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/o', executor: 'local' });
     await owner.api.put('/environments/prod/bindings/warehouse', {});
     const bundle = await makeBundle({ 'assets/a.js': 'x' });
     bundleRef = `sha256:${createHash('sha256').update(bundle).digest('hex')}`;
@@ -41,7 +41,7 @@ describe('a second tenant cannot see or touch the first one\'s deployments and b
   });
 
   it('its own environment cannot use the owner\'s bundle: bundle_not_found', async () => {
-    await intruder.api.post('/environments', { name: 'prod', storage_prefix: 'i', executor: 'local' });
+    await intruder.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/i', executor: 'local' });
     await intruder.api.put('/environments/prod/bindings/warehouse', {});
     expect((await intruder.api.request('HEAD', `/bundles/${bundleRef}`)).status).toBe(404);
     const response = await intruder.api.post('/environments/prod/deployments', { manifest: manifestOf([{ key: 'a' }]), bundle_ref: bundleRef });
@@ -55,7 +55,7 @@ describe('a second tenant cannot see or touch the first one\'s deployments and b
 describe('Idempotency-Key on ingest', () => {
   it('replays the first answer for the same key and body, and refuses the key with another body', async () => {
     const tenant = await createTenant(stack, 'idem-ingest');
-    await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' });
+    await tenant.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' });
     await tenant.api.put('/environments/prod/bindings/warehouse', {});
     const bundle = await makeBundle({ 'assets/a.js': 'x' });
     const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref;

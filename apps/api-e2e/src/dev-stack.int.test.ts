@@ -53,7 +53,7 @@ describe('npm start and npm run admin (a stack of its own)', () => {
   });
 
   it('rotates the Redis credentials with the admin command: the stack restarts its services, nothing is lost', async () => {
-    expect((await api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).status).toBe(201);
+    expect((await api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' })).status).toBe(201);
     const before = loadOrCreateCredentials(dataDir);
     const admin = await new Promise<{ code: number | null; text: string }>((resolve) => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'tools/admin/admin.ts', 'credentials', 'rotate', 'redis'], { cwd: WORKSPACE_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -71,7 +71,7 @@ describe('npm start and npm run admin (a stack of its own)', () => {
 
     // The services use the new credentials; the old one is refused; the data is all there.
     expect((await api.get('/environments/prod')).status).toBe(200);
-    expect((await api.post('/environments', { name: 'staging', storage_prefix: 's', executor: 'local' })).status).toBe(201);
+    expect((await api.post('/environments', { name: 'staging', storage_prefix: 's3://lake/s', executor: 'local' })).status).toBe(201);
     const running = readRunningStackFile(dataDir)!;
     const probe = new Redis(running.redis, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
     probe.on('error', () => undefined);

@@ -132,8 +132,14 @@ describe('environment lifecycle through the gateway', () => {
     expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
   });
 
-  it('removes the materialization files with ?purge_data=true, and only those under its storage prefix', async () => {
+  it('removes the materialization files with ?purge_data=true, records or not, and only those under its storage prefix', async () => {
     const name = uniqueName('purged');
+    // An earlier environment of the same name and prefix, deleted without a purge: its files stay, and no record names them any more.
+    await deployed(tenant, name, 'local');
+    expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { job: 'all' })).body.data).id)).status).toBe('succeeded');
+    const unrecorded = await materializedFiles(tenant, name);
+    expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
+    for (const file of unrecorded) expect(existsSync(file)).toBe(true);
     await deployed(tenant, name, 'local');
     const neighbour = uniqueName('neighbour');
     await deployed(tenant, neighbour, 'local');
@@ -150,7 +156,7 @@ describe('environment lifecycle through the gateway', () => {
     await records.insertOne({ ...own!, _id: `${String(own!['_id']).slice(0, -1)}z` as never, location: pathToFileURL(neighbourFiles[0]!).href });
 
     expect((await tenant.api.delete(`/environments/${name}?purge_data=true`)).status).toBe(200);
-    for (const file of files) expect(existsSync(file)).toBe(false);
+    for (const file of [...files, ...unrecorded]) expect(existsSync(file)).toBe(false);
     for (const file of neighbourFiles) expect(existsSync(file)).toBe(true);
     expect((await tenant.api.delete(`/environments/${neighbour}`)).status).toBe(200);
   });
@@ -176,7 +182,7 @@ describe('environment lifecycle through the gateway', () => {
 
   it("gives another tenant's environment 404 and leaves it as it was", async () => {
     const name = uniqueName('mine');
-    expect((await tenant.api.post('/environments', { name, storage_prefix: 'p/x', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/p/x', executor: 'local' })).status).toBe(201);
     for (const path of [`/environments/${name}`, `/environments/${name}?force=true&purge_data=true`]) {
       const response = await other.api.delete(path);
       expect([response.status, response.body.error.code]).toEqual([404, 'not_found']);
@@ -189,8 +195,8 @@ describe('environment lifecycle through the gateway', () => {
   it('refuses bad lifecycle input with 422, changing nothing', async () => {
     const persistent = uniqueName('keep');
     const preview = uniqueName('pr');
-    expect((await tenant.api.post('/environments', { name: persistent, storage_prefix: 'p/a', executor: 'local' })).status).toBe(201);
-    expect((await tenant.api.post('/environments', { name: preview, storage_prefix: 'p/b', executor: 'local', kind: 'preview' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: persistent, storage_prefix: 's3://lake/p/a', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: preview, storage_prefix: 's3://lake/p/b', executor: 'local', kind: 'preview' })).status).toBe(201);
     const before = (await tenant.api.get('/environments')).body.data;
 
     const creates: Array<[Record<string, unknown>, string]> = [
@@ -204,7 +210,7 @@ describe('environment lifecycle through the gateway', () => {
       [{ expires_at: '2030-01-01T00:00:00.000Z' }, 'expires_at'],
     ];
     for (const [extra, path] of creates) {
-      const response = await tenant.api.post('/environments', { name: uniqueName('bad'), storage_prefix: 'p/c', executor: 'local', ...extra });
+      const response = await tenant.api.post('/environments', { name: uniqueName('bad'), storage_prefix: 's3://lake/p/c', executor: 'local', ...extra });
       expect([JSON.stringify(extra), response.status, response.body.error.code]).toEqual([JSON.stringify(extra), 422, 'invalid_request']);
       expect(response.body.error.details.map((detail: { path: string }) => detail.path)).toContain(path);
     }
@@ -231,7 +237,7 @@ describe('environment lifecycle through the gateway', () => {
 
   it('PATCHes egress, strict, ttl_hours and max_concurrent_runs; null removes a TTL or a limit', async () => {
     const name = uniqueName('pr');
-    const created = EnvironmentResponse.parse((await tenant.api.post('/environments', { name, storage_prefix: 'p/d', executor: 'local', kind: 'preview', ttl_hours: 24 })).body).data;
+    const created = EnvironmentResponse.parse((await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/p/d', executor: 'local', kind: 'preview', ttl_hours: 24 })).body).data;
     expect(created).toMatchObject({ kind: 'preview', ttl_hours: 24, status: 'active', max_concurrent_runs: null });
     const expiresIn = Date.parse(created.expires_at!) - Date.parse(created.inserted_at);
     expect(expiresIn).toBe(24 * 3_600_000);
@@ -246,13 +252,17 @@ describe('environment lifecycle through the gateway', () => {
     const cleared = EnvironmentResponse.parse((await tenant.api.request('PATCH', `/environments/${name}`, { json: { ttl_hours: null, max_concurrent_runs: null } })).body).data;
     expect(cleared).toMatchObject({ ttl_hours: null, expires_at: null, max_concurrent_runs: null });
     // A persistent environment carries the fields too, null.
-    const persistent = (await tenant.api.post('/environments', { name: uniqueName('p'), storage_prefix: 'p/e', executor: 'local' })).body.data;
+    const persistent = (await tenant.api.post('/environments', { name: uniqueName('p'), storage_prefix: 's3://lake/p/e', executor: 'local' })).body.data;
     expect(persistent).toMatchObject({ ttl_hours: null, expires_at: null, max_concurrent_runs: null, status: 'active' });
   });
 
-  it('tears a preview down when its TTL lapses (a Temporal timer), and a deploy moves expires_at', async () => {
+  it('tears a preview down when its TTL lapses (a Temporal timer), with its files; a deploy moves expires_at; its name answers environment_expired', async () => {
     const name = uniqueName('pr-ttl');
     const environment = await deployed(tenant, name, 'local', { kind: 'preview', ttl_hours: 1 });
+    expect(environment.purge_data_on_expiry).toBe(true);
+    expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { job: 'all' })).body.data).id)).status).toBe('succeeded');
+    const files = await materializedFiles(tenant, name);
+    expect(files.length).toBeGreaterThan(0);
     const firstExpiry = Date.parse(environment.expires_at!);
     const redeployed = await tenant.api.post(`/environments/${name}/deployments`, {
       manifest: { ...runsManifest(), schedules: [NIGHTLY] },
@@ -268,10 +278,41 @@ describe('environment lifecycle through the gateway', () => {
     // Two seconds from now: the timer wakes, the stored expiry has passed, the tear-down runs.
     const shortened = await tenant.api.request('PATCH', `/environments/${name}`, { json: { ttl_hours: 2 / 3600 } });
     expect(shortened.status).toBe(200);
-    await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 30_000, 200);
+    const expiresAt = EnvironmentResponse.parse(shortened.body).data.expires_at!;
+    const gone = await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 30_000, 200);
+    expect(gone.body).toEqual({
+      error: { code: 'environment_expired', message: expect.stringContaining(`expired at ${expiresAt}`), details: [{ path: 'expires_at', message: expiresAt }] },
+    });
+    // A delete of the name says the same; another tenant's name of it is a plain 404.
+    expect((await tenant.api.delete(`/environments/${name}`)).body.error.code).toBe('environment_expired');
+    expect((await other.api.get(`/environments/${name}`)).body.error.code).toBe('not_found');
     await timer.result();
     expect((await timer.describe()).status.name).toBe('COMPLETED');
-    expect(await documentsNaming(mongo, stack, [environment.id])).toEqual([]);
+    for (const file of files) expect(existsSync(file)).toBe(false);
+    // Only the record that answers environment_expired names it, and goes by itself after a week.
+    const left = await documentsNaming(mongo, stack, [environment.id]);
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatch(new RegExp(`^${stack.databases['placement-service']}\\.expired_environments: `));
+    const record = await mongo.db(stack.databases['placement-service']).collection('expired_environments').findOne({ _id: environment.id as never });
+    expect((record!['forget_at'] as Date).getTime() - Date.parse(expiresAt)).toBe(7 * 24 * 3_600_000);
+    // The name is free again, and the new environment is the one a GET shows.
+    expect((await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/${name}`, executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.get(`/environments/${name}`)).status).toBe(200);
+    expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
+    expect((await tenant.api.get(`/environments/${name}`)).body.error.code).toBe('environment_expired');
+  });
+
+  it('keeps a preview\'s files when its TTL lapses if it was made with purge_data_on_expiry: false', async () => {
+    const name = uniqueName('pr-keep');
+    const environment = await deployed(tenant, name, 'local', { kind: 'preview', ttl_hours: 1, purge_data_on_expiry: false });
+    expect(environment.purge_data_on_expiry).toBe(false);
+    expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { job: 'all' })).body.data).id)).status).toBe('succeeded');
+    const files = await materializedFiles(tenant, name);
+    expect(files.length).toBeGreaterThan(0);
+    expect((await tenant.api.request('PATCH', `/environments/${name}`, { json: { ttl_hours: 1 / 3600 } })).status).toBe(200);
+    await until(() => tenant.api.get(`/environments/${name}`), (response) => response.body?.error?.code === 'environment_expired', 30_000, 200);
+    await temporal.workflow.getHandle(`teardown-${environment.id}`).result();
+    for (const file of files) expect(existsSync(file)).toBe(true);
   });
 
   it('with max_concurrent_runs 2, ten runs started at once never run more than two at a time, and all succeed in order of creation', async () => {
@@ -426,7 +467,7 @@ describe('an interrupted delete (a stack of its own)', () => {
       const response = await tenant.api.request(method, path, { json });
       expect([method, path, response.status, response.body.error?.code]).toEqual([method, path, 409, 'environment_deleting']);
     }
-    expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 'p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
+    expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 's3://lake/p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
     const lostNow = (await tenant.api.get('/environments/lost')).body.data;
     expect(lostNow).toMatchObject({ status: 'deleting', executor: 'local', schedules_paused: false, max_concurrent_runs: null, active_deployment_id: lost.active_deployment_id });
     expect((await tenant.api.get('/environments/lost/runs')).body.data.map((run: Run) => run.status)).toEqual(['succeeded', 'succeeded']);

@@ -34,9 +34,10 @@ describe('environments through the gateway', () => {
       ttl_hours: null,
       expires_at: null,
       max_concurrent_runs: null,
+      purge_data_on_expiry: true,
       inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
-    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'egress', 'active_deployment_id', 'status', 'expires_at', 'inserted_at']) {
+    for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'egress', 'active_deployment_id', 'status', 'expires_at', 'purge_data_on_expiry', 'inserted_at']) {
       expect(environment).toHaveProperty(field);
     }
 
@@ -49,7 +50,7 @@ describe('environments through the gateway', () => {
     const name = uniqueName('preview');
     const created = await tenant.api.post('/environments', {
       name,
-      storage_prefix: 'gs://bucket/previews/pr-1',
+      storage_prefix: 's3://lake/previews/pr-1',
       executor: 'remote',
       kind: 'preview',
       strict: true,
@@ -75,11 +76,27 @@ describe('environments through the gateway', () => {
     expect((await tenant.api.get('/environments')).body.data.length).toBe(listedBefore);
   });
 
+  it('refuses, at create, a storage prefix no driver can use: no scheme, or a scheme other than file:// and s3://', async () => {
+    const listedBefore = (await tenant.api.get('/environments')).body.data.length;
+    for (const [prefix, reason] of [
+      ['/tmp/x', 'has no scheme'],
+      ['lake/prod', 'has no scheme'],
+      ['gs://bucket/prod', 'has the scheme gs://, which has no driver'],
+    ]) {
+      const refused = await tenant.api.post('/environments', { name: uniqueName('scheme'), storage_prefix: prefix, executor: 'local' });
+      expect([prefix, refused.status]).toEqual([prefix, 422]);
+      const { error } = ErrorBody.parse(refused.body);
+      expect(error.code).toBe('invalid_request');
+      expect(error.details).toEqual([{ path: 'storage_prefix', message: expect.stringContaining(`${prefix} ${reason}`) }]);
+    }
+    expect((await tenant.api.get('/environments')).body.data.length).toBe(listedBefore);
+  });
+
   it('lists the caller\'s environments in creation order', async () => {
     const own = await createTenant(stack, 'listing');
     const names = [uniqueName('b'), uniqueName('a'), uniqueName('c')];
     for (const name of names) {
-      expect((await own.api.post('/environments', { name, storage_prefix: `p/${name}`, executor: 'local' })).status).toBe(201);
+      expect((await own.api.post('/environments', { name, storage_prefix: `s3://lake/p/${name}`, executor: 'local' })).status).toBe(201);
     }
     const list = await own.api.get('/environments');
     expect(list.status).toBe(200);
@@ -95,8 +112,8 @@ describe('environments through the gateway', () => {
 
   it('answers 409 environment_exists for a taken name and keeps the first', async () => {
     const name = uniqueName('dup');
-    const first = await tenant.api.post('/environments', { name, storage_prefix: 'first', executor: 'local' });
-    const second = await tenant.api.post('/environments', { name, storage_prefix: 'second', executor: 'remote' });
+    const first = await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/first', executor: 'local' });
+    const second = await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/second', executor: 'remote' });
     expect(second.status).toBe(409);
     expect(ErrorBody.parse(second.body).error.code).toBe('environment_exists');
     expect((await tenant.api.get(`/environments/${name}`)).body).toEqual(first.body);
@@ -104,7 +121,7 @@ describe('environments through the gateway', () => {
 
   it('sets the executor of one environment', async () => {
     const name = uniqueName('placed');
-    await tenant.api.post('/environments', { name, storage_prefix: 'x', executor: 'local' });
+    await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/x', executor: 'local' });
     const placed = await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' });
     expect(placed.status).toBe(200);
     expect(Environment.parse(placed.body.data).executor).toBe('remote');
@@ -116,9 +133,9 @@ describe('environments through the gateway', () => {
   it('sets the executor of every environment the caller owns, and of no other', async () => {
     const owner = await createTenant(stack, 'placement-all');
     const bystander = await createTenant(stack, 'bystander');
-    const bystanderEnv = (await bystander.api.post('/environments', { name: 'prod', storage_prefix: 'b', executor: 'local' })).body.data;
+    const bystanderEnv = (await bystander.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/b', executor: 'local' })).body.data;
     for (const name of ['prod', 'staging']) {
-      await owner.api.post('/environments', { name, storage_prefix: name, executor: 'local' });
+      await owner.api.post('/environments', { name, storage_prefix: `s3://lake/${name}`, executor: 'local' });
     }
     const placed = await owner.api.post('/placement', { executor: 'remote' });
     expect(placed.status).toBe(200);
@@ -140,7 +157,7 @@ describe('environments through the gateway', () => {
 
   it('pauses and resumes schedules idempotently, with or without a body', async () => {
     const name = uniqueName('sched');
-    await tenant.api.post('/environments', { name, storage_prefix: 'x', executor: 'local' });
+    await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/x', executor: 'local' });
 
     const paused = await tenant.api.post(`/environments/${name}/schedules/pause`, { reason: 'warehouse maintenance' });
     expect(paused.status).toBe(200);
@@ -167,12 +184,12 @@ describe('environments through the gateway', () => {
   it('keeps names unique per caller only: two callers may both own the same name', async () => {
     const first = await createTenant(stack, 'same-a');
     const second = await createTenant(stack, 'same-b');
-    const a = await first.api.post('/environments', { name: 'prod', storage_prefix: 'a', executor: 'local' });
-    const b = await second.api.post('/environments', { name: 'prod', storage_prefix: 'b', executor: 'remote' });
+    const a = await first.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/a', executor: 'local' });
+    const b = await second.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/b', executor: 'remote' });
     expect([a.status, b.status]).toEqual([201, 201]);
     expect(a.body.data.id).not.toBe(b.body.data.id);
-    expect((await first.api.get('/environments/prod')).body.data.storage_prefix).toBe('a');
-    expect((await second.api.get('/environments/prod')).body.data.storage_prefix).toBe('b');
+    expect((await first.api.get('/environments/prod')).body.data.storage_prefix).toBe('s3://lake/a');
+    expect((await second.api.get('/environments/prod')).body.data.storage_prefix).toBe('s3://lake/b');
   });
 });
 

@@ -9,8 +9,8 @@ describe('service logs', () => {
   it('are JSON lines that never carry a token or a request body', async () => {
     const tenant = await createTenant(stack, 'log-scan');
     const marker = `body-marker-${Date.now()}`;
-    await tenant.api.post('/environments', { name: 'logged', storage_prefix: marker, executor: 'local' });
-    await tenant.api.post('/environments', { name: 'bad name', storage_prefix: marker, executor: 'local' });
+    await tenant.api.post('/environments', { name: 'logged', storage_prefix: `s3://lake/${marker}`, executor: 'local' });
+    await tenant.api.post('/environments', { name: 'bad name', storage_prefix: `s3://lake/${marker}`, executor: 'local' });
     // The last request carries a known request id: once its line is in the gateway's and
     // the placement-service's logs, everything those processes logged before it is there too.
     const lastRequestId = `last-${Date.now()}`;

@@ -40,7 +40,7 @@ describe('master key rotation: every data key re-wrapped while the service serve
     stack = await startTestStack({ replicas: 1, mongoUrl: shared.mongoUrl, redisUrl: shared.redisUrl, temporalAddress: shared.temporalAddress });
     tenant = await createTenant(stack.info, 'rotation');
     mongo = await new MongoClient(stack.info.mongoUrl).connect();
-    environmentId = (await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).body.data.id;
+    environmentId = (await tenant.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' })).body.data.id;
     for (let i = 0; i < 40; i += 1) {
       await tenant.api.put(`/environments/prod/secrets/s${i}`, { value: `value-${i}-a` });
       await tenant.api.put(`/environments/prod/secrets/s${i}`, { value: `value-${i}-b` });

@@ -54,6 +54,13 @@ describe('Prometheus metrics on every service (a stack of its own)', () => {
     await stack?.stop();
   });
 
+  it("counts the engine's runner as a live worker while it idles, before it has served any tenant", async () => {
+    const samples = await until(() => scrape('placement-service'), (scraped) => value(scraped, 'envengine_workers_live', { executor: 'local' }) === 1, 15_000, 100);
+    expect(value(samples, 'envengine_workers_live', { executor: 'remote' })).toBe(0);
+    // It reports under the engine's own tenant id: no tenant's pool view lists it.
+    expect((await tenant.api.get('/pool')).body.data.workers).toEqual([]);
+  });
+
   it('counts one ingest and activation, a run that succeeds, one that fails and one lost attempt, with no id in any label', async () => {
     // One ingest that activates (deployRunsProject deploys once).
     await deployRunsProject(tenant, join(stack.info.dataDir, 'lake', 'metrics'), 'local');
@@ -90,7 +97,8 @@ describe('Prometheus metrics on every service (a stack of its own)', () => {
     expect(value(placement, 'envengine_schedule_ticks_total', { outcome: 'started' })).toBe(0);
     expect(placement.some((sample) => sample.name === 'envengine_schedule_ticks_total' && sample.labels['outcome'] === 'paused')).toBe(true);
     expect(value(placement, 'envengine_attempts_queued', { queue: 'local' })).toBe(0);
-    expect(placement.some((sample) => sample.name === 'envengine_workers_live' && sample.labels['executor'] === 'local')).toBe(true);
+    // The runner served a tenant and idles under its own id too: one runner, counted once.
+    expect(value(placement, 'envengine_workers_live', { executor: 'local' })).toBe(1);
     // The silent worker is no longer counted once its lease has run out.
     expect(value(placement, 'envengine_workers_live', { executor: 'remote' })).toBe(0);
 

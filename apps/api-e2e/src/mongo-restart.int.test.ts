@@ -25,7 +25,7 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
       env: { FAILED_AUTH_PER_SECOND: '1', FAILED_AUTH_BURST: '5' },
     });
     tenant = await createTenant(stack.info, 'restart');
-    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' })).status).toBe(201);
   });
 
   afterAll(async () => {
@@ -40,7 +40,7 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
     const down = await until(() => tenant.api.get('/environments/prod'), (r) => r.status === 503, 15_000);
     expect(down.status).toBe(503);
     expect(ErrorBody.parse(down.body).error.code).toBe('unavailable');
-    const createWhileDown = await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's', executor: 'local' });
+    const createWhileDown = await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's3://lake/s', executor: 'local' });
     expect(createWhileDown.status).toBe(503);
     expect((await fetch(`${stack.info.urls['placement-service']}/readyz`)).status).toBe(503);
 
@@ -51,7 +51,7 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
     expect(back.body.data.name).toBe('prod');
     // Nothing was written while the database was down, and writes work again.
     expect((await tenant.api.get('/environments/staging')).status).toBe(404);
-    expect((await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: 'staging', storage_prefix: 's3://lake/s', executor: 'local' })).status).toBe(201);
     for (const process_ of Object.values(stack.services.processes)) expect(process_.running).toBe(true);
   });
 

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { AssetListing, Environment, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
 import { decodeParquet, NodeSha256, ObjectStoreError, S3_PART_BYTES, S3StorageDriver } from '@envengine/materialization-storage';
-import { createTenant, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { createTenant, startPoolWorker, uniqueName, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { deployOnS3, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -177,6 +177,28 @@ describe("s3:// storage on the engine's own store", () => {
       expect(await attempt(() => client.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('InvalidAccessKeyId');
     }
     expect((await iamCall(store, { Action: 'GetUser', UserName: ownUser })).code).toBe('NoSuchEntity');
+  });
+
+  it("purges, with ?purge_data=true, every file the engine wrote under the prefix, recorded or not, and nothing else", async () => {
+    const name = uniqueName('purge');
+    const base = `${tenant.tenantId}/${name}`;
+    await deployOnS3(tenant, name, `s3://lake/${name}`, 'local');
+    const created = await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders', 'totals'] });
+    expect((await waitForRun(tenant, Run.parse(created.body.data).id)).status).toBe('succeeded');
+    const put = (key: string) => admin.send(new PutObjectCommand({ Bucket: 'lake', Key: key, Body: 'x' }));
+    // Left by an earlier environment of this prefix (no record names it), beside what is not the engine's to remove:
+    // another environment's prefix inside this one, a file the engine never writes, and another tenant's same path.
+    await put(`${base}/orders/mat_01STRAYSTRAYSTRAYSTRAYSTRA.parquet`);
+    await put(`${base}/nested/orders/mat_01NESTEDNESTEDNESTEDNESTE.parquet`);
+    await put(`${base}/README.txt`);
+    await put(`ten_someoneelse/${name}/orders/mat_01OTHEROTHEROTHEROTHEROT.parquet`);
+    const keysUnder = async (prefix: string) =>
+      ((await admin.send(new ListObjectsV2Command({ Bucket: 'lake', Prefix: prefix }))).Contents ?? []).map((object) => object.Key!).sort();
+    expect((await keysUnder(`${base}/`)).filter((key) => /^[^/]+\/[^/]+\/(orders|totals)\/mat_[^/]+\.parquet$/.test(key))).toHaveLength(3);
+
+    expect((await tenant.api.delete(`/environments/${name}?purge_data=true`)).status).toBe(200);
+    expect(await keysUnder(`${base}/`)).toEqual([`${base}/README.txt`, `${base}/nested/orders/mat_01NESTEDNESTEDNESTEDNESTE.parquet`]);
+    expect(await keysUnder(`ten_someoneelse/${name}/`)).toEqual([`ten_someoneelse/${name}/orders/mat_01OTHEROTHEROTHEROTHEROT.parquet`]);
   });
 });
 

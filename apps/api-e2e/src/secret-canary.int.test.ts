@@ -28,8 +28,8 @@ describe('secret canary', () => {
   beforeAll(async () => {
     owner = await createTenant(stack, 'canary');
     intruder = await createTenant(stack, 'canary-intruder');
-    await owner.api.post('/environments', { name: 'prod', storage_prefix: 'c/p', executor: 'local' });
-    await intruder.api.post('/environments', { name: 'mine', storage_prefix: 'i/m', executor: 'local' });
+    await owner.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/c/p', executor: 'local' });
+    await intruder.api.post('/environments', { name: 'mine', storage_prefix: 's3://lake/i/m', executor: 'local' });
   });
 
   it('drives every endpoint and error path with the canaries', async () => {

@@ -15,7 +15,7 @@ describe('binding resolution for workers (internal)', () => {
   beforeAll(async () => {
     tenant = await createTenant(stack, 'resolve');
     mongo = await new MongoClient(stack.mongoUrl).connect();
-    environmentId = (await tenant.api.post('/environments', { name: 'prod', storage_prefix: 'p', executor: 'remote' })).body.data.id;
+    environmentId = (await tenant.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'remote' })).body.data.id;
     await tenant.api.put('/environments/prod/secrets/db-password', { value: 'pw-v1' });
     await tenant.api.put('/environments/prod/secrets/db-password', { value: 'pw-v2' });
     await tenant.api.put('/environments/prod/secrets/api-token', { value: 'tok-v1' });

@@ -14,7 +14,7 @@ describe('a second tenant cannot see or touch the first one\'s secrets and bindi
   beforeAll(async () => {
     owner = await createTenant(stack, 'owner');
     intruder = await createTenant(stack, 'intruder');
-    environmentId = (await owner.api.post('/environments', { name: 'prod', storage_prefix: 'o/p', executor: 'local' })).body.data.id;
+    environmentId = (await owner.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/o/p', executor: 'local' })).body.data.id;
     await owner.api.put('/environments/prod/secrets/db-password', { value: 'owner-only' });
     await owner.api.put('/environments/prod/bindings/warehouse', { config: { host: 'db' }, secret_refs: { password: 'db-password' } });
     secretsBefore = (await owner.api.get('/environments/prod/secrets')).body;
@@ -40,7 +40,7 @@ describe('a second tenant cannot see or touch the first one\'s secrets and bindi
   });
 
   it('an environment of the same name of its own shows none of the owner\'s', async () => {
-    await intruder.api.post('/environments', { name: 'prod', storage_prefix: 'i/p', executor: 'local' });
+    await intruder.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/i/p', executor: 'local' });
     expect((await intruder.api.get('/environments/prod/secrets')).body).toEqual({ data: [] });
     expect((await intruder.api.get('/environments/prod/bindings')).body).toEqual({ data: [] });
     expect((await intruder.api.delete('/environments/prod/secrets/db-password')).status).toBe(404);

@@ -43,7 +43,7 @@ describe('secrets', () => {
 
   it('lists rows with name, backend, version and rotated_at only, sorted by name', async () => {
     const other = await createTenant(stack, 'secrets-list');
-    await other.api.post('/environments', { name: 'e', storage_prefix: 'p', executor: 'local' });
+    await other.api.post('/environments', { name: 'e', storage_prefix: 's3://lake/p', executor: 'local' });
     expect((await other.api.get('/environments/e/secrets')).body).toEqual({ data: [] });
     await other.api.put('/environments/e/secrets/b', { value: 'x' });
     await other.api.put('/environments/e/secrets/a', { value: 'y' });

@@ -12,7 +12,7 @@ describe('a second tenant cannot see or touch the first one\'s environments', ()
   beforeAll(async () => {
     owner = await createTenant(stack, 'owner');
     intruder = await createTenant(stack, 'intruder');
-    original = (await owner.api.post('/environments', { name: 'prod', storage_prefix: 'owner/prod', executor: 'local' })).body;
+    original = (await owner.api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/owner/prod', executor: 'local' })).body;
   });
 
   it.each([

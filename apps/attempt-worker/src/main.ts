@@ -280,7 +280,7 @@ stopOnSignals(log, async () => {
     await closing;
   }
   leases.stop();
-  if (await leases.farewell()) log.info({ worker: identity.id }, 'stopped gracefully: left the pool');
+  if (await leases.farewell()) log.info({ worker: identity.id }, poolTenant ? 'stopped gracefully: left the pool' : "stopped gracefully: left the engine's runners");
   sandboxes.close();
   await server.close();
   retirements?.disconnect();

@@ -78,7 +78,7 @@ const worker = await Worker.create({
       taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
       metrics: activationMetrics(metricsRegistry),
     }),
-    ...lifecycleActivities({ ...clients, deployments, materializations, temporal, schedules: new EnvironmentSchedules(temporal), log }),
+    ...lifecycleActivities({ ...clients, deployments, materializations, temporal, schedules: new EnvironmentSchedules(temporal) }),
   },
   // Workflows here are short and few at a time: a small cache keeps the idle footprint down.
   maxCachedWorkflows: 100,

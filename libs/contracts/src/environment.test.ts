@@ -22,6 +22,7 @@ describe('CreateEnvironmentRequest', () => {
       kind: 'persistent',
       strict: false,
       egress: 'none',
+      purge_data_on_expiry: true,
     });
   });
 
@@ -107,6 +108,7 @@ describe('httpStatusFor', () => {
       invalid_json: 400,
       invalid_request: 422,
       not_found: 404,
+      environment_expired: 404,
       activation_in_progress: 409,
       environment_exists: 409,
       storage_prefix_taken: 409,

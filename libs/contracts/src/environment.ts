@@ -54,6 +54,8 @@ export const Environment = z.object({
   ttl_hours: TtlHours.nullable(),
   /** When the engine tears the environment down; null without a TTL. */
   expires_at: z.iso.datetime().nullable(),
+  /** Whether the TTL's tear-down removes the environment's materialization files (true unless turned off at create). */
+  purge_data_on_expiry: z.boolean(),
   /** Runs allowed in flight at once; null for no limit. */
   max_concurrent_runs: MaxConcurrentRuns.nullable(),
   inserted_at: z.iso.datetime(),
@@ -77,6 +79,8 @@ export const CreateEnvironmentRequest = z
     egress: Egress.default('none'),
     ttl_hours: TtlHours.nullable().optional(),
     max_concurrent_runs: MaxConcurrentRuns.nullable().optional(),
+    /** `false` keeps a preview's files when its TTL tears it down (a DELETE purges only with `?purge_data=true`). */
+    purge_data_on_expiry: z.boolean().default(true),
   })
   .refine((request) => request.kind === 'preview' || request.ttl_hours == null, {
     message: 'is only for preview environments: a persistent environment never expires',
@@ -143,9 +147,12 @@ export type EnvironmentIdParams = z.infer<typeof EnvironmentIdParams>;
 export const TeardownStepReport = z.record(z.string(), z.number().int().nonnegative());
 export type TeardownStepReport = z.infer<typeof TeardownStepReport>;
 
-/** Internal: materialization files to remove (a tear-down with `purge_data`), in batches. */
-export const PurgeFilesRequest = z.strictObject({ locations: z.array(z.string().min(1).max(4096)).max(500) });
+/** Internal: the next page of an environment's files to remove (a tear-down with `purge_data`), after the last one removed. */
+export const PurgeFilesRequest = z.strictObject({ after: z.string().min(1).max(4096).nullable() });
 export type PurgeFilesRequest = z.infer<typeof PurgeFilesRequest>;
+/** What a page of a purge removed, and where the next page starts (null: the last). */
+export const PurgeFilesResult = z.object({ removed: z.number(), next: z.string().nullable() });
+export type PurgeFilesResult = z.infer<typeof PurgeFilesResult>;
 
 /** Internal: a preview's TTL lapsed; the tear-down begins unless a deploy moved it (then `expires_at` is the new instant). */
 export const ExpireEnvironmentResult = z.object({ expired: z.boolean(), expires_at: z.iso.datetime().nullable() });

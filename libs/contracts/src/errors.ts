@@ -6,6 +6,8 @@ export const ErrorCode = z.enum([
   'invalid_json',
   'invalid_request',
   'not_found',
+  /** A preview environment its TTL tore down, named within 7 days of its expiry (the expiry is in the details). */
+  'environment_expired',
   'environment_exists',
   /** A `file://` storage prefix that contains, or lies inside, another tenant's environment's. */
   'storage_prefix_taken',
@@ -89,6 +91,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'idempotency_key_reused':
       return 422;
     case 'not_found':
+    case 'environment_expired':
       return 404;
     case 'environment_exists':
     case 'storage_prefix_taken':

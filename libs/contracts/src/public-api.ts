@@ -136,20 +136,20 @@ export const PublicApi = {
   getEnvironment: endpoint({
     method: 'get', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
     summary: 'Get an environment',
-    params: EnvironmentPathParams, responses: { 200: Environment }, errors: ['not_found'],
+    params: EnvironmentPathParams, responses: { 200: Environment }, errors: ['not_found', 'environment_expired'],
   }),
   updateEnvironment: endpoint({
     method: 'patch', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
     summary: 'Change egress, strict binding, TTL or the run limit of an environment',
     params: EnvironmentPathParams, body: PatchEnvironmentRequest,
-    responses: { 200: Environment }, errors: ['not_found', 'environment_deleting'],
+    responses: { 200: Environment }, errors: ['not_found', 'environment_expired', 'environment_deleting'],
   }),
   deleteEnvironment: endpoint({
     method: 'delete', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token',
     summary: 'Delete an environment and everything it holds',
     description: 'Answers once the tear-down is complete, or 503 with Retry-After while it goes on (a repeat joins it).',
     params: EnvironmentPathParams, query: DeleteEnvironmentQuery,
-    responses: { 200: DeletedEnvironment }, errors: ['not_found', 'runs_running'],
+    responses: { 200: DeletedEnvironment }, errors: ['not_found', 'environment_expired', 'runs_running'],
   }),
   setPlacementForAll: endpoint({
     method: 'post', path: '/placement', service: 'placement', tag: 'Environments', auth: 'api_token',

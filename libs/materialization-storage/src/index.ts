@@ -8,3 +8,4 @@ export * from './materialization.ts';
 export * from './s3-storage-driver.ts';
 export * from './materialization-upload.ts';
 export * from './node-sha256.ts';
+export * from './storage-prefix.ts';

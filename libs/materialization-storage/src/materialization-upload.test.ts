@@ -105,6 +105,7 @@ describe('ParquetRowWriter into a MaterializationUpload', () => {
       write: (location, bytes) => inner.write(location, bytes),
       writeStream: (location, open) => inner.writeStream(location, open),
       read: (location) => inner.read(location),
+      listWritten: (after, limit) => inner.listWritten(after, limit),
       readStream: async (location) => {
         const { Readable } = await import('node:stream');
         const bytes = Buffer.from(await readFile(new URL(location)));

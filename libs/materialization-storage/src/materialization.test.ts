@@ -55,6 +55,7 @@ function recordingDriver(inner: StorageDriver, readBack?: (stored: Uint8Array) =
       const stored = await inner.read(location);
       return readBack === undefined ? stored : readBack(stored);
     },
+    listWritten: (after, limit) => inner.listWritten(after, limit),
     async remove(location) {
       calls.push(`remove ${location}`);
       return inner.remove(location);

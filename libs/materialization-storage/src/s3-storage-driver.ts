@@ -2,10 +2,10 @@ import type { Readable } from 'node:stream';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Upload } from '@aws-sdk/lib-storage';
-import { StorageLocationError, StoredFileNotFoundError, type ByteRange, type StorageDriver } from './storage-driver.ts';
+import { isEngineWrittenName, StorageLocationError, StoredFileNotFoundError, type ByteRange, type StorageDriver } from './storage-driver.ts';
 
 /** How to reach an S3-compatible store: what an asset's binding gives (or the engine issues for its own store). */
 export interface S3Connection {
@@ -177,6 +177,28 @@ export class S3StorageDriver implements StorageDriver {
     } catch (error) {
       if (error instanceof S3ServiceException && error.name === 'NoSuchKey') throw new StoredFileNotFoundError(location, { cause: error });
       throw this.describe(error, 'read', location);
+    }
+  }
+
+  async listWritten(after: string | null, limit: number): Promise<{ locations: string[]; next: string | null }> {
+    const base = this.prefix.replace(/\/+$/, '');
+    const { bucket, key: baseKey } = this.objectOf(`${base}/x`);
+    const listed = baseKey.slice(0, -1);
+    const locationOf = (key: string) => `${base}/${key.slice(listed.length)}`;
+    try {
+      const answer = await this.client.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: listed, MaxKeys: limit, ...(after === null ? {} : { StartAfter: this.objectOf(after).key }) }),
+      );
+      const keys = (answer.Contents ?? []).map((object) => object.Key!).filter((key) => key.startsWith(listed));
+      // Only `<asset key>/<engine-written name>`: one directory down, no deeper.
+      const locations = keys.filter((key) => {
+        const segments = key.slice(listed.length).split('/');
+        return segments.length === 2 && segments[0] !== '' && isEngineWrittenName(segments[1]!);
+      });
+      const last = keys[keys.length - 1];
+      return { locations: locations.map(locationOf), next: answer.IsTruncated && last !== undefined ? locationOf(last) : null };
+    } catch (error) {
+      throw this.describe(error, 'read', `${base}/`);
     }
   }
 

@@ -12,6 +12,7 @@ import {
   UnsupportedStorageError,
 } from './storage-driver.ts';
 import { S3StorageDriver, s3StoragePrefixProblem } from './s3-storage-driver.ts';
+import { storagePrefixProblem } from './storage-prefix.ts';
 
 let root: string;
 let prefix: string;
@@ -180,5 +181,69 @@ describe('s3StoragePrefixProblem', () => {
     's3://lake?x=1', 's3://lake/p?x', 's3://la ke/p', 's3://lake/*', 's3://lake/pr*d', 's3://la*/prod',
   ])('refuses %s, saying what an s3:// prefix is', (prefix) => {
     expect(s3StoragePrefixProblem(prefix)).toMatch(/^An s3:\/\/ storage prefix is s3:\/\/<bucket>\/<path>: a bucket and at least one path segment/);
+  });
+});
+
+describe('storagePrefixProblem', () => {
+  it.each(['s3://lake/prod', 'file:///srv/lake/prod', 'FILE:///srv/lake', 'S3://lake/p'])('accepts %s', (prefix) => {
+    expect(storagePrefixProblem(prefix, '/srv/lake')).toBeNull();
+  });
+
+  it.each([
+    ['/tmp/x', 'has no scheme'],
+    ['prod', 'has no scheme'],
+    ['gs://bucket/prod', 'has the scheme gs://, which has no driver'],
+    ['abfs://c@a.dfs.core.windows.net/p', 'has the scheme abfs://, which has no driver'],
+  ])('refuses %s: it %s', (prefix, reason) => {
+    expect(storagePrefixProblem(prefix, '/srv/lake')).toBe(
+      `A storage prefix is s3://<bucket>/<path> or file://<path under the engine's storage root>; ${prefix} ${reason}.`,
+    );
+  });
+
+  it('keeps the file:// and s3:// rules', () => {
+    expect(storagePrefixProblem('file:///etc', '/srv/lake')).toMatch(/under the engine's storage root/);
+    expect(storagePrefixProblem('s3://lake', '/srv/lake')).toMatch(/^An s3:\/\/ storage prefix/);
+  });
+});
+
+describe('FileStorageDriver.listWritten', () => {
+  it('lists the files the engine wrote one directory down, in pages, and nothing else', async () => {
+    const driver = new FileStorageDriver(prefix);
+    for (const [directory, name] of [
+      ['orders', 'mat_01.parquet'],
+      ['orders', 'mat_02.parquet'],
+      ['orders', '.mat_03.parquet.a1b2c3.partial'],
+      ['revenue', 'mat_04.parquet'],
+      ['orders', 'notes.txt'],
+      ['orders', 'mat_05.csv'],
+    ]) {
+      await mkdir(join(root, directory!), { recursive: true });
+      await writeFile(join(root, directory!, name!), 'x');
+    }
+    // Another environment's prefix inside this one: its files are one level further down.
+    await mkdir(join(root, 'nested', 'orders'), { recursive: true });
+    await writeFile(join(root, 'nested', 'orders', 'mat_09.parquet'), 'x');
+    await writeFile(join(root, 'mat_00.parquet'), 'x');
+
+    const all: string[] = [];
+    const pages: number[] = [];
+    for (let after: string | null = null; ; ) {
+      const page = await driver.listWritten(after, 2);
+      all.push(...page.locations);
+      pages.push(page.locations.length);
+      if (page.next === null) break;
+      after = page.next;
+    }
+    expect(all).toEqual([
+      `${prefix}/orders/.mat_03.parquet.a1b2c3.partial`,
+      `${prefix}/orders/mat_01.parquet`,
+      `${prefix}/orders/mat_02.parquet`,
+      `${prefix}/revenue/mat_04.parquet`,
+    ]);
+    expect(pages).toEqual([2, 2]);
+  });
+
+  it('lists nothing under a prefix nothing was written to', async () => {
+    expect(await new FileStorageDriver(`${prefix}/never`).listWritten(null, 10)).toEqual({ locations: [], next: null });
   });
 });

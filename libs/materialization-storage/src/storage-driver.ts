@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { S3StorageDriver, type S3Connection } from './s3-storage-driver.ts';
@@ -24,8 +24,24 @@ export interface StorageDriver {
   size(location: string): Promise<number>;
   /** Removes what is stored at `location` (an environment's purge); nothing stored there is not an error. */
   remove(location: string): Promise<void>;
+  /**
+   * The files the engine wrote under the prefix, records or not (`isEngineWrittenName`, one
+   * directory down: `<asset key>/<name>`), in location order after `after`, at most
+   * `limit` of them; `next` is where the following page starts, null after the last.
+   */
+  listWritten(after: string | null, limit: number): Promise<{ locations: string[]; next: string | null }>;
   /** Lets go of what it holds open (connections), when it has any. */
   close?(): void;
+}
+
+/**
+ * Whether a file name is one the engine writes under an asset's directory: a
+ * materialization (`mat_<id>.parquet`) or the temporary file of one being written
+ * (`.mat_<id>.parquet.<hex>.partial`). Only these are purged: another environment of the
+ * same tenant may have a prefix inside this one, and its files are one level further down.
+ */
+export function isEngineWrittenName(name: string): boolean {
+  return /^(mat_[0-9A-Za-z]+\.parquet|\.mat_[0-9A-Za-z]+\.parquet\.[0-9a-f]+\.partial)$/.test(name);
 }
 
 /** Bytes `start` to `end` of a file, both included (as HTTP's `Range` counts them). */
@@ -196,9 +212,37 @@ export class FileStorageDriver implements StorageDriver {
     }
   }
 
+  async listWritten(after: string | null, limit: number): Promise<{ locations: string[]; next: string | null }> {
+    const base = prefixBase(this.prefix);
+    const locations: string[] = [];
+    const directories = (await readdirIfAny(this.rootPath)).filter((entry) => entry.isDirectory() && LOCATION_SEGMENT.test(entry.name));
+    for (const directory of directories.map((entry) => entry.name).sort()) {
+      const within = `${base}/${directory}/`;
+      // Whole directories before the cursor are passed without being read.
+      if (after !== null && after >= `${within}\uffff`) continue;
+      const files = (await readdirIfAny(join(this.rootPath, directory))).filter((entry) => entry.isFile() && isEngineWrittenName(entry.name));
+      for (const location of files.map((entry) => `${within}${entry.name}`).sort()) {
+        if (after !== null && location <= after) continue;
+        if (locations.length === limit) return { locations, next: locations[locations.length - 1]! };
+        locations.push(location);
+      }
+    }
+    return { locations, next: null };
+  }
+
   async remove(location: string): Promise<void> {
     // A symbolic link is removed itself, never what it points at.
     await rm(this.pathOf(location), { force: true });
+  }
+}
+
+/** A directory's entries; none when it does not exist (nothing was written there). */
+async function readdirIfAny(path: string) {
+  try {
+    return await readdir(path, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    throw error;
   }
 }
 

@@ -5,6 +5,7 @@ import {
   PoolTokenOwner,
   TeardownStepReport,
   type PurgeFilesRequest,
+  PurgeFilesResult,
   ScheduledRunOutcome,
   type ScheduledRunRequest,
   type SetActiveDeploymentRequest,
@@ -77,8 +78,8 @@ export class PlacementClient {
   }
 
   /** Internal, a tear-down step: materialization files removed (`purge_data`). */
-  purgeFiles(tenantId: string, environmentId: string, request: PurgeFilesRequest): Promise<{ removed: number; skipped: number }> {
-    return this.http.call(z.object({ removed: z.number(), skipped: z.number() }), {
+  purgeFiles(tenantId: string, environmentId: string, request: PurgeFilesRequest): Promise<PurgeFilesResult> {
+    return this.http.call(PurgeFilesResult, {
       method: 'POST',
       path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/teardown/files`,
       tenantId,

@@ -1,4 +1,4 @@
-import type { WorkerIdentity } from '@envengine/contracts';
+import { ENGINE_RUNNER_TENANT, type WorkerIdentity } from '@envengine/contracts';
 import type { Logger } from '@envengine/process-kit';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 
@@ -13,7 +13,9 @@ interface Tracked {
 
 /**
  * Renews the leases of this worker's running attempts, one heartbeat per tenant per
- * interval (a pool worker also reports while idle, so the pool view shows it alive). An
+ * interval. Each worker also reports itself while idle: a pool worker under its tenant (the
+ * pool view shows it alive), the engine's runner under `ENGINE_RUNNER_TENANT` (the live
+ * workers gauge and the runner's slots count it, busy or not). An
  * attempt whose lease the server no longer honours (canceled, presumed lost) is stopped
  * at once: its user code is killed and nothing more is reported for it.
  */
@@ -41,10 +43,7 @@ export class LeaseKeeper {
     } = {},
   ) {}
 
-  /**
-   * Whether the worker API answered the last heartbeat (readiness). The engine's runner
-   * beats only while attempts run: it counts as reaching the services until a beat fails.
-   */
+  /** Whether the worker API answered the last heartbeat (readiness); true until the first answer of the engine's runner. */
   get reachesWorkerApi(): boolean {
     return this.lastBeatOk ?? this.poolTenant === undefined;
   }
@@ -82,13 +81,14 @@ export class LeaseKeeper {
   }
 
   /**
-   * A pool worker's last heartbeat, once it has drained: it leaves the pool view at once.
-   * Best effort: a worker API that does not answer lets the row age out as before.
+   * The last heartbeat, once the worker has drained: it leaves the pool view (or the
+   * engine's runner the live count) at once. Best effort: a worker API that does not
+   * answer lets the row age out as before.
    */
   async farewell(): Promise<boolean> {
-    if (this.poolTenant === undefined || this.running.size > 0) return false;
+    if (this.running.size > 0) return false;
     try {
-      await this.api.heartbeat(this.poolTenant, { worker: this.worker, draining: true, stopped: true, attempts: [] });
+      await this.api.heartbeat(this.poolTenant ?? ENGINE_RUNNER_TENANT, { worker: this.worker, draining: true, stopped: true, attempts: [] });
       return true;
     } catch (error) {
       this.log.warn({ err: (error as Error).message }, 'could not tell the engine this worker stopped; it leaves the pool view when its heartbeat ages out');
@@ -120,7 +120,8 @@ export class LeaseKeeper {
 
   private async beat(): Promise<void> {
     const byTenant = new Map<string, Tracked[]>();
-    if (this.poolTenant !== undefined && (this.hooks.canTakeWork?.() ?? true)) byTenant.set(this.poolTenant, []);
+    const ownTenant = this.poolTenant ?? ENGINE_RUNNER_TENANT;
+    if (this.hooks.canTakeWork?.() ?? true) byTenant.set(ownTenant, []);
     for (const tracked of this.running.values()) {
       byTenant.set(tracked.held.tenantId, [...(byTenant.get(tracked.held.tenantId) ?? []), tracked]);
     }

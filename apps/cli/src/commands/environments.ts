@@ -44,7 +44,9 @@ function environmentFields(out: Output, environment: Environment): string {
     ['git ref', environment.git_ref],
     ['status', environment.status === 'deleting' ? { text: 'deleting', color: 'red' } : environment.status],
     ['max concurrent runs', environment.max_concurrent_runs ?? 'no limit'],
-    ...(environment.kind === 'preview' ? ([['ttl hours', environment.ttl_hours], ['expires', environment.expires_at]] as const) : []),
+    ...(environment.kind === 'preview'
+      ? ([['ttl hours', environment.ttl_hours], ['expires', environment.expires_at], ['on expiry', environment.purge_data_on_expiry ? 'files removed' : 'files kept']] as const)
+      : []),
     ['created', environment.inserted_at],
   ]);
 }
@@ -98,13 +100,14 @@ export const environmentCommands: CommandSpec[] = [
     args: 'NAME',
     positionals: { min: 1, max: 1 },
     options: {
-      'storage-prefix': { type: 'string', value: 'PREFIX', description: '(required) where its materializations go, e.g. file:///data/lake/prod' },
+      'storage-prefix': { type: 'string', value: 'PREFIX', description: '(required) where its materializations go: s3://BUCKET/PATH, or file://PATH under the storage root' },
       executor: { type: 'string', value: 'local|remote', description: '(required) where its attempts run' },
       kind: { type: 'string', value: 'persistent|preview', description: 'default persistent' },
       strict: { type: 'boolean', description: 'accept a schema change only when the deploy lists it (--allow-contract-change)' },
       egress: { type: 'string', value: 'none|public', description: "what its assets may reach on the network: nothing (default), or public hosts (never the engine's host or private addresses)" },
       'ttl-hours': { type: 'string', value: 'HOURS', description: 'a preview lives this long after its creation and after each deploy, then is deleted' },
       'max-concurrent-runs': { type: 'string', value: 'N', description: 'runs in flight at once; more wait in order (default: no limit)' },
+      'keep-data-on-expiry': { type: 'boolean', description: "when the TTL tears a preview down, keep its materialization files (removed by default)" },
     },
     async run(ctx, { values, positionals }) {
       const body = requestBody(CreateEnvironmentRequest, {
@@ -115,6 +118,7 @@ export const environmentCommands: CommandSpec[] = [
         strict: flagOption(values, 'strict'),
         ...(stringOption(values, 'egress') ? { egress: stringOption(values, 'egress') } : {}),
         ...lifecycleSettings(values, false),
+        ...(flagOption(values, 'keep-data-on-expiry') ? { purge_data_on_expiry: false } : {}),
       });
       const { data } = await (await ctx.api()).call('POST', '/environments', { data: Environment, json: body, idempotent: true });
       ctx.out.info(`Created environment ${data.name} (${data.id}).`);

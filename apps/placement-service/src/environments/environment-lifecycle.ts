@@ -12,7 +12,7 @@ import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
 import type { AttemptLogRepository } from '../runs/attempt-log.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
 import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
-import type { EnvironmentRepository, TeardownRequest } from './environment.repository.ts';
+import { EXPIRY_REASON, type EnvironmentRepository, type TeardownRequest } from './environment.repository.ts';
 import { TeardownStillRunningError, type LifecycleWorkflows } from './lifecycle-workflows.ts';
 
 /**
@@ -38,6 +38,19 @@ export class EnvironmentLifecycle {
     private readonly retireStoreUsers?: (environmentId: string) => Promise<void>,
   ) {}
 
+  /**
+   * The 404 for a name the tenant has no environment of: `environment_expired`, with the
+   * expiry, for a week after a preview's TTL removed it; else `not_found`.
+   */
+  async missing(tenantId: string, name: string): Promise<ApiError> {
+    const expiredAt = await this.environments.expiredAt(tenantId, name);
+    if (!expiredAt) return notFound(`Environment "${name}"`);
+    const at = expiredAt.toISOString();
+    return new ApiError('environment_expired', `Environment "${name}" expired at ${at} (its ttl_hours lapsed) and was torn down.`, {
+      details: [{ path: 'expires_at', message: at }],
+    });
+  }
+
   /** A new environment; a preview with a TTL gets its expiry timer. */
   async create(tenantId: string, request: CreateEnvironmentRequest): Promise<Environment> {
     const environment = await this.environments.create(tenantId, request);
@@ -51,7 +64,7 @@ export class EnvironmentLifecycle {
    */
   async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest): Promise<Environment> {
     const environment = await this.environments.patch(tenantId, name, patch);
-    if (!environment) throw notFound(`Environment "${name}"`);
+    if (!environment) throw await this.missing(tenantId, name);
     if (patch.max_concurrent_runs !== undefined) await this.dispatcher.dispatchAll(await this.runs.fillSlots(tenantId, environment.id));
     if (patch.ttl_hours !== undefined) await this.armExpiry(tenantId, environment);
     return environment;
@@ -73,7 +86,7 @@ export class EnvironmentLifecycle {
    */
   async delete(tenantId: string, name: string, query: DeleteEnvironmentQuery): Promise<{ name: string }> {
     const environment = await this.environments.findByName(tenantId, name);
-    if (!environment) throw notFound(`Environment "${name}"`);
+    if (!environment) throw await this.missing(tenantId, name);
     if (environment.status === 'active') {
       await this.begin(tenantId, environment, { force: query.force, purge_data: query.purge_data, reason: 'environment deleted' });
     }
@@ -106,7 +119,8 @@ export class EnvironmentLifecycle {
       return { expired: true, expires_at: environment.expires_at };
     }
     if (environment.expires_at === null) return { expired: false, expires_at: null };
-    const began = await this.begin(tenantId, environment, { force: true, purge_data: false, reason: 'environment expired (ttl_hours)' }, new Date());
+    // A preview's files go with it unless it was made with `purge_data_on_expiry: false`.
+    const began = await this.begin(tenantId, environment, { force: true, purge_data: environment.purge_data_on_expiry, reason: EXPIRY_REASON }, new Date());
     if (!began) {
       const now = await this.environments.findById(tenantId, environmentId);
       if (now?.status === 'active') return { expired: false, expires_at: now.expires_at };

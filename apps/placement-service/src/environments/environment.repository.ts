@@ -5,7 +5,16 @@ import { ApiError, environmentDeleting, isDuplicateKeyError, quotaExceeded } fro
 import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
 import { EngineFence, inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
 import { randomInt } from 'node:crypto';
-import { ADMISSION_STRIPES, admissionStripeSchema, environmentSchema, type AdmissionStripeDocument, type EnvironmentDocument } from './environment.schema.ts';
+import {
+  ADMISSION_STRIPES,
+  admissionStripeSchema,
+  environmentSchema,
+  EXPIRED_ENVIRONMENT_DAYS,
+  expiredEnvironmentSchema,
+  type AdmissionStripeDocument,
+  type EnvironmentDocument,
+  type ExpiredEnvironmentDocument,
+} from './environment.schema.ts';
 
 /** `/lake/a/b/` and every directory above it, each with its trailing slash. */
 function directoryAndAncestors(directory: string): string[] {
@@ -31,6 +40,7 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
     status: doc.status ?? 'active',
     ttl_hours: doc.ttl_hours ?? null,
     expires_at: doc.expires_at ? doc.expires_at.toISOString() : null,
+    purge_data_on_expiry: doc.purge_data_on_expiry ?? true,
     max_concurrent_runs: doc.max_concurrent_runs ?? null,
     inserted_at: doc.inserted_at.toISOString(),
   };
@@ -43,9 +53,12 @@ const expiryAfter = (ttlHours: number | null | undefined, from: Date) => (ttlHou
 export interface TeardownRequest {
   force: boolean;
   purge_data: boolean;
-  /** Who asked: a DELETE, or the TTL lapsing. */
+  /** Who asked: a DELETE, or the TTL lapsing (`EXPIRY_REASON`). */
   reason: string;
 }
+
+/** The tear-down reason of a TTL that lapsed: its removal leaves an `environment_expired` record. */
+export const EXPIRY_REASON = 'environment expired (ttl_hours)';
 
 /** The environment as the tear-down sees it. */
 export interface TeardownTarget {
@@ -64,6 +77,7 @@ export const PREVIEW_PAUSE_REASON = 'preview environment: schedules start paused
 export class EnvironmentRepository {
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
   private readonly stripes: TenantScopedModel<AdmissionStripeDocument>;
+  private readonly expired: TenantScopedModel<ExpiredEnvironmentDocument>;
   /** Written first by every create with a `file://` prefix: two creates take turns, so neither misses the other's directory. */
   private readonly directoryFence: EngineFence;
 
@@ -74,11 +88,12 @@ export class EnvironmentRepository {
   ) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
     this.stripes = TenantScopedModel.of(connection, 'EnvironmentAdmissionStripe', admissionStripeSchema);
+    this.expired = TenantScopedModel.of(connection, 'ExpiredEnvironment', expiredEnvironmentSchema);
     this.directoryFence = new EngineFence(connection, 'storage-directories');
   }
 
   async ensureIndexes(): Promise<void> {
-    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes(), this.directoryFence.ensure()]);
+    await Promise.all([this.environments.ensureIndexes(), this.stripes.ensureIndexes(), this.expired.ensureIndexes(), this.directoryFence.ensure()]);
     // Environments made before directories were recorded get theirs, so that new ones are checked against them too.
     const unrecorded = await this.environments.findAcrossTenants({ storage_prefix: /^file:/i, storage_directory: { $exists: false } }, { projection: { _id: 1, tenant_id: 1, storage_prefix: 1 }, limit: 100_000 });
     for (const doc of unrecorded) {
@@ -106,6 +121,7 @@ export class EnvironmentRepository {
       ttl_hours: input.ttl_hours ?? null,
       expires_at: expiryAfter(input.ttl_hours, now),
       max_concurrent_runs: input.max_concurrent_runs ?? null,
+      purge_data_on_expiry: input.purge_data_on_expiry,
       storage_directory: fileStorageDirectoryOf(input.storage_prefix),
       inserted_at: now,
       updated_at: now,
@@ -167,6 +183,12 @@ export class EnvironmentRepository {
   async findByName(tenantId: string, name: string): Promise<Environment | undefined> {
     const doc = await this.environments.findOne(tenantId, { name });
     return doc ? toEnvironment(doc) : undefined;
+  }
+
+  /** When the tenant's preview of this name expired, if its TTL tore it down within the last week. */
+  async expiredAt(tenantId: string, name: string): Promise<Date | undefined> {
+    const [latest] = await this.expired.find(tenantId, { name, forget_at: { $gt: new Date() } }, { sort: { expired_at: -1 }, limit: 1 });
+    return latest?.expired_at;
   }
 
   async findById(tenantId: string, id: string): Promise<Environment | undefined> {
@@ -321,8 +343,21 @@ export class EnvironmentRepository {
   }
 
   /** The tear-down's last step: the document goes, and the name is free again. Only a deleting environment is removed. */
+  /**
+   * Removes the document of an environment being deleted. One its TTL tore down leaves, in
+   * the same transaction, the record that answers `environment_expired` for its name.
+   */
   async removeDeleting(tenantId: string, id: string): Promise<boolean> {
-    const removed = await this.environments.deleteOne(tenantId, { _id: id, status: 'deleting' });
+    const removed = await inTransaction(this.connection, async (session) => {
+      const doc = await this.environments.findOneAndDelete(tenantId, { _id: id, status: 'deleting' }, { session });
+      if (!doc) return false;
+      if (doc.teardown?.reason === EXPIRY_REASON) {
+        const expiredAt = doc.expires_at ?? doc.teardown.requested_at;
+        const forgetAt = new Date(expiredAt.getTime() + EXPIRED_ENVIRONMENT_DAYS * 24 * HOUR_MS);
+        await this.expired.updateOne(tenantId, { _id: id }, { $set: { name: doc.name, expired_at: expiredAt, forget_at: forgetAt } }, { upsert: true, session });
+      }
+      return true;
+    });
     // Stripes go after the document: a step repeated after a crash finds the document gone and removes them still.
     if (!(await this.environments.findOne(tenantId, { _id: id }, { projection: { _id: 1 } }))) await this.stripes.deleteMany(tenantId, { environment_id: id });
     return removed;

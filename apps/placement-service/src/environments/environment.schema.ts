@@ -21,6 +21,8 @@ export interface EnvironmentDocument {
   teardown: { force: boolean; purge_data: boolean; requested_at: Date; reason: string } | null;
   ttl_hours: number | null;
   expires_at: Date | null;
+  /** Whether the TTL's tear-down purges the files; absent on environments made before it existed (true). */
+  purge_data_on_expiry?: boolean;
   max_concurrent_runs: number | null;
   /** A `file://` prefix's directory with a trailing slash (`fileStorageDirectoryOf`), to find overlaps; null for another scheme. */
   storage_directory?: string | null;
@@ -52,6 +54,7 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     teardown: { type: Schema.Types.Mixed, default: null },
     ttl_hours: { type: Number, default: null },
     expires_at: { type: Date, default: null },
+    purge_data_on_expiry: { type: Boolean, default: true },
     max_concurrent_runs: { type: Number, default: null },
     storage_directory: { type: String, default: null },
     run_admissions: { type: Number, default: 0 },
@@ -100,3 +103,34 @@ export const admissionStripeSchema = new Schema<AdmissionStripeDocument>(
   { versionKey: false, collection: 'environment_admission_stripes' },
 );
 admissionStripeSchema.index({ tenant_id: 1, environment_id: 1 });
+
+/**
+ * A preview environment its TTL tore down, kept for `EXPIRED_ENVIRONMENT_DAYS` after its
+ * removal so that its name answers 404 `environment_expired` with the expiry, not a bare
+ * `not_found`. Written in the transaction that removes the environment's document.
+ */
+export interface ExpiredEnvironmentDocument {
+  /** The environment's id. */
+  _id: string;
+  tenant_id: string;
+  name: string;
+  expired_at: Date;
+  /** When MongoDB's TTL monitor removes the record. */
+  forget_at: Date;
+}
+
+/** How long an expired preview's name answers `environment_expired`. */
+export const EXPIRED_ENVIRONMENT_DAYS = 7;
+
+export const expiredEnvironmentSchema = new Schema<ExpiredEnvironmentDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    name: { type: String, required: true },
+    expired_at: { type: Date, required: true },
+    forget_at: { type: Date, required: true },
+  },
+  { versionKey: false, collection: 'expired_environments' },
+);
+expiredEnvironmentSchema.index({ tenant_id: 1, name: 1, expired_at: -1 });
+expiredEnvironmentSchema.index({ forget_at: 1 }, { expireAfterSeconds: 0 });

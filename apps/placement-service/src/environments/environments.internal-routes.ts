@@ -33,7 +33,7 @@ export function environmentsInternalRouter(environments: EnvironmentRepository, 
   router.post(
     '/environments/:id/teardown/files',
     defineRoute({ params: EnvironmentIdParams, body: PurgeFilesRequest }, async ({ tenantId, params, body }) => ({
-      data: await purge.remove(tenantId, params.id, body.locations),
+      data: await purge.removePage(tenantId, params.id, body.after),
     })),
   );
   router.delete(

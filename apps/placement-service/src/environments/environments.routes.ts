@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { PublicApi, type Environment } from '@envengine/contracts';
-import { fileStoragePrefixProblem, s3StoragePrefixProblem } from '@envengine/materialization-storage';
+import { storagePrefixProblem } from '@envengine/materialization-storage';
 import { ApiError, mountEndpoint, notFound } from '@envengine/service-kit';
 import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
 import type { EnvironmentRepository } from './environment.repository.ts';
@@ -17,14 +17,16 @@ export function environmentsRouter(environments: EnvironmentRepository, lifecycl
   mountEndpoint(router, PublicApi.listEnvironments, async ({ tenantId }) => ({ data: await environments.list(tenantId) }));
 
   mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body }) => {
-    const problem = fileStoragePrefixProblem(body.storage_prefix, storageRootPath) ?? s3StoragePrefixProblem(body.storage_prefix);
+    const problem = storagePrefixProblem(body.storage_prefix, storageRootPath);
     if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
     return { status: 201, data: await lifecycle.create(tenantId, body) };
   });
 
-  mountEndpoint(router, PublicApi.getEnvironment, async ({ tenantId, params }) => ({
-    data: found(await environments.findByName(tenantId, params.name), params.name),
-  }));
+  mountEndpoint(router, PublicApi.getEnvironment, async ({ tenantId, params }) => {
+    const environment = await environments.findByName(tenantId, params.name);
+    if (!environment) throw await lifecycle.missing(tenantId, params.name);
+    return { data: environment };
+  });
 
   mountEndpoint(router, PublicApi.updateEnvironment, async ({ tenantId, params, body }) => ({
     data: await lifecycle.patch(tenantId, params.name, body),

@@ -1,4 +1,6 @@
+import type { PurgeFilesResult } from '@envengine/contracts';
 import {
+  isUnderStoragePrefix,
   S3StorageDriver,
   s3ObjectOf,
   storageDriverFor,
@@ -8,6 +10,9 @@ import {
 import { ApiError, type Logger } from '@envengine/service-kit';
 import type { EngineObjectStore } from '../storage/engine-object-store.ts';
 import type { EnvironmentRepository } from './environment.repository.ts';
+
+/** Files listed and removed per call of a purge's step. */
+const PURGE_PAGE = 500;
 
 /**
  * `?purge_data=true`: an environment's materialization files are removed through the
@@ -26,33 +31,34 @@ export class MaterializationPurge {
     private readonly log: Logger,
   ) {}
 
-  async remove(tenantId: string, environmentId: string, locations: string[]): Promise<{ removed: number; skipped: number }> {
+  /**
+   * Removes the next page of the files the engine wrote under the environment's prefix
+   * (`StorageDriver.listWritten`), records or not: an earlier environment of the same
+   * prefix, deleted without a purge, left files no record names any more.
+   */
+  async removePage(tenantId: string, environmentId: string, after: string | null): Promise<PurgeFilesResult> {
     const target = await this.environments.teardownOf(tenantId, environmentId);
     if (!target) {
       // A tear-down started again after the last one finished finds nothing left to purge.
-      if (!(await this.environments.findById(tenantId, environmentId))) return { removed: 0, skipped: 0 };
+      if (!(await this.environments.findById(tenantId, environmentId))) return { removed: 0, next: null };
       throw new ApiError('invalid_request', `Environment ${environmentId} is not being deleted.`);
     }
     if (!target.purgeData) throw new ApiError('invalid_request', `The delete of ${environmentId} did not ask for its data to be purged.`);
     const prefix = target.environment.storage_prefix;
     const driver = this.driverFor(tenantId, prefix);
-    if (!driver) return { removed: 0, skipped: locations.length };
-    let removed = 0;
-    let skipped = 0;
+    if (!driver) {
+      this.log.warn({ tenant_id: tenantId, environment_id: environmentId }, "purge left the files in the tenant's own object store: the engine holds no keys to it");
+      return { removed: 0, next: null };
+    }
+    if (after !== null && !isUnderStoragePrefix(prefix, after)) throw new ApiError('invalid_request', `${after} is not under the storage prefix ${prefix}.`);
     try {
-      for (const location of locations) {
-        if (!this.isUnder(prefix, location)) {
-          skipped += 1;
-          continue;
-        }
-        await driver.remove(location);
-        removed += 1;
-      }
+      const page = await driver.listWritten(after, PURGE_PAGE);
+      // The driver refuses a location outside its prefix again before it removes anything.
+      for (const location of page.locations) await driver.remove(location);
+      return { removed: page.locations.length, next: page.next };
     } finally {
       driver.close?.();
     }
-    if (skipped > 0) this.log.warn({ tenant_id: tenantId, environment_id: environmentId, skipped }, 'purge skipped locations outside the storage prefix');
-    return { removed, skipped };
   }
 
   private driverFor(tenantId: string, prefix: string): StorageDriver | undefined {
@@ -62,11 +68,5 @@ export class MaterializationPurge {
       return new S3StorageDriver(prefix, this.engineStore.adminConnectionFor(tenantId));
     }
     return undefined;
-  }
-
-  /** Strictly under the prefix, with no `.`/`..` segment to climb out of it (the driver checks again). */
-  private isUnder(prefix: string, location: string): boolean {
-    const base = prefix.replace(/\/+$/, '');
-    return location.startsWith(`${base}/`) && !location.slice(base.length).split('/').some((segment) => segment === '.' || segment === '..');
   }
 }

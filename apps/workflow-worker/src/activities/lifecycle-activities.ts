@@ -9,7 +9,7 @@ import {
 } from '@envengine/deployment-workflows';
 import type { EnvironmentSchedules } from '@envengine/environment-schedules';
 import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
-import { ApiError, type Logger } from '@envengine/service-kit';
+import { ApiError } from '@envengine/service-kit';
 
 export interface LifecycleActivityDeps {
   /** The deployment scope's own collections, read and removed directly. */
@@ -20,18 +20,14 @@ export interface LifecycleActivityDeps {
   secrets: SecretsClient;
   temporal: Client;
   schedules: EnvironmentSchedules;
-  log: Logger;
 }
-
-/** Files listed to the placement-service per call of a purge. */
-const PURGE_BATCH = 500;
 
 /**
  * The steps of an environment's tear-down and its expiry timer. Each is idempotent: what
  * was removed is not found again, and a workflow already ended is not an error.
  */
 export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLifecycleActivities {
-  const { deployments, materializations, placement, secrets, temporal, schedules, log } = deps;
+  const { deployments, materializations, placement, secrets, temporal, schedules } = deps;
 
   async function terminate(workflowId: string, reason: string): Promise<void> {
     try {
@@ -63,11 +59,8 @@ export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLif
     },
 
     async purgeMaterializationFiles({ tenantId, environmentId, after }) {
-      const page = await materializations.locationsOf(tenantId, environmentId, after, PURGE_BATCH);
-      if (page.locations.length === 0) return { removed: 0, next: null };
-      const outcome = await placement.purgeFiles(tenantId, environmentId, { locations: page.locations });
-      if (outcome.skipped > 0) log.warn({ tenant_id: tenantId, environment_id: environmentId, skipped: outcome.skipped }, 'purge left files it may not remove');
-      return { removed: outcome.removed, next: page.last };
+      // The placement-service lists the prefix itself: files the engine wrote without a record (an earlier environment of the same prefix) go too.
+      return placement.purgeFiles(tenantId, environmentId, { after });
     },
 
     async retireEnvironmentSecrets({ tenantId, environmentId }) {

@@ -158,16 +158,6 @@ export class MaterializationRepository {
     );
   }
 
-  /** Locations of the environment's stored files after `after` (by id), a page at a time (its purge). */
-  async locationsOf(tenantId: string, environmentId: string, after: string | null, limit: number): Promise<{ locations: string[]; last: string | null }> {
-    const docs = await this.materializations.find(
-      tenantId,
-      { environment_id: environmentId, ...(after ? { _id: { $gt: after } } : {}) },
-      { sort: { _id: 1 }, limit, projection: { _id: 1, location: 1 } },
-    );
-    return { locations: docs.flatMap((doc) => (doc.location ? [doc.location] : [])), last: docs.at(-1)?._id ?? null };
-  }
-
   /** Removes the environment's materialization records (its tear-down; the files stay unless purged first); how many. */
   removeAllOf(tenantId: string, environmentId: string): Promise<number> {
     return this.materializations.deleteMany(tenantId, { environment_id: environmentId });
