@@ -56,6 +56,7 @@ describe('Prometheus metrics on every service (a stack of its own)', () => {
 
   it("counts the engine's runner as a live worker while it idles, before it has served any tenant", async () => {
     const samples = await until(() => scrape('placement-service'), (scraped) => value(scraped, 'envengine_workers_live', { executor: 'local' }) === 1, 15_000, 100);
+    expect(value(samples, 'envengine_workers_live', { executor: 'local' })).toBe(1);
     expect(value(samples, 'envengine_workers_live', { executor: 'remote' })).toBe(0);
     // It reports under the engine's own tenant id: no tenant's pool view lists it.
     expect((await tenant.api.get('/pool')).body.data.workers).toEqual([]);
