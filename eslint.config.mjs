@@ -37,6 +37,8 @@ const ACROSS_TENANTS_ALLOWED = [
   'apps/placement-service/src/pool/pool-credential.repository.ts',
   // Tear-downs to resume and expiry timers to re-arm at start-up.
   'apps/placement-service/src/environments/environment.repository.ts',
+  // The tick loops: a shard's due schedules, of every tenant (each then ticked under its own tenant).
+  'apps/placement-service/src/schedules/stored-schedules.repository.ts',
 ];
 
 const RAW_DRIVER = [

@@ -95,8 +95,10 @@ describe('Prometheus metrics on every service (a stack of its own)', () => {
     expect(value(placement, 'envengine_attempts_retried_total', {})).toBe(0);
     expect(value(placement, 'envengine_attempt_dispatch_to_running_seconds_count', { executor: 'local' })).toBe(2);
     expect(value(placement, 'envengine_attempt_dispatch_to_running_seconds_count', { executor: 'remote' })).toBe(1);
-    expect(value(placement, 'envengine_schedule_ticks_total', { outcome: 'started' })).toBe(0);
-    expect(placement.some((sample) => sample.name === 'envengine_schedule_ticks_total' && sample.labels['outcome'] === 'paused')).toBe(true);
+    expect(value(placement, 'envengine_schedule_ticks_total', { outcome: 'run_created' })).toBe(0);
+    for (const outcome of ['late', 'skipped_overlap', 'skipped_paused', 'skipped_quota', 'missed']) {
+      expect(placement.some((sample) => sample.name === 'envengine_schedule_ticks_total' && sample.labels['outcome'] === outcome), outcome).toBe(true);
+    }
     expect(value(placement, 'envengine_attempts_queued', { queue: 'local' })).toBe(0);
     // The runner served a tenant and idles under its own id too: one runner, counted once.
     expect(value(placement, 'envengine_workers_live', { executor: 'local' })).toBe(1);

@@ -3,14 +3,16 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { MongoClient } from 'mongodb';
 import mongoose from 'mongoose';
 import { describe, expect, inject, it } from 'vitest';
-import { DEFAULT_QUOTA_LIMITS, Quotas, Run, type QuotaLimitOverrides } from '@envengine/contracts';
+import { DEFAULT_QUOTA_LIMITS, Environment, Quotas, Run, type QuotaLimitOverrides } from '@envengine/contracts';
 import { setTenantQuotas, WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { PlacementClient } from '@envengine/service-clients';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { createTenant, deployProject, makeBundle, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest } from './runs-fixtures.ts';
+import { insertDueSchedules, storedSchedulesOf } from './schedule-fixtures.ts';
 
 const stack = inject('stack');
 const run = promisify(execFile);
@@ -109,13 +111,19 @@ describe('per-tenant quotas, through the gateway', () => {
     expectRefusedBy(await startRun(tenant, 'prod'), 'queued_runs_per_environment_quota_exceeded');
     expect((await startRun(tenant, 'dev')).status).toBe(201);
     expectRefusedBy(await startRun(tenant, 'dev'), 'queued_runs_quota_exceeded');
-    // A schedule's tick meets the same full queue: it starts nothing, and says so.
+    // A schedule's tick meets the same full queue: it starts nothing, and records why.
+    const dev = Environment.parse((await tenant.api.get('/environments/dev')).body.data);
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
     const placement = new PlacementClient({ origins: stack.replicaUrls['placement-service'], credential: stack.internalCredential });
     try {
-      const tick = await placement.startScheduledRun(tenant.tenantId, 'dev', { schedule: 'nightly', job: 'all', tick: '2026-11-26T02:00:00' });
-      expect(tick).toEqual({ outcome: 'skipped_quota', run_id: null });
+      await insertDueSchedules(mongo, stack.databases['placement-service'], { tenantId: tenant.tenantId, environmentId: dev.id, names: ['nightly'], job: 'all', cron: '0 2 * * *', dueAt: new Date(Date.now() - 1000) });
+      await placement.tickSchedules(0);
+      const stored = (await storedSchedulesOf(mongo, stack.databases['placement-service'], dev.id)).get('nightly')!;
+      expect(stored.last_tick).toMatchObject({ outcome: 'skipped_quota', run_id: null });
+      expect(stored.ticks).toEqual({ skipped_quota: 1 });
     } finally {
       await placement.close();
+      await mongo.close();
     }
     // Nothing was made by the refusals.
     const listed = await tenant.api.get('/environments/prod/runs');

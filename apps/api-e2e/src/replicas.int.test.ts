@@ -17,6 +17,7 @@ import {
   type TestTenant,
 } from '@envengine/test-harness';
 import { RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
+import { insertDueSchedules, storedSchedulesOf } from './schedule-fixtures.ts';
 
 const shared = inject('stack');
 
@@ -191,21 +192,20 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     console.info(`replicas: ${RUNS} runs; executions per runner ${executed.join(' + ')}; re-offered jobs refused at start: ${byResult('refused')}`);
   });
 
-  it('starts one run for a schedule tick that reaches both placement-services at once', async () => {
+  it('makes one run per tick and records it once when a pass of the same shard runs on both placement-services at once', async () => {
     const clients = replicaUrls('placement-service').map((url) => new PlacementClient({ origins: [url], credential: stack.info.internalCredential }));
     const environmentId = Environment.parse((await tenant.api.get('/environments/prod')).body.data).id;
+    const database = stack.info.databases['placement-service'];
     try {
-      const outcomes = await Promise.all(
-        Array.from({ length: 40 }, async (_, tick) => {
-          // Its own schedule each, so that no tick is skipped for its predecessor's overlap.
-          const request = { schedule: `raced-${tick}`, job: 'all', tick: `2026-11-25T12:${String(tick).padStart(2, '0')}:00` };
-          const both = await Promise.all(clients.map((client) => client.startScheduledRun(tenant.tenantId, 'prod', request)));
-          return both.map((outcome) => outcome.outcome).sort();
-        }),
-      );
-      // One delivery starts the run; the other finds it, whichever check it reaches first.
-      expect(outcomes.filter((pair) => pair.join() !== 'repeat,started')).toEqual([]);
-      const runs = mongo.db(stack.info.databases['placement-service']).collection('runs');
+      // Forty schedules due now, each its own (no tick is skipped for a predecessor's overlap).
+      const names = Array.from({ length: 40 }, (_, tick) => `raced-${tick}`);
+      await insertDueSchedules(mongo, database, { tenantId: tenant.tenantId, environmentId, names, job: 'all', cron: '0 3 * * *', dueAt: new Date(Date.now() - 1000) });
+      const passes = await Promise.all(clients.map((client) => client.tickSchedules(0)));
+      // Between the two passes (and the shard's own loop), each tick is recorded once.
+      const stored = await storedSchedulesOf(mongo, database, environmentId);
+      for (const name of names) expect([name, stored.get(name)?.ticks]).toEqual([name, { run_created: 1 }]);
+      expect(passes.reduce((sum, pass) => sum + pass.outcomes.run_created, 0)).toBeLessThanOrEqual(40);
+      const runs = mongo.db(database).collection('runs');
       const perTick = await runs
         .aggregate<{ _id: string; count: number }>([
           { $match: { tenant_id: tenant.tenantId, environment_id: environmentId, schedule: /^raced-/ } },

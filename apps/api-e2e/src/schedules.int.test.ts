@@ -1,15 +1,13 @@
 import { join } from 'node:path';
-import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { MongoClient } from 'mongodb';
-// The SDK's own Timestamp conversions (the gRPC request takes protobuf Timestamps).
-import { msToTs, tsToMs } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { dataEnvelope, Environment, Run, Schedule, ScheduleNextFireTimes } from '@envengine/contracts';
-import { isDroppedTick, parseCronExpression, type ParsedCron } from '@envengine/schedule-timing';
+import { parseCronExpression, planTick, tickKeyOf, type ParsedCron } from '@envengine/schedule-timing';
 import { PlacementClient } from '@envengine/service-clients';
 import { createTenant, deployProject, until, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
+import { insertDueSchedules, storedSchedulesOf } from './schedule-fixtures.ts';
 
 const stack = inject('stack');
 const ScheduleList = dataEnvelope(z.array(Schedule));
@@ -84,8 +82,6 @@ describe('schedules', () => {
   let other: TestTenant;
   let environment: Environment;
   let firstDeploymentId: string;
-  let temporalConnection: Connection;
-  let temporal: Client;
 
   const scheduledRuns = async (schedule = EVERY_SECOND.name): Promise<Run[]> => {
     const response = await tenant.api.get('/environments/prod/runs?limit=200');
@@ -110,11 +106,13 @@ describe('schedules', () => {
     expect(response.status).toBe(200);
     return ScheduleList.parse(response.body).data;
   };
-  const temporalState = async (name: string) => {
+  /** The environment's stored schedules (what the tick loop ticks), by name. */
+  const stored = async () => {
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
     try {
-      return (await temporal.schedule.getHandle(`sched-${environment.id}-${name}`).describe()).state.paused ? 'paused' : 'running';
-    } catch {
-      return 'missing';
+      return await storedSchedulesOf(mongo, stack.databases['placement-service'], environment.id);
+    } finally {
+      await mongo.close();
     }
   };
   const deploy = async (schedules: object[]): Promise<string> => {
@@ -139,14 +137,11 @@ describe('schedules', () => {
     });
     environment = Environment.parse((await tenant.api.get('/environments/prod')).body.data);
     firstDeploymentId = environment.active_deployment_id!;
-    temporalConnection = await Connection.connect({ address: stack.temporalAddress });
-    temporal = new Client({ connection: temporalConnection });
   });
 
   afterAll(async () => {
     // Nothing keeps firing into the tests that follow.
     await tenant?.api.post('/environments/prod/schedules/pause', {});
-    await temporalConnection?.close();
   });
 
   it('fires a per-second schedule through the run path and lists it with its state', async () => {
@@ -164,7 +159,12 @@ describe('schedules', () => {
     expect(lastRun).toBeDefined();
     expect(Date.parse(everySecond.next_run_at!) % 1000).toBe(0);
     expect(Date.parse(everySecond.next_run_at!)).toBeGreaterThan(lastRun!.tick);
-    expect(await temporalState('every_second')).toBe('running');
+    // Each tick is recorded with what came of it; none was let pass.
+    expect(everySecond.last_tick).not.toBeNull();
+    expect(['run_created', 'skipped_overlap']).toContain(everySecond.last_tick!.outcome);
+    expect(everySecond.ticks.run_created).toBeGreaterThanOrEqual(2);
+    expect(everySecond.ticks.missed).toBe(0);
+    expect((await stored()).get('every_second')?.ticks['run_created']).toBeGreaterThanOrEqual(2);
   });
 
   it('previews fire times across both 2026 clock changes in New York and Berlin by the DST rule', async () => {
@@ -187,82 +187,33 @@ describe('schedules', () => {
     expect(berlinAutumn).toEqual(['2026-10-24T23:30:00.000Z', '2026-10-25T00:30:00.000Z']);
   });
 
-  it("fires by the same rule in Temporal itself: its matching times, less the ticks the engine drops, are next year's table", async () => {
-    // Temporal puts a repeated wall time at Go's choice of occurrence (the second in Berlin,
-    // the first in New York) and repeats an hour's matches across the repeated hour; the
-    // product adds one-offs to its spec and drops the extra ticks.
-    const DST = [
-      { name: 'at_0230_berlin', job: 'quick', cron: '30 2 * * *', timezone: 'Europe/Berlin', hours: [2] },
-      { name: 'at_0130_berlin', job: 'quick', cron: '30 1 * * *', timezone: 'Europe/Berlin', hours: [1] },
-      { name: 'at_0130_new_york', job: 'quick', cron: '30 1 * * *', timezone: 'America/New_York', hours: [1] },
-      { name: 'at_0230_new_york', job: 'quick', cron: '30 2 * * *', timezone: 'America/New_York', hours: [2] },
-      { ...NIGHTLY_BERLIN, hours: [1, 2] },
-      { ...NIGHTLY_NEW_YORK, hours: [1, 2] },
-    ];
-    const bundleRef = (await tenant.api.get(`/deployments/${firstDeploymentId}`)).body.data.bundle_ref as string;
-    expect((await tenant.api.post('/environments', { name: 'dst', storage_prefix: `file://${join(stack.dataDir, 'lake', 'unused')}`, executor: 'local' })).status).toBe(201);
-    expect((await tenant.api.post('/environments/dst/schedules/pause', {})).status).toBe(200);
-    for (const binding of ['warehouse', 'gate']) expect((await tenant.api.put(`/environments/dst/bindings/${binding}`, {})).status).toBe(201);
-    const schedules = DST.map(({ hours: _hours, ...definition }) => definition);
-    const deployed = await tenant.api.post('/environments/dst/deployments', { manifest: manifestWith(schedules), bundle_ref: bundleRef });
-    expect(deployed.status, deployed.text).toBe(201);
-    const dst = Environment.parse((await tenant.api.get('/environments/dst')).body.data);
-
+  it("ticks by the same rule: the tick path's fire times over next year are the independent table, and each stored next fire time is the preview's first", async () => {
     const year = new Date().getUTCFullYear() + 1;
-    const matchingTimes = async (scheduleId: string) => {
-      const { startTime } = await temporal.workflowService.listScheduleMatchingTimes({
-        namespace: 'default',
-        scheduleId,
-        startTime: msToTs(Date.parse(`${year}-01-01T00:00:00Z`) - 1000),
-        endTime: msToTs(Date.parse(`${year + 1}-01-01T00:00:00Z`) - 1000),
-      });
-      return (startTime ?? []).map((time) => tsToMs(time));
-    };
-    const iso = (instants: number[]) => instants.map((instant) => new Date(instant).toISOString());
-    for (const schedule of DST) {
+    for (const schedule of [NIGHTLY_NEW_YORK, NIGHTLY_BERLIN]) {
+      // The loop's own step: wake at the stored time, plan the tick, store the next one.
       const cron = parseCronExpression(schedule.cron) as ParsedCron;
-      const expected = expectedFireTable(schedule.timezone, schedule.hours, year);
-      const matching = await matchingTimes(`sched-${dst.id}-${schedule.name}`);
-      expect(iso(matching.filter((instant) => !isDroppedTick(cron, schedule.timezone, instant))), schedule.name).toEqual(expected);
-
-      // The control: the bare cron in Temporal, without the engine's one-offs and drops,
-      // departs from the table for each of these schedules (a spring gap skipped, a repeated
-      // time at its second occurrence or at both, an hour's match carried into the repeat).
-      const bareId = `bare-${dst.id}-${schedule.name}`;
-      const bare = await temporal.schedule.create({
-        scheduleId: bareId,
-        spec: { cronExpressions: [schedule.cron], timezone: schedule.timezone },
-        action: { type: 'startWorkflow', workflowType: 'neverRun', taskQueue: 'no-such-queue', args: [] },
-        state: { paused: true },
-      });
-      try {
-        expect(iso(await matchingTimes(bareId)), schedule.name).not.toEqual(expected);
-      } finally {
-        await bare.delete();
+      const ticked: string[] = [];
+      let due: number | null = Date.parse(`${year}-01-01T00:00:00Z`);
+      due = planTick(cron, schedule.timezone, due, due).nextFireAt;
+      while (due !== null && due < Date.parse(`${year + 1}-01-01T00:00:00Z`)) {
+        const plan = planTick(cron, schedule.timezone, due, due);
+        ticked.push(new Date(plan.fireAt).toISOString());
+        due = plan.nextFireAt;
       }
+      expect(ticked, schedule.name).toEqual(expectedFireTable(schedule.timezone, [1, 2], year));
     }
-
-    // The drop at work: New York's repeated 01:30 of 2026, backfilled (both occurrences
-    // ticked by Temporal), starts one run, for the first; the second tick starts nothing.
-    expect((await tenant.api.post('/environments/dst/schedules/resume', {})).status).toBe(200);
-    const scheduleId = `sched-${dst.id}-at_0130_new_york`;
-    await temporal.schedule.getHandle(scheduleId).backfill({
-      start: new Date('2026-11-01T05:00:00Z'),
-      end: new Date('2026-11-01T07:00:00Z'),
-      overlap: ScheduleOverlapPolicy.ALLOW_ALL,
-    });
-    const listTicks = async () => {
-      const closed = [];
-      for await (const execution of temporal.workflow.list({ query: `TemporalScheduledById = '${scheduleId}' AND ExecutionStatus = 'Completed'` })) closed.push(execution);
-      return closed;
-    };
-    const ticks = await until(listTicks, (closed) => closed.length >= 2, 30_000);
-    expect(ticks).toHaveLength(2);
-    const outcomes = await Promise.all(ticks.map(async (tick) => (await temporal.workflow.getHandle(tick.workflowId, tick.runId).result()) as { outcome: string }));
-    expect(outcomes.map((outcome) => outcome.outcome).sort()).toEqual(['not_a_fire_time', 'started']);
-    const dstRuns = RunList.parse((await tenant.api.get('/environments/dst/runs')).body).data.filter((run) => run.schedule === 'at_0130_new_york');
-    expect(dstRuns).toHaveLength(1);
-    expect((await tenant.api.post('/environments/dst/schedules/pause', {})).status).toBe(200);
+    const schedules = await listSchedules();
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
+    try {
+      const stored = await storedSchedulesOf(mongo, stack.databases['placement-service'], environment.id);
+      for (const schedule of [NIGHTLY_NEW_YORK, NIGHTLY_BERLIN]) {
+        const preview = ScheduleNextFireTimes.parse((await tenant.api.get(`/environments/prod/schedules/${schedule.name}/next?count=1`)).body.data);
+        expect(stored.get(schedule.name)?.next_fire_at?.toISOString(), schedule.name).toBe(preview.next[0]);
+        expect(schedules.find((listed) => listed.name === schedule.name)?.next_run_at).toBe(preview.next[0]);
+      }
+    } finally {
+      await mongo.close();
+    }
   });
 
   it('pause stops the ticks, a manual run still starts, and resume fires no catch-up burst', async () => {
@@ -271,7 +222,7 @@ describe('schedules', () => {
     expect(paused.body.data).toMatchObject({ schedules_paused: true, schedules_paused_reason: 'maintenance' });
     const pausedAt = Date.now();
     for (const schedule of await listSchedules()) expect(schedule).toMatchObject({ paused: true, next_run_at: null });
-    expect(await temporalState('every_second')).toBe('paused');
+    const skippedBefore = (await listSchedules()).find((schedule) => schedule.name === 'every_second')!.ticks.skipped_paused;
 
     // Manual runs are the clock: they start while paused, at least one, and they go on until
     // several periods have passed (however slowly the steps above went).
@@ -285,6 +236,10 @@ describe('schedules', () => {
     expect(manualRuns).toBeGreaterThan(0);
     const duringPause = (await scheduledRuns()).filter((run) => Date.parse(run.inserted_at) > pausedAt);
     expect(duringPause).toEqual([]);
+    // The ticks while paused were not let pass in silence: each is recorded skipped_paused.
+    const whilePaused = (await listSchedules()).find((schedule) => schedule.name === 'every_second')!;
+    expect(whilePaused.ticks.skipped_paused).toBeGreaterThan(skippedBefore);
+    expect(whilePaused.last_tick).toMatchObject({ outcome: 'skipped_paused', run_id: null });
 
     const resumeAskedAt = Date.now();
     const resumed = await tenant.api.post('/environments/prod/schedules/resume');
@@ -299,9 +254,9 @@ describe('schedules', () => {
   });
 
   it("admits no tick once the pause has returned, not even one whose run's transaction was under way", async () => {
-    // A tick as the scheduled-run workflow sends it, straight to the placement-service. It
-    // reads the flag (not paused), then its run's transaction is held back by the test's own
-    // uncommitted run of the same tick while the pause lands; released, it must start nothing.
+    // A due schedule, ticked by a pass of its shard (the loop's, or the test's own call). The
+    // pass reads the flag (not paused), then its run's transaction is held back by the test's
+    // own uncommitted run of the same tick while the pause lands; released, it starts nothing.
     const placement = new PlacementClient({ origins: [stack.urls['placement-service']], credential: stack.internalCredential });
     const bundleRef = (await tenant.api.get(`/deployments/${firstDeploymentId}`)).body.data.bundle_ref as string;
     expect((await tenant.api.post('/environments', { name: 'fence', storage_prefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, 'fence')}`, executor: 'local' })).status).toBe(201);
@@ -312,27 +267,36 @@ describe('schedules', () => {
     const runs = mongo.db(stack.databases['placement-service']).collection<{ _id: string; tenant_id: string; environment_id: string; schedule: string; schedule_tick: string }>('runs');
     const abortedTransactions = async () => (await mongo.db('admin').command({ serverStatus: 1 }))['transactions']['totalAborted'] as number;
     const session = mongo.startSession();
+    const database = stack.databases['placement-service'];
+    // A whole second in the past, so that its tick's key is known: the daily cron's next time is a day on.
+    const dueAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 2000);
+    const due = (name: string) => insertDueSchedules(mongo, database, { tenantId: tenant.tenantId, environmentId: fenceId, names: [name], job: 'quick', cron: `${dueAt.getUTCSeconds()} ${dueAt.getUTCMinutes()} ${dueAt.getUTCHours()} * * *`, dueAt });
     try {
-      const tick = { schedule: 'held', job: 'quick', tick: '2026-11-25T12:00:00' };
-      // Control: the same tick on a free path starts its run.
-      const free = await placement.startScheduledRun(tenant.tenantId, 'fence', { ...tick, schedule: 'free' });
-      expect(free.outcome).toBe('started');
+      // Control: a tick on a free path makes its run.
+      await due('free');
+      await placement.tickSchedules(0);
+      expect((await storedSchedulesOf(mongo, database, fenceId)).get('free')?.last_tick).toMatchObject({ outcome: 'run_created' });
+      expect(await runs.countDocuments({ tenant_id: tenant.tenantId, environment_id: fenceId, schedule: 'free' })).toBe(1);
 
       session.startTransaction();
       await runs.insertOne(
-        { _id: 'run_held_by_test', tenant_id: tenant.tenantId, environment_id: fenceId, schedule: tick.schedule, schedule_tick: tick.tick },
+        { _id: 'run_held_by_test', tenant_id: tenant.tenantId, environment_id: fenceId, schedule: 'held', schedule_tick: tickKeyOf(dueAt.getTime(), 'UTC') },
         { session },
       );
       const abortedBefore = await abortedTransactions();
-      const outcome = placement.startScheduledRun(tenant.tenantId, 'fence', tick);
+      await due('held');
+      const pass = placement.tickSchedules(0);
       // Evidence that the tick is in its transaction, past the flag's first reading: its
       // transaction is aborted by the conflict, and retried, over and over.
       await until(async () => (await abortedTransactions()) - abortedBefore, (aborted) => aborted >= 3, 30_000, 5);
       expect((await tenant.api.post('/environments/fence/schedules/pause', {})).status).toBe(200);
       await session.abortTransaction();
 
-      expect(await outcome).toEqual({ outcome: 'paused', run_id: null });
-      expect(await runs.countDocuments({ tenant_id: tenant.tenantId, environment_id: fenceId, schedule: tick.schedule })).toBe(0);
+      await pass;
+      const held = (await storedSchedulesOf(mongo, database, fenceId)).get('held')!;
+      expect(held.last_tick).toMatchObject({ outcome: 'skipped_paused', run_id: null });
+      expect(held.ticks).toEqual({ skipped_paused: 1 });
+      expect(await runs.countDocuments({ tenant_id: tenant.tenantId, environment_id: fenceId, schedule: 'held' })).toBe(0);
     } finally {
       await session.endSession();
       await mongo.close();
@@ -344,15 +308,13 @@ describe('schedules', () => {
     const secondId = await deploy([{ name: 'hourly', job: 'quick', cron: '0 * * * *', timezone: 'UTC' }]);
     expect((await tenant.api.get('/environments/prod')).body.data).toMatchObject({ active_deployment_id: secondId, schedules_paused: true });
     expect((await listSchedules()).map((schedule) => [schedule.name, schedule.paused])).toEqual([['hourly', true]]);
-    expect(await temporalState('hourly')).toBe('paused');
-    expect(await temporalState('every_second')).toBe('missing');
+    expect([...(await stored()).keys()]).toEqual(['hourly']);
 
     const rollback = await tenant.api.post(`/deployments/${firstDeploymentId}/activate`, {});
     expect(rollback.status, rollback.text).toBe(200);
     expect((await tenant.api.get('/environments/prod')).body.data).toMatchObject({ active_deployment_id: firstDeploymentId, schedules_paused: true });
     expect((await listSchedules()).map((schedule) => schedule.name).sort()).toEqual(['every_second', 'nightly_berlin', 'nightly_ny']);
-    for (const name of ['every_second', 'nightly_berlin', 'nightly_ny']) expect(await temporalState(name)).toBe('paused');
-    expect(await temporalState('hourly')).toBe('missing');
+    expect([...(await stored()).keys()].sort()).toEqual(['every_second', 'nightly_berlin', 'nightly_ny']);
   });
 
   it('skips a tick while the previous scheduled run is still going, and counts it', async () => {

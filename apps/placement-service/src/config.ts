@@ -22,10 +22,15 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * longer is presumed dead, its attempt becomes `lost` and a new one is dispatched.
    */
   ATTEMPT_LEASE_TTL_MS: PositiveIntFromEnv(15_000),
-  /** Temporal, where the environments' schedules run (paused, resumed and described here) and their tear-downs and TTLs. */
+  /** Temporal, where the schedules' tick loops, the tear-downs and the TTLs run. */
   ...temporalConfigShape,
-  /** The workflow-worker's task queue, where tear-down and expiry workflows are started. */
+  /** The workflow-worker's task queue, where tear-down, expiry and tick-loop workflows are started. */
   DEPLOYMENTS_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
+  /**
+   * Tick loops over the stored schedules (`schedule-ticks-<shard>`): each ticks its share
+   * of the environments. A changed count moves the schedules at the next start.
+   */
+  SCHEDULE_TICK_SHARDS: PositiveIntFromEnv(2).refine((shards) => shards <= 64, { message: 'must be at most 64' }),
   /**
    * How long a DELETE waits for its tear-down before it answers 503 (the tear-down goes on;
    * a repeat joins it). With the start's own deadline (5 s) it stays inside the gateway's 30 s.

@@ -5,7 +5,6 @@ import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
-import { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
 import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
@@ -26,9 +25,11 @@ import { LeaseReaper } from './runs/lease-reaper.ts';
 import { RunRepository } from './runs/run.repository.ts';
 import { AttemptLogRepository } from './runs/attempt-log.repository.ts';
 import { WorkerRegistry } from './runs/worker-registry.ts';
-import { runsInternalRouter } from './runs/runs.routes.ts';
-import { ScheduleOverlapRepository } from './schedules/schedule-overlap.repository.ts';
+import { ScheduleTicker } from './schedules/schedule-ticker.ts';
+import { scheduleTicksRouter, schedulesInternalRouter } from './schedules/schedules.routes.ts';
 import { SchedulesService } from './schedules/schedules.service.ts';
+import { StoredSchedulesRepository } from './schedules/stored-schedules.repository.ts';
+import { TickLoops } from './schedules/tick-loops.ts';
 import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
 import { EngineObjectStore } from './storage/engine-object-store.ts';
@@ -69,8 +70,8 @@ await runInternalService({
     const workers = new WorkerRegistry(mongo);
     const logs = new AttemptLogRepository(mongo);
     const credentials = new PoolCredentialRepository(mongo);
-    const overlaps = new ScheduleOverlapRepository(mongo);
-    await Promise.all([quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), overlaps.ensureIndexes()]);
+    const storedSchedules = new StoredSchedulesRepository(mongo, config.SCHEDULE_TICK_SHARDS);
+    await Promise.all([quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), storedSchedules.ensureIndexes()]);
 
     const acl = new PoolAclRegistry(redis);
     // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
@@ -93,7 +94,7 @@ await runInternalService({
     const dispatcher = new AttemptDispatcher(runs, queues, log, runnerShares);
     sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS, metrics)];
     for (const sweep of sweeps) sweep.start();
-    const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, overlaps, {
+    const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, {
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
       metrics,
@@ -102,7 +103,6 @@ await runInternalService({
       environments,
       runs,
       logs,
-      overlaps,
       dispatcher,
       new LifecycleWorkflows(temporal, temporalConnection, config.DEPLOYMENTS_TASK_QUEUE),
       log,
@@ -112,6 +112,11 @@ await runInternalService({
     );
     // In the background: the service serves while Temporal is still coming up.
     void lifecycle.resume().catch((error: Error) => log.warn({ err: error.message }, 'could not resume tear-downs and expiry timers at start-up'));
+    const tickLoops = new TickLoops(temporal, config.DEPLOYMENTS_TASK_QUEUE, config.SCHEDULE_TICK_SHARDS, log);
+    // In the background too: the loops' start waits for Temporal; a second replica's joins the running ones.
+    void tickLoops.ensureRunning().catch((error: Error) => log.warn({ err: error.message }, 'could not start the schedule tick loops; the next schedule change or start-up does'));
+    const schedules = new SchedulesService(environments, runs, storedSchedules, deployments, tickLoops);
+    const ticker = new ScheduleTicker(storedSchedules, environments, runs, runsService, metrics, log);
     const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
 
     const api = placementPublicApi({
@@ -119,7 +124,7 @@ await runInternalService({
       lifecycle,
       storageRoot: config.STORAGE_ROOT,
       runs: runsService,
-      schedules: new SchedulesService(environments, runs, overlaps, deployments, new EnvironmentSchedules(temporal)),
+      schedules,
       pool,
       quotas: new QuotasService(quotas, environments, runs, deployments, secrets),
       workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
@@ -131,7 +136,8 @@ await runInternalService({
     const internal = Router();
     internal.use(environmentsInternalRouter(environments, lifecycle, new MaterializationPurge(environments, engineStore, log)));
     internal.use(poolInternalRouter(pool));
-    internal.use(runsInternalRouter(runsService));
+    internal.use(schedulesInternalRouter(schedules));
+    internal.use(scheduleTicksRouter(ticker));
     return {
       api,
       // Same credential as the gateway's, but under a prefix the gateway never forwards to.

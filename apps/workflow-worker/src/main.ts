@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
-import { EnvironmentSchedules } from '@envengine/environment-schedules';
+import { LegacyTemporalSchedules } from '@envengine/environment-schedules';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalClientConnectionOptions, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { startTracing } from '@envengine/tracing';
@@ -13,6 +13,7 @@ import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTele
 import { createMetricsRegistry, activationMetrics, exposition } from '@envengine/service-metrics';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { lifecycleActivities } from './activities/lifecycle-activities.ts';
+import { retireTemporalSchedules, scheduleActivities } from './activities/schedule-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
 
 const config = loadWorkflowWorkerConfig(process.env);
@@ -62,6 +63,7 @@ for (let attempt = 1; !connection; attempt += 1) {
 const clientConnection = Connection.lazy(temporalClientConnectionOptions(config));
 const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 
+const legacySchedules = new LegacyTemporalSchedules(temporal);
 const worker = await Worker.create({
   connection,
   namespace: config.TEMPORAL_NAMESPACE,
@@ -74,11 +76,10 @@ const worker = await Worker.create({
       bundles,
       materializations,
       temporal,
-      schedules: new EnvironmentSchedules(temporal),
       taskQueue: config.DEPLOYMENTS_TASK_QUEUE,
       metrics: activationMetrics(metricsRegistry),
     }),
-    ...lifecycleActivities({ ...clients, deployments, materializations, temporal, schedules: new EnvironmentSchedules(temporal) }),
+    ...lifecycleActivities({ ...clients, deployments, materializations, temporal, legacySchedules }),
   },
   // Workflows here are short and few at a time: a small cache keeps the idle footprint down.
   maxCachedWorkflows: 100,
@@ -94,6 +95,11 @@ const worker = await Worker.create({
     : {}),
 });
 const running = worker.run();
+// In the background: Temporal Schedules of a data directory made before the tick loops are
+// replaced by stored schedules; a start cut short does the rest at the next one.
+void retireTemporalSchedules(legacySchedules, clients.placement, scheduleActivities({ deployments, placement: clients.placement }).reconcileTo, log).catch((error: Error) =>
+  log.warn({ err: error.message }, 'could not retire the Temporal Schedules of the first design; the next start-up tries again'),
+);
 
 const server = await startHealthServer({
   service: 'workflow-worker',

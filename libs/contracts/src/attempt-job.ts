@@ -4,12 +4,13 @@ import { z } from 'zod';
 export const TENANT_ID_PATTERN = /^ten_[0-9a-z]{26}$/;
 
 /**
- * The tenant id under which the engine's runner reports itself while it serves no tenant
- * (an idle runner is still up, and its slots still count). No tenant has it: ids are made
- * from the creation time, and this one's time is the Unix epoch. Only the engine's own
- * internal credential may name a tenant; a pool worker's is its token's.
+ * The engine's own tenant id: the engine's runner reports itself under it while it serves
+ * no tenant (an idle runner is still up, and its slots still count), and engine-wide
+ * internal calls (a tick loop's pass) carry it. No tenant has it: ids are made from the
+ * creation time, and this one's time is the Unix epoch. Only the services' internal
+ * credential may name a tenant; a pool worker's is its token's.
  */
-export const ENGINE_RUNNER_TENANT = 'ten_00000000000000000000000000';
+export const ENGINE_TENANT_ID = 'ten_00000000000000000000000000';
 
 /**
  * The queue payload of an attempt (BullMQ job data): ids only, never secret values or user

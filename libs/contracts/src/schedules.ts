@@ -14,6 +14,32 @@ export function schedulesOfManifest(manifest: unknown): ScheduleDefinition[] {
   return parsed.success ? (parsed.data.schedules ?? []) : [];
 }
 
+/**
+ * What a schedule's tick came to (DESIGN.md §5): `run_created`; `late` (its run was made,
+ * more than `LATE_TICK_MS` after the fire time); `skipped_overlap` (the schedule's previous
+ * run was still going); `skipped_paused` (the environment's schedules were paused, or it
+ * was being deleted); `skipped_quota` (the tenant or environment had as many queued runs as
+ * its quota allows); `missed` (a fire time that passed while the engine was down or behind:
+ * only the latest of such times fires).
+ */
+export const ScheduleTickOutcome = z.enum(['run_created', 'late', 'skipped_overlap', 'skipped_paused', 'skipped_quota', 'missed']);
+export type ScheduleTickOutcome = z.infer<typeof ScheduleTickOutcome>;
+
+/** A tick whose run is made more than this long after its fire time is recorded `late`. */
+export const LATE_TICK_MS = 60_000;
+
+/** A schedule's last tick: its fire time, what came of it, and the fire times missed just before it. */
+export const ScheduleTick = z.object({
+  fire_at: z.iso.datetime(),
+  outcome: ScheduleTickOutcome.exclude(['missed']),
+  run_id: z.string().nullable(),
+  /** From the fire time to the tick's processing. */
+  lateness_seconds: z.number().nonnegative(),
+  /** Fire times missed before this one (downtime), each counted `missed`. */
+  missed: z.number().int().nonnegative(),
+});
+export type ScheduleTick = z.infer<typeof ScheduleTick>;
+
 /** `GET /environments/:name/schedules`: the active deployment's schedules as they fire now. */
 export const Schedule = z.object({
   name: z.string(),
@@ -27,6 +53,10 @@ export const Schedule = z.object({
   last_run_id: z.string().nullable(),
   /** Ticks skipped because the schedule's previous run was still going. */
   skipped_overlap: z.number().int().nonnegative(),
+  /** The last tick and its outcome; null before the first. */
+  last_tick: ScheduleTick.nullable(),
+  /** Every tick of the schedule so far, by outcome. */
+  ticks: z.record(ScheduleTickOutcome, z.number().int().nonnegative()),
 });
 export type Schedule = z.infer<typeof Schedule>;
 
@@ -56,29 +86,20 @@ export const ScheduleNextFireTimes = z.object({
 });
 export type ScheduleNextFireTimes = z.infer<typeof ScheduleNextFireTimes>;
 
-/** Internal: a schedule's tick asks for a run through the same path as a manual run. */
-export const ScheduledRunRequest = z.strictObject({
-  schedule: z.string().min(1).max(200),
-  job: z.string().min(1).max(200),
-  /** The tick's wall time in the schedule's zone; one run per (schedule, tick). */
-  tick: z.string().min(1).max(40),
-  /**
-   * The environment the schedule was made for: a schedule left behind by a deleted
-   * environment never starts a run in a new one of the same name (404 instead).
-   */
-  environment_id: z.string().min(1).max(64).optional(),
-});
-export type ScheduledRunRequest = z.infer<typeof ScheduledRunRequest>;
+/** Internal: the schedules of an environment made those of a deployment (activation, rollback, restore). */
+export const ReconcileSchedulesRequest = z.strictObject({ schedules: z.array(ScheduleDefinition).max(1000) });
+export type ReconcileSchedulesRequest = z.infer<typeof ReconcileSchedulesRequest>;
+export const ReconcileSchedulesResult = z.object({ created: z.array(z.string()), updated: z.array(z.string()), deleted: z.array(z.string()) });
+export type ReconcileSchedulesResult = z.infer<typeof ReconcileSchedulesResult>;
 
-/**
- * `started` (a new run), `repeat` (this tick already has its run), `paused` (nothing
- * started), `skipped_overlap` (the schedule's previous run is still going; counted),
- * `skipped_quota` (the tenant or environment has as many queued runs as its quota allows;
- * the tick is dropped, as a cron job's that finds its queue full), or `not_a_fire_time` (a tick Temporal started in a repeated hour that the clock-change rule
- * does not fire: nothing asked of the placement-service).
- */
-export const ScheduledRunOutcome = z.object({
-  outcome: z.enum(['started', 'repeat', 'paused', 'skipped_overlap', 'skipped_quota', 'not_a_fire_time']),
-  run_id: z.string().nullable(),
+/** Internal: one pass of a shard's tick loop over the schedules due now. */
+export const TickShardResult = z.object({
+  shard: z.number().int().nonnegative(),
+  /** Schedules ticked in this pass, and how many batches they took. */
+  ticked: z.number().int().nonnegative(),
+  batches: z.number().int().nonnegative(),
+  outcomes: z.record(ScheduleTickOutcome, z.number().int().nonnegative()),
+  /** The earliest stored fire time of the shard after the pass (the loop sleeps until it); null: none. */
+  next_due_at: z.iso.datetime().nullable(),
 });
-export type ScheduledRunOutcome = z.infer<typeof ScheduledRunOutcome>;
+export type TickShardResult = z.infer<typeof TickShardResult>;

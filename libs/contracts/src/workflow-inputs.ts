@@ -69,7 +69,11 @@ export const EnvironmentActivationsInput = EnvironmentScope.extend({
 });
 export type EnvironmentActivationsInput = z.infer<typeof EnvironmentActivationsInput>;
 
-/** A schedule's tick: which schedule of which environment, and what it runs. */
+/**
+ * The argument a Temporal Schedule of the first design (`sched-<environment id>-<name>`)
+ * gave each tick's workflow: read once more at start-up, when such schedules are replaced
+ * by stored ones and deleted.
+ */
 export const ScheduledRunInput = EnvironmentScope.extend({
   schedule: z.string().min(1),
   job: z.string().min(1),
@@ -89,6 +93,16 @@ export const EXPIRY_MOVED_SIGNAL = 'expiryMoved';
 /** One per environment: a second delete joins the tear-down already under way. */
 export const environmentTeardownWorkflowId = (environmentId: string) => `teardown-${environmentId}`;
 export const environmentExpiryWorkflowId = (environmentId: string) => `expiry-${environmentId}`;
+
+export const SCHEDULE_TICKS_WORKFLOW = 'scheduleTicks';
+/** To a shard's tick loop: its schedules changed, so its earliest fire time may be sooner than the one it sleeps until. */
+export const SCHEDULES_CHANGED_SIGNAL = 'schedulesChanged';
+/** One long-running tick loop per shard of the stored schedules (DESIGN.md §5). */
+export const scheduleTicksWorkflowId = (shard: number) => `schedule-ticks-${shard}`;
+
+/** A shard's tick loop: which shard; `passes` made so far, carried over a continue-as-new, for the Temporal UI. */
+export const ScheduleTicksInput = z.object({ shard: z.number().int().nonnegative(), passes: z.number().int().nonnegative().default(0) });
+export type ScheduleTicksInput = z.infer<typeof ScheduleTicksInput>;
 
 /** An environment's tear-down (`teardown-<environment id>`): it works from the ids; the purge flag was stored when the delete was accepted. */
 export const EnvironmentTeardownInput = EnvironmentScope.extend({

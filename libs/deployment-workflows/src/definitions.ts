@@ -10,8 +10,7 @@ import type {
   ExpireEnvironmentResult,
   IngestInput,
   Recheck,
-  ScheduledRunInput,
-  ScheduledRunOutcome,
+  TickShardResult,
 } from '@envengine/contracts';
 
 // The inputs are zod schemas in libs/contracts (one definition, checked where a workflow is
@@ -25,7 +24,7 @@ export type {
   EnvironmentScope,
   EnvironmentTeardownInput,
   IngestInput,
-  ScheduledRunInput,
+  ScheduleTicksInput,
 } from '@envengine/contracts';
 
 export {
@@ -34,12 +33,12 @@ export {
   ENVIRONMENT_TEARDOWN_WORKFLOW,
   environmentExpiryWorkflowId,
   environmentTeardownWorkflowId,
+  SCHEDULE_TICKS_WORKFLOW,
+  scheduleTicksWorkflowId,
 } from '@envengine/contracts';
 export const INGEST_WORKFLOW = 'ingestDeployment';
 export const ACTIVATE_WORKFLOW = 'activateDeployment';
 export const ENVIRONMENT_ACTIVATIONS_WORKFLOW = 'environmentActivations';
-/** What each tick of an environment's Temporal Schedule starts. */
-export const SCHEDULED_RUN_WORKFLOW = 'scheduledRun';
 
 /** Meaningful ids, so the Temporal UI says what each workflow is for. */
 export const ingestWorkflowId = (deploymentId: string) => `ingest-${deploymentId}`;
@@ -97,11 +96,6 @@ export interface ValidationOutcome {
   warnings: number;
 }
 
-export interface ScheduledTick extends ScheduledRunInput {
-  /** The tick's instant as Temporal scheduled it (ISO 8601). */
-  scheduledAt: string;
-}
-
 /** The activities the workflows call; the workflow-worker implements them. */
 export interface DeploymentActivities {
   /**
@@ -119,19 +113,23 @@ export interface DeploymentActivities {
    */
   activate(input: ActivateInput): Promise<Recheck>;
   /**
-   * After an activation failed: makes the environment's Temporal Schedules match the
+   * After an activation failed: makes the environment's stored schedules match the
    * deployment it still points at, undoing what the failed activation changed.
    */
   restoreSchedules(input: EnvironmentScope & { failedDeploymentId: string }): Promise<void>;
-  /** A tick's run, through the placement-service's run path (once per tick; nothing while paused or while the last one runs). */
-  startScheduledRun(input: ScheduledTick): Promise<ScheduledRunOutcome>;
+}
+
+/** The tick loops' one activity. */
+export interface ScheduleTickActivities {
+  /** One pass over the shard's due schedules, by the placement-service, which owns them; answers the shard's next fire time. */
+  tickSchedules(input: { shard: number }): Promise<TickShardResult>;
 }
 
 /** The activities of an environment's tear-down and expiry; each is idempotent, so a retry or a resumed tear-down repeats it safely. */
 export interface EnvironmentLifecycleActivities {
   /** Ends the environment's activation and expiry workflows, so nothing activates or expires it while it goes. */
   stopEnvironmentWorkflows(input: EnvironmentScope): Promise<void>;
-  /** Deletes its Temporal Schedules (every name its deployments declared, and any Temporal lists). */
+  /** Deletes its stored schedules (and any Temporal Schedule of the first design left of it). */
   deleteEnvironmentSchedules(input: EnvironmentScope): Promise<{ deleted: number }>;
   /** Cancels what is left of its runs (withdrawn from their queues), then removes runs, attempts and logs. */
   removeEnvironmentRuns(input: EnvironmentScope): Promise<Record<string, number>>;

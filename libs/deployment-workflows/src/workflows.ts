@@ -2,6 +2,6 @@
 export { ingestDeployment } from './ingest.workflow.ts';
 export { activateDeployment } from './activate.workflow.ts';
 export { environmentActivations } from './environment-activations.workflow.ts';
-export { scheduledRun } from './scheduled-run.workflow.ts';
+export { scheduleTicks } from './schedule-ticks.workflow.ts';
 export { environmentTeardown } from './environment-teardown.workflow.ts';
 export { environmentExpiry } from './environment-expiry.workflow.ts';

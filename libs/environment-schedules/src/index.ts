@@ -1,2 +1,1 @@
 export * from './environment-schedules.ts';
-export * from './schedule-spec.ts';

@@ -6,15 +6,17 @@ import {
   TeardownStepReport,
   type PurgeFilesRequest,
   PurgeFilesResult,
-  ScheduledRunOutcome,
-  type ScheduledRunRequest,
+  ENGINE_TENANT_ID,
+  ReconcileSchedulesResult,
+  type ReconcileSchedulesRequest,
+  TickShardResult,
   type SetActiveDeploymentRequest,
 } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
-/** Tenant header of a pool-token lookup, which happens before the tenant is known: a reserved id no tenant has (its time part is zero). */
-export const POOL_TOKEN_LOOKUP_TENANT = 'ten_00000000000000000000000000';
+/** Tenant header of a pool-token lookup, which happens before the tenant is known: the engine's own id, which no tenant has. */
+export const POOL_TOKEN_LOOKUP_TENANT = ENGINE_TENANT_ID;
 
 /** The placement-service's internal API, as other services use it. */
 export class PlacementClient {
@@ -96,14 +98,28 @@ export class PlacementClient {
     });
   }
 
-  /** Internal: a schedule's tick asks for its run (the same run path as a manual run). */
-  startScheduledRun(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
-    return this.http.call(ScheduledRunOutcome, {
-      method: 'POST',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/scheduled-runs`,
+  /** Internal, activation: the environment's stored schedules become these (its deployment's). */
+  reconcileSchedules(tenantId: string, environmentId: string, request: ReconcileSchedulesRequest): Promise<ReconcileSchedulesResult> {
+    return this.http.call(ReconcileSchedulesResult, {
+      method: 'PUT',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/schedules`,
       tenantId,
       body: request,
     });
+  }
+
+  /** Internal, a tear-down step: the environment's stored schedules removed. */
+  removeSchedules(tenantId: string, environmentId: string): Promise<{ deleted: number }> {
+    return this.http.call(z.object({ deleted: z.number() }), {
+      method: 'DELETE',
+      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/schedules`,
+      tenantId,
+    });
+  }
+
+  /** Internal, a tick loop's pass: the shard's due schedules ticked (engine-wide, under the engine's own id). */
+  tickSchedules(shard: number): Promise<TickShardResult> {
+    return this.http.call(TickShardResult, { method: 'POST', path: `/internal/v1/schedule-ticks/${shard}`, tenantId: ENGINE_TENANT_ID });
   }
 
   /**

@@ -18,7 +18,8 @@ export function createMetricsRegistry(service: string): MetricsRegistry {
 const TRIGGERS = ['manual', 'schedule'] as const;
 const RUN_OUTCOMES = ['succeeded', 'failed', 'canceled'] as const;
 const EXECUTORS = ['local', 'remote'] as const;
-const TICK_OUTCOMES = ['started', 'skipped_overlap', 'skipped_quota', 'paused', 'repeat', 'not_a_fire_time'] as const;
+/** `ScheduleTickOutcome` of the contracts: a schedule's tick, by what came of it. */
+const TICK_OUTCOMES = ['run_created', 'late', 'skipped_overlap', 'skipped_paused', 'skipped_quota', 'missed'] as const;
 /** The placement-service's periodic sweeps: the lease reaper and the dispatch reconciler. */
 export const SWEEPS = ['reap', 'reconcile'] as const;
 export type SweepName = (typeof SWEEPS)[number];
@@ -80,7 +81,7 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
     }),
     scheduleTicks: new Counter({
       name: 'envengine_schedule_ticks_total',
-      help: 'Schedule ticks, by outcome: started, skipped_overlap, skipped_quota (the queued-runs quota was full), paused (refused while paused), repeat (a tick already served).',
+      help: 'Schedule ticks, by outcome: run_created, late (its run made over a minute after the fire time), skipped_overlap, skipped_paused, skipped_quota (the queued-runs quota was full), missed (a fire time passed while the engine was down or behind; only the latest fires).',
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),

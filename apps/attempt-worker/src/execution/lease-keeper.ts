@@ -1,4 +1,4 @@
-import { ENGINE_RUNNER_TENANT, type WorkerIdentity } from '@envengine/contracts';
+import { ENGINE_TENANT_ID, type WorkerIdentity } from '@envengine/contracts';
 import type { Logger } from '@envengine/process-kit';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
 
@@ -14,7 +14,7 @@ interface Tracked {
 /**
  * Renews the leases of this worker's running attempts, one heartbeat per tenant per
  * interval. Each worker also reports itself while idle: a pool worker under its tenant (the
- * pool view shows it alive), the engine's runner under `ENGINE_RUNNER_TENANT` (the live
+ * pool view shows it alive), the engine's runner under `ENGINE_TENANT_ID` (the live
  * workers gauge and the runner's slots count it, busy or not). An
  * attempt whose lease the server no longer honours (canceled, presumed lost) is stopped
  * at once: its user code is killed and nothing more is reported for it.
@@ -88,7 +88,7 @@ export class LeaseKeeper {
   async farewell(): Promise<boolean> {
     if (this.running.size > 0) return false;
     try {
-      await this.api.heartbeat(this.poolTenant ?? ENGINE_RUNNER_TENANT, { worker: this.worker, draining: true, stopped: true, attempts: [] });
+      await this.api.heartbeat(this.poolTenant ?? ENGINE_TENANT_ID, { worker: this.worker, draining: true, stopped: true, attempts: [] });
       return true;
     } catch (error) {
       this.log.warn({ err: (error as Error).message }, 'could not tell the engine this worker stopped; it leaves the pool view when its heartbeat ages out');
@@ -120,7 +120,7 @@ export class LeaseKeeper {
 
   private async beat(): Promise<void> {
     const byTenant = new Map<string, Tracked[]>();
-    const ownTenant = this.poolTenant ?? ENGINE_RUNNER_TENANT;
+    const ownTenant = this.poolTenant ?? ENGINE_TENANT_ID;
     if (this.hooks.canTakeWork?.() ?? true) byTenant.set(ownTenant, []);
     for (const tracked of this.running.values()) {
       byTenant.set(tracked.held.tenantId, [...(byTenant.get(tracked.held.tenantId) ?? []), tracked]);

@@ -11,7 +11,6 @@ import { ApiError, notFound, type Logger } from '@envengine/service-kit';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
 import type { AttemptLogRepository } from '../runs/attempt-log.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
-import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import { EXPIRY_REASON, type EnvironmentRepository, type TeardownRequest } from './environment.repository.ts';
 import { TeardownStillRunningError, type LifecycleWorkflows } from './lifecycle-workflows.ts';
 
@@ -27,7 +26,6 @@ export class EnvironmentLifecycle {
     private readonly environments: EnvironmentRepository,
     private readonly runs: RunRepository,
     private readonly logs: AttemptLogRepository,
-    private readonly overlaps: ScheduleOverlapRepository,
     private readonly dispatcher: AttemptDispatcher,
     private readonly workflows: LifecycleWorkflows,
     private readonly log: Logger,
@@ -131,12 +129,12 @@ export class EnvironmentLifecycle {
     return { expired: true, expires_at: environment.expires_at };
   }
 
-  /** A tear-down step: cancels what is left of the environment's runs, then removes runs, attempts, logs and skip counts. */
+  /** A tear-down step: cancels what is left of the environment's runs, then removes runs, attempts and logs. */
   async removeRuns(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
     await this.requireDeleting(tenantId, environmentId);
     const canceled = await this.runs.cancelForTeardown(tenantId, environmentId, 'environment deleted');
     await this.dispatcher.withdraw(canceled);
-    const report = { canceled: canceled.length, runs: 0, attempts: 0, log_lines: 0, overlap_counts: 0 };
+    const report = { canceled: canceled.length, runs: 0, attempts: 0, log_lines: 0 };
     // Lines, then attempts, then runs, batch by batch: a step cut short finds the rest by the runs left.
     for (let runIds = await this.runs.runIdsOf(tenantId, environmentId, 500); runIds.length > 0; runIds = await this.runs.runIdsOf(tenantId, environmentId, 500)) {
       report.log_lines += await this.logs.deleteOfRuns(tenantId, runIds);
@@ -144,7 +142,6 @@ export class EnvironmentLifecycle {
       report.runs += removed.runs;
       report.attempts += removed.attempts;
     }
-    report.overlap_counts = await this.overlaps.deleteAllOf(tenantId, environmentId);
     return report;
   }
 

@@ -191,6 +191,12 @@ export class EnvironmentRepository {
     return latest?.expired_at;
   }
 
+  /** The tenant's environments of these ids, by id (those that exist). */
+  async findByIds(tenantId: string, ids: string[]): Promise<Map<string, Environment>> {
+    const docs = await this.environments.find(tenantId, { _id: { $in: ids } });
+    return new Map(docs.map((doc) => [doc._id, toEnvironment(doc)]));
+  }
+
   async findById(tenantId: string, id: string): Promise<Environment | undefined> {
     const doc = await this.environments.findOne(tenantId, { _id: id });
     return doc ? toEnvironment(doc) : undefined;
@@ -382,8 +388,22 @@ export class EnvironmentRepository {
     );
   }
 
-  async resumeSchedules(tenantId: string, name: string): Promise<Environment | undefined> {
-    return this.update(tenantId, name, { schedules_paused: false, schedules_paused_reason: null });
+  /**
+   * Clears the pause flag; `alsoIn` runs in the same transaction (the stored schedules move
+   * to their next fire time after now, so nothing missed while paused fires).
+   */
+  async resumeSchedules(tenantId: string, name: string, alsoIn: (environmentId: string, session: ClientSession) => Promise<void>): Promise<Environment | undefined> {
+    const doc = await inTransaction(this.connection, async (session) => {
+      const updated = await this.environments.findOneAndUpdate(
+        tenantId,
+        { name, status: 'active' },
+        { $set: { schedules_paused: false, schedules_paused_reason: null, updated_at: new Date() } },
+        { session },
+      );
+      if (updated) await alsoIn(updated._id, session);
+      return updated;
+    });
+    return doc ? toEnvironment(doc) : this.refuseChange(await this.findByName(tenantId, name), name);
   }
 
   /** Points the environment at a deployment; `git_ref` follows its git sha. */

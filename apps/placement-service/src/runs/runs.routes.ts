@@ -1,6 +1,6 @@
 import { Router } from 'express';
-import { EnvironmentPathParams, PublicApi, ScheduledRunRequest } from '@envengine/contracts';
-import { defineRoute, mountEndpoint } from '@envengine/service-kit';
+import { PublicApi } from '@envengine/contracts';
+import { mountEndpoint } from '@envengine/service-kit';
 import type { RunsService } from './runs.service.ts';
 
 /** Runs (DESIGN.md §5 "Runs and attempts"). */
@@ -22,17 +22,5 @@ export function runsRouter(runs: RunsService): Router {
 
   mountEndpoint(router, PublicApi.cancelRun, async ({ tenantId, params }) => ({ data: await runs.cancel(tenantId, params.id) }));
 
-  return router;
-}
-
-/** `/internal/v1`: a schedule's tick asks for its run. */
-export function runsInternalRouter(runs: RunsService): Router {
-  const router = Router();
-  router.post(
-    '/environments/:name/scheduled-runs',
-    defineRoute({ params: EnvironmentPathParams, body: ScheduledRunRequest }, async ({ tenantId, params, body }) => ({
-      data: await runs.createScheduled(tenantId, params.name, body),
-    })),
-  );
   return router;
 }

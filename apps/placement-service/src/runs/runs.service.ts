@@ -7,13 +7,10 @@ import {
   type RunListQuery,
   type RunLogLine,
   type RunOrigin,
-  type ScheduledRunOutcome,
-  type ScheduledRunRequest,
 } from '@envengine/contracts';
 import type { DeploymentClient } from '@envengine/service-clients';
 import { ApiError, environmentDeleting, isDuplicateKeyError, notFound, TtlCache } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
-import type { ScheduleOverlapRepository } from '../schedules/schedule-overlap.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
 import type { AttemptLogRepository } from './attempt-log.repository.ts';
@@ -21,6 +18,12 @@ import { toRun } from './run-mappers.ts';
 import { EnvironmentDeletingError, SchedulesPausedError, type RunRepository } from './run.repository.ts';
 import type { WorkerRegistry } from './worker-registry.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
+
+/** What became of a tick's run: made (now, or by an earlier pass of the same tick), refused by the pause, or by a quota. */
+export interface ScheduledRunResult {
+  result: 'created' | 'paused' | 'quota';
+  runId: string | null;
+}
 
 export interface RunsServiceOptions {
   /** Whether the queue can take an add now; a run is not created while it cannot. */
@@ -45,7 +48,6 @@ export class RunsService {
     private readonly attemptLogs: AttemptLogRepository,
     private readonly deployments: DeploymentClient,
     private readonly dispatcher: AttemptDispatcher,
-    private readonly overlaps: ScheduleOverlapRepository,
     private readonly options: RunsServiceOptions,
   ) {}
 
@@ -54,8 +56,13 @@ export class RunsService {
    * deployment at this moment is the one the run executes against.
    */
   async create(tenantId: string, environmentName: string, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
+    return this.createIn(tenantId, await this.environment(tenantId, environmentName), request, origin, requestId);
+  }
+
+  /** `create` for an environment already read (a batch of ticks reads its environments at once). */
+  private async createIn(tenantId: string, environment: Environment, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
+    const environmentName = environment.name;
     // A deleting environment is refused inside the run's transaction (the fence a racing delete meets too).
-    const environment = await this.environment(tenantId, environmentName);
     if (!environment.active_deployment_id) {
       throw new ApiError('no_active_deployment', `Environment "${environmentName}" has no active deployment; deploy one first.`);
     }
@@ -90,47 +97,26 @@ export class RunsService {
   }
 
   /**
-   * A schedule's tick: the same path as a manual run, unless the environment's schedules
-   * are paused (the flag is the fence, whatever Temporal's copy of it says: read here to
-   * answer early, and checked again inside the run's transaction so that a pause that has
-   * returned is never followed by a run of a tick) or the tick already has its run (a
-   * repeated wall time, or the workflow's retry).
+   * A schedule's tick's run: the same path as a manual run, with the tick as its origin.
+   * The environment's pause flag is checked again inside the run's transaction (a pause
+   * that has returned admits no tick after it), and a tick that already has its run (a
+   * retried pass of the tick loop, two replicas) gets that run, never a second one.
    */
-  async createScheduled(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
-    const outcome = await this.scheduledOutcome(tenantId, environmentName, request);
-    this.options.metrics.scheduleTicks.inc({ outcome: outcome.outcome });
-    return outcome;
-  }
-
-  private async scheduledOutcome(tenantId: string, environmentName: string, request: ScheduledRunRequest): Promise<ScheduledRunOutcome> {
-    const environment = await this.environment(tenantId, environmentName);
-    if (request.environment_id !== undefined && request.environment_id !== environment.id) throw notFound(`Environment "${environmentName}"`);
-    if (environment.schedules_paused || environment.status === 'deleting') return { outcome: 'paused', run_id: null };
-    const earlier = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
-    if (earlier) return { outcome: 'repeat', run_id: earlier._id };
-    // Overlap policy skip: a schedule's ticks come one at a time, so this check cannot race another tick of it.
-    const unfinished = await this.runs.unfinishedScheduledRun(tenantId, environment.id, request.schedule);
-    // The same tick delivered twice at once (a retried activity, two replicas): the run the
-    // other delivery just made is this tick's own, a repeat and no overlap to count.
-    if (unfinished?.schedule_tick === request.tick) return { outcome: 'repeat', run_id: unfinished._id };
-    if (unfinished) {
-      await this.overlaps.countSkip(tenantId, environment.id, request.schedule);
-      return { outcome: 'skipped_overlap', run_id: unfinished._id };
-    }
-    const origin: RunOrigin = { trigger: 'schedule', schedule: request.schedule, tick: request.tick };
+  async createForTick(tenantId: string, environment: Environment, tick: { schedule: string; job: string; key: string }): Promise<ScheduledRunResult> {
+    const origin: RunOrigin = { trigger: 'schedule', schedule: tick.schedule, tick: tick.key };
     try {
-      const run = await this.create(tenantId, environmentName, CreateRunRequest.parse({ job: request.job }), origin);
-      return { outcome: 'started', run_id: run.id };
+      const run = await this.createIn(tenantId, environment, CreateRunRequest.parse({ job: tick.job }), origin);
+      return { result: 'created', runId: run.id };
     } catch (error) {
-      if (error instanceof SchedulesPausedError) return { outcome: 'paused', run_id: null };
-      if (error instanceof ApiError && error.code === 'environment_deleting') return { outcome: 'paused', run_id: null };
+      if (error instanceof SchedulesPausedError) return { result: 'paused', runId: null };
+      if (error instanceof ApiError && (error.code === 'environment_deleting' || error.code === 'not_found')) return { result: 'paused', runId: null };
       // The queue is full: this tick's run is not made, nor kept to make later (a backlog is what the quota bounds).
       if (error instanceof ApiError && (error.code === 'queued_runs_quota_exceeded' || error.code === 'queued_runs_per_environment_quota_exceeded')) {
-        return { outcome: 'skipped_quota', run_id: null };
+        return { result: 'quota', runId: null };
       }
       if (!isDuplicateKeyError(error)) throw error;
-      const raced = await this.runs.findScheduledRun(tenantId, environment.id, request.schedule, request.tick);
-      return { outcome: 'repeat', run_id: raced?._id ?? null };
+      const earlier = await this.runs.findScheduledRun(tenantId, environment.id, tick.schedule, tick.key);
+      return { result: 'created', runId: earlier?._id ?? null };
     }
   }
 

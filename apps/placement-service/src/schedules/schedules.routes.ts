@@ -1,6 +1,8 @@
 import { Router } from 'express';
-import { PublicApi } from '@envengine/contracts';
-import { mountEndpoint } from '@envengine/service-kit';
+import { ENGINE_TENANT_ID, EnvironmentIdParams, PublicApi, ReconcileSchedulesRequest } from '@envengine/contracts';
+import { z } from 'zod';
+import { ApiError, defineRoute, mountEndpoint } from '@envengine/service-kit';
+import type { ScheduleTicker } from './schedule-ticker.ts';
 import type { SchedulesService } from './schedules.service.ts';
 
 /** Schedules of an environment, their pause and resume (DESIGN.md §5 "Schedules, pause and resume"). */
@@ -15,13 +17,45 @@ export function schedulesRouter(schedules: SchedulesService): Router {
     data: await schedules.next(tenantId, params.name, params.schedule, query, requestId),
   }));
 
-  mountEndpoint(router, PublicApi.pauseSchedules, async ({ tenantId, params, body, requestId }) => ({
-    data: await schedules.pause(tenantId, params.name, body.reason ?? undefined, requestId),
+  mountEndpoint(router, PublicApi.pauseSchedules, async ({ tenantId, params, body }) => ({
+    data: await schedules.pause(tenantId, params.name, body.reason ?? undefined),
   }));
 
-  mountEndpoint(router, PublicApi.resumeSchedules, async ({ tenantId, params, requestId }) => ({
-    data: await schedules.resume(tenantId, params.name, requestId),
+  mountEndpoint(router, PublicApi.resumeSchedules, async ({ tenantId, params }) => ({
+    data: await schedules.resume(tenantId, params.name),
   }));
 
+  return router;
+}
+
+/**
+ * `/internal/v1`: an activation makes an environment's stored schedules its deployment's,
+ * the tear-down removes them, and a tick loop asks for a pass over its shard.
+ */
+export function schedulesInternalRouter(schedules: SchedulesService): Router {
+  const router = Router();
+  router.put(
+    '/environments/:id/schedules',
+    defineRoute({ params: EnvironmentIdParams, body: ReconcileSchedulesRequest }, async ({ tenantId, params, body }) => ({
+      data: await schedules.reconcile(tenantId, params.id, body.schedules),
+    })),
+  );
+  router.delete(
+    '/environments/:id/schedules',
+    defineRoute({ params: EnvironmentIdParams }, async ({ tenantId, params }) => ({ data: await schedules.removeAll(tenantId, params.id) })),
+  );
+  return router;
+}
+
+/** `/internal/v1/schedule-ticks/:shard`: engine-wide (no tenant), called by the tick loops only. */
+export function scheduleTicksRouter(ticker: ScheduleTicker): Router {
+  const router = Router();
+  router.post(
+    '/schedule-ticks/:shard',
+    defineRoute({ params: z.strictObject({ shard: z.coerce.number().int().min(0).max(1023) }) }, async ({ tenantId, params }) => {
+      if (tenantId !== ENGINE_TENANT_ID) throw new ApiError('invalid_request', 'A pass of the tick loop is engine-wide: it names the engine, not a tenant.');
+      return { data: await ticker.tickShard(params.shard) };
+    }),
+  );
   return router;
 }

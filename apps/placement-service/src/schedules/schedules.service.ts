@@ -1,55 +1,66 @@
-import { ApiError, notFound } from '@envengine/service-kit';
-import { schedulesOfManifest, type Environment, type Schedule, type ScheduleDefinition, type ScheduleNextFireTimes } from '@envengine/contracts';
-import { parsedCronOf, type EnvironmentSchedules } from '@envengine/environment-schedules';
-import { nextFireTimes } from '@envengine/schedule-timing';
+import { notFound } from '@envengine/service-kit';
+import {
+  ScheduleTickOutcome,
+  schedulesOfManifest,
+  type Environment,
+  type ReconcileSchedulesResult,
+  type Schedule,
+  type ScheduleDefinition,
+  type ScheduleNextFireTimes,
+} from '@envengine/contracts';
+import { nextFireTimes, parseCronExpression } from '@envengine/schedule-timing';
 import type { DeploymentClient } from '@envengine/service-clients';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
-import type { ScheduleOverlapRepository } from './schedule-overlap.repository.ts';
+import type { StoredScheduleDocument } from './stored-schedule.schema.ts';
+import { firstFireAfter, type StoredSchedulesRepository } from './stored-schedules.repository.ts';
+import type { TickLoops } from './tick-loops.ts';
 
-const iso = (instant: number | undefined) => (instant === undefined ? null : new Date(instant).toISOString());
+const iso = (instant: Date | number | null | undefined) => (instant === null || instant === undefined ? null : new Date(instant).toISOString());
 
-/** Temporal being away is a 503 that a retry of the same (idempotent) call gets past. */
-async function throughTemporal<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    throw new ApiError('unavailable', `Temporal did not answer (${(error as Error).message}); try again shortly.`, {
-      headers: { 'Retry-After': '2' },
-    });
-  }
+function ticksOf(doc: StoredScheduleDocument | undefined): Record<ScheduleTickOutcome, number> {
+  return Object.fromEntries(ScheduleTickOutcome.options.map((outcome) => [outcome, doc?.ticks?.[outcome] ?? 0])) as Record<ScheduleTickOutcome, number>;
 }
 
 /**
- * An environment's schedules: declared by its active deployment, timed by Temporal
- * Schedules (reconciled on activation by the deployment workflows), paused and resumed
- * with the environment's flag, which is the fence every tick passes.
+ * An environment's schedules: declared by its active deployment, stored with their next
+ * fire time (made to match on activation), ticked in batches by the tick loops, paused and
+ * resumed with the environment's flag, which is the fence every tick passes.
  */
 export class SchedulesService {
   constructor(
     private readonly environments: EnvironmentRepository,
     private readonly runs: RunRepository,
-    private readonly overlaps: ScheduleOverlapRepository,
+    private readonly stored: StoredSchedulesRepository,
     private readonly deployments: DeploymentClient,
-    private readonly temporal: EnvironmentSchedules,
+    private readonly loops: TickLoops,
   ) {}
 
   async list(tenantId: string, environmentName: string, requestId?: string): Promise<Schedule[]> {
     const environment = await this.environment(tenantId, environmentName);
     const definitions = await this.declared(tenantId, environment, requestId);
-    const [lastRuns, skipped] = await Promise.all([
+    const [lastRuns, stored] = await Promise.all([
       this.runs.lastScheduledRuns(tenantId, environment.id, definitions.map((definition) => definition.name)),
-      this.overlaps.skippedOf(tenantId, environment.id),
+      this.stored.ofEnvironment(tenantId, environment.id),
     ]);
     const now = Date.now();
-    return definitions.map((definition) => ({
-      ...definition,
-      paused: environment.schedules_paused,
-      next_run_at: environment.schedules_paused ? null : iso(nextFireTimes(parsedCronOf(definition), definition.timezone, now, 1)[0]),
-      last_run_id: lastRuns.get(definition.name) ?? null,
-      skipped_overlap: skipped.get(definition.name) ?? 0,
-    }));
+    return definitions.map((definition) => {
+      const row = stored.get(definition.name);
+      const tick = row?.last_tick;
+      // The stored fire time is the one the tick loop acts on; until activation stored it, the same code computes it.
+      const next = row && row.cron === definition.cron && row.timezone === definition.timezone ? row.next_fire_at : firstFireAfter(definition, now);
+      return {
+        ...definition,
+        paused: environment.schedules_paused,
+        next_run_at: environment.schedules_paused ? null : iso(next),
+        last_run_id: lastRuns.get(definition.name) ?? null,
+        skipped_overlap: row?.ticks?.skipped_overlap ?? 0,
+        last_tick: tick
+          ? { fire_at: iso(tick.fire_at)!, outcome: tick.outcome, run_id: tick.run_id, lateness_seconds: Math.max(0, tick.lateness_ms) / 1000, missed: tick.missed }
+          : null,
+        ticks: ticksOf(row),
+      };
+    });
   }
 
   async next(
@@ -63,41 +74,49 @@ export class SchedulesService {
     const definition = (await this.declared(tenantId, environment, requestId)).find((declared) => declared.name === scheduleName);
     if (!definition) throw notFound(`Schedule "${scheduleName}" of environment "${environmentName}"`);
     const after = query.after === undefined ? Date.now() : Date.parse(query.after);
+    const cron = parseCronExpression(definition.cron);
+    if (typeof cron === 'string') throw new Error(`cron ${JSON.stringify(definition.cron)} is not valid: ${cron}`);
     return {
       name: definition.name,
       cron: definition.cron,
       timezone: definition.timezone,
       paused: environment.schedules_paused,
       after: new Date(after).toISOString(),
-      next: nextFireTimes(parsedCronOf(definition), definition.timezone, after, query.count).map((instant) => new Date(instant).toISOString()),
+      next: nextFireTimes(cron, definition.timezone, after, query.count).map((instant) => new Date(instant).toISOString()),
     };
   }
 
-  /** Sets the flag first (it stops ticks at once), then pauses Temporal's schedules so the Temporal UI agrees. */
-  async pause(tenantId: string, environmentName: string, reason: string | undefined, requestId?: string): Promise<Environment> {
+  /** Sets the flag: from its return on, no tick of the environment makes a run (each is recorded `skipped_paused`). */
+  async pause(tenantId: string, environmentName: string, reason: string | undefined): Promise<Environment> {
     const environment = await this.environments.pauseSchedules(tenantId, environmentName, reason);
     if (!environment) throw notFound(`Environment "${environmentName}"`);
-    await this.setTemporalPaused(tenantId, environment, true, requestId);
     return environment;
   }
 
   /**
-   * Resumes Temporal's schedules first, then clears the flag: until the flag is cleared a
-   * tick still starts nothing, and a failure leaves the environment paused. Temporal does
-   * not make up for ticks missed while paused, so no burst follows.
+   * Clears the flag and, in the same transaction, moves each schedule to its first fire
+   * time after now: the next run is the next tick after the resume, with no catch-up.
    */
-  async resume(tenantId: string, environmentName: string, requestId?: string): Promise<Environment> {
-    const environment = await this.environment(tenantId, environmentName);
-    await this.setTemporalPaused(tenantId, environment, false, requestId);
-    const resumed = await this.environments.resumeSchedules(tenantId, environmentName);
+  async resume(tenantId: string, environmentName: string): Promise<Environment> {
+    const now = new Date();
+    const resumed = await this.environments.resumeSchedules(tenantId, environmentName, (environmentId, session) => this.stored.restartFrom(tenantId, environmentId, now, session));
     if (!resumed) throw notFound(`Environment "${environmentName}"`);
+    await this.loops.changed(this.stored.shardOf(resumed.id));
     return resumed;
   }
 
-  private async setTemporalPaused(tenantId: string, environment: Environment, paused: boolean, requestId?: string): Promise<void> {
-    const names = (await this.declared(tenantId, environment, requestId)).map((definition) => definition.name);
-    const note = paused ? `environment ${environment.name} paused${environment.schedules_paused_reason ? `: ${environment.schedules_paused_reason}` : ''}` : `environment ${environment.name} resumed`;
-    await throughTemporal(() => this.temporal.setPaused(environment.id, names, paused, note));
+  /** Activation, rollback or restore: the environment's stored schedules become `target`; its loop is told. */
+  async reconcile(tenantId: string, environmentId: string, target: ScheduleDefinition[]): Promise<ReconcileSchedulesResult> {
+    const environment = await this.environments.findById(tenantId, environmentId);
+    if (!environment) throw notFound(`Environment ${environmentId}`);
+    const result = await this.stored.reconcile(tenantId, environmentId, target, new Date());
+    if (result.created.length > 0 || result.updated.length > 0) await this.loops.changed(this.stored.shardOf(environmentId));
+    return result;
+  }
+
+  /** The tear-down's step: the environment's stored schedules go. */
+  async removeAll(tenantId: string, environmentId: string): Promise<{ deleted: number }> {
+    return { deleted: await this.stored.deleteAllOf(tenantId, environmentId) };
   }
 
   private async declared(tenantId: string, environment: Environment, requestId?: string): Promise<ScheduleDefinition[]> {

@@ -10,11 +10,11 @@ import {
   searchAttributesOf,
   type DeploymentActivities,
   type DeploymentMemo,
+  type ScheduleTickActivities,
 } from '@envengine/deployment-workflows';
 import { ManifestV1, validateManifest } from '@envengine/manifest-rules';
 import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { ApiError } from '@envengine/service-kit';
-import type { EnvironmentSchedules } from '@envengine/environment-schedules';
 import { recheckStoredColumns } from '../activation/recheck.ts';
 import { scheduleActivities } from './schedule-activities.ts';
 
@@ -38,8 +38,6 @@ export interface DeploymentActivityDeps {
   placement: PlacementClient;
   secrets: SecretsClient;
   temporal: Client;
-  /** The environments' Temporal Schedules, reconciled on activation. */
-  schedules: EnvironmentSchedules;
   taskQueue: string;
   /** Activations are timed here, where they run. */
   metrics: ActivationMetrics;
@@ -58,12 +56,12 @@ function finalIfNotFound(error: unknown): never {
  * is written once under its id, a request to activate is idempotent in effect, the
  * re-check leaves quarantined materializations as they are, the pointer is set to a value.
  */
-export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentActivities {
+export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentActivities & ScheduleTickActivities {
   const { deployments, bundles, materializations, placement, secrets, temporal } = deps;
-  const { reconcileTo, ...tickActivities } = scheduleActivities(deps);
+  const { reconcileTo, ...scheduleSteps } = scheduleActivities(deps);
 
   return {
-    ...tickActivities,
+    ...scheduleSteps,
 
     async validateAndRecord(input) {
       const recorded = await deployments.find(input.tenantId, input.deploymentId);
@@ -148,7 +146,7 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
     const manifest = await deployments.manifest(tenantId, deploymentId);
     const recheck = await recheckStoredColumns(materializations, { tenantId, environmentId, deploymentId, manifest });
     // Before the pointer moves: a failure here fails the activation with the pointer where it was.
-    await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId, []);
+    await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId);
     await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
     return recheck;
   }

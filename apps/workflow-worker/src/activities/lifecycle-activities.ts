@@ -1,13 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { schedulesOfManifest } from '@envengine/contracts';
 import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import {
   environmentActivationsWorkflowId,
   environmentExpiryWorkflowId,
   type EnvironmentLifecycleActivities,
 } from '@envengine/deployment-workflows';
-import type { EnvironmentSchedules } from '@envengine/environment-schedules';
+import type { LegacyTemporalSchedules } from '@envengine/environment-schedules';
 import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { ApiError } from '@envengine/service-kit';
 
@@ -19,7 +18,7 @@ export interface LifecycleActivityDeps {
   placement: PlacementClient;
   secrets: SecretsClient;
   temporal: Client;
-  schedules: EnvironmentSchedules;
+  legacySchedules: LegacyTemporalSchedules;
 }
 
 /**
@@ -27,7 +26,7 @@ export interface LifecycleActivityDeps {
  * was removed is not found again, and a workflow already ended is not an error.
  */
 export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLifecycleActivities {
-  const { deployments, materializations, placement, secrets, temporal, schedules } = deps;
+  const { deployments, materializations, placement, secrets, temporal, legacySchedules } = deps;
 
   async function terminate(workflowId: string, reason: string): Promise<void> {
     try {
@@ -44,14 +43,10 @@ export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLif
       await terminate(environmentExpiryWorkflowId(environmentId), 'environment deleted');
     },
 
-    async deleteEnvironmentSchedules({ tenantId, environmentId, environmentName }) {
-      const environment = await placement.findEnvironment(tenantId, environmentName);
-      // The active manifest's names too: Temporal's listing may not show a schedule made a moment ago.
-      const active = environment?.id === environmentId && environment.active_deployment_id
-        ? schedulesOfManifest(await deployments.manifest(tenantId, environment.active_deployment_id)).map((schedule) => schedule.name)
-        : [];
-      const deleted = await schedules.deleteAll(environmentId, active);
-      return { deleted: deleted.length };
+    async deleteEnvironmentSchedules({ tenantId, environmentId }) {
+      const { deleted } = await placement.removeSchedules(tenantId, environmentId);
+      // A Temporal Schedule of the first design that start-up has not retired yet goes too.
+      return { deleted: deleted + (await legacySchedules.deleteAllOf(environmentId)) };
     },
 
     async removeEnvironmentRuns({ tenantId, environmentId }) {

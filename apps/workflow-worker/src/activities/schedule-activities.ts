@@ -1,22 +1,14 @@
-import { ScheduledRunInput, schedulesOfManifest, type ScheduleDefinition } from '@envengine/contracts';
+import { schedulesOfManifest, type EnvironmentScope as Scope, type ReconcileSchedulesResult, type ScheduleDefinition } from '@envengine/contracts';
 import type { DeploymentRepository } from '@envengine/deployment-data';
-import {
-  SCHEDULED_RUN_WORKFLOW,
-  searchAttributesOf,
-  type DeploymentActivities,
-  type EnvironmentScope,
-} from '@envengine/deployment-workflows';
-import type { EnvironmentSchedules, ReconcileOutcome } from '@envengine/environment-schedules';
-import { isDroppedTick, parseCronExpression, tickKeyOf } from '@envengine/schedule-timing';
+import type { DeploymentActivities, ScheduleTickActivities } from '@envengine/deployment-workflows';
+import type { LegacyTemporalSchedules } from '@envengine/environment-schedules';
 import type { PlacementClient } from '@envengine/service-clients';
-import { ApiError } from '@envengine/service-kit';
+import { ApiError, type Logger } from '@envengine/service-kit';
 import { ApplicationFailure } from '@temporalio/activity';
 
 export interface ScheduleActivityDeps {
   deployments: DeploymentRepository;
   placement: PlacementClient;
-  schedules: EnvironmentSchedules;
-  taskQueue: string;
 }
 
 /** The deployment's schedules as its stored manifest declares them. */
@@ -26,65 +18,64 @@ async function schedulesOf(deployments: DeploymentRepository, tenantId: string, 
 }
 
 /**
- * The schedule side of activation and the activities of a schedule's tick. Reconciling
- * is idempotent (Temporal's schedule ids are the environment's and the schedule's names),
- * and a tick's run is made once per tick by the placement-service, so retries are safe.
+ * The schedule side of activation, and the tick loops' pass. The stored schedules are the
+ * placement-service's (it makes the ticks' runs): an activation hands it the deployment's
+ * schedules, read here from the deployment scope's own records, in one call.
  */
 export function scheduleActivities(deps: ScheduleActivityDeps) {
-  const { deployments, placement, schedules } = deps;
+  const { deployments, placement } = deps;
 
-  /** Makes the environment's schedules those of `deploymentId`; `alsoDelete` names schedules another deployment may have made. */
-  async function reconcileTo(scope: EnvironmentScope, deploymentId: string | null, alsoDelete: string[]): Promise<ReconcileOutcome> {
-    const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
-    if (!environment || environment.id !== scope.environmentId) throw new Error(`environment ${scope.environmentName} does not exist`);
-    // Its tear-down deletes its schedules: none is made again behind it.
-    if (environment.status === 'deleting') throw ApplicationFailure.nonRetryable(`environment ${scope.environmentName} is being deleted`, 'NotFound');
-    const [target, active] = await Promise.all([
-      schedulesOf(deployments, scope.tenantId, deploymentId),
-      schedulesOf(deployments, scope.tenantId, environment.active_deployment_id),
-    ]);
-    return schedules.reconcile(scope, target, {
-      paused: environment.schedules_paused,
-      mayExist: [...active.map((schedule) => schedule.name), ...alsoDelete],
-      now: Date.now(),
-      action: {
-        workflowType: SCHEDULED_RUN_WORKFLOW,
-        taskQueue: deps.taskQueue,
-        searchAttributes: searchAttributesOf(scope),
-        args: (definition): [ScheduledRunInput] => [
-          ScheduledRunInput.parse({ ...scope, schedule: definition.name, job: definition.job, cron: definition.cron, timezone: definition.timezone }),
-        ],
-      },
-    });
+  /** Makes the environment's stored schedules those of `deploymentId` (none for null). */
+  async function reconcileTo(scope: Scope, deploymentId: string | null): Promise<ReconcileSchedulesResult> {
+    const target = await schedulesOf(deployments, scope.tenantId, deploymentId);
+    try {
+      return await placement.reconcileSchedules(scope.tenantId, scope.environmentId, { schedules: target });
+    } catch (error) {
+      // Gone, or its tear-down has begun: no schedule is made again behind it.
+      if (error instanceof ApiError && (error.code === 'not_found' || error.code === 'environment_deleting')) {
+        throw ApplicationFailure.nonRetryable(`environment ${scope.environmentName}: ${error.message}`, 'NotFound');
+      }
+      throw error;
+    }
   }
 
-  const activities: Pick<DeploymentActivities, 'restoreSchedules' | 'startScheduledRun'> = {
-    async restoreSchedules({ failedDeploymentId, ...scope }) {
+  const activities: Pick<DeploymentActivities, 'restoreSchedules'> & ScheduleTickActivities = {
+    async restoreSchedules(scope) {
       const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
-      if (!environment) return;
-      await reconcileTo(scope, environment.active_deployment_id, (await schedulesOf(deployments, scope.tenantId, failedDeploymentId)).map((s) => s.name));
+      if (!environment || environment.id !== scope.environmentId) return;
+      await reconcileTo(scope, environment.active_deployment_id);
     },
 
-    async startScheduledRun(tick) {
-      const instant = Date.parse(tick.scheduledAt);
-      const cron = parseCronExpression(tick.cron);
-      // Validation refused a bad cron before the schedule existed; a tick of one starts nothing.
-      if (typeof cron === 'string' || isDroppedTick(cron, tick.timezone, instant)) return { outcome: 'not_a_fire_time', run_id: null };
-      try {
-        return await placement.startScheduledRun(tick.tenantId, tick.environmentName, {
-          schedule: tick.schedule,
-          job: tick.job,
-          tick: tickKeyOf(instant, tick.timezone),
-          environment_id: tick.environmentId,
-        });
-      } catch (error) {
-        if (!(error instanceof ApiError && error.code === 'not_found')) throw error;
-        // The schedule outlived its environment (a tear-down that raced an activation): it goes now.
-        await schedules.deleteAll(tick.environmentId, [tick.schedule]);
-        return { outcome: 'paused', run_id: null };
-      }
+    tickSchedules({ shard }) {
+      return placement.tickSchedules(shard);
     },
-
   };
   return { ...activities, reconcileTo };
+}
+
+/**
+ * At start-up: Temporal Schedules of the first design (`sched-*`, from a data directory
+ * made before the tick loops) are replaced by stored schedules, then deleted. Each one's
+ * environment gets its active deployment's schedules stored (its pause flag, which both
+ * designs keep on the environment, is untouched); a schedule whose environment is gone is
+ * only deleted. Idempotent: a start cut short does the rest at the next one.
+ */
+export async function retireTemporalSchedules(legacy: LegacyTemporalSchedules, placement: PlacementClient, reconcileTo: (scope: Scope, deploymentId: string | null) => Promise<ReconcileSchedulesResult>, log: Logger): Promise<void> {
+  const { found, unreadable } = await legacy.list();
+  if (found.length === 0 && unreadable.length === 0) return;
+  const environments = new Map<string, Scope>();
+  for (const { input } of found) environments.set(input.environmentId, { tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName });
+  let stored = 0;
+  for (const scope of environments.values()) {
+    const environment = await placement.findEnvironment(scope.tenantId, scope.environmentName);
+    if (!environment || environment.id !== scope.environmentId || environment.status === 'deleting') continue;
+    const result = await reconcileTo(scope, environment.active_deployment_id);
+    stored += result.created.length + result.updated.length;
+  }
+  let deleted = 0;
+  for (const scheduleId of [...found.map((schedule) => schedule.scheduleId), ...unreadable]) if (await legacy.delete(scheduleId)) deleted += 1;
+  log.info(
+    { environments: environments.size, stored, deleted, paused: found.filter((schedule) => schedule.paused).length },
+    'Temporal Schedules of the first design replaced by stored schedules and deleted',
+  );
 }

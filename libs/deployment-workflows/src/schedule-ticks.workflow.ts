@@ -1,0 +1,45 @@
+import { condition, continueAsNew, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { ScheduleTicksInput, type TickShardResult } from '@envengine/contracts';
+import { workflowInput } from './workflow-input.ts';
+import type { ScheduleTickActivities } from './definitions.ts';
+import { schedulesChanged } from './lifecycle-signals.ts';
+
+// A pass answers within its budget (20 s) on a healthy placement-service; a pass that
+// fails is tried again soon, and a loop never gives up (the cap only bounds one call).
+const { tickSchedules } = proxyActivities<ScheduleTickActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
+});
+
+/** The loop looks at its shard at least this often, even with nothing due (a signal lost in flight costs at most this). */
+const MAX_SLEEP_MS = 60_000;
+/** Passes per run of the workflow before it continues as new, keeping its history short. */
+const PASSES_PER_RUN = 200;
+
+/**
+ * `schedule-ticks-<shard>`: one of a fixed number of long-running loops that tick the
+ * stored schedules (DESIGN.md §5). It sleeps on a durable timer until its shard's earliest
+ * fire time, then asks the placement-service for one pass, which ticks every schedule due
+ * then in batches and answers the next earliest time. A change to the shard's schedules
+ * (an activation, a resume) wakes it early by signal. Each pass's size and outcomes are in
+ * its activity's result and in the workflow's memo, in the Temporal UI.
+ */
+export async function scheduleTicks(raw: ScheduleTicksInput): Promise<void> {
+  const input = workflowInput(ScheduleTicksInput, raw, 'scheduleTicks');
+  let changed = false;
+  setHandler(schedulesChanged, () => {
+    changed = true;
+  });
+  let passes = input.passes;
+  for (let pass = 0; pass < PASSES_PER_RUN && !workflowInfo().continueAsNewSuggested; pass++) {
+    changed = false;
+    const result: TickShardResult = await tickSchedules({ shard: input.shard });
+    passes += 1;
+    if (result.ticked > 0) upsertMemo({ passes, last_pass: { ticked: result.ticked, batches: result.batches, outcomes: result.outcomes } });
+    const wait = result.next_due_at === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Date.parse(result.next_due_at) - Date.now());
+    // Due already (a pass cut at its budget, or a schedule due during it): the next pass now.
+    if (wait <= 0 || changed) continue;
+    await condition(() => changed, wait);
+  }
+  await continueAsNew<typeof scheduleTicks>({ shard: input.shard, passes });
+}
