@@ -209,7 +209,7 @@ describe('two replicas of every deployable (a stack of its own)', () => {
       const perTick = await runs
         .aggregate<{ _id: string; count: number }>([
           { $match: { tenant_id: tenant.tenantId, environment_id: environmentId, schedule: /^raced-/ } },
-          { $group: { _id: '$schedule_tick', count: { $sum: 1 } } },
+          { $group: { _id: '$schedule', count: { $sum: 1 } } },
         ])
         .toArray();
       expect(perTick).toHaveLength(40);

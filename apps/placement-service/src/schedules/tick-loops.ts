@@ -19,7 +19,7 @@ export class TickLoops {
   async ensureRunning(): Promise<void> {
     for (let shard = 0; shard < this.shards; shard++) {
       await this.client.workflow.start(SCHEDULE_TICKS_WORKFLOW, {
-        workflowId: scheduleTicksWorkflowId(shard),
+        workflowId: scheduleTicksWorkflowId(shard, this.taskQueue),
         taskQueue: this.taskQueue,
         args: [ScheduleTicksInput.parse({ shard })],
         workflowIdConflictPolicy: 'USE_EXISTING',
@@ -34,7 +34,7 @@ export class TickLoops {
    */
   async changed(shard: number): Promise<void> {
     try {
-      await this.client.workflow.getHandle(scheduleTicksWorkflowId(shard)).signal(SCHEDULES_CHANGED_SIGNAL);
+      await this.client.workflow.getHandle(scheduleTicksWorkflowId(shard, this.taskQueue)).signal(SCHEDULES_CHANGED_SIGNAL);
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) {
         await this.ensureRunning().catch((startError: Error) => this.log.warn({ err: startError.message }, 'could not start the schedule tick loops'));
