@@ -3,17 +3,25 @@ import { z } from 'zod';
 import { integerOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
 import { ENV_OPTION, segment } from './request-body.ts';
 
+/** `run_created 2026-11-26T02:00:00.000Z`, with what was missed before it and its lateness when it was late. */
+function lastTickText(tick: Schedule['last_tick']): string {
+  if (!tick) return '-';
+  const missed = tick.missed > 0 ? ` (${tick.missed} missed before)` : '';
+  const late = tick.outcome === 'late' ? ` ${tick.lateness_seconds.toFixed(0)}s late` : '';
+  return `${tick.outcome} ${tick.fire_at}${late}${missed}`;
+}
+
 export const scheduleCommands: CommandSpec[] = [
   {
     path: ['schedules', 'list'],
-    summary: "list an environment's schedules: cron, zone, paused, next run (UTC), last run, ticks skipped for overlap",
+    summary: "list an environment's schedules: cron, zone, paused, next run (UTC), last run, last tick and its outcome, ticks skipped for overlap",
     options: { ...ENV_OPTION },
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'schedules list');
       const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/schedules`, { data: z.array(Schedule) });
       ctx.out.data(data, () =>
         ctx.out.table(
-          ['NAME', 'JOB', 'CRON', 'TIMEZONE', 'STATE', 'NEXT RUN (UTC)', 'LAST RUN', 'SKIPPED'],
+          ['NAME', 'JOB', 'CRON', 'TIMEZONE', 'STATE', 'NEXT RUN (UTC)', 'LAST RUN', 'LAST TICK', 'SKIPPED'],
           data.map((schedule) => [
             schedule.name,
             schedule.job,
@@ -22,6 +30,7 @@ export const scheduleCommands: CommandSpec[] = [
             schedule.paused ? { text: 'paused', color: 'yellow' } : 'running',
             schedule.next_run_at ?? '-',
             schedule.last_run_id ?? '-',
+            lastTickText(schedule.last_tick),
             String(schedule.skipped_overlap),
           ]),
         ),
