@@ -234,6 +234,10 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect(pool.engine_runners.map((runner) => runner.name)).not.toContain('impostor');
     // The positive control: it is listed, as what its credential makes it.
     expect(pool.workers.find((worker) => worker.name === 'impostor')).toMatchObject({ executor: 'remote', concurrency: 64 });
+    // It leaves at once (a graceful stop): the tests after compare the pool's workers before and after a call,
+    // and a row left to age out would leave between the two.
+    expect((await ownerPool.post('/worker/heartbeat', { worker: impostor, attempts: [], draining: true, stopped: true })).status).toBe(200);
+    expect(PoolStatus.parse((await owner.api.get('/pool')).body.data).workers.map((worker) => worker.name)).not.toContain('impostor');
   });
 
   it("answers another tenant's pool 404 on every route, even with the attempt's own lease", async () => {

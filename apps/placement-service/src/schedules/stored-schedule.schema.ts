@@ -51,7 +51,8 @@ export const storedScheduleSchema = new Schema<StoredScheduleDocument>(
   },
   { versionKey: false, collection: 'schedules', minimize: false },
 );
-// What a tick loop reads: its shard's schedules due first.
-storedScheduleSchema.index({ shard: 1, next_fire_at: 1 }, { partialFilterExpression: { next_fire_at: { $type: 'date' } } });
+// What a tick loop reads: its shard's schedules due first. Not partial: a `$lte` on a date
+// does not imply `$type: 'date'` to the planner, which would scan the collection instead.
+storedScheduleSchema.index({ shard: 1, next_fire_at: 1 });
 // An environment's schedules (the list, reconcile, pause, tear-down).
 storedScheduleSchema.index({ tenant_id: 1, environment_id: 1 });
