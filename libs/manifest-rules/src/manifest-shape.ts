@@ -91,7 +91,8 @@ function stringsOf(value: unknown): string[] {
 export function salvageManifest(input: unknown): ManifestV1 | null {
   try {
     if (!isRecord(input) || !Array.isArray(input['assets'])) return null;
-    const assets = input['assets'].map((element: unknown, index: number) => {
+    // Array.from, not map: a sparse array's holes (never from JSON, but from any caller) become entries too.
+    const assets = Array.from(input['assets'] as unknown[], (element: unknown, index: number) => {
       const parsed = ManifestAsset.safeParse(element);
       if (parsed.success) return parsed.data;
       const raw = isRecord(element) ? element : {};
@@ -103,7 +104,7 @@ export function salvageManifest(input: unknown): ManifestV1 | null {
       };
     });
     const jobs = Array.isArray(input['jobs'])
-      ? input['jobs'].map((element: unknown, index: number) => {
+      ? Array.from(input['jobs'] as unknown[], (element: unknown, index: number) => {
           const parsed = ManifestJob.safeParse(element);
           if (parsed.success) return parsed.data;
           const raw = isRecord(element) ? element : {};
@@ -111,7 +112,7 @@ export function salvageManifest(input: unknown): ManifestV1 | null {
         })
       : undefined;
     const schedules = Array.isArray(input['schedules'])
-      ? input['schedules'].map((element: unknown, index: number) => {
+      ? Array.from(input['schedules'] as unknown[], (element: unknown, index: number) => {
           const parsed = ManifestSchedule.safeParse(element);
           if (parsed.success) return parsed.data;
           const raw = isRecord(element) ? element : {};

@@ -418,3 +418,17 @@ describe('cronExpressionProblem on generated expressions', () => {
     );
   });
 });
+
+describe('validateManifest on sparse arrays (a counterexample fast-check found)', () => {
+  it('reports the holes of assets, jobs and schedules as errors, never throws', () => {
+    const result = validateManifest({ version: 1, assets: [, { key: 'a', binding: 'b', entry: 'a.js', deps: [] }], jobs: [,], schedules: [,] }, {
+      bindings: new Map(),
+      bundleEntries: null,
+      activeManifest: null,
+      strict: false,
+      allowContractChanges: [],
+    });
+    expectWellFormedResult(result);
+    expect(result.errors.length).toBeGreaterThan(0);
+  });
+});
