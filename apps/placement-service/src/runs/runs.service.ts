@@ -56,11 +56,21 @@ export class RunsService {
    * deployment at this moment is the one the run executes against.
    */
   async create(tenantId: string, environmentName: string, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
-    return this.createIn(tenantId, await this.environment(tenantId, environmentName), request, origin, requestId);
+    const { run, attempt } = await this.createIn(tenantId, await this.environment(tenantId, environmentName), request, origin, requestId);
+    return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
   }
 
-  /** `create` for an environment already read (a batch of ticks reads its environments at once). */
-  private async createIn(tenantId: string, environment: Environment, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
+  /**
+   * The run made and dispatched, for an environment already read (a batch of ticks reads
+   * its environments at once); its API view is the caller's to make, a tick needs none.
+   */
+  private async createIn(
+    tenantId: string,
+    environment: Environment,
+    request: CreateRunRequest,
+    origin: RunOrigin,
+    requestId?: string,
+  ): Promise<{ run: RunDocument; attempt: AttemptDocument }> {
     const environmentName = environment.name;
     // A deleting environment is refused inside the run's transaction (the fence a racing delete meets too).
     if (!environment.active_deployment_id) {
@@ -93,7 +103,7 @@ export class RunsService {
     if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
     // The environment's first manual run without a limit: its next ones go through admission stripes.
     if (!striped && origin.trigger === 'manual' && environment.max_concurrent_runs === null) await this.environments.openStripes(tenantId, environment.id);
-    return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
+    return { run, attempt };
   }
 
   /**
@@ -105,8 +115,8 @@ export class RunsService {
   async createForTick(tenantId: string, environment: Environment, tick: { schedule: string; job: string; key: string }): Promise<ScheduledRunResult> {
     const origin: RunOrigin = { trigger: 'schedule', schedule: tick.schedule, tick: tick.key };
     try {
-      const run = await this.createIn(tenantId, environment, CreateRunRequest.parse({ job: tick.job }), origin);
-      return { result: 'created', runId: run.id };
+      const { run } = await this.createIn(tenantId, environment, CreateRunRequest.parse({ job: tick.job }), origin);
+      return { result: 'created', runId: run._id };
     } catch (error) {
       if (error instanceof SchedulesPausedError) return { result: 'paused', runId: null };
       if (error instanceof ApiError && (error.code === 'environment_deleting' || error.code === 'not_found')) return { result: 'paused', runId: null };

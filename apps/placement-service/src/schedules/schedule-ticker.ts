@@ -59,7 +59,11 @@ export class ScheduleTicker {
   private async tickBatch(due: StoredScheduleDocument[]): Promise<Record<ScheduleTickOutcome, number>> {
     const outcomes = noOutcomes();
     const byTenant = new Map<string, StoredScheduleDocument[]>();
-    for (const doc of due) byTenant.set(doc.tenant_id, [...(byTenant.get(doc.tenant_id) ?? []), doc]);
+    for (const doc of due) {
+      const own = byTenant.get(doc.tenant_id);
+      if (own) own.push(doc);
+      else byTenant.set(doc.tenant_id, [doc]);
+    }
     const context = new Map<string, { environments: Map<string, Environment>; unfinished: Map<string, string> }>();
     await Promise.all(
       [...byTenant].map(async ([tenantId, docs]) => {
