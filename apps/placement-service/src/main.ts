@@ -116,7 +116,7 @@ await runInternalService({
     // In the background too: the loops' start waits for Temporal; a second replica's joins the running ones.
     void tickLoops.ensureRunning().catch((error: Error) => log.warn({ err: error.message }, 'could not start the schedule tick loops; the next schedule change or start-up does'));
     const schedules = new SchedulesService(environments, runs, storedSchedules, deployments, tickLoops);
-    const ticker = new ScheduleTicker(storedSchedules, environments, runs, runsService, metrics, log);
+    const ticker = new ScheduleTicker(storedSchedules, runsService, metrics, log);
     const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
 
     const api = placementPublicApi({

@@ -39,6 +39,19 @@ describe('AttemptQueueProducer', { timeout: 10_000 }, () => {
     expect(await producer.counts(tenantAttemptQueue(tenant))).toEqual({ waiting: 2, active: 0 });
   });
 
+  it('adds many attempts in one call, each to its own queue, once each, and checks every payload first', async () => {
+    const [first, second] = [testId('ten'), testId('ten')];
+    const jobs = [attemptJob(first), attemptJob(first), attemptJob(second)];
+    const entries = jobs.map((job) => ({ job, executor: 'remote' as const }));
+    expect(await producer.enqueueMany(entries)).toEqual(jobs.map((job) => job.attempt_id));
+    expect(await producer.enqueueMany(entries)).toEqual(jobs.map((job) => job.attempt_id));
+    expect(await producer.counts(tenantAttemptQueue(first))).toEqual({ waiting: 2, active: 0 });
+    expect(await producer.counts(tenantAttemptQueue(second))).toEqual({ waiting: 1, active: 0 });
+    const third = testId('ten');
+    await expect(producer.enqueueMany([{ job: attemptJob(third), executor: 'remote' }, { job: { ...attemptJob(third), token: 'x' } as AttemptJob, executor: 'remote' }])).rejects.toThrow();
+    expect(await producer.counts(tenantAttemptQueue(third))).toEqual({ waiting: 0, active: 0 });
+  });
+
   it("puts local attempts on the engine's queue, with ids only and no BullMQ retry", async () => {
     const job = attemptJob(testId('ten'));
     await producer.enqueue(job, 'local');

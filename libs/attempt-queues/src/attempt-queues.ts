@@ -93,6 +93,26 @@ export class AttemptQueueProducer {
   }
 
   /**
+   * Adds many attempts' jobs (each checked against `AttemptJob` first): one BullMQ
+   * `addBulk` per queue, the queues at once. Returns the job ids, in order.
+   */
+  async enqueueMany(entries: ReadonlyArray<{ job: AttemptJob; executor: AttemptExecutor }>): Promise<string[]> {
+    const byQueue = new Map<string, Array<{ name: string; data: AttemptJob; opts: { jobId: string; attempts: number; removeOnComplete: boolean; removeOnFail: boolean } }>>();
+    const ids = entries.map(({ job, executor }) => {
+      const data = parseAttemptJob(job);
+      const jobId = attemptJobId(data);
+      const queue = attemptQueueFor(executor, data.tenant_id);
+      const jobs = byQueue.get(queue) ?? [];
+      // The same options as `enqueue`'s, for the same reasons.
+      jobs.push({ name: 'attempt', data, opts: { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true } });
+      byQueue.set(queue, jobs);
+      return jobId;
+    });
+    await Promise.all([...byQueue].map(([queue, jobs]) => this.queue(queue).addBulk(jobs)));
+    return ids;
+  }
+
+  /**
    * Takes a canceled attempt's job out of its queue. True when no worker will get it from
    * the queue (removed now, or not there); false when a worker already holds it (its lock):
    * a job already taken is refused when it starts instead.

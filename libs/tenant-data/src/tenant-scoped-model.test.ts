@@ -21,6 +21,8 @@ describe('TenantScopedModel', () => {
       () => things.findOne({ _id: 'thing_1' }),
       // @ts-expect-error the same for writes
       () => things.updateOne({ _id: 'thing_1' }, { $set: { name: 'x' } }),
+      // @ts-expect-error and for several updates at once
+      () => things.updateEach([{ filter: { _id: 'thing_1' }, update: { $set: { name: 'x' } } }]),
       // @ts-expect-error and for deletes
       () => things.deleteOne({ _id: 'thing_1' }),
       // @ts-expect-error an insert names its tenant as an argument, not inside the document

@@ -136,6 +136,20 @@ export class TenantScopedModel<T extends TenantOwned> {
     ).modifiedCount;
   }
 
+  /**
+   * Several updates of the tenant's documents in one round trip (one `bulkWrite`, in
+   * order); how many documents matched their filter, all told.
+   */
+  async updateEach(tenantId: string, updates: ReadonlyArray<{ filter: TenantFilter<T>; update: UpdateQuery<T> }>, options: WriteOptions = {}): Promise<number> {
+    this.requireTenant(tenantId, 'a query');
+    if (updates.length === 0) return 0;
+    const result = await this.model.bulkWrite(
+      updates.map(({ filter, update }) => ({ updateOne: { filter: this.scoped(tenantId, filter), update } })) as never,
+      { session: options.session, ordered: true },
+    );
+    return result.matchedCount;
+  }
+
   async deleteOne(tenantId: string, filter: TenantFilter<T>, options: WriteOptions = {}): Promise<boolean> {
     return (await this.model.deleteOne(this.scoped(tenantId, filter), { session: options.session })).deletedCount === 1;
   }

@@ -192,9 +192,14 @@ export class EnvironmentRepository {
   }
 
   /** The tenant's environments of these ids, by id (those that exist). */
-  async findByIds(tenantId: string, ids: string[]): Promise<Map<string, Environment>> {
-    const docs = await this.environments.find(tenantId, { _id: { $in: ids } });
+  async findByIds(tenantId: string, ids: string[], session?: ClientSession): Promise<Map<string, Environment>> {
+    const docs = await this.environments.find(tenantId, { _id: { $in: ids } }, { session });
     return new Map(docs.map((doc) => [doc._id, toEnvironment(doc)]));
+  }
+
+  /** A batch of ticks' fence (`admitRun` for many environments at once): the admission count of each that admits scheduled runs, written. */
+  fenceScheduledRuns(tenantId: string, ids: string[], session: ClientSession): Promise<number> {
+    return this.environments.updateMany(tenantId, { _id: { $in: ids }, status: 'active', schedules_paused: false }, { $inc: { run_admissions: 1 } }, { session });
   }
 
   async findById(tenantId: string, id: string): Promise<Environment | undefined> {
@@ -210,20 +215,19 @@ export class EnvironmentRepository {
 
   /**
    * Admits a run inside the caller's transaction: refused while the environment is being
-   * deleted, and for a schedule's run while its schedules are paused. A write is the fence,
-   * so that a pause or a tear-down racing the transaction conflicts with it instead of
+   * deleted. A write is the fence, so that a tear-down racing the transaction conflicts with it instead of
    * passing it unseen (a transaction's reads alone do not conflict with anything): a manual
    * run writes one of the environment's admission stripes, which a tear-down closes all of;
-   * a schedule's run, and any run under a run limit, write the environment's own document
-   * (a pause writes it too; admissions under a limit must take turns). Returns the
-   * environment's run limit, or why the run is refused.
+   * any run under a run limit writes the environment's own document (admissions under a
+   * limit must take turns; a batch of ticks writes it too, `fenceScheduledRuns`). Returns
+   * the environment's run limit, or why the run is refused.
    */
   async admitRun(
     tenantId: string,
     id: string,
-    trigger: 'manual' | 'schedule' | 'slot',
+    trigger: 'manual' | 'slot',
     session: ClientSession,
-  ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }> {
+  ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'missing' }> {
     if (trigger === 'manual') {
       const stripe = await this.stripes.updateOne(tenantId, { _id: `${id}:${randomInt(ADMISSION_STRIPES)}`, open: true }, { $inc: { admitted: 1 } }, { session });
       if (stripe.matched === 1) {
@@ -233,13 +237,13 @@ export class EnvironmentRepository {
     }
     const doc = await this.environments.findOneAndUpdate(
       tenantId,
-      { _id: id, status: 'active', ...(trigger === 'schedule' ? { schedules_paused: false } : {}) },
+      { _id: id, status: 'active' },
       { $inc: { run_admissions: 1 } },
       { session, projection: { max_concurrent_runs: 1 } },
     );
     if (doc) return { admitted: true, maxConcurrentRuns: doc.max_concurrent_runs ?? null, striped: false };
     const current = await this.environments.findOne(tenantId, { _id: id }, { session, projection: { status: 1 } });
-    return { admitted: false, why: !current ? 'missing' : current.status === 'deleting' ? 'deleting' : 'paused' };
+    return { admitted: false, why: current ? 'deleting' : 'missing' };
   }
 
   /**

@@ -81,6 +81,38 @@ export class AttemptDispatcher {
     return true;
   }
 
+  /**
+   * Adds new attempts (a batch of ticks' first attempts) in one go: one `addBulk` per queue
+   * and one write recording the adds per tenant. Local attempts waiting for the runner's
+   * admission ask for it once. When Redis refuses, the attempts stay queued and the
+   * reconciler offers them again.
+   */
+  async dispatchNew(attempts: readonly AttemptDocument[]): Promise<void> {
+    const toQueue = attempts.filter((attempt) => !(this.admission && awaitsRunnerAdmission(attempt)));
+    if (toQueue.length < attempts.length) void this.admission!.request();
+    if (toQueue.length === 0) return;
+    try {
+      await this.queues.enqueueMany(
+        toQueue.map((attempt) => ({
+          job: { attempt_id: attempt._id, run_id: attempt.run_id, tenant_id: attempt.tenant_id, dispatch: attempt.dispatch_seq },
+          executor: attempt.executor,
+        })),
+      );
+    } catch (error) {
+      this.log.warn({ attempts: toQueue.length, err: (error as Error).message }, 'queue adds failed; the reconciler will retry');
+      return;
+    }
+    const byTenant = new Map<string, string[]>();
+    for (const attempt of toQueue) byTenant.set(attempt.tenant_id, [...(byTenant.get(attempt.tenant_id) ?? []), attempt._id]);
+    await Promise.all(
+      [...byTenant].map(([tenantId, ids]) =>
+        this.runs.markNewEnqueued(tenantId, ids).catch((error: Error) => {
+          this.log.warn({ attempts: ids.length, err: error.message }, 'could not record the queue adds; they will be offered again');
+        }),
+      ),
+    );
+  }
+
   /** An attempt the runner's admission gave a slot: added to the queue in the trace of the request that made it. */
   private dispatchAdmitted(attempt: AttemptDocument): Promise<boolean> {
     const made = this.waitingContexts.get(attempt._id);

@@ -47,34 +47,6 @@ export class RunQueries {
     return { queued: count('queued'), running: count('running') };
   }
 
-  /** The run a schedule's tick already made, if any. */
-  async findScheduledRun(tenantId: string, environmentId: string, schedule: string, tick: string): Promise<RunDocument | undefined> {
-    return (await this.runs.findOne(tenantId, { environment_id: environmentId, schedule, schedule_tick: tick })) ?? undefined;
-  }
-
-  /** The schedule's run that is still queued or running, if any (its newest). */
-  async unfinishedScheduledRun(tenantId: string, environmentId: string, schedule: string): Promise<RunDocument | undefined> {
-    const [run] = await this.runs.find(
-      tenantId,
-      { environment_id: environmentId, schedule, status: { $in: ['queued', 'running'] } },
-      { sort: { _id: -1 }, limit: 1 },
-    );
-    return run;
-  }
-
-  /**
-   * The schedules of these environments that have a run still queued or running, as
-   * `<environment id>:<schedule>`, each with that run's id (the overlap rule of a batch of ticks).
-   */
-  async unfinishedScheduledRuns(tenantId: string, environmentIds: string[]): Promise<Map<string, string>> {
-    const runs = await this.runs.find(
-      tenantId,
-      { environment_id: { $in: environmentIds }, schedule: { $type: 'string' }, status: { $in: ['queued', 'running'] } },
-      { projection: { _id: 1, environment_id: 1, schedule: 1 } },
-    );
-    return new Map(runs.map((run) => [`${run.environment_id}:${run.schedule}`, run._id]));
-  }
-
   /** The newest run of each named schedule of the environment. */
   async lastScheduledRuns(tenantId: string, environmentId: string, schedules: string[]): Promise<Map<string, string>> {
     const last = await Promise.all(

@@ -15,9 +15,9 @@ export interface SlotFence {
   admitRun(
     tenantId: string,
     environmentId: string,
-    trigger: 'manual' | 'schedule' | 'slot',
+    trigger: 'manual' | 'slot',
     session: ClientSession,
-  ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'paused' | 'missing' }>;
+  ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'missing' }>;
   /** The environment's run limit as the transaction sees it; null for none. */
   limitOf(tenantId: string, environmentId: string, session: ClientSession): Promise<number | null>;
 }

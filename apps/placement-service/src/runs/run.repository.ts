@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientSession, Connection } from 'mongoose';
-import type { Executor, FinishAttemptRequest, QuotaLimits, RunOrigin, RunStatus, RunTrigger, WorkerIdentity } from '@envengine/contracts';
+import type { Executor, FinishAttemptRequest, QuotaLimits, RunStatus, RunTrigger, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, notFound, quotaExceeded } from '@envengine/service-kit';
 import { inTransaction, type TenantQuotas } from '@envengine/tenant-data';
@@ -8,6 +8,7 @@ import type { RunAssetSpec } from './run-plan.ts';
 import { leaseSuperseded, newAttempt } from './attempt-records.ts';
 import { RunQueries } from './run-queries.ts';
 import { RunSlots, type SlotFence } from './run-slots.ts';
+import { ScheduledRunBatch, type TickBatchFence } from './scheduled-run-batch.ts';
 import { RunnerShares, type RunnerSharePolicy } from './runner-shares.ts';
 import type { AttemptAssetDocument, AttemptDocument, RunDocument } from './run.schema.ts';
 
@@ -25,7 +26,6 @@ export interface LeaseCheck {
 export interface NewRun {
   environment: { id: string; name: string; executor: Executor };
   deployment: { id: string; bundle_ref: string };
-  origin: RunOrigin;
   job: string | null;
   assets: RunAssetSpec[];
   maxAttempts: number;
@@ -33,7 +33,7 @@ export interface NewRun {
 }
 
 /** What run transactions need of the environment they belong to. */
-export interface EnvironmentFences extends SlotFence {
+export interface EnvironmentFences extends SlotFence, TickBatchFence {
   /** The environment's executor now, where a retry is placed. */
   executorOf(tenantId: string, environmentId: string, session: ClientSession): Promise<Executor | undefined>;
   /** Marks it `deleting` (false when it is not active, or, with `expiredBy`, when its TTL has not lapsed by then). */
@@ -50,13 +50,6 @@ export interface EnvironmentFences extends SlotFence {
 export class EnvironmentDeletingError extends Error {
   constructor() {
     super('the environment is being deleted');
-  }
-}
-
-/** A schedule's tick that reached the run's transaction after its environment's schedules were paused. */
-export class SchedulesPausedError extends Error {
-  constructor() {
-    super('the environment\'s schedules are paused');
   }
 }
 
@@ -96,6 +89,8 @@ const UNFINISHED_ASSETS = [{ 'unfinished.status': { $in: ['pending', 'running'] 
  */
 export class RunRepository extends RunQueries {
   readonly slots: RunSlots;
+  /** Runs of a batch of ticks, made in one transaction. */
+  readonly scheduledRuns: ScheduledRunBatch;
   private readonly shares: RunnerShares;
 
   /**
@@ -110,6 +105,7 @@ export class RunRepository extends RunQueries {
   ) {
     super(connection);
     this.slots = new RunSlots(this.runs, this.attempts, environments);
+    this.scheduledRuns = new ScheduledRunBatch(this.runs, this.attempts, environments, quotas);
     this.shares = new RunnerShares(connection, this.attempts);
   }
 
@@ -140,9 +136,9 @@ export class RunRepository extends RunQueries {
       environment_name: input.environment.name,
       deployment_id: input.deployment.id,
       bundle_ref: input.deployment.bundle_ref,
-      trigger: input.origin.trigger,
-      schedule: input.origin.schedule,
-      schedule_tick: input.origin.tick,
+      trigger: 'manual',
+      schedule: null,
+      schedule_tick: null,
       job: input.job,
       assets: input.assets,
       status: 'queued',
@@ -157,12 +153,11 @@ export class RunRepository extends RunQueries {
     };
     // Behind the tenant's quota document: the queued-run counts below see every admission that committed before.
     return this.quotas.admission(tenantId, async (session, limits) => {
-      // The pause flag and the environment's status read in the same transaction as the
-      // insert, through a write: a pause or a tear-down that has returned admits no run
-      // after it (it waits for, or aborts, this transaction).
-      const admission = await this.environments.admitRun(tenantId, input.environment.id, input.origin.trigger, session);
+      // The environment's status read in the same transaction as the insert, through a
+      // write: a tear-down that has returned admits no run after it (it waits for, or
+      // aborts, this transaction).
+      const admission = await this.environments.admitRun(tenantId, input.environment.id, 'manual', session);
       if (!admission.admitted) {
-        if (admission.why === 'paused') throw new SchedulesPausedError();
         if (admission.why === 'deleting') throw new EnvironmentDeletingError();
         throw notFound(`Environment "${input.environment.name}"`);
       }
@@ -199,6 +194,11 @@ export class RunRepository extends RunQueries {
 
   async markEnqueued(tenantId: string, attemptId: string, dispatchSeq: number): Promise<void> {
     await this.attempts.updateOne(tenantId, { _id: attemptId, status: 'queued', dispatch_seq: dispatchSeq }, { $set: { enqueued_at: new Date() } });
+  }
+
+  /** Records the queue add of new attempts (first dispatch) still queued. */
+  async markNewEnqueued(tenantId: string, attemptIds: string[]): Promise<void> {
+    await this.attempts.updateMany(tenantId, { _id: { $in: attemptIds }, status: 'queued', dispatch_seq: 0 }, { $set: { enqueued_at: new Date() } });
   }
 
   /**

@@ -9,7 +9,7 @@ export function runsRouter(runs: RunsService): Router {
 
   mountEndpoint(router, PublicApi.createRun, async ({ tenantId, params, body, requestId }) => ({
     status: 201,
-    data: await runs.create(tenantId, params.name, body, { trigger: 'manual', schedule: null, tick: null }, requestId),
+    data: await runs.create(tenantId, params.name, body, requestId),
   }));
 
   mountEndpoint(router, PublicApi.listRuns, async ({ tenantId, params, query }) => ({ data: await runs.list(tenantId, params.name, query) }));

@@ -6,24 +6,18 @@ import {
   type Run,
   type RunListQuery,
   type RunLogLine,
-  type RunOrigin,
 } from '@envengine/contracts';
 import type { DeploymentClient } from '@envengine/service-clients';
-import { ApiError, environmentDeleting, isDuplicateKeyError, notFound, TtlCache } from '@envengine/service-kit';
+import { ApiError, environmentDeleting, notFound, TtlCache } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import { planRun, type RunManifest } from './run-plan.ts';
 import type { AttemptLogRepository } from './attempt-log.repository.ts';
 import { toRun } from './run-mappers.ts';
-import { EnvironmentDeletingError, SchedulesPausedError, type RunRepository } from './run.repository.ts';
+import { EnvironmentDeletingError, type RunRepository } from './run.repository.ts';
+import type { TickBatchHooks, TickRunOutcome, TickRunPlan, TickRunRequest } from './scheduled-run-batch.ts';
 import type { WorkerRegistry } from './worker-registry.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
-
-/** What became of a tick's run: made (now, or by an earlier pass of the same tick), refused by the pause, or by a quota. */
-export interface ScheduledRunResult {
-  result: 'created' | 'paused' | 'quota';
-  runId: string | null;
-}
 
 export interface RunsServiceOptions {
   /** Whether the queue can take an add now; a run is not created while it cannot. */
@@ -52,26 +46,11 @@ export class RunsService {
   ) {}
 
   /**
-   * One path for every run (manual now, scheduled later): the environment's active
-   * deployment at this moment is the one the run executes against.
+   * A manual run: the environment's active deployment at this moment is the one it
+   * executes against. (A schedule's ticks make theirs in batches: `createForTicks`.)
    */
-  async create(tenantId: string, environmentName: string, request: CreateRunRequest, origin: RunOrigin, requestId?: string): Promise<Run> {
-    const { run, attempt } = await this.createIn(tenantId, await this.environment(tenantId, environmentName), request, origin, requestId);
-    return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
-  }
-
-  /**
-   * The run made and dispatched, for an environment already read (a batch of ticks reads
-   * its environments at once); its API view is the caller's to make, a tick needs none.
-   */
-  private async createIn(
-    tenantId: string,
-    environment: Environment,
-    request: CreateRunRequest,
-    origin: RunOrigin,
-    requestId?: string,
-  ): Promise<{ run: RunDocument; attempt: AttemptDocument }> {
-    const environmentName = environment.name;
+  async create(tenantId: string, environmentName: string, request: CreateRunRequest, requestId?: string): Promise<Run> {
+    const environment = await this.environment(tenantId, environmentName);
     // A deleting environment is refused inside the run's transaction (the fence a racing delete meets too).
     if (!environment.active_deployment_id) {
       throw new ApiError('no_active_deployment', `Environment "${environmentName}" has no active deployment; deploy one first.`);
@@ -88,7 +67,6 @@ export class RunsService {
       .create(tenantId, {
         environment: { id: environment.id, name: environment.name, executor: environment.executor },
         deployment: { id: spec.id, bundle_ref: spec.bundle_ref },
-        origin,
         job: plan.job,
         assets: plan.assets,
         maxAttempts: request.max_attempts,
@@ -97,37 +75,42 @@ export class RunsService {
       .catch((error: unknown) => {
         throw error instanceof EnvironmentDeletingError ? environmentDeleting(environmentName) : error;
       });
-    this.options.metrics.runsStarted.inc({ trigger: origin.trigger });
+    this.options.metrics.runsStarted.inc({ trigger: 'manual' });
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
     // A run waiting for a slot goes on its queue when an earlier run ends.
     if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
-    // The environment's first manual run without a limit: its next ones go through admission stripes.
-    if (!striped && origin.trigger === 'manual' && environment.max_concurrent_runs === null) await this.environments.openStripes(tenantId, environment.id);
-    return { run, attempt };
+    // The environment's first run without a limit: its next ones go through admission stripes.
+    if (!striped && environment.max_concurrent_runs === null) await this.environments.openStripes(tenantId, environment.id);
+    return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
   }
 
   /**
-   * A schedule's tick's run: the same path as a manual run, with the tick as its origin.
-   * The environment's pause flag is checked again inside the run's transaction (a pause
-   * that has returned admits no tick after it), and a tick that already has its run (a
-   * retried pass of the tick loop, two replicas) gets that run, never a second one.
+   * A batch of one tenant's ticks turned into runs (`ScheduledRunBatch`: one transaction,
+   * every fence of a run's creation held), then their first attempts added to their queues
+   * in one go. Each run executes the environment's active deployment as the transaction
+   * reads it; a deployment's manifest is asked of the deployment scope once, however many
+   * ticks run it.
    */
-  async createForTick(tenantId: string, environment: Environment, tick: { schedule: string; job: string; key: string }): Promise<ScheduledRunResult> {
-    const origin: RunOrigin = { trigger: 'schedule', schedule: tick.schedule, tick: tick.key };
-    try {
-      const { run } = await this.createIn(tenantId, environment, CreateRunRequest.parse({ job: tick.job }), origin);
-      return { result: 'created', runId: run._id };
-    } catch (error) {
-      if (error instanceof SchedulesPausedError) return { result: 'paused', runId: null };
-      if (error instanceof ApiError && (error.code === 'environment_deleting' || error.code === 'not_found')) return { result: 'paused', runId: null };
-      // The queue is full: this tick's run is not made, nor kept to make later (a backlog is what the quota bounds).
-      if (error instanceof ApiError && (error.code === 'queued_runs_quota_exceeded' || error.code === 'queued_runs_per_environment_quota_exceeded')) {
-        return { result: 'quota', runId: null };
-      }
-      if (!isDuplicateKeyError(error)) throw error;
-      const earlier = await this.runs.findScheduledRun(tenantId, environment.id, tick.schedule, tick.key);
-      return { result: 'created', runId: earlier?._id ?? null };
+  async createForTicks(tenantId: string, ticks: readonly TickRunRequest[], hooks: Pick<TickBatchHooks, 'stillDue' | 'record'>): Promise<Map<string, TickRunOutcome>> {
+    if (!this.options.queueReady()) throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; the ticks wait for it.');
+    const { outcomes, attempts } = await this.runs.scheduledRuns.create(tenantId, ticks, { ...hooks, planOf: (environment, job) => this.tickPlanOf(tenantId, environment, job) });
+    if (attempts.length > 0) {
+      this.options.metrics.runsStarted.inc({ trigger: 'schedule' }, attempts.length);
+      // Stored first; if the adds fail the runs are still queued and the reconciler delivers them.
+      await this.dispatcher.dispatchNew(attempts.filter((attempt) => !attempt.waiting_for_slot));
     }
+    return outcomes;
+  }
+
+  private async tickPlanOf(tenantId: string, environment: Environment, job: string): Promise<TickRunPlan> {
+    const deploymentId = environment.active_deployment_id;
+    const spec = deploymentId === null ? undefined : await this.runSpecs.get(`${tenantId}/${deploymentId}`, () => this.deployments.runSpec(tenantId, deploymentId));
+    // Activation stores a deployment's schedules only once it is active, and a schedule names a job of its manifest.
+    if (!spec) throw new Error(`environment ${environment.id} has a schedule but no active deployment`);
+    const request = CreateRunRequest.parse({ job });
+    const plan = planRun(spec.manifest as RunManifest, { job });
+    if (!plan.ok) throw new Error(`the active deployment of environment ${environment.id} has no job "${job}" for its schedule`);
+    return { deployment: { id: spec.id, bundle_ref: spec.bundle_ref }, job: plan.job, assets: plan.assets, maxAttempts: request.max_attempts, timeoutSeconds: request.timeout_seconds ?? null };
   }
 
   async list(tenantId: string, environmentName: string, query: RunListQuery): Promise<Run[]> {

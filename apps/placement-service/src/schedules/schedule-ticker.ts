@@ -1,37 +1,45 @@
-import { LATE_TICK_MS, ScheduleTickOutcome, type Environment, type TickShardResult } from '@envengine/contracts';
-import { parseCronExpression, planTick, tickKeyOf } from '@envengine/schedule-timing';
+import { LATE_TICK_MS, ScheduleTickOutcome, type TickShardResult } from '@envengine/contracts';
+import { parseCronExpression, planTick, tickKeyOf, type TickPlan } from '@envengine/schedule-timing';
 import type { Logger } from '@envengine/service-kit';
 import type { PlacementMetrics } from '@envengine/service-metrics';
-import type { EnvironmentRepository } from '../environments/environment.repository.ts';
-import type { RunRepository } from '../runs/run.repository.ts';
 import type { RunsService } from '../runs/runs.service.ts';
+import type { TickRunOutcome, TickRunRequest } from '../runs/scheduled-run-batch.ts';
 import type { StoredScheduleDocument, StoredTick } from './stored-schedule.schema.ts';
-import type { StoredSchedulesRepository } from './stored-schedules.repository.ts';
+import type { StoredSchedulesRepository, TickRecord } from './stored-schedules.repository.ts';
 
 /** Schedules read per batch of a pass. */
 const BATCH = 500;
-/** Ticks of one batch turned into runs at once. */
-const CONCURRENCY = 16;
+/** Tenants' parts of a batch turned into runs at once (each one transaction). */
+const CONCURRENCY = 8;
 /** A pass stops taking new batches after this long, so the activity answers well inside its timeout (the loop calls again at once). */
 const PASS_BUDGET_MS = 20_000;
+/** A tenant's ticks that failed (Redis or MongoDB refused) are tried again after this long, not at once. */
+const FAILED_RETRY_MS = 5_000;
 
 const noOutcomes = (): Record<ScheduleTickOutcome, number> =>
   Object.fromEntries(ScheduleTickOutcome.options.map((outcome) => [outcome, 0])) as Record<ScheduleTickOutcome, number>;
 
+/** A due schedule's tick, planned: which fire time it is for, the next one, and how many it missed. */
+interface PlannedTick {
+  doc: StoredScheduleDocument;
+  dueAt: Date;
+  plan: TickPlan;
+  request: TickRunRequest;
+}
+
 /**
  * Ticks a shard's due schedules (DESIGN.md §5 "Schedules"): one pass reads the schedules
- * due now in batches, with their environments and their schedules' unfinished runs read
- * once per batch, and for each applies the catch-up rule (`planTick`), the pause and the
- * overlap rule, makes the tick's run through the run path, and records the tick with the
- * fire time it was due at as the precondition. A pass retried after a crash, or a shard
- * ticked by two replicas at once, makes no tick twice: the run is unique per (schedule,
- * tick) and the record is written once.
+ * due now in batches of 500; each batch applies the catch-up rule (`planTick`) and turns
+ * each tenant's part of it into runs in one transaction (`RunsService.createForTicks`:
+ * pause, overlap and quotas applied inside it, the ticks recorded inside it with the fire
+ * time they were due at as the precondition), then adds their attempts with one `addBulk`
+ * per queue. A pass retried after a crash, or a shard ticked by two replicas at once,
+ * makes no tick twice. A tenant's part that fails is left due and tried again shortly;
+ * the other tenants' ticks go on.
  */
 export class ScheduleTicker {
   constructor(
     private readonly schedules: StoredSchedulesRepository,
-    private readonly environments: EnvironmentRepository,
-    private readonly runs: RunRepository,
     private readonly runsService: RunsService,
     private readonly metrics: PlacementMetrics,
     private readonly log: Logger,
@@ -41,82 +49,123 @@ export class ScheduleTicker {
     if (!Number.isInteger(shard) || shard < 0 || shard >= this.schedules.shardCount) throw new Error(`shard ${shard} is not one of 0..${this.schedules.shardCount - 1}`);
     const started = Date.now();
     const outcomes = noOutcomes();
+    const failed: string[] = [];
     let ticked = 0;
     let batches = 0;
     while (Date.now() - started < PASS_BUDGET_MS) {
-      const due = await this.schedules.due(shard, new Date(), BATCH);
+      const due = await this.schedules.due(shard, new Date(), BATCH, failed);
       if (due.length === 0) break;
       batches += 1;
-      for (const [outcome, count] of Object.entries(await this.tickBatch(due))) outcomes[outcome as ScheduleTickOutcome] += count;
-      ticked += due.length;
+      const batch = await this.tickBatch(due);
+      for (const [outcome, count] of Object.entries(batch.outcomes)) outcomes[outcome as ScheduleTickOutcome] += count;
+      failed.push(...batch.failed);
+      ticked += due.length - batch.failed.length;
     }
-    const next = await this.schedules.earliestDue(shard);
-    if (ticked > 0) this.log.info({ shard, ticked, batches, outcomes }, 'schedules ticked');
+    let next = await this.schedules.earliestDue(shard, failed);
+    if (failed.length > 0) {
+      const retryAt = new Date(Date.now() + FAILED_RETRY_MS);
+      if (next === null || next > retryAt) next = retryAt;
+    }
+    if (ticked > 0 || failed.length > 0) this.log.info({ shard, ticked, batches, outcomes, failed: failed.length }, 'schedules ticked');
     return { shard, ticked, batches, outcomes, next_due_at: next?.toISOString() ?? null };
   }
 
-  /** One batch: environments and unfinished runs read once per tenant, then each tick. */
-  private async tickBatch(due: StoredScheduleDocument[]): Promise<Record<ScheduleTickOutcome, number>> {
+  /** One batch: each tenant's part in one transaction, a few tenants at once; the outcomes, and the schedules of parts that failed. */
+  private async tickBatch(due: StoredScheduleDocument[]): Promise<{ outcomes: Record<ScheduleTickOutcome, number>; failed: string[] }> {
     const outcomes = noOutcomes();
-    const byTenant = new Map<string, StoredScheduleDocument[]>();
+    const failed: string[] = [];
+    const now = Date.now();
+    const byTenant = new Map<string, PlannedTick[]>();
     for (const doc of due) {
+      const planned = plannedTick(doc, now);
       const own = byTenant.get(doc.tenant_id);
-      if (own) own.push(doc);
-      else byTenant.set(doc.tenant_id, [doc]);
+      if (own) own.push(planned);
+      else byTenant.set(doc.tenant_id, [planned]);
     }
-    const context = new Map<string, { environments: Map<string, Environment>; unfinished: Map<string, string> }>();
-    await Promise.all(
-      [...byTenant].map(async ([tenantId, docs]) => {
-        const environmentIds = [...new Set(docs.map((doc) => doc.environment_id))];
-        const [environments, unfinished] = await Promise.all([this.environments.findByIds(tenantId, environmentIds), this.runs.unfinishedScheduledRuns(tenantId, environmentIds)]);
-        context.set(tenantId, { environments, unfinished });
-      }),
-    );
+    const parts = [...byTenant];
     let next = 0;
     const worker = async () => {
-      while (next < due.length) {
-        const doc = due[next++]!;
-        const { environments, unfinished } = context.get(doc.tenant_id)!;
-        const recorded = await this.tick(doc, environments.get(doc.environment_id), unfinished.get(`${doc.environment_id}:${doc.name}`));
-        if (!recorded) continue;
-        outcomes[recorded.outcome] += 1;
-        outcomes.missed += recorded.missed;
+      while (next < parts.length) {
+        const [tenantId, ticks] = parts[next++]!;
+        try {
+          for (const tick of await this.tickTenant(tenantId, ticks)) {
+            outcomes[tick.outcome] += 1;
+            outcomes.missed += tick.missed;
+            this.metrics.scheduleTicks.inc({ outcome: tick.outcome });
+            if (tick.missed > 0) this.metrics.scheduleTicks.inc({ outcome: 'missed' }, tick.missed);
+          }
+        } catch (error) {
+          this.log.warn({ tenant_id: tenantId, ticks: ticks.length, err: (error as Error).message }, 'a tenant\'s ticks failed; they stay due and are tried again shortly');
+          failed.push(...ticks.map((tick) => tick.doc._id));
+        }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, due.length) }, worker));
-    return outcomes;
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, parts.length) }, worker));
+    return { outcomes, failed };
   }
 
-  /** One schedule's tick; the tick as recorded, or null when another pass recorded it (or its environment is gone). */
-  private async tick(doc: StoredScheduleDocument, environment: Environment | undefined, unfinishedRunId: string | undefined): Promise<StoredTick | null> {
-    if (!environment) {
-      // Its environment is gone (a tear-down that raced an activation): nothing to tick.
-      await this.schedules.removeOrphan(doc);
-      return null;
-    }
-    const dueAt = doc.next_fire_at!;
-    const cron = parseCronExpression(doc.cron);
-    if (typeof cron === 'string') throw new Error(`schedule ${doc._id} has a cron that is not valid: ${cron}`);
-    const now = Date.now();
-    const plan = planTick(cron, doc.timezone, dueAt.getTime(), now);
-    let outcome: StoredTick['outcome'];
-    let runId: string | null = null;
-    if (environment.schedules_paused || environment.status === 'deleting') {
-      outcome = 'skipped_paused';
-    } else if (unfinishedRunId !== undefined) {
-      outcome = 'skipped_overlap';
-      runId = unfinishedRunId;
-    } else {
-      const made = await this.runsService.createForTick(doc.tenant_id, environment, { schedule: doc.name, job: doc.job, key: tickKeyOf(plan.fireAt, doc.timezone) });
-      runId = made.runId;
-      outcome = made.result === 'paused' ? 'skipped_paused' : made.result === 'quota' ? 'skipped_quota' : Date.now() - plan.fireAt > LATE_TICK_MS ? 'late' : 'run_created';
-    }
-    const recordedAt = new Date();
-    const tick: StoredTick = { fire_at: new Date(plan.fireAt), outcome, run_id: runId, lateness_ms: recordedAt.getTime() - plan.fireAt, missed: plan.missed, recorded_at: recordedAt };
-    const recorded = await this.schedules.recordTick(doc, { dueAt, nextFireAt: plan.nextFireAt === null ? null : new Date(plan.nextFireAt), tick });
-    if (!recorded) return null;
-    this.metrics.scheduleTicks.inc({ outcome });
-    if (plan.missed > 0) this.metrics.scheduleTicks.inc({ outcome: 'missed' }, plan.missed);
-    return tick;
+  /** One tenant's part of a batch: its runs made and its ticks recorded in one transaction; the ticks as recorded (none for a tick another pass recorded). */
+  private async tickTenant(tenantId: string, ticks: PlannedTick[]): Promise<StoredTick[]> {
+    const byId = new Map(ticks.map((tick) => [tick.doc._id, tick]));
+    let recorded: StoredTick[] = [];
+    await this.runsService.createForTicks(
+      tenantId,
+      ticks.map((tick) => tick.request),
+      {
+        stillDue: (session) => this.schedules.stillDue(tenantId, ticks.map((tick) => ({ id: tick.doc._id, dueAt: tick.dueAt })), session),
+        record: async (results, session) => {
+          const recordedAt = new Date();
+          const records: TickRecord[] = [];
+          const orphans: string[] = [];
+          for (const [id, result] of results) {
+            const { dueAt, plan } = byId.get(id)!;
+            if (result.result === 'gone') {
+              orphans.push(id);
+              continue;
+            }
+            const tick: StoredTick = {
+              fire_at: new Date(plan.fireAt),
+              outcome: outcomeOf(result, recordedAt.getTime() - plan.fireAt),
+              run_id: result.result === 'created' || result.result === 'overlap' ? result.runId : null,
+              lateness_ms: recordedAt.getTime() - plan.fireAt,
+              missed: plan.missed,
+              recorded_at: recordedAt,
+            };
+            records.push({ id, dueAt, nextFireAt: plan.nextFireAt === null ? null : new Date(plan.nextFireAt), tick });
+          }
+          await this.schedules.recordTicks(tenantId, records, orphans, session);
+          // Kept for after the commit: a transaction run again replaces it.
+          recorded = records.map((record) => record.tick);
+        },
+      },
+    );
+    return recorded;
+  }
+}
+
+/** The schedule's tick as the catch-up rule plans it at `now`. */
+function plannedTick(doc: StoredScheduleDocument, now: number): PlannedTick {
+  const dueAt = doc.next_fire_at!;
+  const cron = parseCronExpression(doc.cron);
+  if (typeof cron === 'string') throw new Error(`schedule ${doc._id} has a cron that is not valid: ${cron}`);
+  const plan = planTick(cron, doc.timezone, dueAt.getTime(), now);
+  return {
+    doc,
+    dueAt,
+    plan,
+    request: { scheduleId: doc._id, environmentId: doc.environment_id, schedule: doc.name, job: doc.job, key: tickKeyOf(plan.fireAt, doc.timezone) },
+  };
+}
+
+function outcomeOf(result: Exclude<TickRunOutcome, { result: 'gone' }>, latenessMs: number): StoredTick['outcome'] {
+  switch (result.result) {
+    case 'created':
+      return latenessMs > LATE_TICK_MS ? 'late' : 'run_created';
+    case 'overlap':
+      return 'skipped_overlap';
+    case 'paused':
+      return 'skipped_paused';
+    case 'quota':
+      return 'skipped_quota';
   }
 }

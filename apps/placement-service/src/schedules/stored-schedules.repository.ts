@@ -21,6 +21,8 @@ export function firstFireAfter(definition: Pick<ScheduleDefinition, 'cron' | 'ti
 
 /** What a tick records, applied only if the schedule is still due at the time the tick was for. */
 export interface TickRecord {
+  /** The stored schedule's id. */
+  id: string;
   dueAt: Date;
   nextFireAt: Date | null;
   tick: StoredTick;
@@ -28,8 +30,8 @@ export interface TickRecord {
 
 /**
  * The stored schedules of every environment: made to match the active deployment's
- * manifest on activation, read by the tick loops, advanced one tick at a time with the
- * fire time they were due at as the precondition (a tick retried, or ticked by two
+ * manifest on activation, read by the tick loops, advanced a batch of ticks at a time, each
+ * with the fire time it was due at as the precondition (a tick retried, or ticked by two
  * replicas at once, is recorded once).
  */
 export class StoredSchedulesRepository {
@@ -117,34 +119,50 @@ export class StoredSchedulesRepository {
     return this.schedules.deleteMany(tenantId, { environment_id: environmentId });
   }
 
-  /** The shard's schedules due at `now`, earliest first, at most `limit` (background: the tick loop). */
-  due(shard: number, now: Date, limit: number): Promise<StoredScheduleDocument[]> {
-    return this.schedules.findAcrossTenants({ shard, next_fire_at: { $lte: now } }, { sort: { next_fire_at: 1 }, limit });
+  /** The shard's schedules due at `now`, earliest first, at most `limit`, but for those `excluded` (background: the tick loop). */
+  due(shard: number, now: Date, limit: number, excluded: readonly string[] = []): Promise<StoredScheduleDocument[]> {
+    return this.schedules.findAcrossTenants(
+      { shard, next_fire_at: { $lte: now }, ...(excluded.length > 0 ? { _id: { $nin: excluded } } : {}) },
+      { sort: { next_fire_at: 1 }, limit },
+    );
   }
 
-  /** The shard's earliest stored fire time, or null when none is stored. */
-  async earliestDue(shard: number): Promise<Date | null> {
-    const [first] = await this.schedules.findAcrossTenants({ shard, next_fire_at: { $type: 'date' } }, { sort: { next_fire_at: 1 }, limit: 1, projection: { next_fire_at: 1 } });
+  /** The shard's earliest stored fire time but for the schedules `excluded`, or null when none is stored. */
+  async earliestDue(shard: number, excluded: readonly string[] = []): Promise<Date | null> {
+    const [first] = await this.schedules.findAcrossTenants(
+      { shard, next_fire_at: { $type: 'date' }, ...(excluded.length > 0 ? { _id: { $nin: excluded } } : {}) },
+      { sort: { next_fire_at: 1 }, limit: 1, projection: { next_fire_at: 1 } },
+    );
     return first?.next_fire_at ?? null;
   }
 
-  /**
-   * Records a tick and moves the schedule to its next fire time, only if it is still due at
-   * `dueAt`: false when another pass recorded it first (then it is not counted again).
-   */
-  async recordTick(doc: StoredScheduleDocument, record: TickRecord): Promise<boolean> {
-    const increments: Partial<Record<`ticks.${ScheduleTickOutcome}`, number>> = { [`ticks.${record.tick.outcome}`]: 1 };
-    if (record.tick.missed > 0) increments['ticks.missed'] = record.tick.missed;
-    const { matched } = await this.schedules.updateOne(
-      doc.tenant_id,
-      { _id: doc._id, next_fire_at: record.dueAt },
-      { $set: { next_fire_at: record.nextFireAt, last_tick: record.tick, updated_at: record.tick.recorded_at }, $inc: increments },
-    );
-    return matched === 1;
+  /** Of these schedules, the ids of those still due at the time given for each, read in the caller's transaction. */
+  async stillDue(tenantId: string, schedules: ReadonlyArray<{ id: string; dueAt: Date }>, session: ClientSession): Promise<Set<string>> {
+    const current = await this.schedules.find(tenantId, { _id: { $in: schedules.map((schedule) => schedule.id) } }, { projection: { _id: 1, next_fire_at: 1 }, session });
+    const stored = new Map(current.map((doc) => [doc._id, doc.next_fire_at?.getTime()]));
+    return new Set(schedules.filter((schedule) => stored.get(schedule.id) === schedule.dueAt.getTime()).map((schedule) => schedule.id));
   }
 
-  /** Removes a schedule whose environment is gone (a tear-down that raced an activation). */
-  async removeOrphan(doc: StoredScheduleDocument): Promise<void> {
-    await this.schedules.deleteOne(doc.tenant_id, { _id: doc._id, environment_id: doc.environment_id });
+  /**
+   * Records ticks and moves each schedule to its next fire time, in the caller's transaction
+   * (the one that made the ticks' runs), each only if it is still due at `dueAt`; removes
+   * the schedules whose environment is gone. A record whose schedule moved meanwhile fails
+   * the transaction, which is then run again with that in view: no tick is counted twice.
+   */
+  async recordTicks(tenantId: string, records: readonly TickRecord[], orphans: readonly string[], session: ClientSession): Promise<void> {
+    const matched = await this.schedules.updateEach(
+      tenantId,
+      records.map((record) => {
+        const increments: Partial<Record<`ticks.${ScheduleTickOutcome}`, number>> = { [`ticks.${record.tick.outcome}`]: 1 };
+        if (record.tick.missed > 0) increments['ticks.missed'] = record.tick.missed;
+        return {
+          filter: { _id: record.id, next_fire_at: record.dueAt },
+          update: { $set: { next_fire_at: record.nextFireAt, last_tick: record.tick, updated_at: record.tick.recorded_at }, $inc: increments },
+        };
+      }),
+      { session },
+    );
+    if (matched !== records.length) throw new Error(`${records.length - matched} of ${records.length} schedules moved during their tick's batch; the batch is run again`);
+    if (orphans.length > 0) await this.schedules.deleteMany(tenantId, { _id: { $in: [...orphans] } }, { session });
   }
 }
