@@ -70,3 +70,17 @@ describe('tickKeyOf', () => {
     expect(tickKeyOf(Date.parse('2026-11-01T07:30:00Z'), 'America/New_York')).toBe('2026-11-01T02:30:00');
   });
 });
+
+describe('the UTC zones', () => {
+  it('have the wall time Intl gives them, read without asking Intl', () => {
+    const intlWallTime = (instant: number, timeZone: string) =>
+      new Intl.DateTimeFormat('sv-SE', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' })
+        .format(new Date(instant))
+        .replace(' ', 'T');
+    for (const timeZone of ['UTC', 'Etc/UTC', 'Etc/UCT', 'Etc/Zulu', 'Etc/GMT', 'GMT', 'Zulu', 'UCT', 'Universal', 'Etc/Universal']) {
+      for (const instant of [Date.UTC(2026, 2, 8, 7, 0, 0), Date.UTC(2026, 9, 25, 1, 30, 59, 999), Date.UTC(2024, 1, 29, 23, 59, 59)]) {
+        expect(tickKeyOf(instant, timeZone)).toBe(intlWallTime(instant, timeZone));
+      }
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import type { ParsedCron } from './cron-expression.ts';
-import { firstInstantAfterWallTime, formatWallTime, instantsOfWallTime, wallTimeAt } from './zoned-time.ts';
+import { firstInstantAfterWallTime, formatWallTime, instantsOfWallTime, offsetAt, wallTimeAt } from './zoned-time.ts';
 
 // When a schedule fires, by the rule DESIGN.md §5 sets for clock changes: a wall time the
 // clocks skip (spring forward) fires once, at the first instant after the jump; a wall
@@ -52,7 +52,12 @@ export function nextFireTimes(cron: ParsedCron, timeZone: string, after: number,
   // Start two hours of wall time early: after a fall-back, `after`'s wall time may lie in
   // the repeated hour whose first occurrence is already past.
   const from = wallTimeAt(after, timeZone) - 2 * 3_600_000;
+  // No wall time fires later than itself minus the zone's least offset around `after` (a
+  // skipped one fires at the jump, earlier still): those that cannot be after `after` are
+  // passed over without asking the zone data, which is what a tick's cost was made of.
+  const leastOffset = Math.min(offsetAt(after - DAY_MS, timeZone), offsetAt(after, timeZone), offsetAt(after + DAY_MS, timeZone));
   for (const wallTime of matchingWallTimes(cron, from, from + SEARCH_DAYS * DAY_MS)) {
+    if (wallTime - leastOffset <= after) continue;
     const instant = fireInstantOf(wallTime, timeZone);
     // Several skipped wall times fire at the same instant after the jump, once.
     if (instant <= after || instant === fires.at(-1)) continue;

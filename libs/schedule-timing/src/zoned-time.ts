@@ -25,8 +25,12 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
+/** Zones that are UTC itself: their wall time is the instant, with no zone data to ask. */
+const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'Etc/Zulu', 'Etc/GMT', 'GMT', 'Zulu', 'UCT', 'Universal', 'Etc/Universal']);
+
 /** The wall time in `timeZone` at `instant` (whole seconds). */
 export function wallTimeAt(instant: number, timeZone: string): number {
+  if (UTC_ZONES.has(timeZone)) return Math.floor(instant / 1000) * 1000;
   const parts: Record<string, number> = {};
   for (const part of formatterFor(timeZone).formatToParts(new Date(Math.floor(instant / 1000) * 1000))) {
     if (part.type !== 'literal') parts[part.type] = Number(part.value);
