@@ -14,7 +14,10 @@ import {
   type EnvironmentLifecycleActivities,
   type IngestInput,
   type IngestOutcome,
+  type ScheduleTickActivities,
+  schedulesChanged,
 } from '@envengine/deployment-workflows';
+import { until } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -46,7 +49,7 @@ describe('deployment workflows', () => {
   });
 
   /** Runs `body` with a worker whose activities are `activities` (any not given throws). */
-  async function withWorker<T>(activities: Partial<DeploymentActivities & EnvironmentLifecycleActivities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
+  async function withWorker<T>(activities: Partial<DeploymentActivities & EnvironmentLifecycleActivities & ScheduleTickActivities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
     const taskQueue = `wf-test-${randomBytes(4).toString('hex')}`;
     const workerConnection = await NativeConnection.connect({ address: stack.temporalAddress });
     const worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle: bundle, activities });
@@ -267,5 +270,34 @@ describe('deployment workflows', () => {
     expect(calls[0]!.at).toBeGreaterThanOrEqual(Date.parse(expired));
     expect(calls[1]!.asked).toBe(storedExpiry);
     expect(calls[1]!.at).toBeGreaterThanOrEqual(Date.parse(storedExpiry));
+  });
+
+  it('a tick loop outlives a pass that failed every retry: it ticks again, woken by a change or after its pause', async () => {
+    const passes: number[] = [];
+    const outcomes = { run_created: 1, late: 0, skipped_overlap: 0, skipped_paused: 0, skipped_quota: 0, missed: 0 };
+    await withWorker(
+      {
+        tickSchedules: async ({ shard }) => {
+          passes.push(shard);
+          // The first pass fails for good (as after its last retry); the next ones tick.
+          if (passes.length === 1) throw ApplicationFailure.nonRetryable('the placement-service is down');
+          return { shard, ticked: 1, batches: 1, outcomes, next_due_at: new Date(Date.now() + 60_000).toISOString() };
+        },
+      },
+      async (taskQueue) => {
+        const handle = await client.workflow.start('scheduleTicks', { taskQueue, workflowId: `ticks-test-${randomBytes(4).toString('hex')}`, args: [{ shard: 3, passes: 0 }] });
+        try {
+          await until(async () => passes.length, (count) => count >= 1, 30_000, 20);
+          // A schedule changed while the loop waits after the failure: it wakes and ticks.
+          await handle.signal(schedulesChanged);
+          const count = await until(async () => passes.length, (count) => count >= 2, 30_000, 20);
+          expect(count).toBe(2);
+          expect(passes).toEqual([3, 3]);
+          expect((await handle.describe()).status.name).toBe('RUNNING');
+        } finally {
+          await handle.terminate().catch(() => undefined);
+        }
+      },
+    );
   });
 });

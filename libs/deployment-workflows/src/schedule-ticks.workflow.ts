@@ -1,4 +1,4 @@
-import { condition, continueAsNew, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import { ScheduleTicksInput, type TickShardResult } from '@envengine/contracts';
 import { workflowInput } from './workflow-input.ts';
 import type { ScheduleTickActivities } from './definitions.ts';
@@ -13,6 +13,8 @@ const { tickSchedules } = proxyActivities<ScheduleTickActivities>({
 
 /** The loop looks at its shard at least this often, even with nothing due (a signal lost in flight costs at most this). */
 const MAX_SLEEP_MS = 60_000;
+/** After a pass that failed every retry, the loop waits this long before the next. */
+const FAILED_PASS_PAUSE_MS = 10_000;
 /** Passes per run of the workflow before it continues as new, keeping its history short. */
 const PASSES_PER_RUN = 200;
 
@@ -33,7 +35,16 @@ export async function scheduleTicks(raw: ScheduleTicksInput): Promise<void> {
   let passes = input.passes;
   for (let pass = 0; pass < PASSES_PER_RUN && !workflowInfo().continueAsNewSuggested; pass++) {
     changed = false;
-    const result: TickShardResult = await tickSchedules({ shard: input.shard });
+    let result: TickShardResult;
+    try {
+      result = await tickSchedules({ shard: input.shard });
+    } catch (error) {
+      // Every retry of the pass failed (the placement-service or MongoDB down for minutes):
+      // the loop outlives it and tries again, or its shard would never tick again.
+      if (!(error instanceof ActivityFailure)) throw error;
+      await condition(() => changed, FAILED_PASS_PAUSE_MS);
+      continue;
+    }
     passes += 1;
     if (result.ticked > 0) upsertMemo({ passes, last_pass: { ticked: result.ticked, batches: result.batches, outcomes: result.outcomes } });
     const wait = result.next_due_at === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Date.parse(result.next_due_at) - Date.now());
