@@ -38,7 +38,7 @@ export async function storedSchedulesOf(mongo: MongoClient, database: string, en
   return new Map(
     docs.map((doc) => [
       doc['name'] as string,
-      doc as unknown as { next_fire_at: Date | null; last_tick: { outcome: string; run_id: string | null; fire_at: Date; missed: number } | null; ticks: Record<string, number> },
+      doc as unknown as { next_fire_at: Date | null; last_tick: { outcome: string; run_id: string | null; fire_at: Date; missed: number; recorded_at: Date } | null; ticks: Record<string, number> },
     ]),
   );
 }

@@ -13,7 +13,7 @@ import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTele
 import { createMetricsRegistry, activationMetrics, exposition } from '@envengine/service-metrics';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { lifecycleActivities } from './activities/lifecycle-activities.ts';
-import { retireTemporalSchedules, scheduleActivities } from './activities/schedule-activities.ts';
+import { retireTemporalSchedules, scheduleActivities, TICK_PASS_TIMEOUT_MS } from './activities/schedule-activities.ts';
 import { loadWorkflowWorkerConfig } from './config.ts';
 
 const config = loadWorkflowWorkerConfig(process.env);
@@ -38,6 +38,7 @@ const metricsRegistry = createMetricsRegistry('workflow-worker');
 const credential = config.INTERNAL_CREDENTIAL;
 const clients = {
   placement: new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential }),
+  tickPasses: new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential, timeoutMs: TICK_PASS_TIMEOUT_MS }),
   secrets: new SecretsClient({ origins: config.SECRETS_SERVICE_URL, credential }),
 };
 
@@ -97,7 +98,7 @@ const worker = await Worker.create({
 const running = worker.run();
 // In the background: Temporal Schedules of a data directory made before the tick loops are
 // replaced by stored schedules; a start cut short does the rest at the next one.
-void retireTemporalSchedules(legacySchedules, clients.placement, scheduleActivities({ deployments, placement: clients.placement }).reconcileTo, log).catch((error: Error) =>
+void retireTemporalSchedules(legacySchedules, clients.placement, scheduleActivities({ deployments, placement: clients.placement, tickPasses: clients.tickPasses }).reconcileTo, log).catch((error: Error) =>
   log.warn({ err: error.message }, 'could not retire the Temporal Schedules of the first design; the next start-up tries again'),
 );
 

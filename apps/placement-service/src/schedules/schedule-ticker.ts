@@ -15,6 +15,8 @@ const CONCURRENCY = 8;
 const PASS_BUDGET_MS = 20_000;
 /** A tenant's ticks that failed (Redis or MongoDB refused) are tried again after this long, not at once. */
 const FAILED_RETRY_MS = 5_000;
+/** A tenant's part of a batch not done in this long is left to finish on its own: the pass goes on with the others. */
+const PART_TIMEOUT_MS = 15_000;
 
 const noOutcomes = (): Record<ScheduleTickOutcome, number> =>
   Object.fromEntries(ScheduleTickOutcome.options.map((outcome) => [outcome, 0])) as Record<ScheduleTickOutcome, number>;
@@ -87,21 +89,42 @@ export class ScheduleTicker {
     const worker = async () => {
       while (next < parts.length) {
         const [tenantId, ticks] = parts[next++]!;
+        const part = this.tickTenant(tenantId, ticks);
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<'timed_out'>((resolve) => (timer = setTimeout(() => resolve('timed_out'), PART_TIMEOUT_MS)));
         try {
-          for (const tick of await this.tickTenant(tenantId, ticks)) {
-            outcomes[tick.outcome] += 1;
-            outcomes.missed += tick.missed;
-            this.metrics.scheduleTicks.inc({ outcome: tick.outcome });
-            if (tick.missed > 0) this.metrics.scheduleTicks.inc({ outcome: 'missed' }, tick.missed);
+          const done = await Promise.race([part, timedOut]);
+          if (done === 'timed_out') {
+            // Held up (a lock of a transaction a killed process left open, until MongoDB expires it): the
+            // pass goes on without it. It may still commit; its ticks are counted when it does.
+            this.log.warn({ tenant_id: tenantId, ticks: ticks.length }, "a tenant's ticks are held up; the pass goes on and they are tried again shortly");
+            failed.push(...ticks.map((tick) => tick.doc._id));
+            void part.then((late) => this.count(late, null)).catch(() => undefined);
+            continue;
           }
+          this.count(done, outcomes);
         } catch (error) {
-          this.log.warn({ tenant_id: tenantId, ticks: ticks.length, err: (error as Error).message }, 'a tenant\'s ticks failed; they stay due and are tried again shortly');
+          this.log.warn({ tenant_id: tenantId, ticks: ticks.length, err: (error as Error).message }, "a tenant's ticks failed; they stay due and are tried again shortly");
           failed.push(...ticks.map((tick) => tick.doc._id));
+        } finally {
+          clearTimeout(timer);
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, parts.length) }, worker));
     return { outcomes, failed };
+  }
+
+  /** Counts recorded ticks in the metrics, and in the pass's outcomes when given. */
+  private count(ticks: StoredTick[], outcomes: Record<ScheduleTickOutcome, number> | null): void {
+    for (const tick of ticks) {
+      if (outcomes) {
+        outcomes[tick.outcome] += 1;
+        outcomes.missed += tick.missed;
+      }
+      this.metrics.scheduleTicks.inc({ outcome: tick.outcome });
+      if (tick.missed > 0) this.metrics.scheduleTicks.inc({ outcome: 'missed' }, tick.missed);
+    }
   }
 
   /** One tenant's part of a batch: its runs made and its ticks recorded in one transaction; the ticks as recorded (none for a tick another pass recorded). */

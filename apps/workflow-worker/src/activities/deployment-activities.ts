@@ -36,6 +36,8 @@ export interface DeploymentActivityDeps {
   materializations: MaterializationRepository;
   /** Other scopes, through their typed internal clients. */
   placement: PlacementClient;
+  /** The placement-service for the tick loops' passes (a longer wait: `TICK_PASS_TIMEOUT_MS`). */
+  tickPasses: PlacementClient;
   secrets: SecretsClient;
   temporal: Client;
   taskQueue: string;

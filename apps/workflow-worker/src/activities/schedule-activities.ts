@@ -9,7 +9,16 @@ import { ApplicationFailure } from '@temporalio/activity';
 export interface ScheduleActivityDeps {
   deployments: DeploymentRepository;
   placement: PlacementClient;
+  /**
+   * The placement-service for tick passes: a client whose calls wait up to the pass's own
+   * bound (`TICK_PASS_TIMEOUT_MS`), not the 10 s of other calls, so that a long pass is not
+   * given up on, and made again beside itself, while it still works.
+   */
+  tickPasses: PlacementClient;
 }
+
+/** A tick pass's call waits this long: under its activity's one-minute timeout, over the pass's budget and a batch. */
+export const TICK_PASS_TIMEOUT_MS = 55_000;
 
 /** The deployment's schedules as its stored manifest declares them. */
 async function schedulesOf(deployments: DeploymentRepository, tenantId: string, deploymentId: string | null): Promise<ScheduleDefinition[]> {
@@ -47,7 +56,7 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
     },
 
     tickSchedules({ shard }) {
-      return placement.tickSchedules(shard);
+      return deps.tickPasses.tickSchedules(shard);
     },
   };
   return { ...activities, reconcileTo };
