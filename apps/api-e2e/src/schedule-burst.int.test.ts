@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Run } from '@envengine/contracts';
+import { Environment, Run } from '@envengine/contracts';
+import { PlacementClient } from '@envengine/service-clients';
 import { tickKeyOf } from '@envengine/schedule-timing';
 import { createTenant, makeBundle, manifestOf, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { insertDueSchedules } from './schedule-fixtures.ts';
 
 const shared = inject('stack');
 
@@ -94,6 +96,45 @@ describe('a burst of schedules sharing one fire time (a stack of its own)', () =
     console.info(`schedule burst: ${SCHEDULES} runs for one fire time, the last ${lastLateMs} ms after it (bound ${Math.round(bound)} ms: the machine ${slowdown.toFixed(2)}x as slow as quiet)`);
     expect(lastLateMs).toBeLessThanOrEqual(bound);
   }, 600_000);
+
+  it("takes tenants' due schedules in turns: a tenant's 10 are not left behind another's 1,500 due at the same time", async () => {
+    const [big, small] = [tenants[0]!, tenants[1]!];
+    const database = stack.info.databases['placement-service'];
+    // The burst's 2,000 paused schedules tick (skipped) at every minute: gone, so that a minute passing cannot mix them in.
+    await mongo.db(database).collection('schedules').deleteMany({});
+    const bundle = await big.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/noop.js': 'export default async () => {};' }), headers: { 'content-type': 'application/gzip' } });
+    const environmentOf = async (tenant: TestTenant, name: string, bundleRef: string) => {
+      expect((await tenant.api.post('/environments', { name, storage_prefix: `file://${join(stack.info.dataDir, 'lake', tenant.tenantId, name)}`, executor: 'remote' })).status).toBe(201);
+      expect((await tenant.api.put(`/environments/${name}/bindings/lake`, {})).status).toBe(201);
+      expect((await tenant.api.post(`/environments/${name}/deployments`, { manifest: { ...manifest, schedules: [] }, bundle_ref: bundleRef })).status).toBe(201);
+      return Environment.parse((await tenant.api.get(`/environments/${name}`)).body.data).id;
+    };
+    const bigBundle = bundle.body.data.bundle_ref as string;
+    // Two environments for the big tenant: each holds at most 1,000 queued runs (its quota).
+    const bigEnvironments = [await environmentOf(big, 'fair-1', bigBundle), await environmentOf(big, 'fair-2', bigBundle)];
+    const smallBundle = (await small.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/noop.js': 'export default async () => {};' }), headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref as string;
+    const smallEnvironment = await environmentOf(small, 'fair', smallBundle);
+    const dueAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 2000);
+    const cron = `${dueAt.getUTCSeconds()} ${dueAt.getUTCMinutes()} ${dueAt.getUTCHours()} * * *`;
+    // The big tenant's first: without turns, the small tenant's, stored last, would come in the pass's last batch.
+    for (const [index, environmentId] of bigEnvironments.entries()) {
+      await insertDueSchedules(mongo, database, { tenantId: big.tenantId, environmentId, names: Array.from({ length: 750 }, (_, i) => `f${index}-${i}`), job: 'all', cron, dueAt });
+    }
+    await insertDueSchedules(mongo, database, { tenantId: small.tenantId, environmentId: smallEnvironment, names: Array.from({ length: 10 }, (_, i) => `f${i}`), job: 'all', cron, dueAt });
+    const placement = new PlacementClient({ origins: [stack.info.urls['placement-service']], credential: stack.info.internalCredential });
+    await placement.tickSchedules(0);
+
+    const runs = mongo.db(database).collection<{ tenant_id: string; environment_id: string; inserted_at: Date }>('runs');
+    const tick = tickKeyOf(dueAt.getTime(), 'UTC');
+    const smallRuns = await runs.find({ environment_id: smallEnvironment, schedule_tick: tick }).toArray();
+    expect(smallRuns).toHaveLength(10);
+    expect(await runs.countDocuments({ environment_id: { $in: bigEnvironments }, schedule_tick: tick })).toBe(1500);
+    const smallDone = Math.max(...smallRuns.map((run) => run.inserted_at.getTime()));
+    const bigBefore = await runs.countDocuments({ environment_id: { $in: bigEnvironments }, schedule_tick: tick, inserted_at: { $lt: new Date(smallDone) } });
+    console.info(`schedule turns: the small tenant's 10 runs were all made after ${bigBefore} of the big tenant's 1,500`);
+    // In the first batch with the big tenant's first 490, not after all 1,500.
+    expect(bigBefore).toBeLessThan(1000);
+  }, 300_000);
 });
 
 /**

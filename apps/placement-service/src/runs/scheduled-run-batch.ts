@@ -91,7 +91,7 @@ export class ScheduledRunBatch {
       const environmentIds = [...new Set(live.map((tick) => tick.environmentId))];
       const [environments, unfinished, earlier] = await Promise.all([
         this.environments.findByIds(tenantId, environmentIds, session),
-        this.unfinishedScheduledRuns(tenantId, environmentIds, session),
+        this.unfinishedScheduledRuns(tenantId, live, session),
         this.runsOfTicks(tenantId, live, session),
       ]);
       const wanted: TickRunRequest[] = [];
@@ -162,24 +162,40 @@ export class ScheduledRunBatch {
     return attempts.map((attempt) => ({ ...attempt, tenant_id: tenantId }));
   }
 
-  /** Each of these environments' schedules' run still queued or running, by `<environment id>:<schedule>`. */
-  private async unfinishedScheduledRuns(tenantId: string, environmentIds: string[], session: ClientSession): Promise<Map<string, string>> {
+  /**
+   * Each of these ticks' schedules' run still queued or running, by `<environment id>:<schedule>`.
+   * Asked by the schedules' names, so that the index on (environment, schedule) answers it
+   * and an environment's other queued runs are not read.
+   */
+  private async unfinishedScheduledRuns(tenantId: string, ticks: TickRunRequest[], session: ClientSession): Promise<Map<string, string>> {
     const runs = await this.runs.find(
       tenantId,
-      { environment_id: { $in: environmentIds }, schedule: { $type: 'string' }, status: { $in: ACTIVE_RUN } },
+      { environment_id: { $in: [...new Set(ticks.map((tick) => tick.environmentId))] }, schedule: { $in: [...new Set(ticks.map((tick) => tick.schedule))] }, status: { $in: ACTIVE_RUN } },
       { projection: { _id: 1, environment_id: 1, schedule: 1 }, session },
     );
     return new Map(runs.map((run) => [`${run.environment_id}:${run.schedule}`, run._id]));
   }
 
-  /** Runs already made for these very ticks, by `tickRunKey`. */
+  /**
+   * Runs already made for these very ticks, by `tickRunKey`: one query of `$in`s over the
+   * unique (environment, schedule, tick) index (an `$or` of one branch per tick made
+   * MongoDB plan every branch: most of a 500-tick part's cost), then the pairs it does not
+   * ask for dropped.
+   */
   private async runsOfTicks(tenantId: string, ticks: TickRunRequest[], session: ClientSession): Promise<Map<string, string>> {
     const runs = await this.runs.find(
       tenantId,
-      { $or: ticks.map((tick) => ({ environment_id: tick.environmentId, schedule: tick.schedule, schedule_tick: tick.key })) },
+      {
+        environment_id: { $in: [...new Set(ticks.map((tick) => tick.environmentId))] },
+        schedule: { $in: [...new Set(ticks.map((tick) => tick.schedule))] },
+        schedule_tick: { $in: [...new Set(ticks.map((tick) => tick.key))] },
+      },
       { projection: { _id: 1, environment_id: 1, schedule: 1, schedule_tick: 1 }, session },
     );
-    return new Map(runs.map((run) => [tickRunKey(run.environment_id, run.schedule!, run.schedule_tick!), run._id]));
+    const asked = new Set(ticks.map((tick) => tickRunKey(tick.environmentId, tick.schedule, tick.key)));
+    return new Map(
+      runs.map((run) => [tickRunKey(run.environment_id, run.schedule!, run.schedule_tick!), run._id] as const).filter(([key]) => asked.has(key)),
+    );
   }
 
   /** The tenant's queued runs, by environment (what the queued-runs quotas count). */

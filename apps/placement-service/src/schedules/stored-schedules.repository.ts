@@ -5,6 +5,9 @@ import { nextFireTimes, parseCronExpression } from '@envengine/schedule-timing';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { storedScheduleSchema, type StoredScheduleDocument, type StoredTick } from './stored-schedule.schema.ts';
 
+/** Due schedules among which tenants take turns in a batch (the earliest this many). */
+const FAIR_WINDOW = 10_000;
+
 /** The tick loop that ticks an environment's schedules: a stable hash of its id over the shards. */
 export function shardOf(environmentId: string, shards: number): number {
   return createHash('sha256').update(environmentId).digest().readUInt32BE(0) % shards;
@@ -119,12 +122,22 @@ export class StoredSchedulesRepository {
     return this.schedules.deleteMany(tenantId, { environment_id: environmentId });
   }
 
-  /** The shard's schedules due at `now`, earliest first, at most `limit`, but for those `excluded` (background: the tick loop). */
+  /**
+   * The shard's schedules due at `now`, at most `limit`, but for those `excluded`
+   * (background: the tick loop), taken in turns across tenants: of the earliest
+   * `FAIR_WINDOW` due, each tenant's first, then each one's second, and so on, so that a
+   * tenant with thousands of schedules due at one time does not push another's few to the
+   * end of the pass.
+   */
   due(shard: number, now: Date, limit: number, excluded: readonly string[] = []): Promise<StoredScheduleDocument[]> {
-    return this.schedules.findAcrossTenants(
-      { shard, next_fire_at: { $lte: now }, ...(excluded.length > 0 ? { _id: { $nin: excluded } } : {}) },
-      { sort: { next_fire_at: 1 }, limit },
-    );
+    return this.schedules.aggregateAcrossTenants<StoredScheduleDocument>({ shard, next_fire_at: { $lte: now }, ...(excluded.length > 0 ? { _id: { $nin: excluded } } : {}) }, [
+      { $sort: { next_fire_at: 1 } },
+      { $limit: FAIR_WINDOW },
+      { $setWindowFields: { partitionBy: '$tenant_id', sortBy: { next_fire_at: 1 }, output: { turn: { $documentNumber: {} } } } },
+      { $sort: { turn: 1, next_fire_at: 1, _id: 1 } },
+      { $limit: limit },
+      { $unset: 'turn' },
+    ]);
   }
 
   /** The shard's earliest stored fire time but for the schedules `excluded`, or null when none is stored. */
