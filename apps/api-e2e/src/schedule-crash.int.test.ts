@@ -9,6 +9,7 @@ import { PlacementClient } from '@envengine/service-clients';
 import { createTenant, makeBundle, manifestOf, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { RUN_TEST_SETTINGS } from './runs-fixtures.ts';
 import { insertDueSchedules, storedSchedulesOf } from './schedule-fixtures.ts';
+import { restartHolds } from './supervision-fixtures.ts';
 
 const shared = inject('stack');
 
@@ -29,18 +30,12 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
   const environmentIds: string[] = [];
   let bundleRef = '';
   const reported: string[] = [];
-  const held = new Map<string, { released: Promise<void>; release: () => void }>();
-
-  function holdRestart(name: ServiceName): void {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    held.set(name, { released, release });
-  }
+  const holds = restartHolds();
 
   beforeAll(async () => {
     // Its own Redis: the local attempt queue has one name, so the shared stack's runner would take this stack's attempts.
     stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
-    supervisor = superviseStack(stack, { report: (line) => reported.push(line), beforeRestart: async (name) => void (await held.get(name)?.released) });
+    supervisor = superviseStack(stack, { report: (line) => reported.push(line), beforeRestart: holds.beforeRestart });
     mongo = await new MongoClient(stack.info.mongoUrl).connect();
     temporal = await Connection.connect({ address: stack.info.temporalAddress });
     for (const name of ['crash-a', 'crash-b']) {
@@ -78,7 +73,7 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
 
   /** SIGKILLs the service (its restart held) and waits until the supervisor saw it die. */
   async function kill(name: ServiceName): Promise<void> {
-    holdRestart(name);
+    holds.hold(name);
     const pid = stack.services.processes[name].pid!;
     process.kill(pid, 'SIGKILL');
     await reportedLine(new RegExp(`^${name} \\(pid ${pid}\\) exited unexpectedly with signal SIGKILL`));
@@ -87,7 +82,7 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
   /** Lets the service's restart go and waits until the supervisor reports it back. */
   async function restart(name: ServiceName): Promise<void> {
     const before = reported.filter((line) => line.startsWith(`${name} is back`)).length;
-    held.get(name)!.release();
+    holds.release(name);
     await until(async () => reported.filter((line) => line.startsWith(`${name} is back`)).length, (count) => count > before, 60_000, 20);
     expect(reported.filter((line) => line.startsWith(`${name} is back`)).length).toBe(before + 1);
   }

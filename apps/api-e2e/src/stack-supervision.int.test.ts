@@ -4,6 +4,7 @@ import { Run } from '@envengine/contracts';
 import { superviseStack, type ServiceName, type Supervisor } from '@envengine/dev-stack';
 import { createTenant, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
+import { restartHolds } from './supervision-fixtures.ts';
 
 const shared = inject('stack');
 
@@ -13,14 +14,9 @@ describe('a killed process under `npm start` supervision (a stack of its own)', 
   let tenant: TestTenant;
   let bundleRef: string;
   const reported: string[] = [];
-  /** Restarts held until the test has acted while the process is down: no race with the back-off delay. */
-  const held = new Map<string, { released: Promise<void>; release: () => void }>();
-  function holdRestart(name: ServiceName): void {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    held.set(name, { released, release });
-  }
-  const releaseRestart = (name: ServiceName) => held.get(name)!.release();
+  const holds = restartHolds();
+  const holdRestart = holds.hold;
+  const releaseRestart = holds.release;
 
   beforeAll(async () => {
     // Its own Redis: the local attempt queue has one name, so the shared stack's runner would take this stack's attempts.
@@ -28,9 +24,7 @@ describe('a killed process under `npm start` supervision (a stack of its own)', 
     // Supervised as tools/stack/stack.ts supervises the stack it starts; the report lines are the evidence read here.
     supervisor = superviseStack(stack, {
       report: (line) => reported.push(line),
-      beforeRestart: async (name) => {
-        await held.get(name)?.released;
-      },
+      beforeRestart: holds.beforeRestart,
     });
     tenant = await createTenant(stack.info, 'supervision');
     bundleRef = await deployRunsProject(tenant, join(stack.info.dataDir, 'lake'), 'local');
