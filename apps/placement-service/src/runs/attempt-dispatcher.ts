@@ -103,7 +103,11 @@ export class AttemptDispatcher {
       return;
     }
     const byTenant = new Map<string, string[]>();
-    for (const attempt of toQueue) byTenant.set(attempt.tenant_id, [...(byTenant.get(attempt.tenant_id) ?? []), attempt._id]);
+    for (const attempt of toQueue) {
+      const own = byTenant.get(attempt.tenant_id);
+      if (own) own.push(attempt._id);
+      else byTenant.set(attempt.tenant_id, [attempt._id]);
+    }
     await Promise.all(
       [...byTenant].map(([tenantId, ids]) =>
         this.runs.markNewEnqueued(tenantId, ids).catch((error: Error) => {

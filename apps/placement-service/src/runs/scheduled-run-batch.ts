@@ -126,7 +126,7 @@ export class ScheduledRunBatch {
     const environmentIds = [...new Set(wanted.map((tick) => tick.environmentId))];
     // The fence first: every count below is read after it, as one run's admission does.
     const fenced = await this.environments.fenceScheduledRuns(tenantId, environmentIds, session);
-    if (fenced !== environmentIds.length) throw new Error(`an environment changed during a tick batch (${fenced} of ${environmentIds.length} admitted); the batch is run again`);
+    if (fenced !== environmentIds.length) throw new Error(`an environment changed during a tick batch (${fenced} of ${environmentIds.length} admitted); this tenant's part is tried again shortly`);
     const limited = environmentIds.filter((id) => environments.get(id)!.max_concurrent_runs !== null);
     const [queued, slots] = await Promise.all([this.queuedByEnvironment(tenantId, session), this.slotUse(tenantId, limited, session)]);
     let queuedTotal = [...queued.values()].reduce((sum, count) => sum + count, 0);

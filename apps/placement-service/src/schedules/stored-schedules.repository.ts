@@ -160,7 +160,8 @@ export class StoredSchedulesRepository {
    * Records ticks and moves each schedule to its next fire time, in the caller's transaction
    * (the one that made the ticks' runs), each only if it is still due at `dueAt`; removes
    * the schedules whose environment is gone. A record whose schedule moved meanwhile fails
-   * the transaction, which is then run again with that in view: no tick is counted twice.
+   * the transaction (a write conflict is retried by it; anything else fails the tenant's
+   * part, tried again shortly with that in view): no tick is counted twice.
    */
   async recordTicks(tenantId: string, records: readonly TickRecord[], orphans: readonly string[], session: ClientSession): Promise<void> {
     const matched = await this.schedules.updateEach(
@@ -175,7 +176,7 @@ export class StoredSchedulesRepository {
       }),
       { session },
     );
-    if (matched !== records.length) throw new Error(`${records.length - matched} of ${records.length} schedules moved during their tick's batch; the batch is run again`);
+    if (matched !== records.length) throw new Error(`${records.length - matched} of ${records.length} schedules moved during their tick's batch; this tenant's part is tried again shortly`);
     if (orphans.length > 0) await this.schedules.deleteMany(tenantId, { _id: { $in: [...orphans] } }, { session });
   }
 }
