@@ -31,7 +31,7 @@ const ESCAPES: Record<string, string> = {
   // Twice the test stack's ASSET_MEMORY_MB (128) in Buffers.
   'assets/buffers.js': `export default async () => { const kept = []; for (let i = 0; i < 8; i++) kept.push(Buffer.alloc(32 * 1024 * 1024, 1)); };`,
   'assets/spinner.js': `export default async () => { for (;;) {} };`,
-  'assets/chatter.js': `export default async () => { const chunk = 'z'.repeat(1 << 20); for (let i = 0; i < 100; i++) await new Promise((resolve) => process.stdout.write(chunk, resolve)); };`,
+  'assets/chatter.js': `export default async () => { const chunk = 'z'.repeat(1 << 20); for (let i = 0; i < 300; i++) await new Promise((resolve) => process.stdout.write(chunk, resolve)); };`,
   'assets/leaker.js': `export default async (ctx) => {
     const { api_key } = await ctx.connection('probe');
     console.log('the key is', api_key);
@@ -180,7 +180,7 @@ describe('an asset on the engine host reaches only what is its own', () => {
     expect(finished.attempts[0]!.error).toMatch(/asset buffers: asset buffers ran out of memory \(limit 128 MB\)/);
   });
 
-  it('cuts 100 MB printed without a newline, and the runner does not hold it', async () => {
+  it('cuts 300 MB printed without a newline, and the runner does not hold it', async () => {
     const runnerPid = Number(runnerName.slice(runnerName.lastIndexOf('-') + 1));
     const peakBefore = peakRssMb(runnerPid);
     const finished = await escape('chatter', runnerName);
@@ -189,8 +189,12 @@ describe('an asset on the engine host reaches only what is its own', () => {
     const total = logs.reduce((sum, line) => sum + line.message.length, 0);
     expect(total).toBeLessThan(64 * 1024);
     expect(logs.some((line) => /more characters of that line, which had no newline within 16384, were dropped/.test(line.message))).toBe(true);
-    // 100 MB of text held whole would be 200 MB of UTF-16 in the runner.
-    expect(peakRssMb(runnerPid) - peakBefore).toBeLessThan(64);
+    // Held whole, the text would take at least its 300 MB in the runner. Streamed, the peak
+    // is set by when V8 collects: the pipe's read buffers are external memory, collected
+    // once 64 MB of them build up, plus the young generation's strings, so well under 160.
+    const growthMb = peakRssMb(runnerPid) - peakBefore;
+    console.log(`300 MB without a newline: the runner's peak RSS grew ${growthMb.toFixed(1)} MB`);
+    expect(growthMb).toBeLessThan(160);
   });
 
   it('fails only its own attempt when it writes a malformed, an oversized or a flood of messages to its channel; the runner goes on', async () => {
