@@ -36,6 +36,11 @@ case "$cmd" in
     nx run-many -t build --outputStyle=static
     exec node --import tsx tools/stack/stack.ts "$@"
     ;;
+  soak)
+    # A stack of its own under load and faults, then the stores' invariants (tools/soak/soak.ts).
+    nx run-many -t build --outputStyle=static
+    exec node --import tsx tools/soak/soak.ts "$@"
+    ;;
   test)
     # `--profile cluster`: every test stack that names no profile runs the cluster profile
     # (docs/development.md#profiles); the default is the embedded one.

@@ -175,8 +175,14 @@ export async function schedulesSuite(_bench: Bench, { stack, auth, dataDir, tena
       await call('POST', `/environments/${names[i]}/schedules/pause`, { reason: 'benchmark set-up' });
       await deploy(names[i]!, '* * * * *', BURST_SCHEDULES_PER_ENVIRONMENT);
     });
+    // Every resume must land inside the minute before the fire time: a schedule resumed
+    // before an earlier minute's boundary would fire there, and its run (queued, with no
+    // worker) would make it skip the measured tick for overlap.
+    const intoMinute = Date.now() % MINUTE_MS;
+    if (intoMinute > MINUTE_MS / 2) await sleep(MINUTE_MS - intoMinute + 1000);
+    const fireAt = Math.ceil(Date.now() / MINUTE_MS) * MINUTE_MS;
     await runConcurrently(names.length, 8, async (i) => void (await call('POST', `/environments/${names[i]}/schedules/resume`)));
-    const fireAt = Math.ceil((Date.now() + 1000) / MINUTE_MS) * MINUTE_MS;
+    if (Date.now() > fireAt - 1000) throw new Error(`resuming ${names.length} environments took until ${new Date().toISOString()}, past the fire time less 1 s`);
     const tick = new Date(fireAt).toISOString().slice(0, 19);
     await sleep(fireAt - Date.now() - 1000);
     const cpu = cpuByProcess(stack);

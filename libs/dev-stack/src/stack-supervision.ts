@@ -39,43 +39,54 @@ function serverTarget(server: BackingServer, process_: NonNullable<BackingServer
 }
 
 /**
- * Supervises every process of a running stack (what `npm start` does; tests' stacks do not,
- * since they stop and kill processes on purpose): each service, restarted until its
- * `/readyz` answers 200 again, and each embedded backing server (none given by URL),
- * restarted until it accepts connections (MongoDB: until it is primary again).
- * `stack.services.restart()` keeps working: the process it starts is supervised in turn.
- * Stop the returned supervisor before stopping the stack.
+ * Every process of a running stack by name, each with how to tell it serves again: each
+ * service replica (its `/readyz` answers 200) and each embedded backing server (none given
+ * by URL; it accepts connections, and a one-member MongoDB is primary again). What the
+ * supervisor keeps running, and what a fault injector may kill.
  */
-export function superviseStack(stack: RunningStack, options: SupervisorOptions): Supervisor {
-  const supervisor = new Supervisor(options);
+export function stackProcesses(stack: RunningStack): Map<string, SupervisedProcess> {
   const { services, servers } = stack;
-  const serviceTarget = (name: ServiceName, replica: number): SupervisedProcess => ({
-    process: services.replicas[name][replica]!,
-    ready: () => answersReadyz(services.replicaUrls[name][replica]!),
-  });
+  const processes = new Map<string, SupervisedProcess>();
   for (const name of Object.keys(services.replicas) as ServiceName[]) {
-    services.replicas[name].forEach((_, replica) => supervisor.watch(replicaName(name, replica), serviceTarget(name, replica)));
+    services.replicas[name].forEach((_, replica) => processes.set(replicaName(name, replica), serviceTarget(stack, name, replica)));
   }
   for (const server of [servers.mongo, servers.redis, servers.temporal, servers.s3]) {
     if (server === servers.mongo && servers.mongo.members && servers.mongo.members.length > 1) {
       // A member of a set of several rejoins as a secondary: it is back once it accepts connections.
       servers.mongo.members.forEach((member, index) =>
-        supervisor.watch(`mongodb-${index}`, { process: member.process, ready: () => acceptsConnections(member.host) }),
+        processes.set(`mongodb-${index}`, { process: member.process, ready: () => acceptsConnections(member.host) }),
       );
     } else if (server === servers.redis && 'nodes' in servers.redis) {
       // A Redis Cluster's node rejoins (a master that was replaced comes back as a replica).
-      for (const node of servers.redis.nodes) supervisor.watch(node.name, { process: node.process, ready: () => acceptsConnections(node.address) });
+      for (const node of servers.redis.nodes) processes.set(node.name, { process: node.process, ready: () => acceptsConnections(node.address) });
     } else if (server === servers.temporal && 'parts' in servers.temporal) {
       // The Temporal cluster: each process (PostgreSQL, each service, the UI) on its own.
-      for (const part of servers.temporal.parts) supervisor.watch(part.name, { process: part.process, ready: () => acceptsConnections(part.address) });
-    } else if (server?.process) supervisor.watch(server.name, serverTarget(server, server.process));
+      for (const part of servers.temporal.parts) processes.set(part.name, { process: part.process, ready: () => acceptsConnections(part.address) });
+    } else if (server?.process) processes.set(server.name, serverTarget(server, server.process));
   }
+  return processes;
+}
+
+function serviceTarget({ services }: RunningStack, name: ServiceName, replica: number): SupervisedProcess {
+  return { process: services.replicas[name][replica]!, ready: () => answersReadyz(services.replicaUrls[name][replica]!) };
+}
+
+/**
+ * Supervises every process of a running stack (what `npm start` does; tests' stacks do not,
+ * since they stop and kill processes on purpose), each restarted until it serves again
+ * (`stackProcesses`). `stack.services.restart()` keeps working: the process it starts is
+ * supervised in turn. Stop the returned supervisor before stopping the stack.
+ */
+export function superviseStack(stack: RunningStack, options: SupervisorOptions): Supervisor {
+  const supervisor = new Supervisor(options);
+  const { services } = stack;
+  for (const [name, target] of stackProcesses(stack)) supervisor.watch(name, target);
   // restart() stops the old process (an intended stop, which ends its supervision) and
   // starts a new one in its place: supervise that one.
   const restart = services.restart;
   services.restart = async (name, env, replica = 0) => {
     await restart(name, env, replica);
-    supervisor.watch(replicaName(name, replica), serviceTarget(name, replica));
+    supervisor.watch(replicaName(name, replica), serviceTarget(stack, name, replica));
   };
   return supervisor;
 }

@@ -12,3 +12,4 @@ export * from './deploy-project.ts';
 export * from './outside-host.ts';
 export * from './openapi-responses.ts';
 export * from './service-logs.ts';
+export * from './store-invariants.ts';

@@ -41,11 +41,10 @@ export class RunSlots {
   /** Whether a new run under `limit` must wait: every slot is held, or an older run waits already. */
   async mustWait(tenantId: string, environmentId: string, limit: number | null, session: ClientSession): Promise<boolean> {
     if (limit === null) return false;
-    const [holding, waiting] = await Promise.all([
-      this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: { $ne: true } }, { session }),
-      this.runs.count(tenantId, { environment_id: environmentId, status: 'queued', waiting_for_slot: true }, { session }),
-    ]);
-    return holding >= limit || waiting > 0;
+    // One at a time: the driver does not support concurrent operations on a transaction's session.
+    const holding = await this.runs.count(tenantId, { environment_id: environmentId, status: { $in: ACTIVE_RUN }, waiting_for_slot: { $ne: true } }, { session });
+    if (holding >= limit) return true;
+    return (await this.runs.count(tenantId, { environment_id: environmentId, status: 'queued', waiting_for_slot: true }, { session })) > 0;
   }
 
   /**

@@ -89,11 +89,10 @@ export class ScheduledRunBatch {
       const live = ticks.filter((tick) => due.has(tick.scheduleId));
       if (live.length === 0) return { outcomes, attempts: [] };
       const environmentIds = [...new Set(live.map((tick) => tick.environmentId))];
-      const [environments, unfinished, earlier] = await Promise.all([
-        this.environments.findByIds(tenantId, environmentIds, session),
-        this.unfinishedScheduledRuns(tenantId, live, session),
-        this.runsOfTicks(tenantId, live, session),
-      ]);
+      // One at a time: the driver does not support concurrent operations on a transaction's session.
+      const environments = await this.environments.findByIds(tenantId, environmentIds, session);
+      const unfinished = await this.unfinishedScheduledRuns(tenantId, live, session);
+      const earlier = await this.runsOfTicks(tenantId, live, session);
       const wanted: TickRunRequest[] = [];
       for (const tick of live) {
         const environment = environments.get(tick.environmentId);
@@ -128,7 +127,8 @@ export class ScheduledRunBatch {
     const fenced = await this.environments.fenceScheduledRuns(tenantId, environmentIds, session);
     if (fenced !== environmentIds.length) throw new Error(`an environment changed during a tick batch (${fenced} of ${environmentIds.length} admitted); this tenant's part is tried again shortly`);
     const limited = environmentIds.filter((id) => environments.get(id)!.max_concurrent_runs !== null);
-    const [queued, slots] = await Promise.all([this.queuedByEnvironment(tenantId, session), this.slotUse(tenantId, limited, session)]);
+    const queued = await this.queuedByEnvironment(tenantId, session);
+    const slots = await this.slotUse(tenantId, limited, session);
     let queuedTotal = [...queued.values()].reduce((sum, count) => sum + count, 0);
     const now = new Date();
     const runs: Array<Omit<RunDocument, 'tenant_id'>> = [];

@@ -1,0 +1,78 @@
+// The soak's faults: at seeded moments, a seeded process of the stack is killed (-9) or
+// paused (SIGSTOP, then SIGCONT after longer than a lease). One fault at a time: the next
+// waits until the last one's process serves again, so each recovery is timed on its own.
+import type { SupervisedProcess } from '@envengine/dev-stack';
+import type { SeededRandom } from './seeded-random.ts';
+
+export type FaultKind = 'kill' | 'pause';
+
+export interface FaultRecord {
+  at: Date;
+  kind: FaultKind;
+  target: string;
+  pid: number | undefined;
+  /** From the fault until the process served again (null: not back when the soak ended). */
+  recoveredMs: number | null;
+}
+
+/** Longer than an attempt's lease (15 s): a paused worker's lease runs out while it sleeps. */
+const PAUSE_MS = { min: 16_000, max: 20_000 };
+/** Between one recovery and the next fault. */
+const GAP_MS = { min: 3_000, max: 12_000 };
+const READY_POLL_MS = 250;
+
+export class FaultInjector {
+  readonly faults: FaultRecord[] = [];
+
+  constructor(
+    private readonly targets: () => ReadonlyMap<string, SupervisedProcess>,
+    private readonly random: SeededRandom,
+    private readonly report: (line: string) => void,
+  ) {}
+
+  /** Injects faults until `stop` aborts; returns once the last fault's process serves again (or gives up after two minutes). */
+  async run(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
+      await sleep(this.random.between(GAP_MS.min, GAP_MS.max), stop);
+      if (stop.aborted) return;
+      const targets = this.targets();
+      const name = this.random.pick([...targets.keys()].sort());
+      const target = targets.get(name)!;
+      const kind: FaultKind = this.random.next() < 0.7 ? 'kill' : 'pause';
+      const pauseMs = this.random.between(PAUSE_MS.min, PAUSE_MS.max);
+      const pid = target.process.pid;
+      if (!target.process.running || pid === undefined) continue;
+      const record: FaultRecord = { at: new Date(), kind, target: name, pid, recoveredMs: null };
+      this.faults.push(record);
+      this.report(`${record.at.toISOString()} fault: ${kind} ${name} (pid ${pid})${kind === 'pause' ? ` for ${pauseMs} ms` : ''}`);
+      const started = performance.now();
+      if (kind === 'kill') process.kill(pid, 'SIGKILL');
+      else {
+        process.kill(pid, 'SIGSTOP');
+        await sleep(pauseMs);
+        process.kill(pid, 'SIGCONT');
+      }
+      record.recoveredMs = await this.awaitReady(target, started);
+      this.report(`${new Date().toISOString()} ${name} serves again ${record.recoveredMs === null ? '(not within two minutes)' : `${record.recoveredMs.toFixed(0)} ms after the fault`}`);
+    }
+  }
+
+  private async awaitReady(target: SupervisedProcess, started: number): Promise<number | null> {
+    // A killed process is restarted by the supervisor; wait until the new one exits no more and serves.
+    while (performance.now() - started < 120_000) {
+      if (target.process.running && (await target.ready().catch(() => false))) return performance.now() - started;
+      await sleep(READY_POLL_MS);
+    }
+    return null;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

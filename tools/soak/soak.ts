@@ -1,0 +1,251 @@
+// `npm run soak -- [--minutes N] [--profile embedded|cluster] [--seed S] [--report FILE]`:
+// a stack of its own under a steady mixed load through the gateway while a seeded injector
+// kills (-9) and pauses its processes; then, once the load stopped and the stack settled,
+// the invariants checked from the stores (DESIGN.md §8). Prints a report and writes it to
+// docs/reliability.md (or FILE); exits 1 when an invariant is broken.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue } from 'bullmq';
+import { MongoClient } from 'mongodb';
+import { Client, Connection } from '@temporalio/client';
+import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from '@envengine/attempt-queues';
+import { issueToken, stackProcesses, startStack, superviseStack, withTokenStore, WORKSPACE_ROOT, STACK_PROFILES, type StackProfile, type SupervisedProcess } from '@envengine/dev-stack';
+import { connectRedis } from '@envengine/redis-connections';
+import {
+  acknowledgedWritesPresent,
+  ApiClient,
+  attemptsNeverOverlap,
+  deletedEnvironmentsGone,
+  deploymentsSettled,
+  materializationsBacked,
+  oneRunPerTick,
+  queuesMatchAttempts,
+  runsEndedOnce,
+  stackInfoOf,
+  startPoolWorker,
+  type EngineStores,
+  type InvariantResult,
+  type PoolWorker,
+} from '@envengine/test-harness';
+import { FaultInjector, type FaultRecord } from './fault-injector.ts';
+import { SeededRandom } from './seeded-random.ts';
+import { SoakLedger, TenantLoad } from './soak-load.ts';
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '2' },
+    profile: { type: 'string', default: 'embedded' },
+    seed: { type: 'string' },
+    report: { type: 'string', default: join(WORKSPACE_ROOT, 'docs', 'reliability.md') },
+  },
+});
+const minutes = Number(values.minutes);
+if (!(minutes > 0)) throw new Error(`--minutes must be a positive number (got "${values.minutes}")`);
+if (!(STACK_PROFILES as readonly string[]).includes(values.profile)) throw new Error(`--profile must be embedded or cluster (got "${values.profile}")`);
+const profile = values.profile as StackProfile;
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer (got "${values.seed}")`);
+
+const TENANTS = 2;
+const ACTORS_PER_TENANT = 3;
+/** After the load: how long the stack may take to end every run and ingest. */
+const SETTLE_LIMIT_MS = 5 * 60_000;
+
+const report = (line: string) => console.error(`soak: ${line}`);
+report(`seed ${seed} (again: npm run soak -- --seed ${seed} --minutes ${minutes} --profile ${profile})`);
+const dataDir = mkdtempSync(join(tmpdir(), 'envengine-soak-'));
+const stack = await startStack({
+  profile,
+  dataDir,
+  report,
+  ports: 'random',
+  temporalHeadless: true,
+  env: { RATE_LIMIT_PER_SECOND: '10000000', RATE_LIMIT_BURST: '10000000' },
+});
+const info = stackInfoOf(stack, dataDir);
+const supervisor = superviseStack(stack, { report, backoff: { initialMs: 250, maxMs: 4_000 } });
+const poolWorkers: PoolWorker[] = [];
+let exitCode = 1;
+try {
+  const random = new SeededRandom(seed);
+  const ledger = new SoakLedger();
+  const tenants = await Promise.all(
+    Array.from({ length: TENANTS }, async (_, index) => {
+      const { tenant, token } = await withTokenStore(info.mongoUrl, info.databases.gateway, (tokens) => issueToken(tokens, `soak-${index}`, 'soak'));
+      const api = new ApiClient(`${info.gatewayUrl}/api/v1`, token.token);
+      return { id: tenant.id, api, load: new TenantLoad(tenant.id, api, new SeededRandom(seed + index + 1), ledger, join(dataDir, 'lake', tenant.id)) };
+    }),
+  );
+  // Each tenant's pool: a worker from the installable package, supervised like the stack's processes.
+  for (const tenant of tenants) {
+    const issued = await tenant.api.post('/pool/credentials', {});
+    if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}: ${issued.text}`);
+    const worker = await startPoolWorker(info, issued.body.data, `soak-${tenant.id.slice(-6)}`);
+    poolWorkers.push(worker);
+    const target: SupervisedProcess = { process: worker.process, ready: async () => (await fetch(`${worker.healthUrl}/readyz`)).status === 200 };
+    supervisor.watch(`pool-worker-${tenant.id.slice(-6)}`, target);
+  }
+  const targets = new Map([...stackProcesses(stack), ...poolWorkers.map((worker) => [`pool-worker-${worker.name}`, { process: worker.process, ready: async () => (await fetch(`${worker.healthUrl}/readyz`)).status === 200 }] as const)]);
+  const faults = new FaultInjector(() => targets, random, report);
+
+  report(`load for ${minutes} min: ${TENANTS} tenants × ${ACTORS_PER_TENANT} actors; faults among ${targets.size} processes`);
+  const stopLoad = new AbortController();
+  const loadStarted = performance.now();
+  const loads = Promise.all(tenants.map((tenant) => tenant.load.run(ACTORS_PER_TENANT, stopLoad.signal)));
+  const injected = faults.run(stopLoad.signal);
+  await new Promise((resolve) => setTimeout(resolve, minutes * 60_000));
+  stopLoad.abort();
+  await Promise.all([loads, injected]);
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  report(`load stopped after ${loadSeconds.toFixed(0)} s; ${faults.faults.length} faults; settling`);
+
+  const mongo = await MongoClient.connect(info.mongoUrl);
+  try {
+    const stores: EngineStores = {
+      placement: mongo.db(info.databases['placement-service']),
+      deployment: mongo.db(info.databases['deployment-service']),
+      secrets: mongo.db(info.databases['secrets-service']),
+    };
+    // No more ticks: every environment's schedules paused, so that the runs can all end.
+    for (const tenant of tenants) {
+      const listed = await tenant.api.get('/environments');
+      for (const environment of listed.body.data as Array<{ name: string }>) await tenant.api.post(`/environments/${environment.name}/schedules/pause`, {});
+    }
+    const settled = await settle(stores);
+    report(settled ? 'settled' : `not settled within ${SETTLE_LIMIT_MS / 60_000} min; checking anyway`);
+    const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
+    const text = reportOf(results, ledger, faults.faults, loadSeconds);
+    console.log(text);
+    writeFileSync(values.report, `${text}\n`);
+    report(`report written to ${values.report}`);
+    exitCode = results.every((entry) => entry.held) ? 0 : 1;
+  } finally {
+    await mongo.close();
+  }
+} finally {
+  await supervisor.stop();
+  for (const worker of poolWorkers) await worker.process.stop();
+  await stack.stop();
+}
+process.exit(exitCode);
+
+/** Until no run or attempt is queued or running and no deployment is mid-ingest (evidence, polled), or the limit. */
+async function settle({ placement, deployment }: EngineStores): Promise<boolean> {
+  const started = Date.now();
+  while (Date.now() - started < SETTLE_LIMIT_MS) {
+    const [runs, attempts, ingests] = await Promise.all([
+      placement.collection('runs').countDocuments({ status: { $in: ['queued', 'running'] } }),
+      placement.collection('attempts').countDocuments({ status: { $in: ['queued', 'running'] } }),
+      deployment.collection('deployments').countDocuments({ status: { $nin: ['ready', 'failed'] } }),
+    ]);
+    if (runs + attempts + ingests === 0 && (await openIngests()) === 0) return true;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return false;
+}
+
+async function openIngests(): Promise<number> {
+  const connection = await Connection.connect({ address: info.temporalAddress });
+  try {
+    const client = new Client({ connection });
+    let open = 0;
+    for await (const _ of client.workflow.list({ query: `WorkflowType = 'ingestDeployment' AND ExecutionStatus = 'Running'` })) open += 1;
+    return open;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The attempt queues' jobs not yet finished, by attempt id → where. */
+async function queuedJobs(tenantIds: string[]): Promise<Map<string, string>> {
+  const connection = connectRedis(info.redisUrl, { maxRetriesPerRequest: 3 });
+  const jobs = new Map<string, string>();
+  try {
+    for (const name of [LOCAL_ATTEMPT_QUEUE, ...tenantIds.map(tenantAttemptQueue)]) {
+      const queue = new Queue(attemptQueueKeyName(name), { connection, prefix: ATTEMPT_QUEUE_PREFIX });
+      for (const state of ['wait', 'active', 'delayed', 'prioritized'] as const) {
+        for (const job of await queue.getJobs([state])) if (job?.data?.attempt_id) jobs.set(job.data.attempt_id as string, `${name} (${state})`);
+      }
+      await queue.close();
+    }
+  } finally {
+    connection.disconnect();
+  }
+  return jobs;
+}
+
+async function checkInvariants(stores: EngineStores, ledger: SoakLedger, tenantIds: string[]): Promise<InvariantResult[]> {
+  const results = [
+    await runsEndedOnce(stores),
+    await attemptsNeverOverlap(stores),
+    await acknowledgedWritesPresent(stores, ledger.writes, ledger.deleted),
+    await deploymentsSettled(stores),
+    {
+      name: 'ingests-closed',
+      rule: 'no ingest workflow is still open in Temporal',
+      checked: 1,
+      ...(await openIngests().then((open) => ({ held: open === 0, offenders: open === 0 ? [] : [`${open} ingest workflows still running`] }))),
+    },
+    await materializationsBacked(stores),
+    await queuesMatchAttempts(stores, await queuedJobs(tenantIds)),
+    {
+      name: 'replays-answered-first',
+      rule: 'every replayed Idempotency-Key got the first answer',
+      checked: ledger.replays,
+      held: ledger.replayMismatches.length === 0,
+      offenders: ledger.replayMismatches.slice(0, 20),
+    },
+    await oneRunPerTick(stores),
+    await deletedEnvironmentsGone(stores, ledger.deleted, {}),
+    {
+      name: 'no-internal-errors',
+      rule: 'no answer was a 500 or off the OpenAPI document (a fault ends in a clear error)',
+      checked: [...ledger.outcomes.values()].reduce((sum, count) => sum + count, 0),
+      held: ledger.internalErrors.length === 0,
+      offenders: ledger.internalErrors.slice(0, 20),
+    },
+  ];
+  return results;
+}
+
+function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultRecord[], loadSeconds: number): string {
+  const byKind = new Map<string, number[]>();
+  for (const fault of faults) byKind.set(`${fault.kind} ${fault.target}`, [...(byKind.get(`${fault.kind} ${fault.target}`) ?? []), fault.recoveredMs ?? Number.NaN]);
+  const operations = new Map<string, Map<string, number>>();
+  for (const [key, count] of ledger.outcomes) {
+    const [operation, outcome] = [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)];
+    operations.set(operation, (operations.get(operation) ?? new Map()).set(outcome, count));
+  }
+  return [
+    '# Reliability: the soak',
+    '',
+    `\`npm run soak -- --seed ${seed} --minutes ${minutes} --profile ${profile}\` on ${new Date().toISOString().slice(0, 10)}: Node ${process.version}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; ${loadSeconds.toFixed(0)} s of load by ${TENANTS} tenants × ${ACTORS_PER_TENANT} actors through the gateway, ${faults.length} faults.`,
+    '',
+    '## Invariants (from the stores, after the stack settled)',
+    '',
+    '| invariant | rule | checked | held | offenders |',
+    '|---|---|---:|---|---|',
+    ...results.map((entry) => `| ${entry.name} | ${entry.rule} | ${entry.checked} | ${entry.held ? 'yes' : '**no**'} | ${entry.offenders.join('; ').replaceAll('|', '\\|') || '—'} |`),
+    '',
+    '## Faults (one at a time; the time until the process served again)',
+    '',
+    '| fault | times | recovered in ms (each) |',
+    '|---|---:|---|',
+    ...[...byKind].sort().map(([kind, times]) => `| ${kind} | ${times.length} | ${times.map((ms) => (Number.isNaN(ms) ? 'not back' : ms.toFixed(0))).join(', ')} |`),
+    '',
+    'Each fault with its time:',
+    '',
+    ...faults.map((fault) => `- ${fault.at.toISOString()} ${fault.kind} ${fault.target} (pid ${fault.pid}): ${fault.recoveredMs === null ? 'not back' : `serving again after ${fault.recoveredMs.toFixed(0)} ms`}`),
+    '',
+    '## Operations by answer',
+    '',
+    '| operation | answers (status: count) | per second |',
+    '|---|---|---:|',
+    ...[...operations].sort().map(([operation, outcomes]) => {
+      const total = [...outcomes.values()].reduce((sum, count) => sum + count, 0);
+      return `| ${operation} | ${[...outcomes].sort().map(([outcome, count]) => `${outcome}: ${count}`).join(', ')} | ${(total / loadSeconds).toFixed(2)} |`;
+    }),
+  ].join('\n');
+}
