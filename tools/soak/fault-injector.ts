@@ -46,8 +46,11 @@ export class FaultInjector {
       this.faults.push(record);
       this.report(`${record.at.toISOString()} fault: ${kind} ${name} (pid ${pid})${kind === 'pause' ? ` for ${pauseMs} ms` : ''}`);
       const started = performance.now();
-      if (kind === 'kill') process.kill(pid, 'SIGKILL');
-      else {
+      if (kind === 'kill') {
+        process.kill(pid, 'SIGKILL');
+        // Until its exit is seen: before that, the old process still counts as running.
+        await target.process.waitForExit();
+      } else {
         process.kill(pid, 'SIGSTOP');
         await sleep(pauseMs);
         process.kill(pid, 'SIGCONT');

@@ -33,6 +33,8 @@ export class SoakLedger {
   readonly writes: AcknowledgedWrite[] = [];
   /** Environments whose DELETE answered 200, by id. */
   readonly deleted = new Set<string>();
+  /** Environments a DELETE was sent for, by id (answered 200 or not). */
+  readonly deleteRequested = new Map<string, { tenantId: string; name: string }>();
   /** `<operation> <status or error>` → count. */
   readonly outcomes = new Map<string, number>();
   /** Replays of an Idempotency-Key whose answer was not the first one's. */
@@ -88,10 +90,8 @@ export class TenantLoad {
 
   /** One operation; null when it did not apply (no environment to act on). */
   private async perform(operation: Operation): Promise<ApiResponse | null> {
-    if (operation === 'create_environment' || this.environments.length === 0) {
-      if (this.environments.length >= MAX_ENVIRONMENTS) return null;
-      return this.createEnvironment();
-    }
+    if (operation === 'create_environment') return this.environments.length >= MAX_ENVIRONMENTS ? null : this.createEnvironment();
+    if (this.environments.length === 0) return null;
     const environment = this.random.pick(this.environments);
     const path = `/environments/${environment.name}`;
     switch (operation) {
@@ -99,6 +99,8 @@ export class TenantLoad {
         if (this.environments.length <= 1) return null;
         // Out of the live set first: no other actor starts on it meanwhile.
         this.environments.splice(this.environments.indexOf(environment), 1);
+        // Asked: the tear-down may go on after a 503 or a lost answer; the stores say later whether it happened.
+        this.ledger.deleteRequested.set(environment.id, { tenantId: this.tenantId, name: environment.name });
         let answer = await this.api.delete(`${path}?force=true`);
         // A tear-down that outlives the request goes on; a repeat waits for it.
         for (let tries = 0; answer.status === 503 && tries < 20; tries++) answer = await this.api.delete(`${path}?force=true`);
@@ -172,7 +174,7 @@ export class TenantLoad {
   private manifest(): Record<string, unknown> {
     const wide = this.random.next() < 0.3;
     const manifest = manifestOf([
-      { key: 'orders', columns: [{ name: 'id', type: 'int64' }, ...(wide ? [{ name: 'note', type: 'string', nullable: true }] : [])] },
+      { key: 'orders', columns: [{ name: 'id', type: 'integer' }, ...(wide ? [{ name: 'note', type: 'string', nullable: true }] : [])] },
       { key: 'totals', deps: ['orders'] },
     ]);
     return { ...manifest, schedules: this.random.next() < 0.5 ? [{ name: 'minutely', job: 'all', cron: '* * * * *', timezone: 'UTC' }] : [] };

@@ -115,6 +115,12 @@ try {
     }
     const settled = await settle(stores);
     report(settled ? 'settled' : `not settled within ${SETTLE_LIMIT_MS / 60_000} min; checking anyway`);
+    // A DELETE answered 503, or not at all, may still have torn the environment down: asked now.
+    for (const [id, { tenantId, name }] of ledger.deleteRequested) {
+      if (ledger.deleted.has(id)) continue;
+      const answer = await tenants.find((tenant) => tenant.id === tenantId)!.api.get(`/environments/${name}`);
+      if (answer.status === 404 || (answer.status === 200 && answer.body.data.id !== id)) ledger.deleted.add(id);
+    }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
     const text = reportOf(results, ledger, faults.faults, loadSeconds);
     console.log(text);

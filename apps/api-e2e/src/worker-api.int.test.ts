@@ -547,6 +547,36 @@ describe('one terminal state under a second delivery and under the lease reaper'
   });
 
 
+  it('gives a start retried with its key the same lease (its answer was lost), and refuses the same key from another worker and another key from the same one', async () => {
+    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    const attemptId = run.attempts[0]!.id;
+    const startKey = 'delivery-key-0123456789';
+    const first = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER, start_key: startKey });
+    expect(first.status).toBe(200);
+    const { lease } = AttemptStarted.parse(first.body.data);
+    // The retry of that very start: the same lease and plan, nothing started twice.
+    const retried = await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER, start_key: startKey });
+    expect(retried.status).toBe(200);
+    expect(AttemptStarted.parse(retried.body.data)).toEqual(AttemptStarted.parse(first.body.data));
+    // A second delivery (another key), another worker with the key, a start with no key: refused.
+    const refused = await Promise.all([
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER, start_key: 'another-delivery-key-01' }),
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: { ...WORKER, id: 'owner-worker-3', name: 'third' }, start_key: startKey }),
+      ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER }),
+    ]);
+    expect(refused.map((answer) => [answer.status, answer.body.error.code])).toEqual(Array(3).fill([409, 'lease_superseded']));
+    // Another tenant's pool with the key learns nothing of it.
+    const intruder = await createTenant(stack, 'worker-api-start-intruder');
+    const intruderPool = intruder.api.withToken((await issueCredential(intruder)).token);
+    expect((await intruderPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER, start_key: startKey })).status).toBe(404);
+    const held = { runId: run.id, attemptId, lease };
+    expect((await send(ownerPool, callsAbout(held, bundleRef).finish)).status).toBe(200);
+    // Once finished, the key starts nothing again.
+    expect((await ownerPool.post(`/worker/attempts/${attemptId}/start`, { worker: WORKER, start_key: startKey })).status).toBe(409);
+    const finished = Run.parse((await reader.get(`/runs/${run.id}`)).body.data);
+    expect([finished.status, finished.attempts.length]).toEqual(['succeeded', 1]);
+  });
+
   it("ends an attempt exactly once when its finish races the lease reaper: finished, or lost with the finish refused, and the run agrees", async () => {
     const mongo = await MongoClient.connect(stack.mongoUrl);
     const winners = { finish: 0, reaper: 0 };

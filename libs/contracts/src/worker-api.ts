@@ -22,7 +22,15 @@ export const WorkerIdentity = z.strictObject({
 });
 export type WorkerIdentity = z.infer<typeof WorkerIdentity>;
 
-export const StartAttemptRequest = z.strictObject({ worker: WorkerIdentity });
+export const StartAttemptRequest = z.strictObject({
+  worker: WorkerIdentity,
+  /**
+   * Random per delivery of the attempt to this worker, the same on every retry of its start:
+   * a start whose answer was lost, sent again with the same key by the same worker, gets
+   * the same lease instead of 409. A second delivery has a key of its own and is refused.
+   */
+  start_key: z.string().regex(/^[A-Za-z0-9_-]{16,100}$/, { message: 'must be 16-100 letters, digits, "_" or "-"' }).optional(),
+});
 export type StartAttemptRequest = z.infer<typeof StartAttemptRequest>;
 
 export const PlanColumn = z.object({ name: z.string(), type: z.string(), nullable: z.boolean() });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
@@ -63,7 +64,7 @@ export class AttemptRunner {
   private async runAttempt(tenantId: string, attemptId: string): Promise<AttemptResult> {
     let started;
     try {
-      started = await this.api.start(tenantId, attemptId, this.worker);
+      started = await this.api.start(tenantId, attemptId, this.worker, randomBytes(16).toString('base64url'));
     } catch (error) {
       // Taken by another worker, canceled, or not this tenant's: nothing to do.
       if (error instanceof WorkerApiError && error.final) {

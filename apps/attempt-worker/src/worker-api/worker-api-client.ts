@@ -14,6 +14,7 @@ import {
   UpstreamLocation,
   WorkerHeartbeatResponse,
   type AppendLogsRequest,
+  type StartAttemptRequest,
   type AttemptLogLine,
   type ConnectionRequest,
   type StorageRequest,
@@ -76,8 +77,9 @@ export class WorkerApiClient {
     }
   }
 
-  start(tenantId: string, attemptId: string, worker: WorkerIdentity) {
-    return this.call(AttemptStarted, 'POST', `/attempts/${enc(attemptId)}/start`, tenantId, undefined, { worker });
+  /** `startKey`: random per delivery; the call's own retries send it again, so a start whose answer was lost gets its lease. */
+  start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string) {
+    return this.call(AttemptStarted, 'POST', `/attempts/${enc(attemptId)}/start`, tenantId, undefined, { worker, start_key: startKey } satisfies StartAttemptRequest);
   }
 
   heartbeat(tenantId: string, request: z.input<typeof WorkerHeartbeatRequest>) {

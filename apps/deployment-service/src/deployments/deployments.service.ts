@@ -49,6 +49,17 @@ export class DeploymentsService {
   }
 
   /**
+   * When an ingest failed or left no row: 409 `environment_deleting` if its environment's
+   * tear-down began meanwhile (the tear-down removes what the ingest stored, so the
+   * workflow finds no manifest), rather than an internal error; undefined otherwise.
+   */
+  private async deletedMeanwhile(tenantId: string, environment: Environment, requestId: string): Promise<ApiError | undefined> {
+    const now = await this.placement.findEnvironment(tenantId, environment.name, requestId);
+    if (now?.id === environment.id && now.status !== 'deleting') return undefined;
+    return new ApiError('environment_deleting', `Environment "${environment.name}" was deleted while this deployment was ingested; nothing was deployed.`);
+  }
+
+  /**
    * `ready` with 201 or `failed` with 422; a body that is not a deployment is 422 with no
    * row; 202 with the id when the workflow outlives the request's wait. The environment is
    * read once, here, and goes into the workflow's input; the manifest is stored first, so
@@ -96,12 +107,12 @@ export class DeploymentsService {
       outcome = await this.workflows.ingest(input, arrivedAt);
     } catch (error) {
       // A manifest whose start failed stays: a start that timed out may still have begun.
-      if (!(error instanceof StillRunningError)) throw error;
+      if (!(error instanceof StillRunningError)) throw await this.deletedMeanwhile(tenantId, environment, requestId) ?? error;
       this.metrics.ingestDuration.observe({ outcome: 'pending' }, (Date.now() - arrivedAt) / 1000);
       return { status: 202, row: { id: input.deploymentId, environment_id: environment.id, status: 'pending' } };
     }
     const row = await this.deployments.find(tenantId, input.deploymentId);
-    if (!row) throw new Error(`deployment ${input.deploymentId} was not recorded by its workflow`);
+    if (!row) throw (await this.deletedMeanwhile(tenantId, environment, requestId)) ?? new Error(`deployment ${input.deploymentId} was not recorded by its workflow`);
     this.metrics.ingestDuration.observe({ outcome: row.status === 'ready' ? 'ready' : 'failed' }, (Date.now() - arrivedAt) / 1000);
     // Activated by this ingest: the pointer names it (a later activation may move it on).
     const activeId = outcome.recheck ? row._id : environment.active_deployment_id;

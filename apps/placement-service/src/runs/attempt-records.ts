@@ -24,6 +24,7 @@ export function newAttempt(
     worker: null,
     worker_id: null,
     lease: null,
+    start_key: null,
     dispatch_seq: 0,
     dispatched_at: now,
     enqueued_at: null,

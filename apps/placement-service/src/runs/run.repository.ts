@@ -208,7 +208,7 @@ export class RunRepository extends RunQueries {
    * caller's kind, known from its credential: a pool's worker starts only `remote`
    * attempts and the engine's runner only `local` ones; another kind's attempt is 404.
    */
-  async start(tenantId: string, attemptId: string, executor: Executor, worker: WorkerIdentity): Promise<{ attempt: AttemptDocument; run: RunDocument }> {
+  async start(tenantId: string, attemptId: string, executor: Executor, worker: WorkerIdentity, startKey: string | null): Promise<{ attempt: AttemptDocument; run: RunDocument; replayed: boolean }> {
     const now = new Date();
     const attempt = await this.attempts.findOneAndUpdate(
       tenantId,
@@ -223,12 +223,23 @@ export class RunRepository extends RunQueries {
           started_at: now,
           last_heartbeat_at: now,
           current_asset: null,
+          start_key: startKey,
         },
       },
     );
-    if (!attempt) throw await this.refusal(tenantId, attemptId, 'is not waiting to start', executor);
+    if (!attempt) {
+      // The same worker's retry of the start that took it (its answer lost on the way): the
+      // lease that start was given. Only while that lease still holds, and never for a key
+      // it did not send (a second delivery of the job has its own).
+      const retried =
+        startKey === null
+          ? null
+          : await this.attempts.findOne(tenantId, { _id: attemptId, status: 'running', executor, worker_id: worker.id, start_key: startKey });
+      if (!retried) throw await this.refusal(tenantId, attemptId, 'is not waiting to start', executor);
+      return { attempt: retried, run: (await this.findRun(tenantId, retried.run_id))!, replayed: true };
+    }
     const run = await this.runs.findOneAndUpdate(tenantId, { _id: attempt.run_id, status: 'queued' }, { $set: { status: 'running', started_at: now } });
-    return { attempt, run: run ?? (await this.findRun(tenantId, attempt.run_id))! };
+    return { attempt, run: run ?? (await this.findRun(tenantId, attempt.run_id))!, replayed: false };
   }
 
   /** Refuses a worker write unless the attempt is running under this lease. */
@@ -421,7 +432,7 @@ export class RunRepository extends RunQueries {
       check.tenantId,
       { _id: check.attemptId, lease: check.lease, status: 'running' },
       {
-        $set: { status: 'queued', lease: null, worker: null, worker_id: null, started_at: null, last_heartbeat_at: null, current_asset: null, enqueued_at: null },
+        $set: { status: 'queued', lease: null, start_key: null, worker: null, worker_id: null, started_at: null, last_heartbeat_at: null, current_asset: null, enqueued_at: null },
         $inc: { dispatch_seq: 1 },
       },
     );

@@ -51,6 +51,8 @@ export interface AttemptDocument {
   worker_id: string | null;
   /** Fences every worker write: a new lease on each start, so an older holder's writes are refused. */
   lease: string | null;
+  /** The start's key (`StartAttemptRequest.start_key`): the same worker's retry of that start gets the same lease. */
+  start_key: string | null;
   /** Bumped when a draining worker hands the attempt back, so the queue job id is new. */
   dispatch_seq: number;
   dispatched_at: Date;
@@ -148,6 +150,7 @@ export const attemptSchema = new Schema<AttemptDocument>(
     worker: { type: String, default: null },
     worker_id: { type: String, default: null },
     lease: { type: String, default: null },
+    start_key: { type: String, default: null },
     dispatch_seq: { type: Number, required: true },
     dispatched_at: { type: Date, required: true },
     enqueued_at: { type: Date, default: null },

@@ -30,7 +30,7 @@ export function workerApiRouter(service: WorkerApiService): Router {
   }));
 
   mountEndpoint(router, PublicApi.startAttempt, async ({ tenantId, params, body, header }) => ({
-    data: await service.start(tenantId, params.id, body.worker, credentialOf(header)),
+    data: await service.start(tenantId, params.id, body.worker, body.start_key ?? null, credentialOf(header)),
   }));
 
   mountEndpoint(router, PublicApi.appendAttemptLogs, async ({ tenantId, params, body, header }) => ({

@@ -47,11 +47,11 @@ export class WorkerApiService {
     private readonly engineStore?: EngineObjectStore,
   ) {}
 
-  async start(tenantId: string, attemptId: string, worker: WorkerIdentity, credentialId: string | null): Promise<AttemptStarted> {
+  async start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string | null, credentialId: string | null): Promise<AttemptStarted> {
     // The caller's kind comes from its credential, never from what the worker says it is.
     const callerExecutor = credentialId === null ? 'local' : 'remote';
-    const { attempt, run } = await this.runs.start(tenantId, attemptId, callerExecutor, worker);
-    this.metrics.dispatchToRunning.observe({ executor: attempt.executor }, Math.max(0, (attempt.started_at!.getTime() - attempt.dispatched_at.getTime()) / 1000));
+    const { attempt, run, replayed } = await this.runs.start(tenantId, attemptId, callerExecutor, worker, startKey);
+    if (!replayed) this.metrics.dispatchToRunning.observe({ executor: attempt.executor }, Math.max(0, (attempt.started_at!.getTime() - attempt.dispatched_at.getTime()) / 1000));
     const lease = attempt.lease!;
     // The worker is known to be alive from now on, even before its first heartbeat.
     await this.reportWorker(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import type { Environment } from '@envengine/contracts';
+import type { DeploymentRepository } from '@envengine/deployment-data';
+import type { PlacementClient } from '@envengine/service-clients';
+import type { IngestMetrics } from '@envengine/service-metrics';
+import { ApiError } from '@envengine/service-kit';
+import { DeploymentsService } from './deployments.service.ts';
+import type { WorkflowStarter } from './workflow-starter.ts';
+
+const active = { id: 'env_1', name: 'prod', status: 'active', strict: false, active_deployment_id: null } as unknown as Environment;
+const body = { manifest: { version: 1, assets: [], jobs: [], schedules: [] }, bundle_ref: `sha256:${'a'.repeat(64)}` };
+
+/** The service over stand-ins: the environment as placement answers it before and after the ingest, and an ingest workflow that failed. */
+function serviceWhere(after: Environment | undefined): DeploymentsService {
+  const placement = {
+    extendTtl: async () => active,
+    findEnvironment: async () => after,
+  } as unknown as PlacementClient;
+  const deployments = { storeManifest: async () => undefined, find: async () => null } as unknown as DeploymentRepository;
+  const workflows = { ingest: async () => Promise.reject(new Error('workflow for dep_x failed: no manifest stored for dep_x')) } as unknown as WorkflowStarter;
+  const metrics = { ingestDuration: { observe: () => undefined } } as unknown as IngestMetrics;
+  return new DeploymentsService(deployments, placement, workflows, metrics);
+}
+
+// Found by the soak (docs/reliability.md): a DELETE that lands mid-ingest removes the stored
+// manifest, the workflow fails on it, and the ingest answered 500.
+describe('an ingest whose environment is deleted meanwhile', () => {
+  it('answers 409 environment_deleting when the environment is being deleted', async () => {
+    const refused = await serviceWhere({ ...active, status: 'deleting' } as Environment).ingest('ten_1', 'prod', body, 'req_1').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ code: 'environment_deleting', message: expect.stringMatching(/was deleted while this deployment was ingested; nothing was deployed/) });
+  });
+
+  it('answers 409 environment_deleting when the environment is gone, or another of its name was made', async () => {
+    for (const after of [undefined, { ...active, id: 'env_2' } as Environment]) {
+      expect(await serviceWhere(after).ingest('ten_1', 'prod', body, 'req_1').catch((error: unknown) => error)).toMatchObject({ code: 'environment_deleting' });
+    }
+  });
+
+  it('keeps the failure as it is when the environment is still there', async () => {
+    const failed = await serviceWhere(active).ingest('ten_1', 'prod', body, 'req_1').catch((error: unknown) => error);
+    expect(failed).not.toBeInstanceOf(ApiError);
+    expect((failed as Error).message).toMatch(/no manifest stored/);
+  });
+});
