@@ -16,8 +16,10 @@ import {
   type IngestOutcome,
   type ScheduleTickActivities,
   schedulesChanged,
+  unansweredActivations,
 } from '@envengine/deployment-workflows';
-import { until } from '@envengine/test-harness';
+import { newId } from '@envengine/resource-ids';
+import { createTenant, until } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -237,6 +239,48 @@ describe('deployment workflows', () => {
     const order = ['stop workflows', 'schedules', 'runs', 'files after null', 'files after mat_page1', 'secrets', 'secrets', 'secrets', 'deployments', 'environment'];
     expect(steps.slice(0, order.length)).toEqual(order);
     expect(steps.slice(order.length)).toEqual(['stop workflows', 'schedules', 'runs', 'secrets', 'deployments', 'environment']);
+  });
+
+  it("a tear-down answers every activation its environment's workflow held (queued or under way): each ingest fails at once, saying the environment was deleted", async () => {
+    const tenant = await createTenant(stack, 'wf-teardown-answers');
+    const environmentId = newId('env');
+    const ids = Array.from({ length: 3 }, (_, i) => `dep_held${i}_${randomBytes(3).toString('hex')}`);
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let activating = 0;
+    const failures = await withWorker(
+      {
+        requestActivation: async (request) => requestActivationOn(currentTaskQueue)(request),
+        // The first activation never ends on its own: the others stay queued behind it.
+        activate: async () => {
+          activating += 1;
+          await released;
+          return { checked: 0, quarantined: [] };
+        },
+      },
+      async (taskQueue) => {
+        currentTaskQueue = taskQueue;
+        const requested = ids.map((deploymentId) =>
+          client.workflow
+            .execute('activateDeployment', { taskQueue, workflowId: `activate-${deploymentId}`, args: [{ deploymentId, tenantId: tenant.tenantId, environmentId, environmentName: 'held' } satisfies ActivateInput] })
+            .then(() => 'activated', (error: unknown) => (error instanceof WorkflowFailedError ? (error.cause?.message ?? '') : String(error))),
+        );
+        // Evidence that one is under way and the other two are queued behind it.
+        expect(await until(async () => activating, (count) => count === 1, 20_000)).toBe(1);
+        const handle = client.workflow.getHandle(environmentActivationsWorkflowId(environmentId));
+        expect(await until(() => handle.query(unansweredActivations), (held) => held.length === 3, 20_000)).toHaveLength(3);
+        // The stack's own tear-down (its real activities), of an environment it never stored.
+        await client.workflow.execute('environmentTeardown', {
+          taskQueue: stack.deploymentsTaskQueue,
+          workflowId: `teardown-${environmentId}`,
+          args: [{ tenantId: tenant.tenantId, environmentId, environmentName: 'held', purgeData: false }],
+        });
+        const answers = await Promise.all(requested);
+        release();
+        return answers;
+      },
+    );
+    expect(failures).toEqual(ids.map((deploymentId) => `activation of ${deploymentId} failed: environment "held" was deleted`));
   });
 
   it('an expiry timer fires at the stored expiry: a moved expiry is slept until, a later one answered is slept until, null ends it', async () => {

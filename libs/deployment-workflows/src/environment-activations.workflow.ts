@@ -1,5 +1,5 @@
 import { ApplicationFailure, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import { activationFinished, activationRequested } from './activation-signals.ts';
+import { activationFinished, activationRequested, unansweredActivations } from './activation-signals.ts';
 import { ActivationRequest, EnvironmentActivationsInput } from '@envengine/contracts';
 import { workflowInput } from './workflow-input.ts';
 import { DEFAULT_ACTIVATION_RETRY, type ActivationOutcome, type DeploymentActivities } from './definitions.ts';
@@ -45,9 +45,12 @@ export async function environmentActivations(raw: EnvironmentActivationsInput): 
     seen.add(requestKey(request));
     queue.push(request);
   });
+  let current: ActivationRequest | null = null;
+  setHandler(unansweredActivations, () => [...(current ? [current] : []), ...queue]);
   for (let handled = 0; handled < ACTIVATIONS_PER_RUN && !workflowInfo().continueAsNewSuggested; handled += 1) {
     await condition(() => queue.length > 0);
     const request = queue.shift()!;
+    current = request;
     let outcome: ActivationOutcome;
     try {
       const recheck = await activate({
@@ -74,6 +77,7 @@ export async function environmentActivations(raw: EnvironmentActivationsInput): 
     await getExternalWorkflowHandle(request.replyTo.workflowId, request.replyTo.runId)
       .signal(activationFinished, outcome)
       .catch(() => undefined);
+    current = null;
   }
   await continueAsNew<typeof environmentActivations>({ ...input, pending: queue, served });
 }

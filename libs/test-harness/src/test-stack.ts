@@ -42,6 +42,8 @@ export interface StackInfo {
   /** Redis's address without a credential, as a pool worker is given it (it brings its own). */
   redisServerUrl: string;
   temporalAddress: string;
+  /** The task queue of the stack's workflow-worker (its workflows and activities). */
+  deploymentsTaskQueue: string;
   /**
    * Every other address a backing server's process listens on (`host:port`), by name: each
    * MongoDB member, each process of the cluster profile's Temporal and its PostgreSQL.
@@ -130,6 +132,7 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     redisUrl: servers.redis.adminUrl,
     redisServerUrl: servers.redis.url,
     temporalAddress: servers.temporal.url,
+    deploymentsTaskQueue: services.deploymentsTaskQueue,
     serverAddresses: Object.fromEntries([
       ...(servers.mongo.members ?? []).map((member, index) => [`mongodb-${index}`, member.host]),
       ...('parts' in servers.temporal ? servers.temporal.parts.map((part) => [part.name, part.address]) : []),

@@ -28,7 +28,7 @@ describe('an ingest whose environment is deleted meanwhile', () => {
   it('answers 409 environment_deleting when the environment is being deleted', async () => {
     const refused = await serviceWhere({ ...active, status: 'deleting' } as Environment).ingest('ten_1', 'prod', body, 'req_1').catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(ApiError);
-    expect(refused).toMatchObject({ code: 'environment_deleting', message: expect.stringMatching(/was deleted while this deployment was ingested; nothing was deployed/) });
+    expect(refused).toMatchObject({ code: 'environment_deleting', message: expect.stringMatching(/was deleted while this deployment was ingested or activated; nothing was deployed/) });
   });
 
   it('answers 409 environment_deleting when the environment is gone, or another of its name was made', async () => {
@@ -41,5 +41,15 @@ describe('an ingest whose environment is deleted meanwhile', () => {
     const failed = await serviceWhere(active).ingest('ten_1', 'prod', body, 'req_1').catch((error: unknown) => error);
     expect(failed).not.toBeInstanceOf(ApiError);
     expect((failed as Error).message).toMatch(/no manifest stored/);
+  });
+
+  it('answers 409 environment_deleting to an activation (a rollback) whose environment began its tear-down meanwhile', async () => {
+    const ready = { _id: 'dep_1', status: 'ready', environment_id: 'env_1', environment_name: 'prod' };
+    const answers = [active, { ...active, status: 'deleting' }];
+    const placement = { findEnvironment: async () => answers.shift() } as unknown as PlacementClient;
+    const deployments = { find: async () => ready } as unknown as DeploymentRepository;
+    const workflows = { activate: async () => Promise.reject(new Error('workflow for dep_1 failed: environment prod is being deleted or is gone')) } as unknown as WorkflowStarter;
+    const service = new DeploymentsService(deployments, placement, workflows, { ingestDuration: { observe: () => undefined } } as unknown as IngestMetrics);
+    expect(await service.activate('ten_1', 'dep_1').catch((error: unknown) => error)).toMatchObject({ code: 'environment_deleting' });
   });
 });

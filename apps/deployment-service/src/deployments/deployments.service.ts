@@ -49,14 +49,15 @@ export class DeploymentsService {
   }
 
   /**
-   * When an ingest failed or left no row: 409 `environment_deleting` if its environment's
-   * tear-down began meanwhile (the tear-down removes what the ingest stored, so the
-   * workflow finds no manifest), rather than an internal error; undefined otherwise.
+   * When an ingest or an activation failed (or an ingest left no row): 409
+   * `environment_deleting` if the environment's tear-down began meanwhile (it removes what
+   * the ingest stored, and refuses the pointer's move), rather than an internal error;
+   * undefined otherwise.
    */
-  private async deletedMeanwhile(tenantId: string, environment: Environment, requestId: string): Promise<ApiError | undefined> {
+  private async deletedMeanwhile(tenantId: string, environment: Environment, requestId?: string): Promise<ApiError | undefined> {
     const now = await this.placement.findEnvironment(tenantId, environment.name, requestId);
     if (now?.id === environment.id && now.status !== 'deleting') return undefined;
-    return new ApiError('environment_deleting', `Environment "${environment.name}" was deleted while this deployment was ingested; nothing was deployed.`);
+    return new ApiError('environment_deleting', `Environment "${environment.name}" was deleted while this deployment was ingested or activated; nothing was deployed.`);
   }
 
   /**
@@ -139,7 +140,7 @@ export class DeploymentsService {
       }, arrivedAt);
       return toDeployment(row, row._id, recheck);
     } catch (error) {
-      if (!(error instanceof StillRunningError)) throw error;
+      if (!(error instanceof StillRunningError)) throw (environment ? await this.deletedMeanwhile(tenantId, environment) : undefined) ?? error;
       throw new ApiError('unavailable', `Activation of ${id} is still running; POST it again to wait for it, or read GET /api/v1/deployments/${id}.`, {
         headers: { 'Retry-After': '5' },
       });

@@ -1,9 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { QueryNotRegisteredError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import {
+  activationFinished,
   environmentActivationsWorkflowId,
   environmentExpiryWorkflowId,
+  unansweredActivations,
+  type ActivationOutcome,
   type EnvironmentLifecycleActivities,
 } from '@envengine/deployment-workflows';
 import type { LegacyTemporalSchedules } from '@envengine/environment-schedules';
@@ -36,10 +39,36 @@ export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLif
     }
   }
 
+  /**
+   * Tells each ingest that waited on the terminated activation workflow (queued, or being
+   * activated) that the environment was deleted, so that it fails now instead of waiting
+   * out its limit. Asked once the workflow is closed: no request can arrive after that.
+   */
+  async function answerUnanswered(environmentId: string, environmentName: string): Promise<void> {
+    let unanswered;
+    try {
+      unanswered = await temporal.workflow.getHandle(environmentActivationsWorkflowId(environmentId)).query(unansweredActivations);
+    } catch (error) {
+      // Never started, or a run of a version without the query (its requesters wait out their limit, as before).
+      if (error instanceof WorkflowNotFoundError || error instanceof QueryNotRegisteredError) return;
+      throw error;
+    }
+    for (const request of unanswered) {
+      const outcome: ActivationOutcome = { deploymentId: request.deploymentId, ok: false, error: `environment "${environmentName}" was deleted` };
+      try {
+        await temporal.workflow.getHandle(request.replyTo.workflowId, request.replyTo.runId).signal(activationFinished, outcome);
+      } catch (error) {
+        // Its requester ended already (it was answered, or gave up).
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+      }
+    }
+  }
+
   return {
-    async stopEnvironmentWorkflows({ environmentId }) {
+    async stopEnvironmentWorkflows({ environmentId, environmentName }) {
       // An activation in flight fails at its last step (the environment refuses a new pointer while it is deleting).
       await terminate(environmentActivationsWorkflowId(environmentId), 'environment deleted');
+      await answerUnanswered(environmentId, environmentName);
       await terminate(environmentExpiryWorkflowId(environmentId), 'environment deleted');
     },
 
