@@ -113,7 +113,7 @@ try {
       const listed = await tenant.api.get('/environments');
       for (const environment of listed.body.data as Array<{ name: string }>) await tenant.api.post(`/environments/${environment.name}/schedules/pause`, {});
     }
-    const settled = await settle(stores);
+    const settled = await settle(stores, tenants.map((tenant) => tenant.id));
     report(settled ? 'settled' : `not settled within ${SETTLE_LIMIT_MS / 60_000} min; checking anyway`);
     // A DELETE answered 503, or not at all, may still have torn the environment down: asked now.
     for (const [id, { tenantId, name }] of ledger.deleteRequested) {
@@ -137,8 +137,13 @@ try {
 }
 process.exit(exitCode);
 
-/** Until no run or attempt is queued or running and no deployment is mid-ingest (evidence, polled), or the limit. */
-async function settle({ placement, deployment }: EngineStores): Promise<boolean> {
+/**
+ * Until no run or attempt is queued or running, no deployment is mid-ingest, and the
+ * queues hold no job of an ended attempt (a killed worker's job stays active until
+ * BullMQ's stalled-job check hands it on and the start is refused): evidence, polled, or the limit.
+ */
+async function settle(stores: EngineStores, tenantIds: string[]): Promise<boolean> {
+  const { placement, deployment } = stores;
   const started = Date.now();
   while (Date.now() - started < SETTLE_LIMIT_MS) {
     const [runs, attempts, ingests] = await Promise.all([
@@ -146,7 +151,7 @@ async function settle({ placement, deployment }: EngineStores): Promise<boolean>
       placement.collection('attempts').countDocuments({ status: { $in: ['queued', 'running'] } }),
       deployment.collection('deployments').countDocuments({ status: { $nin: ['ready', 'failed'] } }),
     ]);
-    if (runs + attempts + ingests === 0 && (await openIngests()) === 0) return true;
+    if (runs + attempts + ingests === 0 && (await openIngests()) === 0 && (await queuesMatchAttempts(stores, await queuedJobs(tenantIds))).held) return true;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   return false;
