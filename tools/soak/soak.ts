@@ -3,7 +3,7 @@
 // kills (-9) and pauses its processes; then, once the load stopped and the stack settled,
 // the invariants checked from the stores (DESIGN.md §8). Prints a report and writes it to
 // docs/reliability.md (or FILE); exits 1 when an invariant is broken.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -135,6 +135,9 @@ try {
   for (const worker of poolWorkers) await worker.process.stop();
   await stack.stop();
 }
+// Kept when something broke (every process's log is under logs/), or when asked.
+if (exitCode === 0 && !process.env.KEEP_TEST_DATA) rmSync(dataDir, { recursive: true, force: true });
+else report(`the stack's data and logs are kept in ${dataDir}`);
 process.exit(exitCode);
 
 /**
@@ -242,9 +245,13 @@ function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultR
     '',
     '## Faults (one at a time; the time until the process served again)',
     '',
-    '| fault | times | recovered in ms (each) |',
-    '|---|---:|---|',
-    ...[...byKind].sort().map(([kind, times]) => `| ${kind} | ${times.length} | ${times.map((ms) => (Number.isNaN(ms) ? 'not back' : ms.toFixed(0))).join(', ')} |`),
+    '| fault | times | serving again after, p50 / max ms | each ms |',
+    '|---|---:|---:|---|',
+    ...[...byKind].sort().map(([kind, times]) => {
+      const back = times.filter((ms) => !Number.isNaN(ms)).sort((a, b) => a - b);
+      const summary = back.length === 0 ? '–' : `${back[Math.floor((back.length - 1) / 2)]!.toFixed(0)} / ${back.at(-1)!.toFixed(0)}`;
+      return `| ${kind} | ${times.length} | ${summary}${back.length < times.length ? ` (${times.length - back.length} not back)` : ''} | ${times.map((ms) => (Number.isNaN(ms) ? 'not back' : ms.toFixed(0))).join(', ')} |`;
+    }),
     '',
     'Each fault with its time:',
     '',
