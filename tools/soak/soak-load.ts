@@ -175,7 +175,7 @@ export class TenantLoad {
     const wide = this.random.next() < 0.3;
     const manifest = manifestOf([
       { key: 'orders', columns: [{ name: 'id', type: 'integer' }, ...(wide ? [{ name: 'note', type: 'string', nullable: true }] : [])] },
-      { key: 'totals', deps: ['orders'] },
+      { key: 'totals', deps: ['orders'], columns: [{ name: 'total', type: 'integer' }] },
     ]);
     return { ...manifest, schedules: this.random.next() < 0.5 ? [{ name: 'minutely', job: 'all', cron: '* * * * *', timezone: 'UTC' }] : [] };
   }
@@ -183,8 +183,8 @@ export class TenantLoad {
   private async bundle(): Promise<string> {
     if (this.bundleRef) return this.bundleRef;
     const bundle = await makeBundle({
-      'assets/orders.js': 'export default async () => { await new Promise((resolve) => setTimeout(resolve, 300)); return [{ id: 1 }, { id: 2 }]; };',
-      'assets/totals.js': 'export default async () => [{ total: 2 }];',
+      'assets/orders.js': 'export default async (ctx) => { await new Promise((resolve) => setTimeout(resolve, 300)); await ctx.emit([{ id: 1 }, { id: 2 }]); };',
+      'assets/totals.js': 'export default async (ctx) => { const rows = await ctx.read(\'orders\'); await ctx.emit([{ total: rows.length }]); };',
     });
     const uploaded = await this.api.request('POST', '/bundles', { raw: bundle, headers: { 'content-type': 'application/gzip' } });
     if (uploaded.status !== 200 && uploaded.status !== 201) throw new Error(`uploading the bundle answered ${uploaded.status}`);

@@ -4,10 +4,11 @@ import { workflowInput } from './workflow-input.ts';
 import type { DeploymentActivities } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';
 
+// Retried for up to the minute (20 attempts at most 5 s apart outlast it), as the ingest's.
 const { requestActivation } = proxyLocalActivities<DeploymentActivities>({
   startToCloseTimeout: '10 seconds',
   scheduleToCloseTimeout: '1 minute',
-  retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6 },
+  retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
 });
 
 /**

@@ -148,3 +148,6 @@ export interface EnvironmentLifecycleActivities {
   /** The TTL's timer fired: begins the tear-down unless a deploy moved the expiry (then the new instant). */
   expireEnvironment(input: EnvironmentExpiryInput): Promise<ExpireEnvironmentResult>;
 }
+
+/** The type of an activity's failure when a service it called stayed unreachable: the caller of the workflow answers 503, not 500. */
+export const UNAVAILABLE_FAILURE_TYPE = 'Unavailable';

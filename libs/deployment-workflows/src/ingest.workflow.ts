@@ -7,10 +7,12 @@ import { awaitActivation } from './environment-activations.workflow.ts';
 // Short steps that touch only this scope's database (and one typed call to the secrets
 // service): local activities, run in the worker's own process without a round trip
 // through the server per step, each with a retry cap and a deadline.
+// Retried for up to the minute (a service restarting or paused rides it out; 20 attempts
+// at most 5 s apart outlast it), then the caller answers 503 (UNAVAILABLE_FAILURE_TYPE).
 const { validateAndRecord, requestActivation } = proxyLocalActivities<DeploymentActivities>({
   startToCloseTimeout: '20 seconds',
   scheduleToCloseTimeout: '1 minute',
-  retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6, nonRetryableErrorTypes: ['NotFound'] },
+  retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20, nonRetryableErrorTypes: ['NotFound'] },
 });
 
 /**

@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type ClientInterceptors } from '@temporalio/client';
+import { ApplicationFailure, Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type ClientInterceptors } from '@temporalio/client';
 import { ActivateInput, IngestInput, type Recheck } from '@envengine/contracts';
 import {
   ACTIVATE_WORKFLOW,
@@ -6,10 +6,30 @@ import {
   INGEST_WORKFLOW,
   ingestWorkflowId,
   searchAttributesOf,
+  UNAVAILABLE_FAILURE_TYPE,
   type DeploymentMemo,
   type IngestOutcome,
 } from '@envengine/deployment-workflows';
-import { callTemporal, type TemporalConnectionOptions } from '@envengine/service-kit';
+import { ApiError, callTemporal, type TemporalConnectionOptions } from '@envengine/service-kit';
+
+/**
+ * What a failed workflow's caller is told: 503 `unavailable` when a service it needed stayed
+ * unreachable past its steps' retries (the caller's to try again), else an internal error
+ * naming the cause.
+ */
+export function workflowFailure(error: WorkflowFailedError, deploymentId: string): Error {
+  const root = rootCauseOf(error);
+  if (root instanceof ApplicationFailure && root.type === UNAVAILABLE_FAILURE_TYPE) {
+    return new ApiError('unavailable', `${root.message.replace(/;? ?try again shortly\.?$/, '')}, so ${deploymentId} did not finish; try again shortly.`, { headers: { 'Retry-After': '5' } });
+  }
+  return new Error(`workflow for ${deploymentId} failed: ${error.cause?.message ?? error.message}`);
+}
+
+function rootCauseOf(error: Error): Error {
+  let cause: Error = error;
+  while (cause.cause instanceof Error) cause = cause.cause;
+  return cause;
+}
 
 /** The workflow goes on after the request's wait is over: the caller is told so. */
 export class StillRunningError extends Error {
@@ -85,7 +105,7 @@ export class WorkflowStarter {
     try {
       return await Promise.race([result, timeout]);
     } catch (error) {
-      if (error instanceof WorkflowFailedError) throw new Error(`workflow for ${deploymentId} failed: ${error.cause?.message ?? error.message}`);
+      if (error instanceof WorkflowFailedError) throw workflowFailure(error, deploymentId);
       throw error;
     } finally {
       clearTimeout(timer);

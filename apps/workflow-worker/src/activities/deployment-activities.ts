@@ -8,6 +8,7 @@ import {
   ENVIRONMENT_ACTIVATIONS_WORKFLOW,
   environmentActivationsWorkflowId,
   searchAttributesOf,
+  UNAVAILABLE_FAILURE_TYPE,
   type DeploymentActivities,
   type DeploymentMemo,
   type ScheduleTickActivities,
@@ -46,10 +47,12 @@ export interface DeploymentActivityDeps {
 }
 
 // A missing resource will not appear by retrying, nor will an environment being deleted
-// take changes again; anything else (a service restarting) may pass.
+// take changes again; anything else (a service restarting) may pass, and an unreachable
+// service is named as such, so that the workflow's caller answers 503 if it never returns.
 function finalIfNotFound(error: unknown): never {
   if (error instanceof ApiError && error.code === 'not_found') throw ApplicationFailure.nonRetryable(error.message, 'NotFound');
   if (error instanceof ApiError && error.code === 'environment_deleting') throw ApplicationFailure.nonRetryable(error.message, 'NotFound');
+  if (error instanceof ApiError && error.code === 'unavailable') throw ApplicationFailure.retryable(error.message, UNAVAILABLE_FAILURE_TYPE);
   throw error;
 }
 
