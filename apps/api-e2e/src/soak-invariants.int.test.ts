@@ -97,20 +97,34 @@ describe('the soak invariants catch what they guard', () => {
     await stores.placement.collection('runs').deleteMany({});
   });
 
-  it('materializations backed: one of a failed attempt and one whose file is gone are caught', async () => {
+  it("materializations backed: one its attempt does not record as the asset's succeeded outcome, and one whose file is gone, are caught; one of a lost attempt that recorded it is not", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'soakctl-'));
     writeFileSync(join(dir, 'present.parquet'), 'x');
-    await stores.placement.collection('attempts').insertMany([attempt('att_ok', 'run_m', 1, 'succeeded', 1, 2), attempt('att_bad', 'run_n', 1, 'failed', 1, 2)] as never[]);
+    const present = pathToFileURL(join(dir, 'present.parquet')).href;
+    const withOutcome = (row: object, key: string, status: string, materialization: string | null) => ({ ...row, assets: [{ key, status, materialization_id: materialization, error: null }] });
+    await stores.placement.collection('attempts').insertMany([
+      withOutcome(attempt('att_ok', 'run_m', 1, 'succeeded', 1, 2), 'orders', 'succeeded', 'mat_ok'),
+      // Lost after the asset succeeded: its materialization stays, the retry skips the asset.
+      withOutcome(attempt('att_lost', 'run_l', 1, 'lost', 1, 20), 'orders', 'succeeded', 'mat_of_lost'),
+      withOutcome(attempt('att_bad', 'run_n', 1, 'failed', 1, 2), 'orders', 'failed', null),
+    ] as never[]);
     const materializations = stores.deployment.collection('materializations');
-    await materializations.insertOne({ _id: 'mat_ok', attempt_id: 'att_ok', location: pathToFileURL(join(dir, 'present.parquet')).href } as never);
-    expect(await materializationsBacked(stores)).toMatchObject({ held: true, checked: 1 });
     await materializations.insertMany([
-      { _id: 'mat_failed', attempt_id: 'att_bad', location: pathToFileURL(join(dir, 'present.parquet')).href },
-      { _id: 'mat_fileless', attempt_id: 'att_ok', location: pathToFileURL(join(dir, 'gone.parquet')).href },
+      { _id: 'mat_ok', attempt_id: 'att_ok', asset_key: 'orders', location: present },
+      { _id: 'mat_of_lost', attempt_id: 'att_lost', asset_key: 'orders', location: present },
+    ] as never[]);
+    expect(await materializationsBacked(stores)).toMatchObject({ held: true, checked: 2 });
+    await materializations.insertMany([
+      { _id: 'mat_failed', attempt_id: 'att_bad', asset_key: 'orders', location: present },
+      { _id: 'mat_fileless', attempt_id: 'att_ok', asset_key: 'orders', location: pathToFileURL(join(dir, 'gone.parquet')).href },
     ] as never[]);
     const broken = await materializationsBacked(stores);
     expect(broken.held).toBe(false);
-    expect(broken.offenders).toEqual([expect.stringMatching(/^mat_failed: written by attempt att_bad, which did not succeed/), expect.stringMatching(/^mat_fileless: its file .*gone\.parquet is missing/)]);
+    expect(broken.offenders).toEqual([
+      'mat_failed: attempt att_bad records orders as failed with no materialization',
+      'mat_fileless: attempt att_ok records orders as succeeded with mat_ok',
+      expect.stringMatching(/^mat_fileless: its file .*gone\.parquet is missing/),
+    ]);
     await stores.placement.collection('attempts').deleteMany({});
   });
 

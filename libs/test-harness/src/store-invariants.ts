@@ -164,24 +164,39 @@ export async function oneRunPerTick({ placement }: EngineStores): Promise<Invari
 }
 
 /**
- * Every recorded materialization was written by a succeeded attempt, and its file (a
- * `file://` location) exists. Object-store locations are counted, not opened.
+ * Every recorded materialization is backed: the attempt that wrote it recorded the asset
+ * succeeded with this very materialization (the outcome's write, under the lease, is what
+ * commits it; a superseded lease takes the record back), and its file (a `file://`
+ * location) exists. The attempt itself may have failed or been lost later: a retry re-runs
+ * only the assets no earlier attempt materialized (docs/api.md, Runs), so an asset's
+ * materialization outlives its attempt by design. Object-store locations are counted, not
+ * opened.
  */
 export async function materializationsBacked({ placement, deployment }: EngineStores): Promise<InvariantResult> {
   const rows = await deployment
-    .collection<{ _id: string; attempt_id: string | null; location: string | null }>('materializations')
-    .find({}, { projection: { attempt_id: 1, location: 1 } })
+    .collection<{ _id: string; attempt_id: string | null; asset_key: string; location: string | null }>('materializations')
+    .find({}, { projection: { attempt_id: 1, asset_key: 1, location: 1 } })
     .toArray();
   const attemptIds = [...new Set(rows.map((row) => row.attempt_id).filter((id): id is string => id !== null))];
-  const succeeded = new Set(
-    (await placement.collection<{ _id: string }>('attempts').find({ _id: { $in: attemptIds }, status: 'succeeded' }, { projection: { _id: 1 } }).toArray()).map((row) => row._id),
+  const outcomes = new Map(
+    (
+      await placement
+        .collection<{ _id: string; assets: Array<{ key: string; status: string; materialization_id: string | null }> }>('attempts')
+        .find({ _id: { $in: attemptIds } }, { projection: { assets: 1 } })
+        .toArray()
+    ).map((attempt) => [attempt._id, attempt.assets ?? []]),
   );
   const offenders: string[] = [];
   for (const row of rows) {
-    if (row.attempt_id !== null && !succeeded.has(row.attempt_id)) offenders.push(`${row._id}: written by attempt ${row.attempt_id}, which did not succeed`);
+    if (row.attempt_id !== null) {
+      const outcome = outcomes.get(row.attempt_id)?.find((asset) => asset.key === row.asset_key);
+      if (outcome?.status !== 'succeeded' || outcome.materialization_id !== row._id) {
+        offenders.push(`${row._id}: attempt ${row.attempt_id} records ${row.asset_key} as ${outcome ? `${outcome.status} with ${outcome.materialization_id ?? 'no materialization'}` : 'nothing'}`);
+      }
+    }
     if (row.location?.startsWith('file://') && !existsSync(fileURLToPath(row.location))) offenders.push(`${row._id}: its file ${row.location} is missing`);
   }
-  return result('materializations-backed', 'every materialization is of a succeeded attempt, and its file exists', rows.length, offenders);
+  return result('materializations-backed', "every materialization is its attempt's succeeded outcome of the asset, and its file exists", rows.length, offenders);
 }
 
 /**
