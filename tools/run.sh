@@ -61,7 +61,11 @@ case "$cmd" in
     node --import tsx tools/servers/install.ts
     nx run-many -t lint typecheck test --outputStyle=static
     nx run-many -t build --outputStyle=static
-    exec nx run api-e2e:e2e --outputStyle=static
+    nx run api-e2e:e2e --outputStyle=static
+    # Two minutes of the soak with a fixed seed (DESIGN.md §8): faults at random under load,
+    # then the stores' invariants. A failure prints its seed; `npm run soak -- --seed S`
+    # replays it, and the stack's directory with its logs is kept.
+    exec node --import tsx tools/soak/soak.ts --minutes 2 --seed 7 --profile "${ENVENGINE_TEST_PROFILE:-embedded}" --report "${TMPDIR:-/tmp}/envengine-soak-report.md"
     ;;
   bench)
     nx run-many -t build --outputStyle=static

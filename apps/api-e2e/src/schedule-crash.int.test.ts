@@ -31,18 +31,12 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
   let bundleRef = '';
   const reported: string[] = [];
   const holds = restartHolds();
-  let lifetimeBefore: number | undefined;
 
   beforeAll(async () => {
     // Its own Redis: the local attempt queue has one name, so the shared stack's runner would take this stack's attempts.
     stack = await startTestStack({ mongoUrl: shared.mongoUrl, temporalAddress: shared.temporalAddress, env: RUN_TEST_SETTINGS });
     supervisor = superviseStack(stack, { report: (line) => reported.push(line), beforeRestart: holds.beforeRestart });
     mongo = await new MongoClient(stack.info.mongoUrl).connect();
-    // A killed placement-service leaves its transaction open, holding its locks until MongoDB
-    // expires it (60 s by default): 20 s here, and back after this file (files run one at a
-    // time). Still far longer than a part's transaction, or the test's own held one, lasts.
-    lifetimeBefore = (await mongo.db('admin').command({ getParameter: 1, transactionLifetimeLimitSeconds: 1 }))['transactionLifetimeLimitSeconds'] as number;
-    await mongo.db('admin').command({ setParameter: 1, transactionLifetimeLimitSeconds: 20 });
     temporal = await Connection.connect({ address: stack.info.temporalAddress });
     for (const name of ['crash-a', 'crash-b']) {
       const tenant = await createTenant(stack.info, name);
@@ -59,7 +53,6 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
   });
 
   afterAll(async () => {
-    if (lifetimeBefore !== undefined) await mongo.db('admin').command({ setParameter: 1, transactionLifetimeLimitSeconds: lifetimeBefore });
     await supervisor?.stop();
     await temporal?.close();
     await mongo?.close();
@@ -160,7 +153,7 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
     }
     await restart('placement-service');
     // The loop ticks B's part again once MongoDB has expired the transaction the killed
-    // process left open (its locks hold B's fence documents until then: up to 20 s here).
+    // process left open (its locks hold B's fence documents until then: up to 60 s).
     expect(await until(() => recordedFor(1, names), (count) => count === PER_TENANT, 120_000, 100)).toBe(PER_TENANT);
     // Another pass (a retried activity) makes nothing twice.
     await placement().tickSchedules(0);
