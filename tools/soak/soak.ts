@@ -1,7 +1,9 @@
-// `npm run soak -- [--minutes N] [--profile embedded|cluster] [--seed S] [--report FILE]`:
+// `npm run soak -- [--minutes N] [--baseline-minutes B] [--profile embedded|cluster] [--seed S] [--report FILE]`:
 // a stack of its own under a steady mixed load through the gateway while a seeded injector
 // kills (-9) and pauses its processes; then, once the load stopped and the stack settled,
-// the invariants checked from the stores (DESIGN.md §8). Prints a report and writes it to
+// the invariants checked from the stores (DESIGN.md §8). With `--baseline-minutes B` the same
+// load runs B minutes without faults first, on the same stack, and the report sets the
+// operations' rates side by side. Prints a report and writes it to
 // docs/reliability.md (or FILE); exits 1 when an invariant is broken.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -36,6 +38,7 @@ import { SoakLedger, TenantLoad } from './soak-load.ts';
 const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '2' },
+    'baseline-minutes': { type: 'string', default: '0' },
     profile: { type: 'string', default: 'embedded' },
     seed: { type: 'string' },
     report: { type: 'string', default: join(WORKSPACE_ROOT, 'docs', 'reliability.md') },
@@ -43,6 +46,8 @@ const { values } = parseArgs({
 });
 const minutes = Number(values.minutes);
 if (!(minutes > 0)) throw new Error(`--minutes must be a positive number (got "${values.minutes}")`);
+const baselineMinutes = Number(values['baseline-minutes']);
+if (!(baselineMinutes >= 0)) throw new Error(`--baseline-minutes must be 0 or more (got "${values['baseline-minutes']}")`);
 if (!(STACK_PROFILES as readonly string[]).includes(values.profile)) throw new Error(`--profile must be embedded or cluster (got "${values.profile}")`);
 const profile = values.profile as StackProfile;
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
@@ -90,6 +95,18 @@ try {
   const targets = new Map([...stackProcesses(stack), ...poolWorkers.map((worker) => [`pool-worker-${worker.name}`, { process: worker.process, ready: async () => (await fetch(`${worker.healthUrl}/readyz`)).status === 200 }] as const)]);
   const faults = new FaultInjector(() => targets, random, report);
 
+  let baseline: Baseline | null = null;
+  if (baselineMinutes > 0) {
+    report(`load for ${baselineMinutes} min without faults (the baseline)`);
+    const stopBaseline = new AbortController();
+    const started = performance.now();
+    const loads = Promise.all(tenants.map((tenant) => tenant.load.run(ACTORS_PER_TENANT, stopBaseline.signal)));
+    await new Promise((resolve) => setTimeout(resolve, baselineMinutes * 60_000));
+    stopBaseline.abort();
+    await loads;
+    baseline = { seconds: (performance.now() - started) / 1000, outcomes: new Map(ledger.outcomes) };
+    ledger.outcomes.clear();
+  }
   report(`load for ${minutes} min: ${TENANTS} tenants × ${ACTORS_PER_TENANT} actors; faults among ${targets.size} processes`);
   const stopLoad = new AbortController();
   const loadStarted = performance.now();
@@ -122,7 +139,7 @@ try {
       if (answer.status === 404 || (answer.status === 200 && answer.body.data.id !== id)) ledger.deleted.add(id);
     }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
-    const text = reportOf(results, ledger, faults.faults, loadSeconds);
+    const text = reportOf(results, ledger, faults.faults, loadSeconds, baseline);
     console.log(text);
     writeFileSync(values.report, `${text}\n`);
     report(`report written to ${values.report}`);
@@ -224,7 +241,18 @@ async function checkInvariants(stores: EngineStores, ledger: SoakLedger, tenantI
   return results;
 }
 
-function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultRecord[], loadSeconds: number): string {
+/** The load's answers in its first phase, without faults. */
+interface Baseline {
+  seconds: number;
+  outcomes: Map<string, number>;
+}
+
+/** Answers 2xx of one operation in `outcomes` (`<operation> <status>` → count). */
+function acknowledged(outcomes: Map<string, number>, operation: string): number {
+  return [...outcomes].filter(([key]) => key.startsWith(`${operation} 2`)).reduce((sum, [, count]) => sum + count, 0);
+}
+
+function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultRecord[], loadSeconds: number, baseline: Baseline | null): string {
   const byKind = new Map<string, number[]>();
   for (const fault of faults) byKind.set(`${fault.kind} ${fault.target}`, [...(byKind.get(`${fault.kind} ${fault.target}`) ?? []), fault.recoveredMs ?? Number.NaN]);
   const operations = new Map<string, Map<string, number>>();
@@ -265,5 +293,19 @@ function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultR
       const total = [...outcomes.values()].reduce((sum, count) => sum + count, 0);
       return `| ${operation} | ${[...outcomes].sort().map(([outcome, count]) => `${outcome}: ${count}`).join(', ')} | ${(total / loadSeconds).toFixed(2)} |`;
     }),
+    ...(baseline === null
+      ? []
+      : [
+          '',
+          `## Against the same load without faults (the first ${baseline.seconds.toFixed(0)} s, same stack)`,
+          '',
+          '| operation | 2xx per second, no faults | 2xx per second, with faults | ratio |',
+          '|---|---:|---:|---:|',
+          ...[...operations.keys()].sort().map((operation) => {
+            const calm = acknowledged(baseline.outcomes, operation) / baseline.seconds;
+            const faulted = acknowledged(ledger.outcomes, operation) / loadSeconds;
+            return `| ${operation} | ${calm.toFixed(2)} | ${faulted.toFixed(2)} | ${calm > 0 ? `${(faulted / calm).toFixed(2)}x` : '–'} |`;
+          }),
+        ]),
   ].join('\n');
 }
