@@ -83,16 +83,18 @@ try {
       return { id: tenant.id, api, load: new TenantLoad(tenant.id, api, new SeededRandom(seed + index + 1), ledger, join(dataDir, 'lake', tenant.id)) };
     }),
   );
-  // Each tenant's pool: a worker from the installable package, supervised like the stack's processes.
+  // Each tenant's pool: a worker from the installable package, supervised like the stack's
+  // processes, and a target of the faults like them.
+  const targets = stackProcesses(stack);
   for (const tenant of tenants) {
     const issued = await tenant.api.post('/pool/credentials', {});
     if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}: ${issued.text}`);
     const worker = await startPoolWorker(info, issued.body.data, `soak-${tenant.id.slice(-6)}`);
     poolWorkers.push(worker);
     const target: SupervisedProcess = { process: worker.process, ready: async () => (await fetch(`${worker.healthUrl}/readyz`)).status === 200 };
-    supervisor.watch(`pool-worker-${tenant.id.slice(-6)}`, target);
+    supervisor.watch(`pool-worker-${worker.name}`, target);
+    targets.set(`pool-worker-${worker.name}`, target);
   }
-  const targets = new Map([...stackProcesses(stack), ...poolWorkers.map((worker) => [`pool-worker-${worker.name}`, { process: worker.process, ready: async () => (await fetch(`${worker.healthUrl}/readyz`)).status === 200 }] as const)]);
   const faults = new FaultInjector(() => targets, random, report);
 
   let baseline: Baseline | null = null;

@@ -104,7 +104,11 @@ async function attemptsByRun(placement: Db): Promise<Map<string, AttemptRow[]>> 
     .sort({ run_id: 1, number: 1 })
     .toArray();
   const byRun = new Map<string, AttemptRow[]>();
-  for (const row of rows) byRun.set(row.run_id, [...(byRun.get(row.run_id) ?? []), row]);
+  for (const row of rows) {
+    const own = byRun.get(row.run_id);
+    if (own) own.push(row);
+    else byRun.set(row.run_id, [row]);
+  }
   return byRun;
 }
 
