@@ -7,7 +7,7 @@ import { MaterializationUpload, storageDriverFor, storageSchemeOf, type Declared
 import type { Logger } from '@envengine/process-kit';
 import { context, inSpan, SpanStatusCode, type Tracer } from '@envengine/tracing';
 import type { BundleSource, HeldBundle } from '../bundles/bundle-cache.ts';
-import { runAssetInSandbox, type EmitSink } from '../sandbox/asset-runner.ts';
+import { runAssetInSandbox, type EmitSink, type SandboxedAssetState } from '../sandbox/asset-runner.ts';
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import type { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worker-api/worker-api-client.ts';
@@ -35,6 +35,12 @@ export interface AttemptRunnerOptions {
 export type AttemptResult = 'succeeded' | 'failed' | 'refused' | 'superseded' | 'released';
 
 type AssetReport = Pick<AttemptAssetOutcome, 'key' | 'status' | 'error'>;
+
+/** Where a running attempt stands, for the log when it does not stop as told. */
+interface AttemptProgress {
+  phase: string;
+  sandbox?: () => SandboxedAssetState;
+}
 
 /**
  * Runs one attempt taken from the queue: start it (which fences out any other taker),
@@ -77,10 +83,15 @@ export class AttemptRunner {
     const { plan } = started;
     const abort = new AbortController();
     let stopReason: StopReason | undefined;
-    this.leases.track(held, (reason) => {
-      stopReason ??= reason;
-      abort.abort(reason);
-    });
+    const progress: AttemptProgress = { phase: 'fetching the bundle' };
+    this.leases.track(
+      held,
+      (reason) => {
+        stopReason ??= reason;
+        abort.abort(reason);
+      },
+      () => ({ phase: progress.phase, sandbox: progress.sandbox?.() }),
+    );
     const logs = new LogShipper(
       (lines) => this.api.appendLogs(held, lines),
       this.options.logFlushMs,
@@ -88,8 +99,11 @@ export class AttemptRunner {
       { maxLines: plan.log_limits.max_lines, maxChars: plan.log_limits.max_chars },
     );
     try {
-      const reports = await this.runAssets(held, plan, logs, abort.signal);
+      const reports = await this.runAssets(held, plan, logs, abort.signal, progress);
+      progress.phase = 'sending the last log lines';
+      progress.sandbox = undefined;
       await logs.close();
+      progress.phase = 'reporting the outcome';
       if (stopReason === 'superseded') return 'superseded';
       if (stopReason === 'drain') {
         await this.api.release(held, 'the worker is draining and its deadline passed');
@@ -114,7 +128,7 @@ export class AttemptRunner {
     }
   }
 
-  private async runAssets(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal): Promise<AssetReport[]> {
+  private async runAssets(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal, progress: AttemptProgress): Promise<AssetReport[]> {
     let bundle: HeldBundle;
     try {
       bundle = await this.bundles(plan.bundle_ref, plan.environment.id);
@@ -124,7 +138,7 @@ export class AttemptRunner {
       return plan.assets.map((asset, index) => ({ key: asset.key, status: index === 0 ? 'failed' : 'skipped', error: index === 0 ? message : null }));
     }
     try {
-      return await this.runEachAsset(held, plan, logs, signal, bundle.directory);
+      return await this.runEachAsset(held, plan, logs, signal, bundle.directory, progress);
     } finally {
       // The cache may remove it again once no attempt runs from it.
       bundle.release();
@@ -132,7 +146,7 @@ export class AttemptRunner {
   }
 
   /** The plan's assets in order, each in a sandboxed child; after a failure the rest are skipped. */
-  private async runEachAsset(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal, bundleDir: string): Promise<AssetReport[]> {
+  private async runEachAsset(held: HeldAttempt, plan: AttemptPlan, logs: LogShipper, signal: AbortSignal, bundleDir: string, progress: AttemptProgress): Promise<AssetReport[]> {
     const reports: AssetReport[] = [];
     for (const asset of plan.assets) {
       if (signal.aborted || reports.some((report) => report.status === 'failed')) {
@@ -140,6 +154,8 @@ export class AttemptRunner {
         continue;
       }
       this.leases.setAsset(held.attemptId, asset.key);
+      progress.phase = `running asset ${asset.key}`;
+      progress.sandbox = undefined;
       // Asked once per asset. An asset that may emit to object storage has its connection
       // asked for while its sandbox starts, so that the round trip is not on its emit's
       // path; an error waits for the emit (or read) that needs it.
@@ -166,6 +182,7 @@ export class AttemptRunner {
         egress: plan.environment.egress,
         signal,
         sandboxes: this.options.sandboxes,
+        watch: (state) => (progress.sandbox = state),
         // The sandbox's requests arrive as messages, outside any context: bound to the
         // asset's span, the engine calls they make are its children.
         handlers: bindToActiveContext({
@@ -191,6 +208,7 @@ export class AttemptRunner {
       } else {
         // In the worker's own log too: a canceled or superseded attempt's lines are no longer stored.
         this.log.info({ attempt_id: held.attemptId, asset: asset.key, reason: outcome.reason }, 'asset stopped');
+        if (outcome.unclosed) this.log.warn({ attempt_id: held.attemptId, asset: asset.key, detail: outcome.unclosed }, "asset's child did not close");
         logs.add(asset.key, `asset ${asset.key} failed: ${outcome.error}`);
         reports.push({ key: asset.key, status: 'failed', error: reportable(logs, outcome.error) });
       }

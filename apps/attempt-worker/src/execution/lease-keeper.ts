@@ -9,7 +9,15 @@ interface Tracked {
   held: HeldAttempt;
   asset: string | null;
   stop: (reason: StopReason) => void;
+  /** Where the attempt stands, for the log when it does not stop. */
+  describe: () => Record<string, unknown>;
+  /** When the server first said its lease was superseded. */
+  supersededAt?: number;
+  stuckReported?: boolean;
 }
+
+/** An attempt still running this long after its lease was superseded is reported once, with where it stands. */
+export const STOP_OVERDUE_MS = 10_000;
 
 /**
  * Renews the leases of this worker's running attempts, one heartbeat per tenant per
@@ -96,8 +104,8 @@ export class LeaseKeeper {
     }
   }
 
-  track(held: HeldAttempt, stop: (reason: StopReason) => void): void {
-    this.running.set(held.attemptId, { held, asset: null, stop });
+  track(held: HeldAttempt, stop: (reason: StopReason) => void, describe: () => Record<string, unknown> = () => ({})): void {
+    this.running.set(held.attemptId, { held, asset: null, stop, describe });
   }
 
   setAsset(attemptId: string, asset: string | null): void {
@@ -141,8 +149,15 @@ export class LeaseKeeper {
           for (const attemptId of superseded) {
             const tracked = this.running.get(attemptId);
             if (!tracked) continue;
-            this.log.warn({ attempt_id: attemptId }, 'lease superseded (canceled or presumed lost): stopping the attempt');
             tracked.stop('superseded');
+            if (tracked.supersededAt === undefined) {
+              tracked.supersededAt = Date.now();
+              this.log.warn({ attempt_id: attemptId }, 'lease superseded (canceled or presumed lost): stopping the attempt');
+            } else if (!tracked.stuckReported && Date.now() - tracked.supersededAt > STOP_OVERDUE_MS) {
+              // Its job stays taken meanwhile: say once what the attempt still waits for.
+              tracked.stuckReported = true;
+              this.log.error({ attempt_id: attemptId, ...tracked.describe() }, `attempt still running ${STOP_OVERDUE_MS / 1000} s after its lease was superseded`);
+            }
           }
         } catch (error) {
           if (error instanceof WorkerApiError && error.status === 401) {

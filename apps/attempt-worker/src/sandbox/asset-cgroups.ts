@@ -23,6 +23,12 @@ export interface AssetCgroup {
   /** The files the child writes its own pid to, each before it execs the sandbox. */
   readonly procsFiles: readonly string[];
   readonly memoryLimitBytes: number;
+  /**
+   * Kills every process in the cgroup: the child and anything it left behind (a sandbox's
+   * init and its children, a process that outlived its parent), which would otherwise hold
+   * the child's pipes open.
+   */
+  killAll(): void;
   /** Reads what the kernel counted (OOM kills, peak memory) and removes the cgroup; call once the child has exited. */
   finish(): AssetCgroupReport;
   /** What `finish` read, once it ran. */
@@ -171,14 +177,25 @@ const REMOVAL_RETRY_MS = 100;
 function removeChildCgroup(dirs: readonly string[], tries = REMOVAL_TRIES): void {
   const left = dirs.filter((dir) => !removeTree(dir));
   if (left.length === 0 || tries === 0) return;
-  for (const dir of left) {
+  killProcessesIn(left);
+  setTimeout(() => removeChildCgroup(left, tries - 1), REMOVAL_RETRY_MS).unref();
+}
+
+/** SIGKILL to every process listed in these cgroup directories. */
+function killProcessesIn(dirs: readonly string[]): void {
+  for (const dir of dirs) {
     try {
-      for (const pid of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
+      for (const pid of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      }
     } catch {
-      // Gone meanwhile, or not ours to signal: the next try sees.
+      // The directory is gone: so are its processes.
     }
   }
-  setTimeout(() => removeChildCgroup(left, tries - 1), REMOVAL_RETRY_MS).unref();
 }
 
 
@@ -289,6 +306,9 @@ export class AssetCgroups {
       memoryLimitBytes: memoryBytes,
       get report() {
         return report;
+      },
+      killAll() {
+        killProcessesIn(dirs);
       },
       finish() {
         if (report) return report;

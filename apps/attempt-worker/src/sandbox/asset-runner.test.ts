@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { MAX_CHILD_MESSAGE_BYTES } from './sandbox-protocol.ts';
 import { MAX_CALLS_IN_FLIGHT, MAX_OUTPUT_LINE_CHARS, runAssetInSandbox, type AssetHandlers, type RunAssetOptions } from './asset-runner.ts';
-import type { SandboxSettings } from './os-sandbox.ts';
+import { launchCommand, type SandboxSettings } from './os-sandbox.ts';
+import { WarmSandboxes } from './warm-sandboxes.ts';
 import { AssetCgroups, type AssetCgroup, type AssetCgroupLimits } from './asset-cgroups.ts';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { decodeParquet, encodeParquet, inferSchema, type Row } from '@envengine/materialization-storage';
 
@@ -502,6 +503,58 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       expect(got['ratio']).toBeLessThan(0.35);
       expect(made).toHaveLength(1);
       expect(made[0]!.report!.cpuThrottledPeriods).toBeGreaterThan(0);
+    });
+
+    /**
+     * A child that never speaks, and leaves a process behind holding its pipes: `sh` forks a
+     * `sleep` (which inherits stdout, stderr and the channel), then becomes another `sleep`.
+     * Killing the child alone leaves its pipes open.
+     */
+    const pipeHolders = (cgroup: AssetCgroup | null) =>
+      new WarmSandboxes({
+        capacity: 0,
+        idleMs: 60_000,
+        fork: () => {
+          const launch = launchCommand(['/bin/sh', '-c', 'sleep 600 & exec sleep 600'], cgroup, false);
+          const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', ENVENGINE_TEST_MARK: CHILD_MARK } });
+          const channel = child.stdio[3] as Socket;
+          channel.on('error', () => undefined); // as os-sandbox's channel: a reset is seen as its close
+          return { process: child, channel, ready: Promise.resolve(), cgroup };
+        },
+      });
+    /** Runs an asset on such a child and cancels it once it is up; the marked processes it had. */
+    const cancelHeld = async (cgroup: AssetCgroup | null, closeDeadlineMs: number) => {
+      const abort = new AbortController();
+      let held: number[] = [];
+      const ran = runBundle('export default async () => {};', {
+        signal: abort.signal,
+        sandboxes: pipeHolders(cgroup),
+        closeDeadlineMs,
+        watch: () => void setTimeout(() => {
+          held = markedProcesses();
+          abort.abort();
+        }, 200),
+      });
+      const { outcome } = await ran;
+      return { outcome, held };
+    };
+
+    it("settles a killed child whose pipes a process outside the kill still holds: its job is let go", async () => {
+      const { outcome, held } = await cancelHeld(null, 300);
+      expect(outcome).toMatchObject({ status: 'failed', reason: 'canceled', unclosed: expect.stringMatching(/pipes were still open 300 ms after it was killed/) });
+      // The sleep left behind is still there (nothing could find it without a cgroup): the test's to end.
+      const left = markedProcesses().filter((pid) => held.includes(pid));
+      expect(left.length).toBeGreaterThan(0);
+      for (const pid of left) process.kill(pid, 'SIGKILL');
+    });
+
+    it("kills everything in the child's cgroup with the child: the pipes close, and nothing is left", async () => {
+      const cgroup = capped().create();
+      // A deadline no test waits for: the pipes close because the cgroup's processes die.
+      const { outcome, held } = await cancelHeld(cgroup, 600_000);
+      expect(outcome).toEqual({ status: 'failed', reason: 'canceled', error: 'canceled' });
+      expect(held.length).toBeGreaterThanOrEqual(2);
+      await expect.poll(() => markedProcesses().filter((pid) => held.includes(pid)), { timeout: 10_000 }).toEqual([]);
     });
 
     it("removes each child's cgroup once it is gone, and its memory peak stayed under the cap", async () => {

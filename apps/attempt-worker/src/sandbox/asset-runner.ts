@@ -75,6 +75,25 @@ export interface RunAssetOptions {
   /** Children started ahead of need with the same settings; without it the child is started here. */
   sandboxes?: WarmSandboxes;
   handlers: AssetHandlers;
+  /** How long a killed child's pipes may stay open before they are destroyed and the asset settles anyway (CLOSE_DEADLINE_MS). */
+  closeDeadlineMs?: number;
+  /** Given, once the child is started, a way to read where it stands (for the worker's log when an asset will not stop). */
+  watch?: (state: () => SandboxedAssetState) => void;
+}
+
+/** Where one asset's child stands: what its outcome still waits for. */
+export interface SandboxedAssetState {
+  pid: number | null;
+  verdict: AssetFailureReason | 'succeeded' | null;
+  done_reported: boolean;
+  exit_code: number | null;
+  exit_signal: string | null;
+  /** Every stdio stream closed and the process gone ('close'): the outcome waits for it. */
+  closed: boolean;
+  settled: boolean;
+  calls_in_flight: number;
+  frames_queued: number;
+  channel: string;
 }
 
 export type AssetFailureReason =
@@ -96,10 +115,20 @@ export type AssetFailureReason =
   | 'cpu-limit'
   | 'canceled';
 
-export type AssetOutcome = { status: 'succeeded' } | { status: 'failed'; reason: AssetFailureReason; error: string };
+export type AssetOutcome =
+  | { status: 'succeeded' }
+  | {
+      status: 'failed';
+      reason: AssetFailureReason;
+      error: string;
+      /** For the worker's log only: the child's pipes outlived its kill (SandboxedAsset.abandonPipes). */
+      unclosed?: string;
+    };
 
 /** How long a child that has reported its outcome (or lost its channel) may take to exit before it is killed. */
 const EXIT_GRACE_MS = 2000;
+/** How long a killed child's pipes may stay open (held by something outside the kill) before they are destroyed. */
+export const CLOSE_DEADLINE_MS = 5000;
 /** How much of the child's stderr is kept to recognise V8's out-of-memory report. */
 const STDERR_TAIL_CHARS = 8192;
 const OUT_OF_MEMORY_TEXT = /JavaScript heap out of memory|Reached heap limit|Fatal process out of memory/;
@@ -189,6 +218,9 @@ class SandboxedAsset {
   private readonly childBundleRoot: string;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers: NodeJS.Timeout[] = [];
+  private closeDeadline: NodeJS.Timeout | undefined;
+  /** Set when the outcome could not wait for the child's pipes (for the worker's log). */
+  private unclosed: string | undefined;
   private readonly onAbort = () => this.decide({ status: 'failed', reason: 'canceled', error: 'canceled' }, true);
 
   constructor(
@@ -227,6 +259,7 @@ class SandboxedAsset {
       ),
     );
     options.signal?.addEventListener('abort', this.onAbort, { once: true });
+    options.watch?.(() => this.state());
     const run: ParentMessage = {
       type: 'run',
       entryUrl: entryUrlInSandbox(options.sandbox, bundleRoot, entryPath),
@@ -261,8 +294,27 @@ class SandboxedAsset {
     }
   }
 
+  /**
+   * SIGKILL to the child and to everything in its cgroup. The outcome waits for the child's
+   * pipes to close; should something still hold them closeDeadlineMs later, they are
+   * destroyed and the asset settles anyway, so that a stopped attempt always lets its job go.
+   */
   private kill(): void {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    this.cgroup?.killAll();
+    if (this.closeDeadline === undefined && !this.closed) {
+      this.closeDeadline = setTimeout(() => this.abandonPipes(), this.options.closeDeadlineMs ?? CLOSE_DEADLINE_MS);
+      this.timers.push(this.closeDeadline);
+    }
+  }
+
+  private abandonPipes(): void {
+    if (this.closed) return;
+    this.unclosed = `its pipes were still open ${this.options.closeDeadlineMs ?? CLOSE_DEADLINE_MS} ms after it was killed (${this.state().channel}); they were destroyed`;
+    this.cgroup?.killAll();
+    for (const stream of [this.channel, this.child.stdout, this.child.stderr]) stream?.destroy();
+    this.closed = true;
+    this.maybeSettle();
   }
 
   private killAfterGrace(): void {
@@ -534,7 +586,24 @@ class SandboxedAsset {
     this.openEmit = undefined;
     for (const timer of this.timers) clearTimeout(timer);
     this.options.signal?.removeEventListener('abort', this.onAbort);
-    this.resolveOutcome(outcome);
+    this.resolveOutcome(this.unclosed && outcome.status === 'failed' ? { ...outcome, unclosed: this.unclosed } : outcome);
+  }
+
+  private state(): SandboxedAssetState {
+    const streams = (stream: Readable | Socket | null | undefined) =>
+      stream ? `${stream.destroyed ? 'destroyed' : 'open'}${stream.readableEnded ? ',ended' : ''}${stream.readableFlowing === false ? ',paused' : ''}` : 'none';
+    return {
+      pid: this.child.pid ?? null,
+      verdict: this.verdict ? (this.verdict.status === 'succeeded' ? 'succeeded' : this.verdict.reason) : null,
+      done_reported: this.doneReported,
+      exit_code: this.child.exitCode,
+      exit_signal: this.child.signalCode,
+      closed: this.closed,
+      settled: this.settled,
+      calls_in_flight: this.inFlight.size,
+      frames_queued: this.queued.length,
+      channel: `${streams(this.channel)}; stdout ${streams(this.child.stdout)}; stderr ${streams(this.child.stderr)}`,
+    };
   }
 
   /** Why a child that reported nothing ended. */
