@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AcknowledgedWrite } from '@envengine/test-harness';
 import { makeBundle, manifestOf, type ApiClient, type ApiResponse } from '@envengine/test-harness';
 import type { SeededRandom } from './seeded-random.ts';
+import type { TimedOperation } from './work-resumed.ts';
 
 export const OPERATIONS = {
   create_environment: 3,
@@ -42,6 +43,8 @@ export class SoakLedger {
   replays = 0;
   /** Answers 500: a fault must end in a clear error (503), never an internal one. */
   readonly internalErrors: string[] = [];
+  /** Every request with its times (epoch ms), for when work resumed after each fault. */
+  readonly timeline: TimedOperation[] = [];
 
   count(operation: Operation, outcome: string): void {
     const key = `${operation} ${outcome}`;
@@ -73,16 +76,20 @@ export class TenantLoad {
   }
 
   private async step(operation: Operation): Promise<void> {
+    const startedAt = Date.now();
     try {
       const answer = await this.perform(operation);
       if (answer === null) return;
       this.ledger.count(operation, String(answer.status));
+      const outcome = answer.status < 300 ? 'ok' : answer.status >= 500 ? 'failed' : 'refused';
+      this.ledger.timeline.push({ operation, startedAt, endedAt: Date.now(), outcome });
       if (answer.status === 500) this.ledger.internalErrors.push(`${operation}: ${answer.text.slice(0, 300)}`);
     } catch (error) {
       const code = (error as Error & { cause?: { code?: string } }).cause?.code;
       // A connection refused or reset while the gateway itself is down or paused; anything
       // else (an answer off the OpenAPI document) is a defect.
       this.ledger.count(operation, `error ${code ?? (error as Error).name}`);
+      this.ledger.timeline.push({ operation, startedAt, endedAt: Date.now(), outcome: 'failed' });
       if (code === undefined) this.ledger.internalErrors.push(`${operation}: ${(error as Error).message.slice(0, 300)}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

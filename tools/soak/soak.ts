@@ -34,6 +34,7 @@ import {
 import { FaultInjector, type FaultRecord } from './fault-injector.ts';
 import { SeededRandom } from './seeded-random.ts';
 import { SoakLedger, TenantLoad } from './soak-load.ts';
+import { workResumedAfter, type WorkResumed } from './work-resumed.ts';
 
 const { values } = parseArgs({
   options: {
@@ -118,6 +119,7 @@ try {
   stopLoad.abort();
   await Promise.all([loads, injected]);
   const loadSeconds = (performance.now() - loadStarted) / 1000;
+  const loadEndedAt = Date.now();
   report(`load stopped after ${loadSeconds.toFixed(0)} s; ${faults.faults.length} faults; settling`);
 
   const mongo = await MongoClient.connect(info.mongoUrl);
@@ -141,7 +143,17 @@ try {
       if (answer.status === 404 || (answer.status === 200 && answer.body.data.id !== id)) ledger.deleted.add(id);
     }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
-    const text = reportOf(results, ledger, faults.faults, loadSeconds, baseline);
+    const attempts = await stores.placement
+      .collection<{ executor: 'local' | 'remote'; status: string; started_at: Date | null; finished_at: Date | null }>('attempts')
+      .find({}, { projection: { executor: 1, status: 1, started_at: 1, finished_at: 1 } })
+      .toArray();
+    const resumed = workResumedAfter(
+      faults.faults.map((fault) => ({ at: fault.at.getTime(), target: fault.target })),
+      ledger.timeline,
+      attempts.map((attempt) => ({ executor: attempt.executor, status: attempt.status, startedAt: attempt.started_at?.getTime() ?? null, finishedAt: attempt.finished_at?.getTime() ?? null })),
+      loadEndedAt,
+    );
+    const text = reportOf(results, ledger, faults.faults, resumed, loadSeconds, baseline);
     console.log(text);
     writeFileSync(values.report, `${text}\n`);
     report(`report written to ${values.report}`);
@@ -254,9 +266,24 @@ function acknowledged(outcomes: Map<string, number>, operation: string): number 
   return [...outcomes].filter(([key]) => key.startsWith(`${operation} 2`)).reduce((sum, [, count]) => sum + count, 0);
 }
 
-function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultRecord[], loadSeconds: number, baseline: Baseline | null): string {
-  const byKind = new Map<string, number[]>();
-  for (const fault of faults) byKind.set(`${fault.kind} ${fault.target}`, [...(byKind.get(`${fault.kind} ${fault.target}`) ?? []), fault.recoveredMs ?? Number.NaN]);
+/** `p50 / max` of the times, with how many never came (NaN). */
+function spread(times: number[]): string {
+  const back = times.filter((ms) => !Number.isNaN(ms)).sort((a, b) => a - b);
+  const summary = back.length === 0 ? '–' : `${back[Math.floor((back.length - 1) / 2)]!.toFixed(0)} / ${back.at(-1)!.toFixed(0)}`;
+  return `${summary}${back.length < times.length ? ` (${times.length - back.length} never)` : ''}`;
+}
+
+function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultRecord[], resumed: WorkResumed[], loadSeconds: number, baseline: Baseline | null): string {
+  const byKind = new Map<string, Array<{ serving: number; working: number }>>();
+  faults.forEach((fault, index) => {
+    const key = `${fault.kind} ${fault.target}`;
+    byKind.set(key, [...(byKind.get(key) ?? []), { serving: fault.recoveredMs ?? Number.NaN, working: resumed[index]!.resumedAfterMs ?? Number.NaN }]);
+  });
+  const resumedText = (entry: WorkResumed) =>
+    [
+      `runs after ${entry.runsResumedAfterMs === null ? 'never' : `${entry.runsResumedAfterMs.toFixed(0)} ms`}`,
+      ...entry.api.map((api) => `${api.operation} after ${api.resumedAfterMs === null ? 'never' : `${api.resumedAfterMs.toFixed(0)} ms`}`),
+    ].join(', ');
   const operations = new Map<string, Map<string, number>>();
   for (const [key, count] of ledger.outcomes) {
     const [operation, outcome] = [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)];
@@ -273,19 +300,20 @@ function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultR
     '|---|---|---:|---|---|',
     ...results.map((entry) => `| ${entry.name} | ${entry.rule} | ${entry.checked} | ${entry.held ? 'yes' : '**no**'} | ${entry.offenders.join('; ').replaceAll('|', '\\|') || '—'} |`),
     '',
-    '## Faults (one at a time; the time until the process served again)',
+    '## Faults (one at a time)',
     '',
-    '| fault | times | serving again after, p50 / max ms | each ms |',
-    '|---|---:|---:|---|',
-    ...[...byKind].sort().map(([kind, times]) => {
-      const back = times.filter((ms) => !Number.isNaN(ms)).sort((a, b) => a - b);
-      const summary = back.length === 0 ? '–' : `${back[Math.floor((back.length - 1) / 2)]!.toFixed(0)} / ${back.at(-1)!.toFixed(0)}`;
-      return `| ${kind} | ${times.length} | ${summary}${back.length < times.length ? ` (${times.length - back.length} not back)` : ''} | ${times.map((ms) => (Number.isNaN(ms) ? 'not back' : ms.toFixed(0))).join(', ')} |`;
-    }),
+    'Serving again: the process answers its readiness probe. Work resumed: every kind of request that failed after the fault succeeded again, and an attempt started after it (on the executor the fault could stop) finished successfully; the later of the two.',
+    '',
+    '| fault | times | serving again after, p50 / max ms | work resumed after, p50 / max ms |',
+    '|---|---:|---:|---:|',
+    ...[...byKind].sort().map(([kind, times]) => `| ${kind} | ${times.length} | ${spread(times.map((time) => time.serving))} | ${spread(times.map((time) => time.working))} |`),
     '',
     'Each fault with its time:',
     '',
-    ...faults.map((fault) => `- ${fault.at.toISOString()} ${fault.kind} ${fault.target} (pid ${fault.pid}): ${fault.recoveredMs === null ? 'not back' : `serving again after ${fault.recoveredMs.toFixed(0)} ms`}`),
+    ...faults.map(
+      (fault, index) =>
+        `- ${fault.at.toISOString()} ${fault.kind} ${fault.target} (pid ${fault.pid}): ${fault.recoveredMs === null ? 'not back' : `serving again after ${fault.recoveredMs.toFixed(0)} ms`}; work resumed: ${resumedText(resumed[index]!)}`,
+    ),
     '',
     '## Operations by answer',
     '',

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
+import { join } from 'node:path';
 import { createGzip, gzipSync } from 'node:zlib';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BundleUploaded, ErrorBody, dataEnvelope } from '@envengine/contracts';
-import { createTenant, makeBundle, type TestTenant } from '@envengine/test-harness';
+import { createTenant, deployProject, makeBundle, until, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
 const gzip = { 'content-type': 'application/gzip' };
@@ -12,6 +14,14 @@ describe('bundles', () => {
   let tenant: TestTenant;
   let other: TestTenant;
   let bundle: Buffer;
+
+  const mongo = new MongoClient(stack.mongoUrl);
+  /** Every bundle's bytes as the deployment-service stores them (GridFS), counted. */
+  const storedBundleFiles = async () => {
+    const db = mongo.db(stack.databases['deployment-service']);
+    return { files: await db.collection('bundle_files.files').countDocuments(), chunks: await db.collection('bundle_files.chunks').countDocuments() };
+  };
+  afterAll(() => mongo.close());
 
   beforeAll(async () => {
     tenant = await createTenant(stack, 'bundles');
@@ -90,13 +100,41 @@ describe('bundles', () => {
     const bomb = Buffer.concat(gzipped);
     expect(bomb.length).toBeLessThan(1024 * 1024);
     const ref = `sha256:${createHash('sha256').update(bomb).digest('hex')}`;
-    const response = await tenant.api.request('POST', '/bundles', { raw: bomb, headers: gzip });
+    const stored = await storedBundleFiles();
+    // Another tenant's upload goes on beside it.
+    const [response, beside] = await Promise.all([
+      tenant.api.request('POST', '/bundles', { raw: bomb, headers: gzip }),
+      other.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/beside.js': `export default () => '${Date.now()}'` }), headers: gzip }),
+    ]);
+    expect(beside.status).toBe(201);
     expect(response.status).toBe(413);
     expect(response.body.error).toMatchObject({ code: 'payload_too_large', message: `The bundle unpacks to more than ${512 * 1024 * 1024} bytes (the limit of its unpacked size).` });
     expect((await tenant.api.request('HEAD', `/bundles/${ref}`)).status).toBe(404);
+    // Nothing of it is kept: the store holds the other tenant's one new bundle, no more.
+    expect(await storedBundleFiles()).toEqual({ files: stored.files + 1, chunks: stored.chunks + 1 });
     // The service goes on: the next upload is stored.
     expect((await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/after.js': 'export default () => {}' }), headers: gzip })).status).toBe(201);
   });
+
+  it('refuses a bundle of more files than the limit with 413 naming it, and runs one at the limit', async () => {
+    const filler = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`data/f${index}.txt`, '']));
+    const over = await makeBundle({ ...filler(10_000), 'assets/fine.js': 'export default () => {}' });
+    const refused = await tenant.api.request('POST', '/bundles', { raw: over, headers: gzip });
+    expect([refused.status, refused.body.error]).toEqual([413, { code: 'payload_too_large', message: 'The bundle holds more than 10000 files (the limit of its file count).' }]);
+    // 10,000 files in all: stored, unpacked by the engine's runner, and run.
+    await deployProject(tenant.api, {
+      environment: 'many-files',
+      storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, 'many-files')}`,
+      executor: 'local',
+      bindings: { warehouse: {} },
+      files: { ...filler(9_999), 'assets/fine.js': "export default async (ctx) => { await ctx.emit([{ files: 'many' }]); };" },
+      manifest: { version: 1, assets: [{ key: 'fine', binding: 'warehouse', entry: 'assets/fine.js', deps: [], schema: { columns: [{ name: 'files', type: 'string' }] } }], jobs: [], schedules: [] },
+    });
+    const started = await tenant.api.post('/environments/many-files/runs', { assets: ['fine'] });
+    expect(started.status).toBe(201);
+    const finished = await until(() => tenant.api.get(`/runs/${started.body.data.id}`), (r) => ['succeeded', 'failed', 'canceled'].includes(r.body.data.status), 120_000, 200);
+    expect(finished.body.data.status, JSON.stringify(finished.body.data.attempts[0]?.error)).toBe('succeeded');
+  }, 180_000);
 
   it('refuses an upload over 64 MiB with 413 before reading it, and one streamed without a length that is no archive with 422 at once', async () => {
     const huge = Buffer.alloc(64 * 1024 * 1024 + 1, 7);

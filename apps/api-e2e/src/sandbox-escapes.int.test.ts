@@ -50,6 +50,16 @@ const ESCAPES: Record<string, string> = {
   'assets/bad_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('00000003ff0f80', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
   'assets/huge_frame.js': `import * as fs from 'node:fs'; export default async () => { fs.writeSync(3, Buffer.from('fffffff0', 'hex')); await new Promise((resolve) => setTimeout(resolve, 3000)); };`,
   'assets/call_flood.js': `export default async (ctx) => { await Promise.all(Array.from({ length: 5000 }, () => ctx.connection('probe'))); };`,
+  // A fork bomb, a new user namespace and a thread: Node's permission model refuses each
+  // first; the kernel's own refusals under them (the cgroup's pid limit, --disable-userns)
+  // are shown with that layer off in asset-runner.test.ts.
+  'assets/forker.js': probeAsset(null, `
+    const childProcess = await import('node:child_process');
+    const started = [];
+    try { for (let i = 0; i < 300; i++) started.push(childProcess.spawn('/bin/sleep', ['30'])); report.fork_bomb = 'started ' + started.length; } catch (error) { report.fork_bomb = error.code; }
+    for (const child of started) child.kill('SIGKILL');
+    try { childProcess.execFileSync('unshare', ['-Urn', 'true']); report.unshare = 'created'; } catch (error) { report.unshare = error.code; }
+    try { const { Worker } = await import('node:worker_threads'); new Worker('1', { eval: true }); report.thread = 'started'; } catch (error) { report.thread = error.code; }`),
   // Files that memory would hold: node:sqlite, the sandbox's root, /dev/shm, and /tmp past its size.
   'assets/memory_files.js': probeAsset(null, `
     try { const { DatabaseSync } = await import('node:sqlite'); new DatabaseSync('/dev/shm/sq.db'); report.sqlite = 'opened'; } catch (error) { report.sqlite = error.code; }
@@ -214,9 +224,23 @@ describe('an asset on the engine host reaches only what is its own', () => {
     expect(after.attempts[0]!.worker).toBe(runnerName);
   });
 
-  it('keeps no file in memory outside its capped /tmp: node:sqlite, the root and /dev/shm are refused, /tmp stops at its size', async () => {
-    const report = await reportOf(attacker, await escape('memory_files'));
+  it('keeps no file in memory outside its capped /tmp: node:sqlite, the root and /dev/shm are refused, /tmp stops at its size; the host loses no more memory than the cap', async () => {
+    // The host's available memory, sampled while the asset writes (and the bystander runs).
+    const availableMb = () => Number(/^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) / 1024;
+    const before = availableMb();
+    let lowest = before;
+    const sampler = setInterval(() => (lowest = Math.min(lowest, availableMb())), 10);
+    const report = await reportOf(attacker, await escape('memory_files')).finally(() => clearInterval(sampler));
     expect(report).toEqual({ sqlite: 'ERR_UNKNOWN_BUILTIN_MODULE', '/sq.db': expect.stringMatching(/^(EROFS|ERR_ACCESS_DENIED)$/), '/dev/shm/x': expect.stringMatching(/^(EROFS|ERR_ACCESS_DENIED)$/), tmp: 'ENOSPC' });
+    // The child's cgroup cap on this stack: ASSET_MEMORY_MB 128 + ASSET_TMP_MB 64 + 128 for the runtime.
+    // The asset tried 200 MB in /tmp, and more in the root and /dev/shm.
+    console.log(`memory_files: the host's available memory fell at most ${(before - lowest).toFixed(0)} MB`);
+    expect(before - lowest).toBeLessThan(320);
+  });
+
+  it('starts no process, thread or user namespace: a fork bomb and unshare -Urn are refused', async () => {
+    const report = await reportOf(attacker, await escape('forker'));
+    expect(report).toEqual({ fork_bomb: 'ERR_ACCESS_DENIED', unshare: 'ERR_ACCESS_DENIED', thread: 'ERR_ACCESS_DENIED' });
   });
 
   it('masks a resolved secret in every error field of the run (attempt, asset, run), thrown or named by the rows check', async () => {
@@ -231,10 +255,13 @@ describe('an asset on the engine host reaches only what is its own', () => {
       expect(finished.attempts[0]!.error).toMatch(shape);
       expect(finished.attempts[0]!.assets.find((outcome) => outcome.key === asset)!.error).toContain('***');
       expect(finished.error).toContain('***');
+      // Every answer that carries the run, its attempt, its assets or their materializations.
       const answers = await Promise.all([
         attacker.api.get(`/runs/${finished.id}`),
         attacker.api.get(`/runs/${finished.id}/logs`),
         attacker.api.get('/environments/prod/runs'),
+        attacker.api.get('/environments/prod/assets'),
+        attacker.api.get(`/environments/prod/assets/${asset}/materializations`),
       ]);
       for (const answer of answers) {
         expect(answer.status).toBe(200);

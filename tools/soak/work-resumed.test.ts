@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { workResumedAfter, type TimedAttempt, type TimedOperation } from './work-resumed.ts';
+
+const op = (operation: string, startedAt: number, endedAt: number, outcome: TimedOperation['outcome']): TimedOperation => ({ operation, startedAt, endedAt, outcome });
+const attempt = (executor: TimedAttempt['executor'], startedAt: number, finishedAt: number, status = 'succeeded'): TimedAttempt => ({ executor, status, startedAt, finishedAt });
+
+describe('workResumedAfter', () => {
+  it('takes the later of the failed kinds succeeding again and a run started after the fault finishing', () => {
+    const timeline = [
+      op('run', 900, 950, 'ok'),
+      op('run', 1_050, 1_400, 'failed'),
+      op('secret', 1_100, 1_200, 'failed'),
+      op('run', 1_300, 1_900, 'failed'),
+      // Sent before the last failure of its kind: not yet evidence that runs are accepted again.
+      op('run', 1_200, 2_000, 'ok'),
+      op('run', 2_000, 2_500, 'ok'),
+      op('secret', 1_250, 1_600, 'ok'),
+      // A refusal says nothing of the fault.
+      op('deploy', 1_100, 1_150, 'refused'),
+    ];
+    const attempts = [attempt('local', 900, 1_100), attempt('local', 1_500, 4_000), attempt('local', 1_600, 3_000, 'failed')];
+    const [resumed] = workResumedAfter([{ at: 1_000, target: 'mongodb' }], timeline, attempts, 10_000);
+    expect(resumed).toEqual({
+      api: [
+        { operation: 'run', resumedAfterMs: 1_500 },
+        { operation: 'secret', resumedAfterMs: 600 },
+      ],
+      runsResumedAfterMs: 3_000,
+      resumedAfterMs: 3_000,
+    });
+  });
+
+  it("counts only a fault's own window of failures, and only the executor it could stop", () => {
+    const timeline = [op('run', 1_100, 1_200, 'failed'), op('run', 1_300, 1_400, 'ok'), op('run', 5_100, 5_200, 'failed')];
+    const attempts = [attempt('remote', 1_100, 1_300), attempt('local', 1_500, 2_500)];
+    const [first, second] = workResumedAfter(
+      [
+        { at: 1_000, target: 'attempt-worker' },
+        { at: 5_000, target: 'pool-worker-soak-a' },
+      ],
+      timeline,
+      attempts,
+      10_000,
+    );
+    // The engine's runner stops local attempts: the remote one that finished first does not count.
+    expect(first).toEqual({ api: [{ operation: 'run', resumedAfterMs: 400 }], runsResumedAfterMs: 1_500, resumedAfterMs: 1_500 });
+    // No remote attempt started after the second fault, and runs failed again with none accepted after: not resumed.
+    expect(second).toEqual({ api: [{ operation: 'run', resumedAfterMs: null }], runsResumedAfterMs: null, resumedAfterMs: null });
+  });
+});
