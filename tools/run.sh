@@ -61,9 +61,12 @@ case "$cmd" in
     node --import tsx tools/servers/install.ts
     nx run-many -t lint typecheck test --outputStyle=static
     nx run-many -t build --outputStyle=static
-    # The 2-minute soak (DESIGN.md §8) joins here once what it found last is fixed: a pool
-    # worker that keeps a force-deleted environment's attempt (README, Not yet built).
-    exec nx run api-e2e:e2e --outputStyle=static
+    nx run api-e2e:e2e --outputStyle=static
+    # Then 2 minutes of steady load under faults at random (DESIGN.md §8) on a stack of its
+    # own, the embedded profile, with a fixed seed: a broken invariant fails the test, and
+    # `npm run soak -- --minutes 2 --seed 7` runs the same faults again.
+    echo "soak: 2 minutes, seed 7 (again: npm run soak -- --minutes 2 --seed 7)"
+    exec node --import tsx tools/soak/soak.ts --minutes 2 --seed 7 --profile embedded --report "${TMPDIR:-/tmp}/envengine-soak-report.md"
     ;;
   bench)
     nx run-many -t build --outputStyle=static
