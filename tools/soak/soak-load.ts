@@ -36,6 +36,8 @@ export class SoakLedger {
   readonly deleted = new Set<string>();
   /** Environments a DELETE was sent for, by id (answered 200 or not). */
   readonly deleteRequested = new Map<string, { tenantId: string; name: string }>();
+  /** Environments a DELETE with `purge_data=true` was sent for: id → the directory of their storage prefix. */
+  readonly purgeRequested = new Map<string, string>();
   /** `<operation> <status or error>` → count. */
   readonly outcomes = new Map<string, number>();
   /** Replays of an Idempotency-Key whose answer was not the first one's. */
@@ -108,9 +110,13 @@ export class TenantLoad {
         this.environments.splice(this.environments.indexOf(environment), 1);
         // Asked: the tear-down may go on after a 503 or a lost answer; the stores say later whether it happened.
         this.ledger.deleteRequested.set(environment.id, { tenantId: this.tenantId, name: environment.name });
-        let answer = await this.api.delete(`${path}?force=true`);
+        // Half of them with their data: the prefix's files must go too.
+        const purge = this.random.next() < 0.5;
+        if (purge) this.ledger.purgeRequested.set(environment.id, this.lakeOf(environment.name));
+        const target = `${path}?force=true${purge ? '&purge_data=true' : ''}`;
+        let answer = await this.api.delete(target);
         // A tear-down that outlives the request goes on; a repeat waits for it.
-        for (let tries = 0; answer.status === 503 && tries < 20; tries++) answer = await this.api.delete(`${path}?force=true`);
+        for (let tries = 0; answer.status === 503 && tries < 20; tries++) answer = await this.api.delete(target);
         if (answer.status === 200) this.ledger.deleted.add(environment.id);
         return answer;
       }
@@ -167,7 +173,7 @@ export class TenantLoad {
 
   private async createEnvironment(): Promise<ApiResponse> {
     const name = `soak-${++this.serial}`;
-    const answer = await this.api.post('/environments', { name, storage_prefix: `file://${join(this.lakeDir, name)}`, executor: this.random.pick(['local', 'remote']) });
+    const answer = await this.api.post('/environments', { name, storage_prefix: `file://${this.lakeOf(name)}`, executor: this.random.pick(['local', 'remote']) });
     if (answer.status !== 201) return answer;
     const id = (answer.body as { data: { id: string } }).data.id;
     this.ledger.writes.push({ kind: 'environment', tenantId: this.tenantId, id, name });
@@ -175,6 +181,11 @@ export class TenantLoad {
     if (binding.status === 201 || binding.status === 200) this.ledger.writes.push({ kind: 'binding', tenantId: this.tenantId, environmentId: id, name: 'warehouse' });
     this.environments.push({ name, id, deployments: [] });
     return answer;
+  }
+
+  /** The directory of an environment's storage prefix. */
+  private lakeOf(name: string): string {
+    return join(this.lakeDir, name);
   }
 
   /** Two assets; the columns change now and then (a contract change), and half the manifests tick every minute. */

@@ -5,11 +5,12 @@
 // load runs B minutes without faults first, on the same stack, and the report sets the
 // operations' rates side by side. Prints a report and writes it to
 // docs/reliability.md (or FILE); exits 1 when an invariant is broken.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
+import { Cluster } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from '@envengine/attempt-queues';
@@ -203,6 +204,31 @@ async function openIngests(): Promise<number> {
   }
 }
 
+/** Every key name in Redis (each master's, on a Redis Cluster). */
+async function redisKeyNames(): Promise<string[]> {
+  const connection = connectRedis(info.redisUrl, { maxRetriesPerRequest: 3 });
+  const names: string[] = [];
+  try {
+    const servers = connection instanceof Cluster ? connection.nodes('master') : [connection];
+    for (const server of servers) {
+      for await (const batch of server.scanStream({ count: 1000 }) as AsyncIterable<string[]>) names.push(...batch);
+    }
+  } finally {
+    connection.disconnect();
+  }
+  return names;
+}
+
+/** The files left under each storage prefix an environment's delete was asked to purge. */
+function filesUnder(directories: ReadonlyMap<string, string>): Map<string, string[]> {
+  const left = new Map<string, string[]>();
+  for (const [id, directory] of directories) {
+    const files = existsSync(directory) ? readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name)) : [];
+    left.set(id, files);
+  }
+  return left;
+}
+
 /** The attempt queues' jobs not yet finished, by attempt id → where. */
 async function queuedJobs(tenantIds: string[]): Promise<Map<string, string>> {
   const connection = connectRedis(info.redisUrl, { maxRetriesPerRequest: 3 });
@@ -243,7 +269,7 @@ async function checkInvariants(stores: EngineStores, ledger: SoakLedger, tenantI
       offenders: ledger.replayMismatches.slice(0, 20),
     },
     await oneRunPerTick(stores),
-    await deletedEnvironmentsGone(stores, ledger.deleted, {}),
+    await deletedEnvironmentsGone(stores, ledger.deleted, {}, { redisKeys: await redisKeyNames(), purgedPrefixFiles: filesUnder(ledger.purgeRequested) }),
     {
       name: 'no-internal-errors',
       rule: 'no answer was a 500 or off the OpenAPI document (a fault ends in a clear error)',

@@ -145,4 +145,15 @@ describe('the soak invariants catch what they guard', () => {
     const broken = await deletedEnvironmentsGone(stores, new Set(['env_gone']), {});
     expect(broken).toMatchObject({ held: false, offenders: [expect.stringMatching(/_secrets\.bindings bnd_left: of deleted environment env_gone$/)] });
   });
+
+  it('a deleted environment is gone from Redis and, deleted with its data, from its prefix: a key or a file left is caught', async () => {
+    const sound = { redisKeys: ['envengine:{attempts-local}:wait', 'envengine:stripe:env_live'], purgedPrefixFiles: new Map([['env_purged', []]]) };
+    const deleted = new Set(['env_gone2', 'env_purged']);
+    expect(await deletedEnvironmentsGone(stores, deleted, {}, sound)).toMatchObject({ held: true });
+    const left = { redisKeys: [...sound.redisKeys, 'envengine:stripe:env_gone2'], purgedPrefixFiles: new Map([['env_purged', ['/lake/t/prod/orders/mat_1.parquet']]]) };
+    expect(await deletedEnvironmentsGone(stores, deleted, {}, left)).toMatchObject({
+      held: false,
+      offenders: ['redis envengine:stripe:env_gone2: names deleted environment env_gone2', '/lake/t/prod/orders/mat_1.parquet: left under the prefix of env_purged, deleted with its data'],
+    });
+  });
 });

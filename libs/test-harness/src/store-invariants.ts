@@ -228,11 +228,35 @@ export async function queuesMatchAttempts({ placement }: EngineStores, jobs: Rea
   return result('queues-match-attempts', 'no job without a live attempt, no offered attempt without a job', jobs.size + queued.length, offenders);
 }
 
-/** Nothing carrying a deleted environment's id is left in any of the engine's collections. */
-export async function deletedEnvironmentsGone(stores: EngineStores, deletedEnvironments: ReadonlySet<string>, kept: Readonly<Record<string, string>>): Promise<InvariantResult> {
+/**
+ * What deleted environments may have left outside MongoDB, read by the caller: every key
+ * name in Redis, and the files still under the storage prefix of each environment deleted
+ * with its data (`purge_data=true`). A queued job of a deleted environment's attempt is
+ * `queuesMatchAttempts`'s to find (its attempt is gone).
+ */
+export interface TracesOutsideMongo {
+  redisKeys: readonly string[];
+  /** Environment id → the files left under its prefix. */
+  purgedPrefixFiles: ReadonlyMap<string, readonly string[]>;
+}
+
+/** Nothing carrying a deleted environment's id is left in any of the engine's collections or Redis keys, nor any file of one deleted with its data. */
+export async function deletedEnvironmentsGone(
+  stores: EngineStores,
+  deletedEnvironments: ReadonlySet<string>,
+  kept: Readonly<Record<string, string>>,
+  outside: TracesOutsideMongo = { redisKeys: [], purgedPrefixFiles: new Map() },
+): Promise<InvariantResult> {
   const offenders: string[] = [];
-  let checked = 0;
+  let checked = outside.redisKeys.length + outside.purgedPrefixFiles.size;
   const ids = [...deletedEnvironments];
+  for (const key of outside.redisKeys) {
+    const named = ids.find((id) => key.includes(id));
+    if (named) offenders.push(`redis ${key}: names deleted environment ${named}`);
+  }
+  for (const [id, files] of outside.purgedPrefixFiles) {
+    if (deletedEnvironments.has(id) && files.length > 0) offenders.push(`${files[0]}${files.length > 1 ? ` and ${files.length - 1} more` : ''}: left under the prefix of ${id}, deleted with its data`);
+  }
   for (const db of [stores.placement, stores.deployment, stores.secrets]) {
     for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
       if (kept[`${db.databaseName}.${name}`] !== undefined || name.startsWith('system.')) continue;
@@ -244,5 +268,10 @@ export async function deletedEnvironmentsGone(stores: EngineStores, deletedEnvir
       for (const row of left) offenders.push(`${db.databaseName}.${name} ${String(row._id)}: of deleted environment ${String(row['environment_id'] ?? row._id)}`);
     }
   }
-  return result('deleted-environments-gone', `nothing of a deleted environment is left in any collection (kept on purpose: ${Object.keys(kept).join(', ') || 'none'})`, checked, offenders);
+  return result(
+    'deleted-environments-gone',
+    `nothing of a deleted environment is left in any collection or Redis key, nor a file of one deleted with its data (kept on purpose: ${Object.keys(kept).join(', ') || 'none'})`,
+    checked,
+    offenders,
+  );
 }
