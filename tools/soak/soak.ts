@@ -15,7 +15,7 @@ import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from '@envengine/attempt-queues';
 import { issueToken, stackProcesses, startStack, superviseStack, withTokenStore, WORKSPACE_ROOT, STACK_PROFILES, type StackProfile, type SupervisedProcess } from '@envengine/dev-stack';
-import { connectRedis } from '@envengine/redis-connections';
+import { connectRedis, redisUrlList } from '@envengine/redis-connections';
 import {
   acknowledgedWritesPresent,
   ApiClient,
@@ -32,7 +32,8 @@ import {
   type InvariantResult,
   type PoolWorker,
 } from '@envengine/test-harness';
-import { FaultInjector, type FaultRecord } from './fault-injector.ts';
+import { FaultInjector, type FaultRecord, type NetworkLink } from './fault-injector.ts';
+import { LoopbackProxy } from './loopback-proxy.ts';
 import { SeededRandom } from './seeded-random.ts';
 import { SoakLedger, TenantLoad } from './soak-load.ts';
 import { workResumedAfter, type WorkResumed } from './work-resumed.ts';
@@ -74,6 +75,7 @@ const stack = await startStack({
 const info = stackInfoOf(stack, dataDir);
 const supervisor = superviseStack(stack, { report, backoff: { initialMs: 250, maxMs: 4_000 } });
 const poolWorkers: PoolWorker[] = [];
+const openProxies: LoopbackProxy[] = [];
 let exitCode = 1;
 try {
   const random = new SeededRandom(seed);
@@ -87,17 +89,33 @@ try {
   );
   // Each tenant's pool: a worker from the installable package, supervised like the stack's
   // processes, and a target of the faults like them.
+  // Its network to the engine goes through loopback proxies (the gateway; Redis too, where
+  // it is one server), which the faults may cut or slow.
   const targets = stackProcesses(stack);
+  const links = new Map<string, NetworkLink>();
   for (const tenant of tenants) {
     const issued = await tenant.api.post('/pool/credentials', {});
     if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}: ${issued.text}`);
-    const worker = await startPoolWorker(info, issued.body.data, `soak-${tenant.id.slice(-6)}`);
+    const gateway = new URL(info.gatewayUrl);
+    const proxies = [await LoopbackProxy.start({ host: gateway.hostname, port: Number(gateway.port) })];
+    const redisNodes = redisUrlList(info.redisServerUrl);
+    const network: Record<string, string> = { API_URL: `http://127.0.0.1:${proxies[0]!.port}` };
+    if (redisNodes.length === 1) {
+      const redis = new URL(redisNodes[0]!);
+      proxies.push(await LoopbackProxy.start({ host: redis.hostname, port: Number(redis.port) }));
+      redis.hostname = '127.0.0.1';
+      redis.port = String(proxies[1]!.port);
+      network['REDIS_URL'] = redis.toString();
+    }
+    openProxies.push(...proxies);
+    const worker = await startPoolWorker(info, issued.body.data, `soak-${tenant.id.slice(-6)}`, network);
     poolWorkers.push(worker);
     const target: SupervisedProcess = { process: worker.process, ready: async () => (await fetch(`${worker.healthUrl}/readyz`)).status === 200 };
     supervisor.watch(`pool-worker-${worker.name}`, target);
     targets.set(`pool-worker-${worker.name}`, target);
+    links.set(`pool-worker-${worker.name}`, { proxies, worker: target });
   }
-  const faults = new FaultInjector(() => targets, random, report);
+  const faults = new FaultInjector(() => targets, random, report, links);
 
   let baseline: Baseline | null = null;
   if (baselineMinutes > 0) {
@@ -165,6 +183,7 @@ try {
 } finally {
   await supervisor.stop();
   for (const worker of poolWorkers) await worker.process.stop();
+  for (const proxy of openProxies) await proxy.close();
   await stack.stop();
 }
 // Kept when something broke (every process's log is under logs/), or when asked.
