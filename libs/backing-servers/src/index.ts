@@ -9,6 +9,7 @@ export * from './temporal-server.ts';
 export * from './pinned-wheels.ts';
 export * from './install-servers.ts';
 export * from './sandbox-tools.ts';
+export * from './prometheus-tools.ts';
 export * from './object-store-server.ts';
 export * from './postgres-server.ts';
 export * from './temporal-cluster.ts';

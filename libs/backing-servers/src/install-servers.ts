@@ -2,6 +2,7 @@ import { ensureGoBuild, type Reporter } from './binaries.ts';
 import { mongodBinary } from './mongo-server.ts';
 import { redisServerBinary } from './redis-server.ts';
 import { bubblewrapBinary } from './sandbox-tools.ts';
+import { promtoolBinary } from './prometheus-tools.ts';
 import { temporalBinary } from './temporal-server.ts';
 import { weedBinary } from './object-store-server.ts';
 import { postgresBinaries } from './postgres-server.ts';
@@ -17,6 +18,8 @@ export interface InstalledServers {
   weed: string | undefined;
   /** The OS sandbox of the engine's runner (not a server, but obtained the same way). */
   bubblewrap: string | undefined;
+  /** What checks deploy/prometheus in the tests (a tool, obtained the same way). */
+  promtool: string | undefined;
 }
 
 /**
@@ -34,5 +37,6 @@ export async function installServerBinaries(report: Reporter, env: NodeJS.Proces
     postgres: env.TEMPORAL_ADDRESS ? undefined : postgresBinaries(report, env),
     weed: env.S3_URL ? undefined : (await weedBinary(report, env))?.path,
     bubblewrap: env.SANDBOX === 'off' ? undefined : bubblewrapBinary(report, env),
+    promtool: promtoolBinary(report, env),
   };
 }
