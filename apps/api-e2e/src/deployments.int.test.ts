@@ -62,6 +62,9 @@ describe('deployments: ingest, reads and activation', () => {
     );
     expect(listed).toEqual(expect.arrayContaining([`ingest-${id}`, `activations-${environment.id}`]));
     expect(await workflowsOf(stack.temporalAddress, `EnvengineDeploymentId = '${id}'`)).toEqual([`ingest-${id}`]);
+    // Its outcome too: the workflow completes whether the manifest was valid or not.
+    const ready = await until(() => workflowsOf(stack.temporalAddress, `EnvengineDeploymentId = '${id}' AND EnvengineIngestOutcome = 'ready'`), (ids) => ids.length > 0, 10_000);
+    expect(ready).toEqual([`ingest-${id}`]);
   });
 
   it('fails a bad manifest: 422 with the failed row, pointer unmoved', async () => {
@@ -77,6 +80,10 @@ describe('deployments: ingest, reads and activation', () => {
     expect(codes).toContain('unknown_dependency');
     expect(codes).toContain('entry_not_in_bundle');
     expect((await tenant.api.get(`/environments/${env}`)).body.data.active_deployment_id).toBe(before);
+    // The Temporal UI filters it: its ingest completed, with the outcome `failed`.
+    const failed = await until(() => workflowsOf(stack.temporalAddress, `EnvengineIngestOutcome = 'failed' AND EnvengineDeploymentId = '${row.id}'`), (ids) => ids.length > 0, 10_000);
+    expect(failed).toEqual([`ingest-${row.id}`]);
+    expect(await workflowsOf(stack.temporalAddress, `EnvengineIngestOutcome = 'ready' AND EnvengineDeploymentId = '${row.id}'`)).toEqual([]);
   });
 
   it('refuses a body without a manifest object or a bundle_ref string: 422 invalid_request, no row', async () => {

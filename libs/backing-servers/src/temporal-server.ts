@@ -54,7 +54,7 @@ export const DEV_SERVER_TUNING = [
 ];
 
 /** The search attributes the workflows set (`SEARCH_ATTRIBUTES` in deployment-workflows), registered at start, all Keyword. */
-export const SEARCH_ATTRIBUTE_NAMES = ['EnvengineTenantId', 'EnvengineEnvironment', 'EnvengineEnvironmentId', 'EnvengineDeploymentId'] as const;
+export const SEARCH_ATTRIBUTE_NAMES = ['EnvengineTenantId', 'EnvengineEnvironment', 'EnvengineEnvironmentId', 'EnvengineDeploymentId', 'EnvengineIngestOutcome'] as const;
 export const SEARCH_ATTRIBUTE_FLAGS = SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]);
 
 /** Whether the frontend at `address` answers for `namespace` (it may be listening before it does). */

@@ -57,6 +57,8 @@ export const SEARCH_ATTRIBUTES = {
   environment: defineSearchAttributeKey('EnvengineEnvironment', SearchAttributeType.KEYWORD),
   environmentId: defineSearchAttributeKey('EnvengineEnvironmentId', SearchAttributeType.KEYWORD),
   deploymentId: defineSearchAttributeKey('EnvengineDeploymentId', SearchAttributeType.KEYWORD),
+  /** An ingest's validation outcome (`ready` or `failed`): the workflow completes either way, so the UI filters by this. */
+  ingestOutcome: defineSearchAttributeKey('EnvengineIngestOutcome', SearchAttributeType.KEYWORD),
 } as const;
 
 export function searchAttributesOf(scope: EnvironmentScope & { deploymentId?: string }): SearchAttributePair[] {

@@ -1,7 +1,7 @@
-import { proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { IngestInput } from '@envengine/contracts';
 import { workflowInput } from './workflow-input.ts';
-import type { DeploymentActivities, IngestOutcome } from './definitions.ts';
+import { SEARCH_ATTRIBUTES, type DeploymentActivities, type IngestOutcome } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';
 
 // Short steps that touch only this scope's database (and one typed call to the secrets
@@ -15,6 +15,9 @@ const { validateAndRecord, requestActivation } = proxyLocalActivities<Deployment
   retry: { initialInterval: '100 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20, nonRetryableErrorTypes: ['NotFound'] },
 });
 
+/** The change that sets `EnvengineIngestOutcome` (Temporal's patching: histories from before it replay unchanged). */
+const INGEST_OUTCOME_PATCH = 'ingest-outcome-search-attribute';
+
 /**
  * `ingest-<deployment id>`: validates the stored manifest and writes the row once (one
  * local activity), then, for a ready deployment asked to activate, has the environment's
@@ -23,6 +26,8 @@ const { validateAndRecord, requestActivation } = proxyLocalActivities<Deployment
 export async function ingestDeployment(raw: IngestInput): Promise<IngestOutcome> {
   const input = workflowInput(IngestInput, raw, 'ingestDeployment');
   const { status } = await validateAndRecord(input);
+  // Patched: an ingest started before this change replays without the command.
+  if (patched(INGEST_OUTCOME_PATCH)) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.ingestOutcome, value: status }]);
   if (status !== 'ready' || !input.activate) return { deploymentId: input.deploymentId, status, recheck: null };
   const { recheck } = await awaitActivation(
     (request) =>
