@@ -1,7 +1,9 @@
+import { request as httpRequest } from 'node:http';
 import { describe, expect, inject, it } from 'vitest';
-import { ErrorBody } from '@envengine/contracts';
+import { ErrorBody, PublicApi } from '@envengine/contracts';
 import { serializedOpenApiDocument } from '@envengine/openapi-document';
 import { ApiClient, createTenant, revokeToken } from '@envengine/test-harness';
+import { issueCredential } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -31,6 +33,44 @@ describe('the gateway edge', () => {
     expect(kept.headers.get('x-request-id')).toBe('ci-run-42.step-7');
     const made = await tenant.api.get('/environments', { headers: { 'x-request-id': 'bad id with spaces' } });
     expect(made.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+  });
+
+  it('answers 405 with Allow for a method a declared path does not have, TRACE and OPTIONS included, and 404 for a path it does not have', async () => {
+    const tenant = await createTenant(stack, 'methods');
+    const pool = await issueCredential(tenant);
+    /** Any method (fetch refuses TRACE), with a token; the status, Allow and the body's error code. */
+    const ask = (method: string, path: string, token: string) =>
+      new Promise<{ status: number; allow: string | undefined; code: string | undefined }>((resolve, reject) => {
+        const sent = httpRequest(`${stack.gatewayUrl}/api/v1${path}`, { method, headers: { authorization: `Bearer ${token}` } }, (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => {
+            const code = text ? (ErrorBody.safeParse(JSON.parse(text)).data?.error.code ?? undefined) : undefined;
+            resolve({ status: response.statusCode!, allow: response.headers.allow, code });
+          });
+        });
+        sent.on('error', reject);
+        sent.end();
+      });
+    const declared = new Map<string, Set<string>>();
+    for (const endpoint of Object.values(PublicApi)) {
+      const path = endpoint.path.replace(/:[a-z_]+/g, 'x1');
+      declared.set(path, (declared.get(path) ?? new Set()).add(endpoint.method.toUpperCase()));
+    }
+    let asked = 0;
+    for (const [path, methods] of declared) {
+      const allow = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].sort().join(', ');
+      const token = path.startsWith('/worker/') ? pool.token : tenant.token;
+      const undeclared = ['DELETE', 'PATCH', 'PUT', 'POST', 'GET'].find((method) => !methods.has(method))!;
+      for (const method of [undeclared, 'TRACE', 'OPTIONS']) {
+        expect([method, path, await ask(method, path, token)]).toEqual([method, path, { status: 405, allow, code: method === 'HEAD' ? undefined : 'method_not_allowed' }]);
+        asked += 1;
+      }
+    }
+    expect(asked).toBeGreaterThan(60);
+    // A path the API does not have stays 404, whatever the method.
+    for (const method of ['GET', 'TRACE']) expect(await ask(method, '/nothing-here', tenant.token)).toMatchObject({ status: 404, allow: undefined, code: 'not_found' });
   });
 
   it('asks for a token before saying whether a route exists', async () => {

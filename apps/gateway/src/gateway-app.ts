@@ -23,7 +23,7 @@ import type { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { requestFingerprint } from './idempotency/request-fingerprint.ts';
-import { publicRouteOf } from './proxy/public-routes.ts';
+import { methodsAllowedOn, publicRouteOf } from './proxy/public-routes.ts';
 import type { BufferedResponse, ForwardRequest, UpstreamForwarder } from './proxy/upstream-forwarder.ts';
 import { upstreamFor, type Upstream } from './proxy/upstream-routes.ts';
 
@@ -51,7 +51,6 @@ export interface GatewayDependencies {
   bundleBodyLimitBytes: number;
 }
 
-const METHODS_SERVED = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * The public edge: authenticates the caller, applies its rate limit and the body size
@@ -94,7 +93,11 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         });
       }
 
-      const upstream = METHODS_SERVED.has(req.method) ? upstreamFor(req.path) : undefined;
+      const allowed = methodsAllowedOn(req.path);
+      if (allowed.length > 0 && !allowed.includes(req.method)) {
+        throw new ApiError('method_not_allowed', `${req.path} answers ${allowed.join(', ')}, not ${req.method}.`, { headers: { Allow: allowed.join(', ') } });
+      }
+      const upstream = allowed.length > 0 ? upstreamFor(req.path) : undefined;
       if (!upstream) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
 
       if (isBundleUpload(req)) {

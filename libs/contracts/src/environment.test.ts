@@ -108,6 +108,7 @@ describe('httpStatusFor', () => {
       invalid_json: 400,
       invalid_request: 422,
       not_found: 404,
+      method_not_allowed: 405,
       environment_expired: 404,
       activation_in_progress: 409,
       environment_exists: 409,

@@ -6,6 +6,8 @@ export const ErrorCode = z.enum([
   'invalid_json',
   'invalid_request',
   'not_found',
+  /** A method the path does not declare (the `Allow` header lists those it does). */
+  'method_not_allowed',
   /** A preview environment its TTL tore down, named within 7 days of its expiry (the expiry is in the details). */
   'environment_expired',
   'environment_exists',
@@ -93,6 +95,8 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'not_found':
     case 'environment_expired':
       return 404;
+    case 'method_not_allowed':
+      return 405;
     case 'environment_exists':
     case 'storage_prefix_taken':
     case 'environment_deleting':

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { publicRouteOf } from './public-routes.ts';
+import { methodsAllowedOn, publicRouteOf } from './public-routes.ts';
 
 const route = (method: string, originalUrl: string) => publicRouteOf({ method, originalUrl });
 
@@ -22,5 +22,18 @@ describe('publicRouteOf', () => {
     ]) {
       expect([method, path, route(method!, path!)]).toEqual([method, path, undefined]);
     }
+  });
+});
+
+describe('methodsAllowedOn', () => {
+  it("lists the methods the public API declares for a path, HEAD with GET, and none for a path it lacks", () => {
+    expect(methodsAllowedOn('/environments')).toEqual(['GET', 'HEAD', 'POST']);
+    expect(methodsAllowedOn('/environments/prod')).toEqual(['DELETE', 'GET', 'HEAD', 'PATCH']);
+    expect(methodsAllowedOn('/bundles')).toEqual(['POST']);
+    expect(methodsAllowedOn('/bundles/sha256:ab')).toEqual(['HEAD']);
+    expect(methodsAllowedOn('/worker/bundles/sha256:ab')).toEqual(['GET', 'HEAD']);
+    expect(methodsAllowedOn('/runs/run_1/cancel')).toEqual(['POST']);
+    expect(methodsAllowedOn('/nothing-here')).toEqual([]);
+    expect(methodsAllowedOn('/environments/prod/extra/segment')).toEqual([]);
   });
 });

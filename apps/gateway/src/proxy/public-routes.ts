@@ -31,3 +31,14 @@ export function publicRouteOf(req: Pick<Request, 'method' | 'originalUrl'>): str
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   return ROUTES.find((route) => route.method === method && route.pattern.test(path))?.label;
 }
+
+/**
+ * The methods the public API declares for a path under `/api/v1` (HEAD wherever GET is:
+ * it is GET without the body); empty for a path it does not have. A declared path asked
+ * with another method is answered 405 with these in `Allow`.
+ */
+export function methodsAllowedOn(path: string): string[] {
+  const declared = new Set(ROUTES.filter((route) => route.pattern.test(`/api/v1${path}`)).map((route) => route.method));
+  if (declared.has('GET')) declared.add('HEAD');
+  return [...declared].sort();
+}
