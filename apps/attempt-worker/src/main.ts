@@ -254,7 +254,10 @@ const worker = new Worker(
     telemetry: tracing.enabled ? new BullMQOtel({ tracerName: TRACER_NAME }) : undefined,
   },
 );
-worker.on('error', (error: Error) => log.warn({ err: error.message }, 'queue worker error'));
+// While Redis is out of reach the queue reports each reconnect: the outage is said once above.
+worker.on('error', (error: Error) => {
+  if (!redisDown) log.warn({ err: error.message }, 'queue worker error');
+});
 closeOnRefusal.push(() => void worker.close(true).catch(() => undefined), () => connection.disconnect());
 worker.on('failed', (job, error) => log.warn({ job_id: job?.id, err: error.message }, 'attempt job failed; the dispatcher offers it again'));
 leases.start();
