@@ -267,13 +267,20 @@ export class AttemptRunner {
       write: async (bytes: Uint8Array) => (await stream()).write(bytes),
       finish: async () => {
         const written = await (await stream()).finish();
-        await this.api.recordMaterialization(held, asset.key, {
-          id: materializationId,
-          location: written.location,
-          bytes: written.bytes,
-          row_count: written.row_count,
-          columns: written.columns,
-        });
+        try {
+          await this.api.recordMaterialization(held, asset.key, {
+            id: materializationId,
+            location: written.location,
+            bytes: written.bytes,
+            row_count: written.row_count,
+            columns: written.columns,
+          });
+        } catch (error) {
+          // Refused for good (the lease was superseded: canceled, or its environment deleted,
+          // maybe with its data purged already): the file is nobody's, so it goes now.
+          if (error instanceof WorkerApiError && error.final) await (await storage()).remove(written.location).catch(() => undefined);
+          throw error;
+        }
       },
       abort: () => void opened?.then((open) => open.abort(), () => undefined),
     });
