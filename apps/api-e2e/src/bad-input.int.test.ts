@@ -90,8 +90,9 @@ describe('bad input gets the documented status and code, and changes nothing', (
     { title: 'a GET of a name with a malformed %-escape', method: 'GET', path: '/environments/%E0%A4%A', status: 422, code: 'invalid_request' },
     { title: 'placement of a name that is only %', method: 'POST', path: '/environments/%/placement', options: create({ executor: 'remote' }), status: 422, code: 'invalid_request' },
     { title: 'pause with a JSON null body', method: 'POST', path: '/environments/prod/schedules/pause', options: { raw: 'null', headers: { 'content-type': 'application/json' } }, status: 422, code: 'invalid_request' },
-    { title: 'an OPTIONS request', method: 'OPTIONS', path: '/environments', status: 404, code: 'not_found' },
-    { title: 'a PATCH the API does not have', method: 'PATCH', path: '/environments/prod/placement', options: create({ executor: 'remote' }), status: 404, code: 'not_found' },
+    // A path the API has, with a method it does not declare there: 405, and Allow says which it does.
+    { title: 'an OPTIONS request', method: 'OPTIONS', path: '/environments', status: 405, code: 'method_not_allowed' },
+    { title: 'a PATCH the API does not have', method: 'PATCH', path: '/environments/prod/placement', options: create({ executor: 'remote' }), status: 405, code: 'method_not_allowed' },
     // Refused by the gateway before any service parses it (5,000 levels of a binding's config answered 500: MongoDB's own limit is 100).
     { title: "a binding's config nested 5,000 levels deep", method: 'PUT', path: '/environments/prod/bindings/deep', options: { raw: `{"config":{"a":${'['.repeat(5000)}${']'.repeat(5000)}}}`, headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
     { title: 'a body nested 33 levels deep', method: 'POST', path: '/environments', options: { raw: `{"name":"fresh","storage_prefix":"s3://lake/fresh","executor":"local","x":${'['.repeat(32)}${']'.repeat(32)}}`, headers: { 'content-type': 'application/json' } }, status: 400, code: 'invalid_json' },
