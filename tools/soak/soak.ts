@@ -163,13 +163,19 @@ try {
     }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
     const attempts = await stores.placement
-      .collection<{ executor: 'local' | 'remote'; status: string; started_at: Date | null; finished_at: Date | null }>('attempts')
-      .find({}, { projection: { executor: 1, status: 1, started_at: 1, finished_at: 1 } })
+      .collection<{ executor: 'local' | 'remote'; status: string; dispatched_at: Date; started_at: Date | null; finished_at: Date | null }>('attempts')
+      .find({}, { projection: { executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 } })
       .toArray();
     const resumed = workResumedAfter(
       faults.faults.map((fault) => ({ at: fault.at.getTime(), target: fault.target })),
       ledger.timeline,
-      attempts.map((attempt) => ({ executor: attempt.executor, status: attempt.status, startedAt: attempt.started_at?.getTime() ?? null, finishedAt: attempt.finished_at?.getTime() ?? null })),
+      attempts.map((attempt) => ({
+        executor: attempt.executor,
+        status: attempt.status,
+        dispatchedAt: attempt.dispatched_at.getTime(),
+        startedAt: attempt.started_at?.getTime() ?? null,
+        finishedAt: attempt.finished_at?.getTime() ?? null,
+      })),
       loadEndedAt,
     );
     const text = reportOf(results, ledger, faults.faults, resumed, loadSeconds, baseline);
@@ -326,7 +332,7 @@ function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultR
   });
   const resumedText = (entry: WorkResumed) =>
     [
-      `runs after ${entry.runsResumedAfterMs === null ? 'never' : `${entry.runsResumedAfterMs.toFixed(0)} ms`}`,
+      entry.runsResumedAfterMs === undefined ? 'no runs of its executor under way' : `runs after ${entry.runsResumedAfterMs === null ? 'never' : `${entry.runsResumedAfterMs.toFixed(0)} ms`}`,
       ...entry.api.map((api) => `${api.operation} after ${api.resumedAfterMs === null ? 'never' : `${api.resumedAfterMs.toFixed(0)} ms`}`),
     ].join(', ');
   const operations = new Map<string, Map<string, number>>();
@@ -347,7 +353,7 @@ function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultR
     '',
     '## Faults (one at a time)',
     '',
-    'Serving again: the process answers its readiness probe. Work resumed: every kind of request that failed after the fault succeeded again, and an attempt started after it (on the executor the fault could stop) finished successfully; the later of the two.',
+    'Serving again: the process answers its readiness probe. Work resumed: every kind of request that failed after the fault succeeded again, and the first attempt of the work it could stop (on its executor, under way at the fault or offered before the next one) finished successfully; the later of the two.',
     '',
     '| fault | times | serving again after, p50 / max ms | work resumed after, p50 / max ms |',
     '|---|---:|---:|---:|',

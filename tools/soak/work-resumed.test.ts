@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { workResumedAfter, type TimedAttempt, type TimedOperation } from './work-resumed.ts';
 
 const op = (operation: string, startedAt: number, endedAt: number, outcome: TimedOperation['outcome']): TimedOperation => ({ operation, startedAt, endedAt, outcome });
-const attempt = (executor: TimedAttempt['executor'], startedAt: number, finishedAt: number, status = 'succeeded'): TimedAttempt => ({ executor, status, startedAt, finishedAt });
+const attempt = (executor: TimedAttempt['executor'], startedAt: number, finishedAt: number, status = 'succeeded'): TimedAttempt => ({ executor, status, dispatchedAt: startedAt - 50, startedAt, finishedAt });
 
 describe('workResumedAfter', () => {
   it('takes the later of the failed kinds succeeding again and a run started after the fault finishing', () => {
@@ -18,7 +18,8 @@ describe('workResumedAfter', () => {
       // A refusal says nothing of the fault.
       op('deploy', 1_100, 1_150, 'refused'),
     ];
-    const attempts = [attempt('local', 900, 1_100), attempt('local', 1_500, 4_000), attempt('local', 1_600, 3_000, 'failed')];
+    // Finished before the fault: not the work it could stop. Failed: not work done.
+    const attempts = [attempt('local', 700, 950), attempt('local', 1_500, 4_000), attempt('local', 1_600, 3_000, 'failed')];
     const [resumed] = workResumedAfter([{ at: 1_000, target: 'mongodb' }], timeline, attempts, 10_000);
     expect(resumed).toEqual({
       api: [
@@ -32,7 +33,8 @@ describe('workResumedAfter', () => {
 
   it("counts only a fault's own window of failures, and only the executor it could stop", () => {
     const timeline = [op('run', 1_100, 1_200, 'failed'), op('run', 1_300, 1_400, 'ok'), op('run', 5_100, 5_200, 'failed')];
-    const attempts = [attempt('remote', 1_100, 1_300), attempt('local', 1_500, 2_500)];
+    // A remote attempt that ran through the first fault (dispatched and started before it, finished after), and a local one.
+    const attempts = [attempt('remote', 900, 1_300), attempt('local', 1_500, 2_500), { ...attempt('remote', 4_900, 9_000, 'running'), finishedAt: null }];
     const [first, second] = workResumedAfter(
       [
         { at: 1_000, target: 'attempt-worker' },
@@ -44,7 +46,12 @@ describe('workResumedAfter', () => {
     );
     // The engine's runner stops local attempts: the remote one that finished first does not count.
     expect(first).toEqual({ api: [{ operation: 'run', resumedAfterMs: 400 }], runsResumedAfterMs: 1_500, resumedAfterMs: 1_500 });
-    // No remote attempt started after the second fault, and runs failed again with none accepted after: not resumed.
+    // The remote attempt under way at the second fault never succeeded, and runs failed again with none accepted after: not resumed.
     expect(second).toEqual({ api: [{ operation: 'run', resumedAfterMs: null }], runsResumedAfterMs: null, resumedAfterMs: null });
+  });
+
+  it('says there was no work to resume when none of the executor it could stop was under way or offered', () => {
+    const [resumed] = workResumedAfter([{ at: 1_000, target: 'attempt-worker' }], [], [attempt('remote', 1_100, 1_300), attempt('local', 500, 900)], 10_000);
+    expect(resumed).toEqual({ api: [], runsResumedAfterMs: undefined, resumedAfterMs: 0 });
   });
 });

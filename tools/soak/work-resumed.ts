@@ -1,8 +1,9 @@
 // When work resumed after each of the soak's faults (issue 38's recovery figure), which is
 // more than the process serving again: an API whose requests failed during the fault has
 // resumed when a request of each failed kind succeeds again, and run execution has resumed
-// when an attempt started after the fault has finished successfully. Both come from what
-// happened (the load's timeline, the attempts in MongoDB), not from the injector's probe.
+// when the first attempt of the work the fault could stop (under way when it hit, or
+// offered before the next fault) has finished successfully. Both come from what happened
+// (the load's timeline, the attempts in MongoDB), not from the injector's probe.
 
 /** One request of the load: its kind, when it was sent and answered, and how. */
 export interface TimedOperation {
@@ -17,6 +18,8 @@ export interface TimedOperation {
 export interface TimedAttempt {
   executor: 'local' | 'remote';
   status: string;
+  /** When it was offered to its queue. */
+  dispatchedAt: number;
   startedAt: number | null;
   finishedAt: number | null;
 }
@@ -30,8 +33,12 @@ export interface FaultWindow {
 export interface WorkResumed {
   /** Request kinds that failed after the fault (before the next one), each with when it succeeded again (null: not before the load ended). */
   api: Array<{ operation: string; resumedAfterMs: number | null }>;
-  /** When an attempt started after the fault, on the executor the fault could stop, finished successfully (null: none did). */
-  runsResumedAfterMs: number | null;
+  /**
+   * When the first attempt of the work the fault could stop finished successfully: on its
+   * executor, under way at the fault or offered before the next one (null: none did;
+   * undefined: there was no such work).
+   */
+  runsResumedAfterMs: number | null | undefined;
   /** The later of the two: the fault's recovery as the load felt it (null: some work had not resumed). */
   resumedAfterMs: number | null;
 }
@@ -60,11 +67,13 @@ export function workResumedAfter(faults: readonly FaultWindow[], timeline: reado
       return { operation, resumedAfterMs: firstOk === null ? null : firstOk - fault.at };
     });
     const stoppable = executorsStoppedBy(fault.target);
-    const firstRun = attempts
-      .filter((attempt) => stoppable.has(attempt.executor) && attempt.status === 'succeeded' && attempt.startedAt !== null && attempt.startedAt >= fault.at && attempt.finishedAt !== null)
+    // The work it could stop: under way when it hit, or offered before the next fault.
+    const affected = attempts.filter((attempt) => stoppable.has(attempt.executor) && attempt.dispatchedAt < windowEnd && (attempt.finishedAt === null || attempt.finishedAt > fault.at));
+    const firstRun = affected
+      .filter((attempt) => attempt.status === 'succeeded' && attempt.finishedAt !== null)
       .reduce<number | null>((first, attempt) => (first === null || attempt.finishedAt! < first ? attempt.finishedAt! : first), null);
-    const runsResumedAfterMs = firstRun === null ? null : firstRun - fault.at;
-    const all = [runsResumedAfterMs, ...api.map((entry) => entry.resumedAfterMs)];
-    return { api, runsResumedAfterMs, resumedAfterMs: all.includes(null) ? null : Math.max(...(all as number[])) };
+    const runsResumedAfterMs = affected.length === 0 ? undefined : firstRun === null ? null : firstRun - fault.at;
+    const all = [...(runsResumedAfterMs === undefined ? [] : [runsResumedAfterMs]), ...api.map((entry) => entry.resumedAfterMs)];
+    return { api, runsResumedAfterMs, resumedAfterMs: all.includes(null) ? null : Math.max(0, ...(all as number[])) };
   });
 }
