@@ -37,6 +37,7 @@ import { LoopbackProxy } from './loopback-proxy.ts';
 import { SeededRandom } from './seeded-random.ts';
 import { SoakLedger, TenantLoad } from './soak-load.ts';
 import { workResumedAfter, type WorkResumed } from './work-resumed.ts';
+import { AttemptSampler, timedAttemptOf } from './attempt-sampler.ts';
 
 const { values } = parseArgs({
   options: {
@@ -132,11 +133,17 @@ try {
   report(`load for ${minutes} min: ${TENANTS} tenants × ${ACTORS_PER_TENANT} actors; faults among ${targets.size} processes`);
   const stopLoad = new AbortController();
   const loadStarted = performance.now();
+  // The attempts as they run (an environment's delete removes its own from the stores).
+  const samplerClient = await MongoClient.connect(info.mongoUrl, { serverSelectionTimeoutMS: 5_000 });
+  const sampler = new AttemptSampler(samplerClient.db(info.databases['placement-service']).collection('attempts'));
+  sampler.start(2_000);
   const loads = Promise.all(tenants.map((tenant) => tenant.load.run(ACTORS_PER_TENANT, stopLoad.signal)));
   const injected = faults.run(stopLoad.signal);
   await new Promise((resolve) => setTimeout(resolve, minutes * 60_000));
   stopLoad.abort();
   await Promise.all([loads, injected]);
+  await sampler.stop();
+  await samplerClient.close();
   const loadSeconds = (performance.now() - loadStarted) / 1000;
   const loadEndedAt = Date.now();
   report(`load stopped after ${loadSeconds.toFixed(0)} s; ${faults.faults.length} faults; settling`);
@@ -163,19 +170,13 @@ try {
     }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
     const attempts = await stores.placement
-      .collection<{ executor: 'local' | 'remote'; status: string; dispatched_at: Date; started_at: Date | null; finished_at: Date | null }>('attempts')
+      .collection<{ _id: string; executor: 'local' | 'remote'; status: string; dispatched_at: Date; started_at: Date | null; finished_at: Date | null }>('attempts')
       .find({}, { projection: { executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 } })
       .toArray();
     const resumed = workResumedAfter(
       faults.faults.map((fault) => ({ at: fault.at.getTime(), target: fault.target })),
       ledger.timeline,
-      attempts.map((attempt) => ({
-        executor: attempt.executor,
-        status: attempt.status,
-        dispatchedAt: attempt.dispatched_at.getTime(),
-        startedAt: attempt.started_at?.getTime() ?? null,
-        finishedAt: attempt.finished_at?.getTime() ?? null,
-      })),
+      sampler.merged(new Map(attempts.map((attempt) => [attempt._id, timedAttemptOf(attempt)]))),
       loadEndedAt,
     );
     const text = reportOf(results, ledger, faults.faults, resumed, loadSeconds, baseline);
