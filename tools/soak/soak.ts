@@ -1,6 +1,7 @@
 // `npm run soak -- [--minutes N] [--baseline-minutes B] [--profile embedded|cluster] [--seed S] [--report FILE]`:
 // a stack of its own under a steady mixed load through the gateway while a seeded injector
-// kills (-9) and pauses its processes; then, once the load stopped and the stack settled,
+// kills (-9) and pauses its processes and cuts or slows its pool workers' network; then,
+// once the load stopped and the stack settled,
 // the invariants checked from the stores (DESIGN.md §8). With `--baseline-minutes B` the same
 // load runs B minutes without faults first, on the same stack, and the report sets the
 // operations' rates side by side. Prints a report and writes it to
