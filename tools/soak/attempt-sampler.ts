@@ -7,6 +7,7 @@ import type { TimedAttempt } from './work-resumed.ts';
 
 interface AttemptRow {
   _id: string;
+  tenant_id: string;
   executor: 'local' | 'remote';
   status: string;
   dispatched_at: Date;
@@ -45,7 +46,7 @@ export class AttemptSampler {
         const rows = await this.attempts
           .find(
             { $or: [{ status: { $in: ['queued', 'running'] } }, { finished_at: { $gte: new Date(Date.now() - LOOK_BACK_MS) } }] },
-            { projection: { executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 }, maxTimeMS: 5_000 },
+            { projection: { tenant_id: 1, executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 }, maxTimeMS: 5_000 },
           )
           .toArray();
         for (const row of rows) this.seen.set(row._id, timedAttemptOf(row));
@@ -61,6 +62,7 @@ export class AttemptSampler {
 
 export function timedAttemptOf(row: Omit<AttemptRow, '_id'>): TimedAttempt {
   return {
+    tenantId: row.tenant_id,
     executor: row.executor,
     status: row.status,
     dispatchedAt: row.dispatched_at.getTime(),

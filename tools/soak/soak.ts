@@ -95,6 +95,8 @@ try {
   // it is one server), which the faults may cut or slow.
   const targets = stackProcesses(stack);
   const links = new Map<string, NetworkLink>();
+  /** A pool worker's target name → its tenant (a fault of it stops that tenant's remote work only). */
+  const tenantOfWorker = new Map<string, string>();
   for (const tenant of tenants) {
     const issued = await tenant.api.post('/pool/credentials', {});
     if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}: ${issued.text}`);
@@ -116,6 +118,7 @@ try {
     supervisor.watch(`pool-worker-${worker.name}`, target);
     targets.set(`pool-worker-${worker.name}`, target);
     links.set(`pool-worker-${worker.name}`, { proxies, worker: target });
+    tenantOfWorker.set(`pool-worker-${worker.name}`, tenant.id);
   }
   const faults = new FaultInjector(() => targets, random, report, links);
 
@@ -171,11 +174,11 @@ try {
     }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
     const attempts = await stores.placement
-      .collection<{ _id: string; executor: 'local' | 'remote'; status: string; dispatched_at: Date; started_at: Date | null; finished_at: Date | null }>('attempts')
-      .find({}, { projection: { executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 } })
+      .collection<{ _id: string; tenant_id: string; executor: 'local' | 'remote'; status: string; dispatched_at: Date; started_at: Date | null; finished_at: Date | null }>('attempts')
+      .find({}, { projection: { tenant_id: 1, executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 } })
       .toArray();
     const resumed = workResumedAfter(
-      faults.faults.map((fault) => ({ at: fault.at.getTime(), target: fault.target })),
+      faults.faults.map((fault) => ({ at: fault.at.getTime(), target: fault.target, tenantId: tenantOfWorker.get(fault.target) })),
       ledger.timeline,
       sampler.merged(new Map(attempts.map((attempt) => [attempt._id, timedAttemptOf(attempt)]))),
       loadEndedAt,
@@ -355,7 +358,7 @@ function reportOf(results: InvariantResult[], ledger: SoakLedger, faults: FaultR
     '',
     '## Faults (one at a time)',
     '',
-    'Serving again: the process answers its readiness probe. Work resumed: every kind of request that failed after the fault succeeded again, and the first attempt of the work it could stop (on its executor, under way at the fault or offered before the next one) finished successfully; the later of the two.',
+    'Serving again: the process answers its readiness probe. Work resumed: every kind of request that failed after the fault succeeded again, and the first attempt of the work it could stop (on its executor, and a pool worker\'s tenant; under way at the fault or offered after it) finished successfully; the later of the two.',
     '',
     '| fault | times | serving again after, p50 / max ms | work resumed after, p50 / max ms |',
     '|---|---:|---:|---:|',

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { workResumedAfter, type TimedAttempt, type TimedOperation } from './work-resumed.ts';
 
 const op = (operation: string, startedAt: number, endedAt: number, outcome: TimedOperation['outcome']): TimedOperation => ({ operation, startedAt, endedAt, outcome });
-const attempt = (executor: TimedAttempt['executor'], startedAt: number, finishedAt: number, status = 'succeeded'): TimedAttempt => ({ executor, status, dispatchedAt: startedAt - 50, startedAt, finishedAt });
+const attempt = (executor: TimedAttempt['executor'], startedAt: number, finishedAt: number, status = 'succeeded', tenantId = 'ten_a'): TimedAttempt => ({
+  tenantId,
+  executor,
+  status,
+  dispatchedAt: startedAt - 50,
+  startedAt,
+  finishedAt,
+});
 
 describe('workResumedAfter', () => {
   it('takes the later of the failed kinds succeeding again and a run started after the fault finishing', () => {
@@ -33,12 +40,18 @@ describe('workResumedAfter', () => {
 
   it("counts only a fault's own window of failures, and only the executor it could stop", () => {
     const timeline = [op('run', 1_100, 1_200, 'failed'), op('run', 1_300, 1_400, 'ok'), op('run', 5_100, 5_200, 'failed')];
-    // A remote attempt that ran through the first fault (dispatched and started before it, finished after), and a local one.
-    const attempts = [attempt('remote', 900, 1_300), attempt('local', 1_500, 2_500), { ...attempt('remote', 4_900, 9_000, 'running'), finishedAt: null }];
+    // A remote attempt that ran through the first fault (dispatched and started before it, finished after), a local one,
+    // and after the second: another tenant's remote attempt succeeding, its own still running.
+    const attempts = [
+      attempt('remote', 900, 1_300),
+      attempt('local', 1_500, 2_500),
+      { ...attempt('remote', 4_900, 9_000, 'running'), finishedAt: null },
+      attempt('remote', 5_100, 5_600, 'succeeded', 'ten_b'),
+    ];
     const [first, second] = workResumedAfter(
       [
         { at: 1_000, target: 'attempt-worker' },
-        { at: 5_000, target: 'pool-worker-soak-a' },
+        { at: 5_000, target: 'pool-worker-soak-a', tenantId: 'ten_a' },
       ],
       timeline,
       attempts,
@@ -46,12 +59,16 @@ describe('workResumedAfter', () => {
     );
     // The engine's runner stops local attempts: the remote one that finished first does not count.
     expect(first).toEqual({ api: [{ operation: 'run', resumedAfterMs: 400 }], runsResumedAfterMs: 1_500, resumedAfterMs: 1_500 });
-    // The remote attempt under way at the second fault never succeeded, and runs failed again with none accepted after: not resumed.
+    // The tenant's remote attempt under way at the second fault never succeeded (the other tenant's pool does not count),
+    // and runs failed again with none accepted after: not resumed.
     expect(second).toEqual({ api: [{ operation: 'run', resumedAfterMs: null }], runsResumedAfterMs: null, resumedAfterMs: null });
   });
 
   it('says there was no work to resume when none of the executor it could stop was under way or offered', () => {
     const [resumed] = workResumedAfter([{ at: 1_000, target: 'attempt-worker' }], [], [attempt('remote', 1_100, 1_300), attempt('local', 500, 900)], 10_000);
+    // A retry offered long after the fault is still the work it stopped.
+    const [retried] = workResumedAfter([{ at: 1_000, target: 'attempt-worker' }], [], [attempt('local', 30_000, 31_000)], 10_000);
+    expect(retried).toEqual({ api: [], runsResumedAfterMs: 30_000, resumedAfterMs: 30_000 });
     expect(resumed).toEqual({ api: [], runsResumedAfterMs: undefined, resumedAfterMs: 0 });
   });
 });

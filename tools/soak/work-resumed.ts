@@ -2,7 +2,7 @@
 // more than the process serving again: an API whose requests failed during the fault has
 // resumed when a request of each failed kind succeeds again, and run execution has resumed
 // when the first attempt of the work the fault could stop (under way when it hit, or
-// offered before the next fault) has finished successfully. Both come from what happened
+// offered after it) has finished successfully. Both come from what happened
 // (the load's timeline, the attempts in MongoDB), not from the injector's probe.
 
 /** One request of the load: its kind, when it was sent and answered, and how. */
@@ -16,6 +16,7 @@ export interface TimedOperation {
 
 /** An attempt as MongoDB has it, in epoch milliseconds. */
 export interface TimedAttempt {
+  tenantId: string;
   executor: 'local' | 'remote';
   status: string;
   /** When it was offered to its queue. */
@@ -28,6 +29,8 @@ export interface FaultWindow {
   at: number;
   /** The process the fault hit (the injector's target name). */
   target: string;
+  /** A pool worker's tenant: only its attempts can be stopped by the fault. */
+  tenantId?: string;
 }
 
 export interface WorkResumed {
@@ -35,8 +38,8 @@ export interface WorkResumed {
   api: Array<{ operation: string; resumedAfterMs: number | null }>;
   /**
    * When the first attempt of the work the fault could stop finished successfully: on its
-   * executor, under way at the fault or offered before the next one (null: none did;
-   * undefined: there was no such work).
+   * executor (and a pool worker's tenant), under way at the fault or offered after it
+   * (null: none did; undefined: there was no such work).
    */
   runsResumedAfterMs: number | null | undefined;
   /** The later of the two: the fault's recovery as the load felt it (null: some work had not resumed). */
@@ -67,8 +70,11 @@ export function workResumedAfter(faults: readonly FaultWindow[], timeline: reado
       return { operation, resumedAfterMs: firstOk === null ? null : firstOk - fault.at };
     });
     const stoppable = executorsStoppedBy(fault.target);
-    // The work it could stop: under way when it hit, or offered before the next fault.
-    const affected = attempts.filter((attempt) => stoppable.has(attempt.executor) && attempt.dispatchedAt < windowEnd && (attempt.finishedAt === null || attempt.finishedAt > fault.at));
+    // The work it could stop: under way when it hit, or offered after it (a lost attempt's retry is a new attempt).
+    const affected = attempts.filter(
+      (attempt) =>
+        stoppable.has(attempt.executor) && (fault.tenantId === undefined || attempt.tenantId === fault.tenantId) && (attempt.finishedAt === null || attempt.finishedAt > fault.at),
+    );
     const firstRun = affected
       .filter((attempt) => attempt.status === 'succeeded' && attempt.finishedAt !== null)
       .reduce<number | null>((first, attempt) => (first === null || attempt.finishedAt! < first ? attempt.finishedAt! : first), null);
