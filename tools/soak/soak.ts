@@ -11,12 +11,11 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from '@envengine/attempt-queues';
 import { issueToken, stackProcesses, startStack, superviseStack, withTokenStore, WORKSPACE_ROOT, STACK_PROFILES, type StackProfile, type SupervisedProcess } from '@envengine/dev-stack';
-import { connectRedis, redisUrlList } from '@envengine/redis-connections';
+import { connectRedis, everyRedisKey, redisUrlList } from '@envengine/redis-connections';
 import {
   acknowledgedWritesPresent,
   ApiClient,
@@ -239,10 +238,7 @@ async function redisKeyNames(): Promise<string[]> {
   const connection = connectRedis(info.redisUrl, { maxRetriesPerRequest: 3 });
   const names: string[] = [];
   try {
-    const servers = connection instanceof Cluster ? connection.nodes('master') : [connection];
-    for (const server of servers) {
-      for await (const batch of server.scanStream({ count: 1000 }) as AsyncIterable<string[]>) names.push(...batch);
-    }
+    for await (const { key } of everyRedisKey(connection)) names.push(key);
   } finally {
     connection.disconnect();
   }

@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { connectRedis, everyRedisKey, type RedisConnection } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, Run } from '@envengine/contracts';
+import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, INTERNAL_HEADERS, Run } from '@envengine/contracts';
 import { createTenant, deployProject, startTestStack, uniqueName, until, type StackInfo, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
 
@@ -442,6 +442,16 @@ describe('an interrupted delete (a stack of its own)', () => {
     const stalled = await deployedHere('stalled');
     const bundleRef = (await tenant.api.get(`/deployments/${lost.active_deployment_id}`)).body.data.bundle_ref;
 
+    /** The activation's own write of the environment's stored schedules (placement's internal API). */
+    const reconcileSchedules = (environmentId: string) =>
+      fetch(`${own.info.urls['placement-service']}/internal/v1/environments/${environmentId}/schedules`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', [INTERNAL_HEADERS.credential]: own.info.internalCredential, [INTERNAL_HEADERS.tenantId]: tenant.tenantId },
+        body: JSON.stringify({ schedules: [NIGHTLY] }),
+      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error?: { code: string } } }));
+    // Positive control: an active environment's schedules are reconciled.
+    expect((await reconcileSchedules(lost.id)).status).toBe(200);
+
     // No workflow-worker: the tear-downs are started and marked, and wait.
     await own.services.processes['workflow-worker'].stop();
     for (const name of ['lost', 'stalled']) {
@@ -466,6 +476,9 @@ describe('an interrupted delete (a stack of its own)', () => {
       const response = await tenant.api.request(method, path, { json });
       expect([method, path, response.status, response.body.error?.code]).toEqual([method, path, 409, 'environment_deleting']);
     }
+    // An activation's reconcile landing after the mark would leave schedules behind the tear-down's removal (the soak found one).
+    const late = await reconcileSchedules(lost.id);
+    expect([late.status, late.body.error?.code]).toEqual([409, 'environment_deleting']);
     expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 's3://lake/p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
     const lostNow = (await tenant.api.get('/environments/lost')).body.data;
     expect(lostNow).toMatchObject({ status: 'deleting', executor: 'local', schedules_paused: false, max_concurrent_runs: null, active_deployment_id: lost.active_deployment_id });

@@ -410,6 +410,28 @@ export class EnvironmentRepository {
     return doc ? toEnvironment(doc) : this.refuseChange(await this.findByName(tenantId, name), name);
   }
 
+  /**
+   * Runs `work` in a transaction that holds the environment active: the environment's own
+   * document is written first, so a `deleting` mark made meanwhile conflicts with it (one of
+   * the two runs again, and sees the other). Undefined when the environment is gone; 409
+   * `environment_deleting` once its tear-down began, whose steps then remove what `work`
+   * would have left.
+   */
+  async whileActive<T>(tenantId: string, id: string, work: (session: ClientSession) => Promise<T>): Promise<T | undefined> {
+    let deleting: Environment | undefined;
+    const done = await inTransaction(this.connection, async (session) => {
+      const held = await this.environments.findOneAndUpdate(tenantId, { _id: id, status: 'active' }, { $set: { updated_at: new Date() } }, { session });
+      if (held) return { value: await work(session) };
+      deleting = undefined;
+      const current = await this.environments.findOne(tenantId, { _id: id }, { session });
+      if (current) deleting = toEnvironment(current);
+      return undefined;
+    });
+    if (done) return done.value;
+    if (deleting) throw environmentDeleting(deleting.name);
+    return undefined;
+  }
+
   /** Points the environment at a deployment; `git_ref` follows its git sha. */
   async setActiveDeployment(tenantId: string, name: string, deploymentId: string, gitRef: string): Promise<Environment | undefined> {
     return this.update(tenantId, name, { active_deployment_id: deploymentId, git_ref: gitRef });

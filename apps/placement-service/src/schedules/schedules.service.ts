@@ -107,9 +107,10 @@ export class SchedulesService {
 
   /** Activation, rollback or restore: the environment's stored schedules become `target`; its loop is told. */
   async reconcile(tenantId: string, environmentId: string, target: ScheduleDefinition[]): Promise<ReconcileSchedulesResult> {
-    const environment = await this.environments.findById(tenantId, environmentId);
-    if (!environment) throw notFound(`Environment ${environmentId}`);
-    const result = await this.stored.reconcile(tenantId, environmentId, target, new Date());
+    // Fenced against the environment's delete: a reconcile that lands after the tear-down
+    // removed the schedules would leave them behind (the soak found one).
+    const result = await this.environments.whileActive(tenantId, environmentId, (session) => this.stored.reconcile(tenantId, environmentId, target, new Date(), session));
+    if (!result) throw notFound(`Environment ${environmentId}`);
     if (result.created.length > 0 || result.updated.length > 0) await this.loops.changed(this.stored.shardOf(environmentId));
     return result;
   }

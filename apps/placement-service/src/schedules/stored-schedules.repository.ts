@@ -67,8 +67,8 @@ export class StoredSchedulesRepository {
    * after `now`; a changed cron or zone gets a new one; a schedule whose timing is unchanged
    * keeps its fire time and its ticks. Idempotent.
    */
-  async reconcile(tenantId: string, environmentId: string, target: ScheduleDefinition[], now: Date): Promise<ReconcileSchedulesResult> {
-    const existing = new Map((await this.schedules.find(tenantId, { environment_id: environmentId })).map((doc) => [doc.name, doc]));
+  async reconcile(tenantId: string, environmentId: string, target: ScheduleDefinition[], now: Date, session?: ClientSession): Promise<ReconcileSchedulesResult> {
+    const existing = new Map((await this.schedules.find(tenantId, { environment_id: environmentId }, { session })).map((doc) => [doc.name, doc]));
     const result: ReconcileSchedulesResult = { created: [], updated: [], deleted: [] };
     for (const definition of target) {
       const current = existing.get(definition.name);
@@ -88,14 +88,14 @@ export class StoredSchedulesRepository {
         tenantId,
         { _id: `${environmentId}:${definition.name}` },
         { $set: fields, $setOnInsert: { last_tick: null, ticks: {} } },
-        { upsert: true },
+        { upsert: true, session },
       );
       result[current ? 'updated' : 'created'].push(definition.name);
     }
     const wanted = new Set(target.map((definition) => definition.name));
     for (const name of existing.keys()) {
       if (wanted.has(name)) continue;
-      await this.schedules.deleteOne(tenantId, { _id: `${environmentId}:${name}` });
+      await this.schedules.deleteOne(tenantId, { _id: `${environmentId}:${name}` }, { session });
       result.deleted.push(name);
     }
     return result;
