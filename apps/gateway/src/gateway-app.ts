@@ -51,7 +51,6 @@ export interface GatewayDependencies {
   bundleBodyLimitBytes: number;
 }
 
-
 /**
  * The public edge: authenticates the caller, applies its rate limit and the body size
  * limit, and forwards to the service that owns the path. Services validate the rest.
