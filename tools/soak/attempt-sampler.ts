@@ -15,6 +15,8 @@ interface AttemptRow {
   finished_at: Date | null;
 }
 
+const PROJECTION = { tenant_id: 1, executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 } as const;
+
 /** A minute back: a sample missed while MongoDB is down or paused (20 s at most) is caught up by the next. */
 const LOOK_BACK_MS = 60_000;
 
@@ -35,9 +37,11 @@ export class AttemptSampler {
     await this.sampling;
   }
 
-  /** Every attempt seen, in its latest state; `current` (by id, read from the stores at the end) comes last. */
-  merged(current: ReadonlyMap<string, TimedAttempt>): TimedAttempt[] {
-    return [...new Map([...this.seen, ...current]).values()];
+  /** Every attempt seen, each in its latest state: those still in `attempts` (the stores at the end) as they are there now. */
+  async withCurrent(attempts: Collection<AttemptRow>): Promise<TimedAttempt[]> {
+    const all = new Map(this.seen);
+    for (const row of await attempts.find({}, { projection: PROJECTION }).toArray()) all.set(row._id, timedAttemptOf(row));
+    return [...all.values()];
   }
 
   private sample(): Promise<void> {
@@ -46,7 +50,7 @@ export class AttemptSampler {
         const rows = await this.attempts
           .find(
             { $or: [{ status: { $in: ['queued', 'running'] } }, { finished_at: { $gte: new Date(Date.now() - LOOK_BACK_MS) } }] },
-            { projection: { tenant_id: 1, executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 }, maxTimeMS: 5_000 },
+            { projection: PROJECTION, maxTimeMS: 5_000 },
           )
           .toArray();
         for (const row of rows) this.seen.set(row._id, timedAttemptOf(row));
@@ -60,7 +64,7 @@ export class AttemptSampler {
   }
 }
 
-export function timedAttemptOf(row: Omit<AttemptRow, '_id'>): TimedAttempt {
+function timedAttemptOf(row: Omit<AttemptRow, '_id'>): TimedAttempt {
   return {
     tenantId: row.tenant_id,
     executor: row.executor,

@@ -37,7 +37,7 @@ import { LoopbackProxy } from './loopback-proxy.ts';
 import { SeededRandom } from './seeded-random.ts';
 import { SoakLedger, TenantLoad } from './soak-load.ts';
 import { workResumedAfter, type WorkResumed } from './work-resumed.ts';
-import { AttemptSampler, timedAttemptOf } from './attempt-sampler.ts';
+import { AttemptSampler } from './attempt-sampler.ts';
 
 const { values } = parseArgs({
   options: {
@@ -172,14 +172,10 @@ try {
       if (answer.status === 404 || (answer.status === 200 && answer.body.data.id !== id)) ledger.deleted.add(id);
     }
     const results = await checkInvariants(stores, ledger, tenants.map((tenant) => tenant.id));
-    const attempts = await stores.placement
-      .collection<{ _id: string; tenant_id: string; executor: 'local' | 'remote'; status: string; dispatched_at: Date; started_at: Date | null; finished_at: Date | null }>('attempts')
-      .find({}, { projection: { tenant_id: 1, executor: 1, status: 1, dispatched_at: 1, started_at: 1, finished_at: 1 } })
-      .toArray();
     const resumed = workResumedAfter(
       faults.faults.map((fault) => ({ at: fault.at.getTime(), target: fault.target, tenantId: tenantOfWorker.get(fault.target) })),
       ledger.timeline,
-      sampler.merged(new Map(attempts.map((attempt) => [attempt._id, timedAttemptOf(attempt)]))),
+      await sampler.withCurrent(stores.placement.collection('attempts')),
       loadEndedAt,
     );
     const text = reportOf(results, ledger, faults.faults, resumed, loadSeconds, baseline);
