@@ -76,8 +76,7 @@ export class FaultInjector {
         await sleep(pauseMs);
         process.kill(pid, 'SIGCONT');
       }
-      record.recoveredMs = await this.awaitReady(target, started);
-      this.report(`${new Date().toISOString()} ${name} serves again ${record.recoveredMs === null ? '(not within two minutes)' : `${record.recoveredMs.toFixed(0)} ms after the fault`}`);
+      await this.recovered(record, target, started);
     }
   }
 
@@ -98,8 +97,13 @@ export class FaultInjector {
     }
     await sleep(lastsMs);
     for (const proxy of link.proxies) proxy.heal();
-    record.recoveredMs = await this.awaitReady(link.worker, started);
-    this.report(`${new Date().toISOString()} ${name} serves again ${record.recoveredMs === null ? '(not within two minutes)' : `${record.recoveredMs.toFixed(0)} ms after the fault`}`);
+    await this.recovered(record, link.worker, started);
+  }
+
+  /** Waits until the fault's target serves again, and records and reports how long that took. */
+  private async recovered(record: FaultRecord, target: SupervisedProcess, started: number): Promise<void> {
+    record.recoveredMs = await this.awaitReady(target, started);
+    this.report(`${new Date().toISOString()} ${record.target} serves again ${record.recoveredMs === null ? '(not within two minutes)' : `${record.recoveredMs.toFixed(0)} ms after the fault`}`);
   }
 
   private async awaitReady(target: SupervisedProcess, started: number): Promise<number | null> {
