@@ -9,7 +9,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { DEFAULT_QUOTA_LIMITS, Environment, Quotas, Run, type QuotaLimitOverrides } from '@envengine/contracts';
 import { setTenantQuotas, WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { PlacementClient } from '@envengine/service-clients';
-import { TenantQuotas } from '@envengine/tenant-data';
+import { TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
 import { createTenant, deployProject, makeBundle, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { ASSET_CODE, runsManifest } from './runs-fixtures.ts';
 import { insertDueSchedules, storedSchedulesOf } from './schedule-fixtures.ts';
@@ -175,6 +175,57 @@ describe('per-tenant quotas, through the gateway', () => {
     } finally {
       await first!.dropDatabase();
       await Promise.all(replicas.map((connection) => connection.close()));
+    }
+  });
+
+  it('lets a new tenant’s first admissions, made at once by several processes, all through (their quota-document upserts race)', async () => {
+    // The CI's find: two first creates of a tenant raced to make its quota document, the
+    // loser's upsert met E11000, and its create answered 409 environment_exists.
+    const dbName = `quota_first_${randomBytes(4).toString('hex')}`;
+    const replicas = await Promise.all([0, 1, 2].map(() => mongoose.createConnection(stack.mongoUrl, { dbName }).asPromise()));
+    try {
+      const quotas = replicas.map((connection) => new TenantQuotas(connection));
+      await quotas[0]!.ensureIndexes();
+      const tenants = Array.from({ length: 40 }, (_, index) => `ten_first${index}`);
+      // Tenant after tenant, its first admission in each process at once.
+      const refusals: string[] = [];
+      for (const tenantId of tenants) {
+        const outcomes = await Promise.allSettled(quotas.map((quota) => quota.admission(tenantId, async () => tenantId)));
+        for (const outcome of outcomes) if (outcome.status === 'rejected') refusals.push(String(outcome.reason));
+      }
+      expect(refusals).toEqual([]);
+      // One document a tenant, written by each of its three admissions.
+      const documents = await replicas[0]!.collection('tenant_quotas').find({}, { projection: { admissions: 1 } }).toArray();
+      expect(documents).toHaveLength(tenants.length);
+      expect(documents.every((doc) => doc.admissions === 3)).toBe(true);
+    } finally {
+      await replicas[0]!.dropDatabase();
+      await Promise.all(replicas.map((connection) => connection.close()));
+    }
+  });
+
+  it('runs a racing upsert once more, but never onto another tenant’s document under the same key', async () => {
+    const dbName = `upsert_race_${randomBytes(4).toString('hex')}`;
+    const connection = await mongoose.createConnection(stack.mongoUrl, { dbName }).asPromise();
+    try {
+      const marks = TenantScopedModel.of(connection, 'Mark', new mongoose.Schema<{ _id: string; tenant_id: string; hits: number }>({ _id: String, tenant_id: String, hits: Number }, { versionKey: false }));
+      await marks.ensureIndexes();
+      const keys = Array.from({ length: 60 }, (_, index) => `mark_${index}`);
+      // Key after key, three upserts at once: each round's three race for the one insert.
+      for (const key of keys) {
+        await Promise.all([
+          marks.updateOne('ten_a', { _id: key }, { $inc: { hits: 1 } }, { upsert: true }),
+          marks.updateOne('ten_a', { _id: key }, { $inc: { hits: 1 } }, { upsert: true }),
+          marks.findOneAndUpdate('ten_a', { _id: key }, { $inc: { hits: 1 } }, { upsert: true }),
+        ]);
+      }
+      expect((await marks.find('ten_a', {})).map((mark) => mark.hits)).toEqual(keys.map(() => 3));
+      // Tenant B's upsert of A's key matches nothing of B's, and its insert meets A's document: refused, twice, and A's is untouched.
+      await expect(marks.updateOne('ten_b', { _id: 'mark_0' }, { $inc: { hits: 100 } }, { upsert: true })).rejects.toMatchObject({ code: 11000 });
+      expect((await marks.findOne('ten_a', { _id: 'mark_0' }))?.hits).toBe(3);
+    } finally {
+      await connection.dropDatabase();
+      await connection.close();
     }
   });
 

@@ -59,8 +59,12 @@ export async function ensureCollectionAndIndexes<T>(model: Model<T>): Promise<vo
 
 const NAMESPACE_EXISTS = 48;
 
-export function isDuplicateKeyError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
+/** E11000; with `field`, only one on a unique index over that field (not, say, a racing fence document's). */
+export function isDuplicateKeyError(error: unknown, field?: string): boolean {
+  if (typeof error !== 'object' || error === null || (error as { code?: unknown }).code !== 11000) return false;
+  if (field === undefined) return true;
+  const keyPattern = (error as { keyPattern?: unknown }).keyPattern;
+  return typeof keyPattern === 'object' && keyPattern !== null && field in keyPattern;
 }
 
 /** The connection's model of that name, compiled from `schema` the first time it is asked for. */

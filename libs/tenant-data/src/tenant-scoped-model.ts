@@ -1,5 +1,5 @@
 import type { ClientSession, Connection, Model, PipelineStage, QueryFilter, Schema, SortOrder, UpdateQuery } from 'mongoose';
-import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
+import { ensureCollectionAndIndexes, isDuplicateKeyError, modelFor } from '@envengine/service-kit';
 
 /** A stored document that belongs to one tenant. */
 export interface TenantOwned {
@@ -101,15 +101,17 @@ export class TenantScopedModel<T extends TenantOwned> {
     update: UpdateQuery<T>,
     options: WriteOptions & { upsert?: boolean; returnDocument?: 'before' | 'after'; projection?: ReadOptions<T>['projection'] } = {},
   ): Promise<T | null> {
-    return this.model
-      .findOneAndUpdate(this.scoped(tenantId, filter), update, {
-        upsert: options.upsert ?? false,
-        returnDocument: options.returnDocument ?? 'after',
-        projection: options.projection,
-        session: options.session,
-      })
-      .lean<T>()
-      .exec();
+    return this.upsertOnce(options, () =>
+      this.model
+        .findOneAndUpdate(this.scoped(tenantId, filter), update, {
+          upsert: options.upsert ?? false,
+          returnDocument: options.returnDocument ?? 'after',
+          projection: options.projection,
+          session: options.session,
+        })
+        .lean<T>()
+        .exec(),
+    );
   }
 
   /** The matching documents' count; with `limit`, at most that (the count stops there). */
@@ -123,8 +125,26 @@ export class TenantScopedModel<T extends TenantOwned> {
   }
 
   async updateOne(tenantId: string, filter: TenantFilter<T>, update: UpdateQuery<T>, options: WriteOptions & { upsert?: boolean } = {}) {
-    const result = await this.model.updateOne(this.scoped(tenantId, filter), update, { upsert: options.upsert ?? false, session: options.session });
+    const result = await this.upsertOnce(options, () => this.model.updateOne(this.scoped(tenantId, filter), update, { upsert: options.upsert ?? false, session: options.session }));
     return { matched: result.matchedCount, modified: result.modifiedCount, upserted: result.upsertedCount };
+  }
+
+  /**
+   * An upsert outside a transaction that lost the insert to a racing one (E11000 on the
+   * unique index) is sent once more, and now matches the winner's document. MongoDB does
+   * this retry itself only when the filter is exactly the unique index's fields, and
+   * every filter here also holds the tenant. A second E11000 is a document of another
+   * tenant's under that key, which this tenant must not touch: it is thrown. In a
+   * transaction the error has aborted it; the caller's transaction decides.
+   */
+  private async upsertOnce<R>(options: WriteOptions & { upsert?: boolean }, write: () => Promise<R>): Promise<R> {
+    if (!options.upsert || options.session) return write();
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDuplicateKeyError(error)) throw error;
+      return write();
+    }
   }
 
   async updateMany(tenantId: string, filter: TenantFilter<T>, update: UpdateQuery<T>, options: UpdateManyOptions = {}): Promise<number> {

@@ -130,7 +130,7 @@ export class EnvironmentRepository {
     try {
       doc = await this.insertWithinQuota(tenantId, fields);
     } catch (error) {
-      if (isDuplicateKeyError(error)) {
+      if (isDuplicateKeyError(error, 'name')) {
         throw new ApiError('environment_exists', `An environment named "${input.name}" already exists.`, {
           details: [{ path: 'name', message: 'is already taken' }],
         });
