@@ -179,6 +179,51 @@ describe("s3:// storage on the engine's own store", () => {
     expect((await iamCall(store, { Action: 'GetUser', UserName: ownUser })).code).toBe('NoSuchEntity');
   });
 
+  it("takes a revoked pool credential's store keys away, with a key its worker made itself, and leaves another credential's", async () => {
+    const remote = await deployRemoteEnvironment(tenant, 'revoke-keys');
+    /** A worker of this credential takes one queued attempt and asks for its storage keys. */
+    const keysOf = async (credential: PoolCredentialIssued, probe: string) => {
+      const queued = Run.parse((await tenant.api.post(`/environments/${remote}/runs`, { assets: ['orders'] })).body.data);
+      const pool = tenant.api.withToken(credential.token);
+      const worker = { id: `${probe}-1`, name: probe, executor: 'remote', concurrency: 1, sandbox: 'bwrap' };
+      const started = await pool.post(`/worker/attempts/${queued.attempts[0]!.id}/start`, { worker });
+      expect(started.status).toBe(200);
+      const { lease } = AttemptStarted.parse(started.body.data);
+      const answer = await pool.post(`/worker/attempts/${queued.attempts[0]!.id}/storage`, { asset: 'orders' }, { headers: { [ATTEMPT_LEASE_HEADER]: lease } });
+      expect(answer.status).toBe(200);
+      const keys = StorageConnection.parse(answer.body.data);
+      if (keys.kind !== 's3') throw new Error('expected s3 keys');
+      return { accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key };
+    };
+    const revoked = await issueCredential(tenant);
+    const kept = await issueCredential(tenant);
+    const revokedKeys = await keysOf(revoked, 'revoked-probe');
+    const keptKeys = await keysOf(kept, 'kept-probe');
+    // Each credential's workers hold keys of their own.
+    expect(revokedKeys.accessKeyId).not.toBe(keptKeys.accessKeyId);
+    // The revoked credential's worker, as an attacker, makes a key for its environment's user (the store allows it).
+    const ownUser = `env-${Environment.parse((await tenant.api.get(`/environments/${remote}`)).body.data).id}-rw`;
+    const minted = await iamCall(revokedKeys, { Action: 'CreateAccessKey', UserName: ownUser });
+    expect(minted.code).toBe('allowed');
+    const mintedKeys = {
+      accessKeyId: /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(minted.text)![1]!,
+      secretAccessKey: /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(minted.text)![1]!,
+    };
+    const own = `${tenant.tenantId}/${remote}/probe.txt`;
+    expect(await adminRead('lake', own)).toBe('NoSuchKey');
+    await admin.send(new PutObjectCommand({ Bucket: 'lake', Key: own, Body: 'probe' }));
+    const reads = async () =>
+      Promise.all([revokedKeys, mintedKeys, keptKeys].map((keys) => attempt(() => s3Client(keys).send(new GetObjectCommand({ Bucket: 'lake', Key: own })))));
+    // Positive control: all three read the environment's objects before the revoke.
+    expect(await reads()).toEqual(['allowed', 'allowed', 'allowed']);
+
+    expect((await tenant.api.delete(`/pool/credentials/${revoked.id}`)).status).toBe(200);
+    // At once, not after a sweep: the revoke answered once they were gone.
+    expect(await reads()).toEqual(['InvalidAccessKeyId', 'InvalidAccessKeyId', 'allowed']);
+    // The engine's runner keeps its keys too: the local environment still writes to the store.
+    expect((await runAssets(tenant, ['orders'])).status).toBe('succeeded');
+  });
+
   it("purges, with ?purge_data=true, every file the engine wrote under the prefix, recorded or not, and nothing else", async () => {
     const name = uniqueName('purge');
     const base = `${tenant.tenantId}/${name}`;

@@ -15,6 +15,11 @@ const deploymentConfigSchema = internalServiceConfigSchema({ port: 8082, mongoDb
   /** Most files (and directories) a bundle may hold. */
   BUNDLE_MAX_FILES: PositiveIntFromEnv(BUNDLE_UNPACKED_DEFAULTS.maxFiles),
   /**
+   * A bundle that no deployment names is removed this long after its upload or its last
+   * use (a deployment naming it, the same bytes uploaded again), in seconds: a day.
+   */
+  BUNDLE_RETENTION_SECONDS: PositiveIntFromEnv(24 * 60 * 60),
+  /**
    * How long an ingest or activation request waits for its workflow before answering that
    * it is still running (an ingest: 202 with the deployment id). Below the gateway's
    * upstream timeout, so that the gateway never times out first.

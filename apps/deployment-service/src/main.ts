@@ -1,6 +1,6 @@
 import { PlacementClient } from '@envengine/service-clients';
-import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
-import { ingestMetrics } from '@envengine/service-metrics';
+import { PeriodicSweep, runInternalService, type Logger, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
+import { ingestMetrics, sweepMetrics, type SweepMetrics } from '@envengine/service-metrics';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { loadDeploymentConfig } from './config.ts';
 import { DeploymentsService } from './deployments/deployments.service.ts';
@@ -18,16 +18,41 @@ const workflows = new WorkflowStarter({
   interceptors: temporalClientInterceptors(config),
 });
 
+let bundleSweep: PeriodicSweep | undefined;
+
+/**
+ * Removes the bundles no deployment names, a retention after their last use, so that a
+ * tenant's stored bytes (its `bundle_bytes` quota) count only what it deploys. Every
+ * replica sweeps; the removal is one transaction per bundle, so they never clash.
+ */
+function unusedBundleSweep(bundles: BundleRepository, deployments: DeploymentRepository, log: Logger, metrics: SweepMetrics): PeriodicSweep {
+  const retentionMs = config.BUNDLE_RETENTION_SECONDS * 1000;
+  // Ten looks a retention, between a second and ten minutes apart.
+  const intervalMs = Math.min(10 * 60_000, Math.max(1_000, Math.floor(retentionMs / 10)));
+  return new PeriodicSweep(
+    'bundles',
+    intervalMs,
+    async () => {
+      const { removed, bytes } = await bundles.removeUnreferenced(new Date(Date.now() - retentionMs), (tenantId, bundleRef, session) => deployments.namesBundle(tenantId, bundleRef, session));
+      if (removed > 0) log.info({ removed, bytes }, 'removed bundles no deployment names');
+    },
+    log,
+    metrics,
+  );
+}
+
 // The deployment scope's API: bundles, deployments and assets. Ingest and activation run
 // as Temporal workflows in the workflow-worker, which shares this scope's collections.
 await runInternalService({
   service: 'deployment-service',
   config,
-  routes: async ({ mongo, metrics }) => {
+  routes: async ({ mongo, log, metrics }) => {
     const bundles = new BundleRepository(mongo);
-    const deployments = new DeploymentRepository(mongo);
+    const deployments = new DeploymentRepository(mongo, bundles);
     const materializations = new MaterializationRepository(mongo);
     await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), materializations.ensureIndexes()]);
+    bundleSweep = unusedBundleSweep(bundles, deployments, log, sweepMetrics(metrics));
+    bundleSweep.start();
 
     const { api, streamingApi } = deploymentPublicApi({
       deployments: new DeploymentsService(deployments, placement, workflows, ingestMetrics(metrics)),
@@ -44,6 +69,7 @@ await runInternalService({
     };
   },
   onStop: async () => {
+    bundleSweep?.stop();
     await workflows.close();
     await placement.close();
   },

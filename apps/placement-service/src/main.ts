@@ -6,7 +6,7 @@ import { connectRedis } from '@envengine/redis-connections';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
-import { runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
+import { PeriodicSweep, runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
@@ -19,6 +19,7 @@ import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
 import { MaterializationReader } from './outputs/materialization-reader.ts';
 import { poolInternalRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
+import { PoolStoreKeys } from './pool/pool-store-keys.ts';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
 import { DispatchReconciler } from './runs/dispatch-reconciler.ts';
 import { LeaseReaper } from './runs/lease-reaper.ts';
@@ -48,7 +49,9 @@ const queues = new AttemptQueueProducer(redis, tracingConfigured(config) ? new B
 // Lazy: the service starts and serves while Temporal is away; schedule calls then answer 503.
 const temporalConnection = Connection.lazy(temporalClientConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
-let sweeps: Array<LeaseReaper | DispatchReconciler> = [];
+let sweeps: Array<{ start(): void; stop(): void }> = [];
+/** How often a revoked pool credential's store keys that could not be taken away at once are tried again. */
+const STORE_KEYS_SWEEP_MS = 60_000;
 const engineStore = config.ENGINE_S3_URL
   ? new EngineObjectStore({
       endpoint: config.ENGINE_S3_URL,
@@ -117,7 +120,13 @@ await runInternalService({
     void tickLoops.ensureRunning().catch((error: Error) => log.warn({ err: error.message }, 'could not start the schedule tick loops; the next schedule change or start-up does'));
     const schedules = new SchedulesService(environments, runs, storedSchedules, deployments, tickLoops);
     const ticker = new ScheduleTicker(storedSchedules, runsService, metrics, log);
-    const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL);
+    const storeKeys = engineStore && new PoolStoreKeys(engineStore, credentials, environments, log);
+    if (storeKeys) {
+      const storeKeysSweep = new PeriodicSweep('store_keys', STORE_KEYS_SWEEP_MS, () => storeKeys.retireOutstanding(), log, metrics);
+      storeKeysSweep.start();
+      sweeps.push(storeKeysSweep);
+    }
+    const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL, storeKeys);
 
     const api = placementPublicApi({
       environments,
@@ -130,7 +139,7 @@ await runInternalService({
       workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
-      }, metrics, engineStore),
+      }, metrics, storeKeys),
       outputs: new MaterializationReader(environments, runs, deployments, secrets, engineStore),
     });
     const internal = Router();

@@ -44,8 +44,8 @@ const clients = {
 
 // The deployment scope's collections, shared with the deployment-service.
 const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
-const deployments = new DeploymentRepository(mongo);
 const bundles = new BundleRepository(mongo);
+const deployments = new DeploymentRepository(mongo, bundles);
 const materializations = new MaterializationRepository(mongo);
 await Promise.all([deployments.ensureIndexes(), bundles.ensureIndexes(), materializations.ensureIndexes()]);
 

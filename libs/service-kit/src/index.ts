@@ -18,3 +18,4 @@ export * from './ttl-cache.ts';
 export * from './temporal-config.ts';
 export * from './mount-endpoint.ts';
 export * from './http-tracing.ts';
+export * from './periodic-sweep.ts';

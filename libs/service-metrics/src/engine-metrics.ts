@@ -20,8 +20,8 @@ const RUN_OUTCOMES = ['succeeded', 'failed', 'canceled'] as const;
 const EXECUTORS = ['local', 'remote'] as const;
 /** `ScheduleTickOutcome` of the contracts: a schedule's tick, by what came of it. */
 const TICK_OUTCOMES = ['run_created', 'late', 'skipped_overlap', 'skipped_paused', 'skipped_quota', 'missed'] as const;
-/** The placement-service's periodic sweeps: the lease reaper and the dispatch reconciler. */
-export const SWEEPS = ['reap', 'reconcile'] as const;
+/** The periodic sweeps: the placement-service's lease reaper, dispatch reconciler and revoked credentials' store keys, the deployment-service's unused bundles. */
+export const SWEEPS = ['reap', 'reconcile', 'bundles', 'store_keys'] as const;
 export type SweepName = (typeof SWEEPS)[number];
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -38,6 +38,19 @@ export function httpMetrics(registry: MetricsRegistry) {
     }),
   };
 }
+
+/** A process's periodic sweeps (`PeriodicSweep`, which starts its own series at zero), each ending counted. */
+export function sweepMetrics(registry: MetricsRegistry) {
+  return {
+    sweeps: new Counter({
+      name: 'envengine_sweeps_total',
+      help: 'Periodic sweeps of this process that ended, by sweep (reap: lost workers; reconcile: undelivered dispatches; bundles: bundles no deployment names; store_keys: keys to the engine\'s store of revoked pool credentials) and outcome (completed, failed). A sweep that stops counting has stalled.',
+      labelNames: ['sweep', 'outcome'] as const,
+      registers: [registry],
+    }),
+  };
+}
+export type SweepMetrics = ReturnType<typeof sweepMetrics>;
 
 /** The placement scope: runs, attempts, queues, schedules' ticks and workers. */
 export function placementMetrics(registry: MetricsRegistry, collect: { queued: () => Promise<Record<'local' | 'remote', number>>; liveWorkers: () => Promise<Record<'local' | 'remote', number>> }) {
@@ -73,12 +86,7 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
       buckets: SECONDS_BUCKETS,
       registers: [registry],
     }),
-    sweeps: new Counter({
-      name: 'envengine_sweeps_total',
-      help: 'Periodic sweeps of this placement-service that ended, by sweep (reap: lost workers; reconcile: undelivered dispatches) and outcome (completed, failed). A sweep that stops counting has stalled.',
-      labelNames: ['sweep', 'outcome'] as const,
-      registers: [registry],
-    }),
+    ...sweepMetrics(registry),
     scheduleTicks: new Counter({
       name: 'envengine_schedule_ticks_total',
       help: 'Schedule ticks, by outcome: run_created, late (its run made over a minute after the fire time), skipped_overlap, skipped_paused, skipped_quota (the queued-runs quota was full), missed (a fire time passed while the engine was down or behind; only the latest fires).',
@@ -117,7 +125,6 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
     metrics.dispatchToRunning.zero({ executor });
   }
   for (const outcome of TICK_OUTCOMES) metrics.scheduleTicks.inc({ outcome }, 0);
-  for (const sweep of SWEEPS) for (const outcome of ['completed', 'failed']) metrics.sweeps.inc({ sweep, outcome }, 0);
   return metrics;
 }
 export type PlacementMetrics = ReturnType<typeof placementMetrics>;

@@ -102,7 +102,7 @@ export class DeploymentsService {
       createdBy: fields?.created_by ?? null,
       fieldErrors,
     };
-    await this.deployments.storeManifest(tenantId, input.deploymentId, environment.id, gate.data.manifest);
+    await this.deployments.storeManifest(tenantId, input.deploymentId, environment.id, input.bundleRef, gate.data.manifest);
     let outcome;
     try {
       outcome = await this.workflows.ingest(input, arrivedAt);

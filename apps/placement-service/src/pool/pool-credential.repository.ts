@@ -12,6 +12,8 @@ export interface PoolCredentialDocument {
   redis_password_sha256: string;
   created_at: Date;
   revoked_at: Date | null;
+  /** When its keys to the engine's store were taken away after its revocation; null until then (a sweep retries). */
+  store_keys_retired_at?: Date | null;
 }
 
 const poolCredentialSchema = new Schema<PoolCredentialDocument>(
@@ -24,12 +26,15 @@ const poolCredentialSchema = new Schema<PoolCredentialDocument>(
     redis_password_sha256: { type: String, required: true },
     created_at: { type: Date, required: true },
     revoked_at: { type: Date, default: null },
+    store_keys_retired_at: { type: Date, default: null },
   },
   { versionKey: false, collection: 'pool_credentials' },
 );
 poolCredentialSchema.index({ token_hash: 1 }, { unique: true });
 poolCredentialSchema.index({ tenant_id: 1, revoked_at: 1, _id: 1 });
 poolCredentialSchema.index({ revoked_at: 1 });
+// Revoked credentials whose store keys are still to be taken away.
+poolCredentialSchema.index({ store_keys_retired_at: 1, revoked_at: 1 });
 
 /** The credentials of each tenant's worker pool (hashes only). */
 export class PoolCredentialRepository {
@@ -60,6 +65,19 @@ export class PoolCredentialRepository {
   async ownerOfToken(tokenHash: string): Promise<PoolCredentialDocument | undefined> {
     const [doc] = await this.credentials.findAcrossTenants({ token_hash: tokenHash, revoked_at: null }, { limit: 1 });
     return doc;
+  }
+
+  async isLive(tenantId: string, id: string): Promise<boolean> {
+    return (await this.credentials.findOne(tenantId, { _id: id, revoked_at: null }, { projection: { _id: 1 } })) !== null;
+  }
+
+  /** Revoked credentials, of every tenant, whose keys to the engine's store may still be out. */
+  withStoreKeysOutstanding(limit: number): Promise<PoolCredentialDocument[]> {
+    return this.credentials.findAcrossTenants({ store_keys_retired_at: null, revoked_at: { $ne: null } }, { projection: { _id: 1, tenant_id: 1 }, limit });
+  }
+
+  async markStoreKeysRetired(tenantId: string, id: string): Promise<void> {
+    await this.credentials.updateOne(tenantId, { _id: id }, { $set: { store_keys_retired_at: new Date() } });
   }
 
   /** Marks the credential revoked once; undefined when the tenant has no live one of that id. */

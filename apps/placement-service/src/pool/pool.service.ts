@@ -8,6 +8,7 @@ import type { RunRepository } from '../runs/run.repository.ts';
 import type { WorkerRegistry } from '../runs/worker-registry.ts';
 import type { WorkerDocument } from '../runs/run.schema.ts';
 import type { PoolCredentialRepository } from './pool-credential.repository.ts';
+import type { PoolStoreKeys } from './pool-store-keys.ts';
 
 /**
  * Each tenant's remote pool: credentials (an API token for the worker API and a Redis ACL
@@ -24,6 +25,8 @@ export class PoolService {
     private readonly workerLivenessMs: number,
     /** Where workers reach the queues (PUBLIC_REDIS_URL): told in every credential. */
     private readonly publicRedisUrl: string,
+    /** The credentials' keys to the engine's object store, when it has one. */
+    private readonly storeKeys?: PoolStoreKeys,
   ) {}
 
   /**
@@ -55,7 +58,11 @@ export class PoolService {
     return { id, token, redis: { url: this.publicRedisUrl, username, password }, queue: tenantAttemptQueue(tenantId), created_at: createdAt.toISOString() };
   }
 
-  /** Revokes the token and the Redis user at once: the user's open connections are closed by Redis. */
+  /**
+   * Revokes the token, the Redis user and the store keys at once: the user's open
+   * connections are closed by Redis, and the keys its workers were given to the engine's
+   * store are taken away (by a sweep, if the store is away now).
+   */
   async revoke(tenantId: string, id: string): Promise<{ id: string; revoked_at: string }> {
     const revoked = await this.credentials.revoke(tenantId, id);
     if (!revoked) throw notFound(`Pool credential "${id}"`);
@@ -64,6 +71,7 @@ export class PoolService {
     await this.redis.publish(TOKEN_REVOKED_CHANNEL, revoked.token_hash).catch((error: Error) => {
       this.log.warn({ err: error.message }, 'could not broadcast a pool token revocation; gateway caches expire it');
     });
+    await this.storeKeys?.afterRevoke(tenantId, id);
     return { id, revoked_at: revoked.revoked_at!.toISOString() };
   }
 

@@ -1,7 +1,6 @@
-import type { Logger } from '@envengine/service-kit';
+import { PeriodicSweep, type Logger } from '@envengine/service-kit';
 import type { PlacementMetrics } from '@envengine/service-metrics';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
-import { PeriodicSweep } from './periodic-sweep.ts';
 import type { RunRepository } from './run.repository.ts';
 
 /**

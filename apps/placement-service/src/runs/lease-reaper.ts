@@ -1,8 +1,7 @@
 import type { PlacementMetrics } from '@envengine/service-metrics';
 import { countTransition } from './run-metrics.ts';
-import type { Logger } from '@envengine/service-kit';
+import { PeriodicSweep, type Logger } from '@envengine/service-kit';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
-import { PeriodicSweep } from './periodic-sweep.ts';
 import type { RunRepository } from './run.repository.ts';
 
 /**

@@ -30,6 +30,12 @@ const REPROVISION_AFTER_MS = 10 * 60_000;
 /** The one inline policy of each environment user. */
 const POLICY_NAME = 'envengine-environment';
 
+/**
+ * Who a set of keys is handed to: a pool credential (its id), whose workers get keys of
+ * their own so that revoking it takes exactly those away, or the engine's own runner (null).
+ */
+export type KeyHolder = string | null;
+
 /** One environment's keys to the engine's store: they reach objects under `<bucket>/<tenant id>/<its prefix>/` and nothing else. */
 export interface TenantStoreKeys {
   accessKeyId: string;
@@ -44,10 +50,11 @@ export interface TenantStoreKeys {
  * per binding mode, whose only policy allows reading (and, for `live`, writing) objects
  * under `<tenant id>/<its prefix>/` of the engine's bucket; so a tenant, its workers and
  * its code never hold the administrator's keys, and no key reads or lists another
- * environment's objects. The keys are derived from the administrator's secret (HMAC), so
- * nothing is stored and every replica of this service issues the same ones; the user, its
- * keys and its policy are made idempotently when an environment first needs them in this
- * process, and again after ten minutes.
+ * environment's objects. Each holder (a pool credential's workers, the engine's runner) has
+ * keys of its own on the user, derived from the administrator's secret (HMAC), so nothing
+ * is stored, every replica of this service issues the same ones, and a revoked credential's
+ * keys can be taken away alone; the user, a holder's key and the policy are made
+ * idempotently when first needed in this process, and again after ten minutes.
  */
 export class EngineObjectStore {
   private readonly signer: SignatureV4;
@@ -88,20 +95,46 @@ export class EngineObjectStore {
    * store first if this process has not made it in the last ten minutes (the store may
    * have lost its IAM state since).
    */
-  async keysFor(scope: StoreScope): Promise<TenantStoreKeys> {
+  async keysFor(scope: StoreScope, holder: KeyHolder): Promise<TenantStoreKeys> {
     const user = userOf(scope);
-    const keys = this.derivedKeys(scope);
-    const made = this.provisioned.get(user);
-    if (!made || made.at < Date.now() - REPROVISION_AFTER_MS) {
+    const keys = this.derivedKeys(scope, holder);
+    const made = `${user} ${keys.accessKeyId}`;
+    const provisioned = this.provisioned.get(made);
+    if (!provisioned || provisioned.at < Date.now() - REPROVISION_AFTER_MS) {
       const provisioning = { at: Date.now(), done: this.provision(user, scope, keys) };
-      this.provisioned.set(user, provisioning);
+      this.provisioned.set(made, provisioning);
       // A store that was down is asked again next time.
-      provisioning.done.catch(() => this.provisioned.delete(user));
+      provisioning.done.catch(() => this.provisioned.delete(made));
       await provisioning.done;
     } else {
-      await made.done;
+      await provisioned.done;
     }
     return keys;
+  }
+
+  /**
+   * Takes away every key of these environments' users but the live holders' (the engine's
+   * runner is always one): a revoked credential's keys, and any key a holder made for the
+   * user itself (the store lets a user do that, whatever its policy). Idempotent; answers
+   * how many keys went.
+   */
+  async retireKeysExcept(tenantId: string, environmentIds: readonly string[], liveHolders: readonly KeyHolder[]): Promise<number> {
+    let retired = 0;
+    for (const environmentId of environmentIds) {
+      for (const mode of ['live', 'read_only'] as const) {
+        const scope = { tenantId, environmentId, mode, objectPath: '' };
+        const user = userOf(scope);
+        const kept = new Set(liveHolders.map((holder) => this.derivedKeys(scope, holder).accessKeyId));
+        const listed = await this.iam({ Action: 'ListAccessKeys', UserName: user }, ['NoSuchEntity']);
+        for (const [, accessKeyId] of listed.matchAll(/<AccessKeyId>([^<]+)<\/AccessKeyId>/g)) {
+          if (kept.has(accessKeyId!)) continue;
+          await this.iam({ Action: 'DeleteAccessKey', UserName: user, AccessKeyId: accessKeyId! }, ['NoSuchEntity']);
+          this.provisioned.delete(`${user} ${accessKeyId}`);
+          retired += 1;
+        }
+      }
+    }
+    return retired;
   }
 
   /**
@@ -113,7 +146,7 @@ export class EngineObjectStore {
   async retireEnvironmentUsers(environmentId: string): Promise<void> {
     for (const mode of ['live', 'read_only'] as const) {
       const user = userOf({ environmentId, mode });
-      this.provisioned.delete(user);
+      for (const made of this.provisioned.keys()) if (made.startsWith(`${user} `)) this.provisioned.delete(made);
       // As in AWS, a user goes only once it has no keys and no policy left.
       const listed = await this.iam({ Action: 'ListAccessKeys', UserName: user }, ['NoSuchEntity']);
       for (const [, accessKeyId] of listed.matchAll(/<AccessKeyId>([^<]+)<\/AccessKeyId>/g)) {
@@ -124,8 +157,9 @@ export class EngineObjectStore {
     }
   }
 
-  private derivedKeys(scope: StoreScope): TenantStoreKeys {
-    const subject = `${scope.tenantId}:${scope.environmentId}:${scope.mode}`;
+  /** The holder's keys, derived: every replica hands out the same ones. The runner's keep the subject they always had. */
+  private derivedKeys(scope: Pick<StoreScope, 'tenantId' | 'environmentId' | 'mode'>, holder: KeyHolder): TenantStoreKeys {
+    const subject = `${scope.tenantId}:${scope.environmentId}:${scope.mode}${holder === null ? '' : `:${holder}`}`;
     const derive = (purpose: string) => createHmac('sha256', this.settings.admin.secretAccessKey).update(`${purpose}:${subject}`).digest('hex');
     return {
       accessKeyId: `EE${derive('access-key-id').slice(0, 30).toUpperCase()}`,

@@ -46,7 +46,7 @@ export function workerApiRouter(service: WorkerApiService): Router {
   }));
 
   mountEndpoint(router, PublicApi.attemptStorage, async ({ tenantId, params, body, header }) => ({
-    data: await service.storage(leaseCheck(tenantId, params.id, header), body.asset),
+    data: await service.storage(leaseCheck(tenantId, params.id, header), body.asset, credentialOf(header)),
   }));
 
   mountEndpoint(router, PublicApi.recordMaterialization, async ({ tenantId, params, body, header }) => ({

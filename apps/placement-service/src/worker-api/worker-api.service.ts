@@ -23,7 +23,7 @@ import type { AttemptLogRepository } from '../runs/attempt-log.repository.ts';
 import { toAttempt } from '../runs/run-mappers.ts';
 import { leaseSuperseded, type LeaseCheck, type RunRepository } from '../runs/run.repository.ts';
 import type { WorkerRegistry, WorkerReport } from '../runs/worker-registry.ts';
-import type { EngineObjectStore } from '../storage/engine-object-store.ts';
+import type { PoolStoreKeys } from '../pool/pool-store-keys.ts';
 import { s3StorageConnection } from '../storage/storage-connection.ts';
 
 /**
@@ -43,8 +43,8 @@ export class WorkerApiService {
     private readonly resolver: SecretResolverClient,
     private readonly logLimits: AttemptPlan['log_limits'],
     private readonly metrics: PlacementMetrics,
-    /** The engine's own object store, when it has one. */
-    private readonly engineStore?: EngineObjectStore,
+    /** The engine's own object store, when it has one: the keys its holders are given. */
+    private readonly storeKeys?: PoolStoreKeys,
   ) {}
 
   async start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string | null, credentialId: string | null): Promise<AttemptStarted> {
@@ -150,7 +150,7 @@ export class WorkerApiService {
    * resolution, or this tenant's keys to the engine's own store when that binding names
    * no endpoint.
    */
-  async storage(check: LeaseCheck, assetKey: string): Promise<StorageConnection> {
+  async storage(check: LeaseCheck, assetKey: string, credentialId: string | null): Promise<StorageConnection> {
     const attempt = await this.runs.checkLease(check);
     const run = attempt.assets.some((asset) => asset.key === assetKey) ? await this.runs.findRun(check.tenantId, attempt.run_id) : undefined;
     const asset = run?.assets.find((candidate) => candidate.key === assetKey);
@@ -162,7 +162,7 @@ export class WorkerApiService {
     const problem = scheme === 's3' ? s3StoragePrefixProblem(environment.storage_prefix) : `Storage prefix ${environment.storage_prefix} has no driver; supported schemes: file://, s3://.`;
     if (problem !== null) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
     const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: asset.binding, attempt_id: attempt._id });
-    const store = this.engineStore;
+    const storeKeys = this.storeKeys;
     // `s3://<bucket>/<path>`, checked at create (s3StoragePrefixProblem above).
     const [, bucket = '', path = ''] = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(environment.storage_prefix) ?? [];
     // The environment's keys: its own path of the bucket, read only for a read_only binding.
@@ -170,7 +170,8 @@ export class WorkerApiService {
     return s3StorageConnection(
       asset.binding,
       resolved.config,
-      store && { endpoint: store.publicEndpoint, region: store.region, bucket: store.bucket, keys: () => store.keysFor(scope) },
+      // The caller's own keys: its pool credential's, or the engine runner's.
+      storeKeys && { endpoint: storeKeys.store.publicEndpoint, region: storeKeys.store.region, bucket: storeKeys.store.bucket, keys: () => storeKeys.grant(scope, credentialId) },
       bucket,
     );
   }

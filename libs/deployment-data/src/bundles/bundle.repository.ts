@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import mongoose, { Schema, type Connection } from 'mongoose';
 import type { BundleLimits, DeploymentQuotas } from '@envengine/contracts';
 import { isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
-import { TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
+import { inTransaction, TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
 import { readBundle } from './bundle-reader.ts';
 
 /** One bundle of one tenant: its GridFS file and what the archive holds. */
@@ -16,6 +16,8 @@ interface BundleDocument {
   file_id: mongoose.Types.ObjectId;
   entries: string[];
   inserted_at: Date;
+  /** Its upload, or the last time a deployment named it or a sweep found one naming it: kept for the retention after that. */
+  referenced_at: Date;
 }
 
 const bundleSchema = new Schema<BundleDocument>(
@@ -27,11 +29,17 @@ const bundleSchema = new Schema<BundleDocument>(
     file_id: { type: Schema.Types.ObjectId, required: true },
     entries: { type: [String], required: true },
     inserted_at: { type: Date, required: true },
+    referenced_at: { type: Date, required: true },
   },
   { versionKey: false, collection: 'bundles' },
 );
 // The stored-bytes quota: a tenant's sizes summed from the index alone.
 bundleSchema.index({ tenant_id: 1, size: 1 });
+// The sweep of bundles no deployment names: those not referenced since its cut-off.
+bundleSchema.index({ referenced_at: 1 });
+
+/** Whether a deployment of the tenant names the bundle (read in the sweep's transaction). */
+export type BundleNamed = (tenantId: string, bundleRef: string, session: mongoose.ClientSession) => Promise<boolean>;
 
 const bundleKey = (tenantId: string, ref: string) => `${tenantId}/${ref}`;
 
@@ -42,7 +50,7 @@ export class BundleRepository {
   /** The deployment scope's per-tenant quota documents (stored bundle bytes). */
   private readonly quotas: TenantQuotas;
 
-  constructor(connection: Connection) {
+  constructor(private readonly connection: Connection) {
     this.bundles = TenantScopedModel.of(connection, 'Bundle', bundleSchema);
     this.bucket = new mongoose.mongo.GridFSBucket(connection.db!, { bucketName: 'bundle_files' });
     this.quotas = new TenantQuotas(connection);
@@ -50,6 +58,49 @@ export class BundleRepository {
 
   async ensureIndexes(): Promise<void> {
     await Promise.all([this.bundles.ensureIndexes(), this.quotas.ensureIndexes()]);
+    // Bundles stored before references were kept count as referenced at their upload.
+    const unmarked = await this.bundles.findAcrossTenants({ referenced_at: { $exists: false } }, { projection: { _id: 1, tenant_id: 1, inserted_at: 1 }, limit: 100_000 });
+    for (const doc of unmarked) await this.bundles.updateOne(doc.tenant_id, { _id: doc._id }, { $set: { referenced_at: doc.inserted_at } });
+  }
+
+  /**
+   * A deployment names the bundle: its retention starts again. In the deployment's
+   * transaction, this write meets the sweep's delete of the same document, so the two
+   * take turns: either the sweep then sees the deployment, or this finds no bundle
+   * (false) and the ingest reports `bundle_not_found`.
+   */
+  async markReferenced(tenantId: string, bundleRef: string, session?: mongoose.ClientSession): Promise<boolean> {
+    return (await this.bundles.updateOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { $set: { referenced_at: new Date() } }, { session })).matched === 1;
+  }
+
+  /**
+   * Removes up to `limit` bundles that were not referenced since `cutoff` and that no
+   * deployment names (`named`, read in the same transaction as the delete), with their
+   * files. One that a deployment does name is marked referenced, so it is not looked at
+   * again for a retention. Answers how many were removed and the bytes they freed.
+   */
+  async removeUnreferenced(cutoff: Date, named: BundleNamed, limit = 100): Promise<{ removed: number; bytes: number }> {
+    const candidates = await this.bundles.findAcrossTenants({ referenced_at: { $lt: cutoff } }, { projection: { _id: 1, tenant_id: 1, bundle_ref: 1 }, limit });
+    let removed = 0;
+    let bytes = 0;
+    for (const candidate of candidates) {
+      const { tenant_id: tenantId, bundle_ref: bundleRef } = candidate;
+      const gone = await inTransaction(this.connection, async (session) => {
+        if (await named(tenantId, bundleRef, session)) {
+          await this.markReferenced(tenantId, bundleRef, session);
+          return null;
+        }
+        return this.bundles.findOneAndDelete(tenantId, { _id: candidate._id, referenced_at: { $lt: cutoff } }, { session });
+      });
+      if (!gone) continue;
+      // After the commit: a crash here leaves the file alone, never a bundle without its bytes.
+      await this.bucket.delete(gone.file_id as never).catch((error: { code?: unknown }) => {
+        if (!String((error as Error).message).includes('File not found')) throw error;
+      });
+      removed += 1;
+      bytes += gone.size;
+    }
+    return { removed, bytes };
   }
 
   /** Bytes of every bundle the tenant has stored. */
@@ -87,13 +138,14 @@ export class BundleRepository {
     try {
       // Behind the tenant's quota document: two uploads of the tenant take turns, so neither misses the other's bytes.
       const created = await this.quotas.admission(tenantId, async (session, quota) => {
-        // The same bytes again take no more room.
-        if (await this.bundles.findOne(tenantId, { _id: key }, { projection: { _id: 1 }, session })) return false;
+        // The same bytes again take no more room, and start the bundle's retention again.
+        if (await this.markReferenced(tenantId, bundleRef, session)) return false;
         const used = await this.storedBytes(tenantId, session);
         if (used + read.size > quota.bundle_bytes) throw this.bundleBytesExceeded(quota.bundle_bytes, used, read.size);
+        const now = new Date();
         await this.bundles.insert(
           tenantId,
-          { _id: key, bundle_ref: bundleRef, size: read.size, file_id: sink.id, entries: read.entries, inserted_at: new Date() },
+          { _id: key, bundle_ref: bundleRef, size: read.size, file_id: sink.id, entries: read.entries, inserted_at: now, referenced_at: now },
           { session },
         );
         return true;

@@ -1,7 +1,8 @@
-import { Schema, type Connection } from 'mongoose';
+import { Schema, type ClientSession, type Connection } from 'mongoose';
 import type { DeploymentValidation, GitInfo } from '@envengine/contracts';
 import { isDuplicateKeyError } from '@envengine/service-kit';
-import { TenantScopedModel } from '@envengine/tenant-data';
+import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import type { BundleRepository } from '../bundles/bundle.repository.ts';
 
 /** A deployment row as stored (the manifest is kept apart, see `ManifestDocument`). */
 export interface DeploymentDocument {
@@ -29,6 +30,8 @@ interface ManifestDocument {
   tenant_id: string;
   environment_id: string;
   manifest_json: string;
+  /** The bundle the deployment names (absent on manifests stored before bundles were swept). */
+  bundle_ref?: string;
   inserted_at: Date;
 }
 
@@ -54,6 +57,8 @@ const deploymentSchema = new Schema<DeploymentDocument>(
 );
 // Listing an environment's deployments, newest first; single reads go by `_id`.
 deploymentSchema.index({ tenant_id: 1, environment_id: 1, _id: -1 });
+// The bundle sweep's question: does a deployment name this bundle?
+deploymentSchema.index({ tenant_id: 1, bundle_ref: 1 });
 
 const manifestSchema = new Schema<ManifestDocument>(
   {
@@ -61,19 +66,25 @@ const manifestSchema = new Schema<ManifestDocument>(
     tenant_id: { type: String, required: true },
     environment_id: { type: String, required: true },
     manifest_json: { type: String, required: true },
+    bundle_ref: { type: String },
     inserted_at: { type: Date, required: true },
   },
   { versionKey: false, collection: 'deployment_manifests' },
 );
 // An environment's manifests (its tear-down removes them).
 manifestSchema.index({ tenant_id: 1, environment_id: 1 });
+manifestSchema.index({ tenant_id: 1, bundle_ref: 1 });
 
 /** Deployments and their manifests, one tenant at a time; every query carries the tenant. */
 export class DeploymentRepository {
   private readonly rows: TenantScopedModel<DeploymentDocument>;
   private readonly manifests: TenantScopedModel<ManifestDocument>;
 
-  constructor(connection: Connection) {
+  /** @param bundles the same scope's bundles: a stored manifest marks the bundle it names as referenced. */
+  constructor(
+    private readonly connection: Connection,
+    private readonly bundles: BundleRepository,
+  ) {
     this.rows = TenantScopedModel.of(connection, 'Deployment', deploymentSchema);
     this.manifests = TenantScopedModel.of(connection, 'DeploymentManifest', manifestSchema);
   }
@@ -82,14 +93,24 @@ export class DeploymentRepository {
     await Promise.all([this.rows.ensureIndexes(), this.manifests.ensureIndexes()]);
   }
 
-  /** Keeps the manifest of a deployment about to be ingested. */
-  async storeManifest(tenantId: string, deploymentId: string, environmentId: string, manifest: unknown): Promise<void> {
-    await this.manifests.insert(tenantId, {
-      _id: deploymentId,
-      environment_id: environmentId,
-      manifest_json: JSON.stringify(manifest),
-      inserted_at: new Date(),
+  /**
+   * Keeps the manifest of a deployment about to be ingested, and marks the bundle it names
+   * as referenced in the same transaction: from then on the bundle sweep sees a deployment
+   * naming it. A bundle already gone is not refused here; the ingest reports it.
+   */
+  async storeManifest(tenantId: string, deploymentId: string, environmentId: string, bundleRef: string, manifest: unknown): Promise<void> {
+    const manifestJson = JSON.stringify(manifest);
+    await inTransaction(this.connection, async (session) => {
+      await this.bundles.markReferenced(tenantId, bundleRef, session);
+      await this.manifests.insert(tenantId, { _id: deploymentId, environment_id: environmentId, manifest_json: manifestJson, bundle_ref: bundleRef, inserted_at: new Date() }, { session });
     });
+  }
+
+  /** Whether a deployment of the tenant names the bundle: its manifest, or (stored before manifests named it) its row. */
+  async namesBundle(tenantId: string, bundleRef: string, session?: ClientSession): Promise<boolean> {
+    // One after the other: a transaction's session runs one operation at a time.
+    if ((await this.manifests.count(tenantId, { bundle_ref: bundleRef }, { session, limit: 1 })) > 0) return true;
+    return (await this.rows.count(tenantId, { bundle_ref: bundleRef }, { session, limit: 1 })) > 0;
   }
 
   /** The stored manifest, or undefined when the tenant has no such deployment. */

@@ -1,5 +1,5 @@
-import type { Logger } from '@envengine/service-kit';
-import type { PlacementMetrics, SweepName } from '@envengine/service-metrics';
+import type { Logger } from '@envengine/process-kit';
+import type { SweepMetrics, SweepName } from '@envengine/service-metrics';
 
 /**
  * Runs `work` every `intervalMs`, never two at once (a slow sweep makes the next one wait
@@ -15,8 +15,11 @@ export class PeriodicSweep {
     private readonly intervalMs: number,
     private readonly work: () => Promise<unknown>,
     private readonly log: Logger,
-    private readonly metrics: PlacementMetrics,
-  ) {}
+    private readonly metrics: SweepMetrics,
+  ) {
+    // Its series exist from the start, so that a rate of them is 0, not "no data".
+    for (const outcome of ['completed', 'failed']) metrics.sweeps.inc({ sweep: name, outcome }, 0);
+  }
 
   start(): void {
     this.timer ??= setInterval(() => void this.runOnce(), this.intervalMs);
