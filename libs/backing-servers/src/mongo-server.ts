@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { binaryCacheRoot, findOnPath, type Reporter } from './binaries.ts';
@@ -215,16 +215,18 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
     authArgs.push('--keyFile', keyFile);
   }
   // The first member keeps the names a one-member data directory always had.
-  const launch = (index: number) => {
-    const suffix = index === 0 ? '' : `-${index + 1}`;
-    const dbPath = join(options.dataDir, `mongod${suffix}`);
+  const suffixOf = (index: number) => (index === 0 ? '' : `-${index + 1}`);
+  const dbPathOf = (index: number) => join(options.dataDir, `mongod${suffixOf(index)}`);
+  const launch = (index: number, memberPort = ports[index]!) => {
+    const suffix = suffixOf(index);
+    const dbPath = dbPathOf(index);
     mkdirSync(dbPath, { recursive: true });
     return new ManagedProcess({
       name: `mongod${suffix}`,
       command: mongod.path,
       args: [
         '--dbpath', dbPath,
-        '--port', String(ports[index]),
+        '--port', String(memberPort),
         '--bind_ip', '127.0.0.1',
         '--replSet', EMBEDDED_REPLICA_SET,
         '--wiredTigerCacheSizeGB', String(options.cacheSizeGb ?? 0.25),
@@ -236,12 +238,35 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
       logFile: join(options.dataDir, 'logs', `mongodb${suffix}.log`),
     });
   };
-  // All members at once: a set that already has them needs a majority up to elect a primary.
-  const processes = ports.map((_, index) => launch(index));
+  // The first member first: what its data directory says the set is decides what the others start from.
+  const processes = [launch(0)];
   const stopAll = () => Promise.all(processes.map((process_) => process_.stop())).then(() => undefined);
   try {
+    let stored: string[] = [];
+    await waitUntil(
+      'mongod',
+      async () => {
+        stored = await storedMemberHosts(port, options.auth);
+        return true;
+      },
+      { timeoutMs: 60_000, alive: () => processes[0]!.running, logFile: processes[0]!.logFile },
+    );
+    if (memberCount === 1 && stored.length > 1) {
+      // The cluster profile's set, started as the embedded one: its first member goes on alone.
+      await keepFirstMemberAlone(stored, port, options.auth, { dataDir: options.dataDir, dbPathOf, launch, report: options.report });
+    }
+    // The rest at once: a set that already has them needs a majority up to elect a primary.
+    // One the set no longer lists (the embedded profile ran meanwhile) learns so from the
+    // first member's heartbeats well before it could call an election, and catches up from
+    // the oplog once it is added back.
+    for (let index = 1; index < memberCount; index++) processes.push(launch(index));
     const primary = async () => (await becomePrimary(port, options.auth)) || (memberCount > 1 && (await primaryIsAnotherMember(port, options.auth)));
-    await waitUntil('mongod', primary, { timeoutMs: 60_000, alive: () => processes.every((process_) => process_.running), logFile: processes[0]!.logFile });
+    await waitUntil('mongod', primary, {
+      timeoutMs: 60_000,
+      alive: () => processes.every((process_) => process_.running),
+      logFile: processes[0]!.logFile,
+      explain: () => replicaSetState(port, options.auth),
+    });
     if (memberCount > 1) {
       const hosts = ports.map((memberPort) => `127.0.0.1:${memberPort}`);
       await waitUntil('the MongoDB replica set', () => joinMembers(hosts, options.auth), {
@@ -258,6 +283,94 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
   const adminUrl = options.auth ? mongoUrlFor(url, options.auth.admin) : url;
   const members = processes.map((process_, index) => ({ host: `127.0.0.1:${ports[index]}`, process: process_ }));
   return { name: 'mongodb', url, adminUrl, source: mongod.source, process: processes[0], members, links: {}, stop: stopAll };
+}
+
+/** The hosts of the set the member's data directory holds, empty before it was ever initiated. */
+async function storedMemberHosts(port: number, auth?: MongoAuth): Promise<string[]> {
+  // Before its admin user exists (a new data directory), only the localhost exception lets
+  // one in. A server not answering yet throws here, and the caller asks again.
+  const url = auth && (await adminCanSignIn(port, auth.admin)) ? directUrl(port, auth.admin) : directUrl(port);
+  return withClient(url, async (client) => {
+    const current = await client
+      .db('admin')
+      .command({ replSetGetConfig: 1 })
+      .catch((error: { code?: number }) => {
+        if (error.code === NOT_YET_INITIALIZED || error.code === UNAUTHORIZED) return undefined;
+        throw error;
+      });
+    return ((current as { config?: { members: Array<{ host: string }> } } | undefined)?.config?.members ?? []).map((member) => member.host);
+  });
+}
+
+/** One line on why the set has no primary: each member the first one knows of, and its state. */
+async function replicaSetState(port: number, auth?: MongoAuth): Promise<string> {
+  return withClient(directUrl(port, auth?.admin), async (client) => {
+    const status = (await client.db('admin').command({ replSetGetStatus: 1 })) as { members: Array<{ name: string; stateStr: string; health: number }> };
+    const members = status.members.map((member) => `${member.name} ${member.health === 0 ? 'not reachable' : member.stateStr}`);
+    return `no primary in replica set ${EMBEDDED_REPLICA_SET}, whose members are ${members.join(', ')}; a primary needs a majority of them running`;
+  });
+}
+
+/**
+ * The embedded profile on the data directory of the cluster profile's set: the other
+ * members are started from their own data directories, the first member is made primary
+ * (an election hands it every write the set acknowledged, since those are on a majority),
+ * the others are removed from the set one by one, and stopped. Forcing a one-member
+ * configuration instead would lose the writes the first member had not yet copied.
+ */
+async function keepFirstMemberAlone(
+  hosts: string[],
+  port: number,
+  auth: MongoAuth | undefined,
+  directory: { dataDir: string; dbPathOf: (index: number) => string; launch: (index: number, memberPort: number) => ManagedProcess; report: Reporter },
+): Promise<void> {
+  const first = `127.0.0.1:${port}`;
+  if (hosts[0] !== first) {
+    throw new StartupRefused(`MongoDB's data directory holds a replica set whose first member is ${hosts[0]}, not ${first}: start with the port it had, or move ${directory.dataDir}/mongod* aside to start empty.`);
+  }
+  const others = hosts.slice(1).map((host, offset) => ({ host, index: offset + 1, port: Number(host.split(':')[1]) }));
+  const missing = others.filter((member) => !existsSync(directory.dbPathOf(member.index)));
+  if (missing.length > 0) {
+    throw new StartupRefused(
+      `MongoDB's data directory holds a ${hosts.length}-member replica set (the cluster profile's) whose members ${missing.map((member) => member.host).join(', ')} have no data here (${missing.map((member) => directory.dbPathOf(member.index)).join(', ')}): start with --profile cluster, or move ${directory.dataDir}/mongod* aside to start empty.`,
+    );
+  }
+  directory.report(`MongoDB: the data directory holds the cluster profile's ${hosts.length}-member replica set; its first member goes on alone, with every write the set acknowledged`);
+  const started = others.map((member) => directory.launch(member.index, member.port));
+  try {
+    const setUrl = `mongodb://${hosts.join(',')}/?replicaSet=${EMBEDDED_REPLICA_SET}`;
+    const onSet = <T>(use: (admin: Db) => Promise<T>) => withClient(auth ? mongoUrlFor(setUrl, auth.admin) : setUrl, (client) => use(client.db('admin')));
+    type ReplicaSetConfig = { version: number; members: Array<{ _id: number; host: string }> };
+    const waitFor = (what: string, probe: () => Promise<boolean>) =>
+      waitUntil(what, probe, { timeoutMs: 120_000, alive: () => started.every((process_) => process_.running), explain: () => replicaSetState(port, auth) });
+    // The first member becomes primary: the others are frozen (not electable), and the
+    // primary steps down once a secondary has caught up, handing the election to it.
+    await waitFor("the cluster profile's MongoDB replica set", () =>
+      onSet(async (admin) => {
+        const primary = ((await admin.command({ hello: 1 })) as { primary?: string }).primary;
+        if (primary === first) return true;
+        for (const member of others) {
+          if (member.host === primary) continue;
+          await withClient(directUrl(member.port, auth?.admin), (client) => client.db('admin').command({ replSetFreeze: 120 })).catch(() => undefined);
+        }
+        await admin.command({ replSetStepDown: 60, secondaryCatchUpPeriodSecs: 30 }).catch(() => undefined);
+        return false;
+      }),
+    );
+    // One member at a time: a reconfiguration may remove at most one voting member.
+    await waitFor('the first MongoDB member alone', () =>
+      withClient(directUrl(port, auth?.admin), async (client) => {
+        const admin = client.db('admin');
+        const { config } = (await admin.command({ replSetGetConfig: 1 })) as { config: ReplicaSetConfig };
+        if (config.members.length === 1) return true;
+        const members = config.members.filter((member) => member.host !== config.members[config.members.length - 1]!.host);
+        await admin.command({ replSetReconfig: { ...config, members, version: config.version + 1 } });
+        return false;
+      }),
+    );
+  } finally {
+    await Promise.all(started.map((process_) => process_.stop()));
+  }
 }
 
 /**

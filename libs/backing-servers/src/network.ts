@@ -71,7 +71,7 @@ export class StartupRefused extends Error {
 export async function waitUntil(
   what: string,
   probe: () => Promise<boolean>,
-  options: { timeoutMs: number; alive?: () => boolean; logFile?: string },
+  options: { timeoutMs: number; alive?: () => boolean; logFile?: string; explain?: () => Promise<string> },
 ): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   const hint = options.logFile ? ` (see ${options.logFile})` : '';
@@ -84,5 +84,7 @@ export async function waitUntil(
     if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 150));
   }
-  throw new Error(`${what} was not ready within ${options.timeoutMs} ms${hint}`);
+  // What it waits for, when the server can say: one line that tells the user why.
+  const why = options.explain ? await options.explain().catch(() => '') : '';
+  throw new Error(`${what} was not ready within ${options.timeoutMs} ms${why ? `: ${why}` : ''}${hint}`);
 }
