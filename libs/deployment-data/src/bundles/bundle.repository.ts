@@ -94,8 +94,8 @@ export class BundleRepository {
       });
       if (!gone) continue;
       // After the commit: a crash here leaves the file alone, never a bundle without its bytes.
-      await this.bucket.delete(gone.file_id as never).catch((error: { code?: unknown }) => {
-        if (!String((error as Error).message).includes('File not found')) throw error;
+      await this.bucket.delete(gone.file_id as never).catch((error: Error) => {
+        if (!/File not found/i.test(error.message)) throw error;
       });
       removed += 1;
       bytes += gone.size;
