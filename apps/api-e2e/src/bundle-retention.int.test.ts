@@ -114,7 +114,7 @@ describe('the bundle sweep and a deployment naming the bundle take turns (the re
       return named;
     });
     // The delete met the manifest's write to the bundle, the sweep ran again, and saw it.
-    expect(swept).toEqual({ removed: 0, bytes: 0 });
+    expect(swept).toMatchObject({ removed: 0, bytes: 0 });
     expect(await bundles.exists('ten_turns', ref)).toBe(true);
   });
 

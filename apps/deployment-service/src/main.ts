@@ -1,7 +1,7 @@
 import { PlacementClient } from '@envengine/service-clients';
 import { PeriodicSweep, runInternalService, type Logger, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
 import { ingestMetrics, sweepMetrics, type SweepMetrics } from '@envengine/service-metrics';
-import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
+import { BundleRepository, DeploymentRepository, MaterializationRepository, type BundleNamed } from '@envengine/deployment-data';
 import { loadDeploymentConfig } from './config.ts';
 import { DeploymentsService } from './deployments/deployments.service.ts';
 import { WorkflowStarter } from './deployments/workflow-starter.ts';
@@ -19,6 +19,8 @@ const workflows = new WorkflowStarter({
 });
 
 let bundleSweep: PeriodicSweep | undefined;
+/** Bundles looked at per transaction batch of the sweep. */
+const BUNDLE_SWEEP_BATCH = 100;
 
 /**
  * Removes the bundles no deployment names, a retention after their last use, so that a
@@ -33,8 +35,14 @@ function unusedBundleSweep(bundles: BundleRepository, deployments: DeploymentRep
     'bundles',
     intervalMs,
     async () => {
-      const { removed, bytes } = await bundles.removeUnreferenced(new Date(Date.now() - retentionMs), (tenantId, bundleRef, session) => deployments.namesBundle(tenantId, bundleRef, session));
-      if (removed > 0) log.info({ removed, bytes }, 'removed bundles no deployment names');
+      // Until none is left: one tenant's pile of unused bundles must not hold back another's removal to a later pass.
+      const cutoff = new Date(Date.now() - retentionMs);
+      const named: BundleNamed = (tenantId, bundleRef, session) => deployments.namesBundle(tenantId, bundleRef, session);
+      for (;;) {
+        const { looked, removed, bytes } = await bundles.removeUnreferenced(cutoff, named, BUNDLE_SWEEP_BATCH);
+        if (removed > 0) log.info({ removed, bytes }, 'removed bundles no deployment names');
+        if (looked < BUNDLE_SWEEP_BATCH) return;
+      }
     },
     log,
     metrics,

@@ -15,6 +15,7 @@ function fixture() {
   const retiredMarks: string[] = [];
   const retireCalls: Array<{ environments: readonly string[]; holders: readonly KeyHolder[] }> = [];
   let storeUp = true;
+  const outstanding = ['pcr_c'];
   const store = {
     keysFor: async (_scope: StoreScope, holder: KeyHolder) => ({ accessKeyId: `key-${holder ?? 'engine'}`, secretAccessKey: 's', keyPrefix: 'ten_1/' }),
     retireKeysExcept: async (_tenantId: string, environments: readonly string[], holders: readonly KeyHolder[]) => {
@@ -26,12 +27,12 @@ function fixture() {
   const credentials = {
     isLive: async (_tenantId: string, id: string) => live.has(id),
     active: async () => [...live].map((id) => ({ _id: id })),
-    withStoreKeysOutstanding: async () => ['pcr_c'].filter((id) => !live.has(id) && !retiredMarks.includes(id)).map((id) => ({ _id: id, tenant_id: 'ten_1' })),
+    withStoreKeysOutstanding: async () => outstanding.filter((id) => !live.has(id) && !retiredMarks.includes(id)).map((id) => ({ _id: id, tenant_id: 'ten_1' })),
     markStoreKeysRetired: async (_tenantId: string, id: string) => void retiredMarks.push(id),
   } as unknown as PoolCredentialRepository;
   const environments = { list: async () => [{ id: 'env_1' }, { id: 'env_2' }] } as unknown as EnvironmentRepository;
   const keys = new PoolStoreKeys(store, credentials, environments, createLogger('test', 'silent'));
-  return { keys, live, retiredMarks, retireCalls, setStoreUp: (up: boolean) => (storeUp = up) };
+  return { keys, live, outstanding, retiredMarks, retireCalls, setStoreUp: (up: boolean) => (storeUp = up) };
 }
 
 const scope: StoreScope = { tenantId: 'ten_1', environmentId: 'env_1', objectPath: 'p', mode: 'live' };
@@ -56,6 +57,15 @@ describe('PoolStoreKeys', () => {
     expect(await keys.retireOutstanding()).toBe(1);
     expect(retiredMarks).toEqual(['pcr_c']);
     expect(await keys.retireOutstanding()).toBe(0);
+  });
+
+  it('takes one pass over a tenant’s environments for all of its outstanding revocations', async () => {
+    const { keys, live, outstanding, retiredMarks, retireCalls } = fixture();
+    outstanding.push('pcr_d', 'pcr_e');
+    live.delete('pcr_c');
+    expect(await keys.retireOutstanding()).toBe(3);
+    expect(retireCalls).toHaveLength(1);
+    expect(retiredMarks).toEqual(['pcr_c', 'pcr_d', 'pcr_e']);
   });
 
   it('gives a live credential its own keys, and one revoked while they were made none: they are taken away at once', async () => {

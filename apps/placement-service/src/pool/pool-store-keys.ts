@@ -34,23 +34,30 @@ export class PoolStoreKeys {
   }
 
   /** After a revocation: the tenant's environments keep the keys of its live holders only. False when the store could not be reached (the sweep tries again). */
-  async afterRevoke(tenantId: string, credentialId: string): Promise<boolean> {
-    try {
-      await this.retire(tenantId);
-      await this.credentials.markStoreKeysRetired(tenantId, credentialId);
-      return true;
-    } catch (error) {
-      this.log.warn({ err: (error as Error).message, credential_id: credentialId }, "could not take a revoked pool credential's store keys away yet; the sweep tries again");
-      return false;
-    }
+  afterRevoke(tenantId: string, credentialId: string): Promise<boolean> {
+    return this.retireFor(tenantId, [credentialId]);
   }
 
-  /** The sweep: revocations whose store keys are still out. */
+  /** The sweep: revocations whose store keys are still out, one pass over each tenant's environments for all of its own. */
   async retireOutstanding(): Promise<number> {
-    const outstanding = await this.credentials.withStoreKeysOutstanding(SWEEP_BATCH);
+    const byTenant = new Map<string, string[]>();
+    for (const credential of await this.credentials.withStoreKeysOutstanding(SWEEP_BATCH)) {
+      byTenant.set(credential.tenant_id, [...(byTenant.get(credential.tenant_id) ?? []), credential._id]);
+    }
     let done = 0;
-    for (const credential of outstanding) if (await this.afterRevoke(credential.tenant_id, credential._id)) done += 1;
+    for (const [tenantId, credentialIds] of byTenant) if (await this.retireFor(tenantId, credentialIds)) done += credentialIds.length;
     return done;
+  }
+
+  private async retireFor(tenantId: string, credentialIds: readonly string[]): Promise<boolean> {
+    try {
+      await this.retire(tenantId);
+      for (const credentialId of credentialIds) await this.credentials.markStoreKeysRetired(tenantId, credentialId);
+      return true;
+    } catch (error) {
+      this.log.warn({ err: (error as Error).message, tenant_id: tenantId, credential_ids: credentialIds }, "could not take revoked pool credentials' store keys away yet; the sweep tries again");
+      return false;
+    }
   }
 
   private async retire(tenantId: string): Promise<void> {

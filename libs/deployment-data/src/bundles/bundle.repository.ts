@@ -77,10 +77,11 @@ export class BundleRepository {
    * Removes up to `limit` bundles that were not referenced since `cutoff` and that no
    * deployment names (`named`, read in the same transaction as the delete), with their
    * files. One that a deployment does name is marked referenced, so it is not looked at
-   * again for a retention. Answers how many were removed and the bytes they freed.
+   * again for a retention. Oldest first, across tenants. Answers how many were looked at
+   * (fewer than `limit`: none is left), removed, and the bytes they freed.
    */
-  async removeUnreferenced(cutoff: Date, named: BundleNamed, limit = 100): Promise<{ removed: number; bytes: number }> {
-    const candidates = await this.bundles.findAcrossTenants({ referenced_at: { $lt: cutoff } }, { projection: { _id: 1, tenant_id: 1, bundle_ref: 1 }, limit });
+  async removeUnreferenced(cutoff: Date, named: BundleNamed, limit = 100): Promise<{ looked: number; removed: number; bytes: number }> {
+    const candidates = await this.bundles.findAcrossTenants({ referenced_at: { $lt: cutoff } }, { projection: { _id: 1, tenant_id: 1, bundle_ref: 1 }, sort: { referenced_at: 1 }, limit });
     let removed = 0;
     let bytes = 0;
     for (const candidate of candidates) {
@@ -100,7 +101,7 @@ export class BundleRepository {
       removed += 1;
       bytes += gone.size;
     }
-    return { removed, bytes };
+    return { looked: candidates.length, removed, bytes };
   }
 
   /** Bytes of every bundle the tenant has stored. */
