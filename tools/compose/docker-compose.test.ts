@@ -5,7 +5,7 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DEV_SERVER_TUNING, PINNED_GO_BUILDS, SEARCH_ATTRIBUTE_FLAGS } from '@envengine/backing-servers';
+import { DEV_SERVER_TUNING, PINNED_GO_BUILDS, SEARCH_ATTRIBUTE_FLAGS, WEED_IAM_GATEWAY_FLAGS, WEED_MINI_FLAGS } from '@envengine/backing-servers';
 import { SERVICE_NAMES, WORKSPACE_ROOT } from '@envengine/dev-stack';
 
 // No Docker engine runs here, so the file is checked against the Compose specification's
@@ -106,10 +106,19 @@ describe('docker-compose.yml', () => {
     expect(dockerfile).toContain(`ARG SEAWEEDFS_VERSION=${PINNED_GO_BUILDS.weed.version}`);
     const seaweedfs = compose.services.seaweedfs as { build?: { target?: string }; command?: string[]; environment?: Record<string, string> };
     expect(seaweedfs.build?.target).toBe('seaweedfs');
-    expect(seaweedfs.command).toEqual(expect.arrayContaining(['mini', '-s3.iam.readOnly=false', '-s3.autoCreateBucket=false']));
+    expect(seaweedfs.command).toEqual(expect.arrayContaining(['mini', ...WEED_MINI_FLAGS]));
     expect(seaweedfs.environment?.S3_BUCKET).toBe('lake');
+    // The IAM API is a gateway of its own, which only the placement-service is given.
+    const iam = compose.services['seaweedfs-iam'] as { build?: { target?: string }; command?: string[]; ports?: unknown };
+    expect(iam.build?.target).toBe('seaweedfs');
+    expect(iam.command).toEqual(expect.arrayContaining(['s3', '-filer=seaweedfs:8888', ...WEED_IAM_GATEWAY_FLAGS]));
+    expect(iam.ports).toBeUndefined();
+    const iamPort = /-port=(\d+)/.exec(iam.command!.join(' '))![1];
+    expect(compose.services['placement-service']?.environment?.ENGINE_S3_IAM_URL).toBe(`http://seaweedfs-iam:${iamPort}`);
+    const knowers = Object.entries(compose.services).filter(([, service]) => JSON.stringify(service.environment ?? {}).includes('seaweedfs-iam')).map(([name]) => name);
+    expect(knowers).toEqual(['placement-service']);
     const holders = Object.entries(compose.services).filter(([, service]) => JSON.stringify(service.environment ?? {}).includes('S3_ADMIN_SECRET_KEY')).map(([name]) => name);
-    expect(holders.sort()).toEqual(['placement-service', 'seaweedfs']);
+    expect(holders.sort()).toEqual(['placement-service', 'seaweedfs', 'seaweedfs-iam']);
     expect((compose.services['pool-worker'] as { build?: { target?: string } }).build?.target).toBe('worker');
   });
 

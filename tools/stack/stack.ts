@@ -64,6 +64,7 @@ const stack = await startStack({
   redisUrl: process.env.REDIS_URL,
   temporalAddress: process.env.TEMPORAL_ADDRESS,
   s3Url: process.env.S3_URL,
+  s3IamUrl: process.env.S3_IAM_URL,
   redisMaxMemoryMb,
   replicas,
 });

@@ -135,29 +135,30 @@ describe("s3:// storage on the engine's own store", () => {
     expect(await attempt(() => mine.send(new PutObjectCommand({ Bucket: 'lake', Key: 'top-level.txt', Body: 'x' })))).toBe('AccessDenied');
     expect(await attempt(() => mine.send(new CreateBucketCommand({ Bucket: 'mine-now' })))).toBe('AccessDenied');
     expect((await adminRead('lake', othersKey)) instanceof Uint8Array).toBe(true);
-    // IAM: only the administrator manages users and policies.
+    // IAM: only the engine manages users, keys and policies, through an IAM API of the store's
+    // own that tenants' keys never reach. The S3 endpoint the keys are handed out for has no IAM
+    // API at all: SeaweedFS's lets a user mint keys for itself whatever its policy.
     const ownUser = `env-${Environment.parse((await tenant.api.get(`/environments/${remote}`)).body.data).id}-rw`;
-    const asEnvironment = (params: Record<string, string>) => iamCall({ accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key }, params);
-    // Positive control: the administrator's keys list the user's keys.
-    expect((await iamCall(store, { Action: 'ListAccessKeys', UserName: ownUser })).code).toBe('allowed');
+    const keysOfUser = async () => [...(await iamCall(store.iamUrl, store, { Action: 'ListAccessKeys', UserName: ownUser })).text.matchAll(/<AccessKeyId>([^<]+)<\/AccessKeyId>/g)].map((match) => match[1]);
+    // Positive control: the administrator's keys list the user's keys there.
+    const keysBefore = await keysOfUser();
+    expect(keysBefore).toContain(keys.access_key_id);
     for (const params of <Array<Record<string, string>>>[
+      { Action: 'CreateAccessKey', UserName: ownUser },
+      { Action: 'CreateAccessKey' },
       { Action: 'PutUserPolicy', UserName: ownUser, PolicyName: 'mine', PolicyDocument: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: ['s3:*'], Resource: ['arn:aws:s3:::*'] }] }) },
       { Action: 'CreateUser', UserName: 'escapee' },
       { Action: 'ListUsers' },
       { Action: 'CreateAccessKey', UserName: 'env-other-rw' },
     ]) {
-      expect((await asEnvironment(params)).code, params['Action']).toBe('AccessDenied');
+      const answer = await iamCall(store.url, { accessKeyId: keys.access_key_id, secretAccessKey: keys.secret_access_key }, params);
+      expect(answer.code, params['Action']).not.toBe('allowed');
+      expect(answer.text, params['Action']).not.toMatch(/<(AccessKeyId|SecretAccessKey|UserName)>/);
     }
-    // The store's own gap (README): SeaweedFS lets a user make keys for itself whatever its
-    // policy. Such a key reaches what the environment's does, and dies with the environment (below).
-    const minted = await asEnvironment({ Action: 'CreateAccessKey', UserName: ownUser });
-    expect(minted.code).toBe('allowed');
-    const mintedKeys = {
-      accessKeyId: /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(minted.text)![1]!,
-      secretAccessKey: /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(minted.text)![1]!,
-    };
-    const mintedClient = s3Client(mintedKeys);
-    expect(await attempt(() => mintedClient.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('allowed');
+    // Not even the administrator's keys manage IAM there (so it is not the keys' policy that refuses).
+    expect((await iamCall(store.url, store, { Action: 'ListAccessKeys', UserName: ownUser })).code).not.toBe('allowed');
+    expect(await keysOfUser()).toEqual(keysBefore);
+    expect((await iamCall(store.iamUrl, store, { Action: 'GetUser', UserName: 'escapee' })).code).toBe('NoSuchEntity');
 
     // A read_only binding's keys read and never write.
     expect((await tenant.api.put(`/environments/${remote}/bindings/warehouse`, { mode: 'read_only' })).status).toBe(200);
@@ -170,16 +171,16 @@ describe("s3:// storage on the engine's own store", () => {
     expect(await attempt(() => reader.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('allowed');
     expect(await attempt(() => reader.send(new PutObjectCommand({ Bucket: 'lake', Key: own, Body: 'overwritten' })))).toBe('AccessDenied');
 
-    // The environment's delete removes its users from the store: every key they had, the minted one too, is refused.
+    // The environment's delete removes its users from the store: every key they had is refused once it answers.
     const deleted = await until(async () => (await tenant.api.request('DELETE', `/environments/${remote}?force=true`)).status, (status) => status === 200, 60_000, 250);
     expect(deleted).toBe(200);
-    for (const client of [mine, reader, mintedClient]) {
+    for (const client of [mine, reader]) {
       expect(await attempt(() => client.send(new GetObjectCommand({ Bucket: 'lake', Key: own })))).toBe('InvalidAccessKeyId');
     }
-    expect((await iamCall(store, { Action: 'GetUser', UserName: ownUser })).code).toBe('NoSuchEntity');
+    expect((await iamCall(store.iamUrl, store, { Action: 'GetUser', UserName: ownUser })).code).toBe('NoSuchEntity');
   });
 
-  it("takes a revoked pool credential's store keys away, with a key its worker made itself, and leaves another credential's", async () => {
+  it("takes a revoked pool credential's store keys away at once, leaves another credential's, and lets none of them make keys", async () => {
     const remote = await deployRemoteEnvironment(tenant, 'revoke-keys');
     /** A worker of this credential takes one queued attempt and asks for its storage keys. */
     const keysOf = async (credential: PoolCredentialIssued, probe: string) => {
@@ -201,25 +202,20 @@ describe("s3:// storage on the engine's own store", () => {
     const keptKeys = await keysOf(kept, 'kept-probe');
     // Each credential's workers hold keys of their own.
     expect(revokedKeys.accessKeyId).not.toBe(keptKeys.accessKeyId);
-    // The revoked credential's worker, as an attacker, makes a key for its environment's user (the store allows it).
+    // The revoked credential's worker, as an attacker, tries to make a key for its environment's user.
     const ownUser = `env-${Environment.parse((await tenant.api.get(`/environments/${remote}`)).body.data).id}-rw`;
-    const minted = await iamCall(revokedKeys, { Action: 'CreateAccessKey', UserName: ownUser });
-    expect(minted.code).toBe('allowed');
-    const mintedKeys = {
-      accessKeyId: /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(minted.text)![1]!,
-      secretAccessKey: /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(minted.text)![1]!,
-    };
+    expect((await iamCall(store.url, revokedKeys, { Action: 'CreateAccessKey', UserName: ownUser })).code).not.toBe('allowed');
     const own = `${tenant.tenantId}/${remote}/probe.txt`;
     expect(await adminRead('lake', own)).toBe('NoSuchKey');
     await admin.send(new PutObjectCommand({ Bucket: 'lake', Key: own, Body: 'probe' }));
     const reads = async () =>
-      Promise.all([revokedKeys, mintedKeys, keptKeys].map((keys) => attempt(() => s3Client(keys).send(new GetObjectCommand({ Bucket: 'lake', Key: own })))));
-    // Positive control: all three read the environment's objects before the revoke.
-    expect(await reads()).toEqual(['allowed', 'allowed', 'allowed']);
+      Promise.all([revokedKeys, keptKeys].map((keys) => attempt(() => s3Client(keys).send(new GetObjectCommand({ Bucket: 'lake', Key: own })))));
+    // Positive control: both read the environment's objects before the revoke.
+    expect(await reads()).toEqual(['allowed', 'allowed']);
 
     expect((await tenant.api.delete(`/pool/credentials/${revoked.id}`)).status).toBe(200);
-    // At once, not after a sweep: the revoke answered once they were gone.
-    expect(await reads()).toEqual(['InvalidAccessKeyId', 'InvalidAccessKeyId', 'allowed']);
+    // At once, not after a sweep: the revoke answered once the S3 endpoint refused them.
+    expect(await reads()).toEqual(['InvalidAccessKeyId', 'allowed']);
     // The engine's runner keeps its keys too: the local environment still writes to the store.
     expect((await runAssets(tenant, ['orders'])).status).toBe('succeeded');
   });
@@ -247,9 +243,9 @@ describe("s3:// storage on the engine's own store", () => {
   });
 });
 
-/** An IAM call signed with these keys, to the store's IAM API: `allowed` or the store's error code, and the answer's text. */
-async function iamCall(credentials: { accessKeyId: string; secretAccessKey: string }, params: Record<string, string>): Promise<{ code: string; text: string }> {
-  const url = new URL(store.url);
+/** An IAM call signed with these keys, to this endpoint: `allowed` or the store's error code, and the answer's text. */
+async function iamCall(endpoint: string, credentials: { accessKeyId: string; secretAccessKey: string }, params: Record<string, string>): Promise<{ code: string; text: string }> {
+  const url = new URL(endpoint);
   const body = new URLSearchParams({ ...params, Version: '2010-05-08' }).toString();
   const signer = new SignatureV4({ credentials, region: 'us-east-1', service: 'iam', sha256: NodeSha256 });
   const signed = await signer.sign({

@@ -70,6 +70,13 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   ENGINE_S3_ADMIN_SECRET_KEY: z.string().min(8).optional(),
   ENGINE_S3_REGION: z.string().min(1).default('us-east-1'),
   ENGINE_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'must be a bucket name' }).default('lake'),
+  /**
+   * The store's IAM API, where this service makes each environment's users and keys.
+   * Default: ENGINE_S3_URL. SeaweedFS's must not be on the S3 endpoint that tenants' keys
+   * reach (it lets a user mint keys for itself): `npm start` and docker-compose serve it
+   * from a gateway of its own that only this service is given.
+   */
+  ENGINE_S3_IAM_URL: z.url({ message: 'must be the http(s) endpoint of the object store\'s IAM API' }).optional(),
   /** The store's endpoint as workers on other hosts reach it. Default: ENGINE_S3_URL. */
   PUBLIC_S3_URL: z.url({ message: 'must be an http(s) URL' }).optional(),
 }).refine((config) => !config.ENGINE_S3_URL || (config.ENGINE_S3_ADMIN_ACCESS_KEY && config.ENGINE_S3_ADMIN_SECRET_KEY), {

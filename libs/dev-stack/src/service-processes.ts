@@ -23,8 +23,8 @@ export interface ServiceProcessOptions {
   /** The services' shared credentials (internal APIs, secret resolution), kept in the data directory. */
   internalCredentials: Credentials['internal'];
   temporalAddress: string;
-  /** The engine's own object store: its endpoint and administrator, which only the placement-service holds. */
-  objectStore?: { url: string; admin: ObjectStoreAdmin };
+  /** The engine's object store: its S3 endpoint, its IAM API (for the placement-service alone) and its administrator. */
+  objectStore?: { url: string; iamUrl: string; admin: ObjectStoreAdmin };
   ports: 'default' | 'random';
   /** The database of each scope (with the stack's prefix). */
   databases: Record<keyof typeof SERVICE_DATABASES, string>;
@@ -137,7 +137,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       return {
         RESOLVER_CREDENTIAL: resolverCredential,
         // It issues each tenant keys to the engine's store that reach only that tenant's objects.
-        ...(store ? { ENGINE_S3_URL: store.url, ENGINE_S3_ADMIN_ACCESS_KEY: store.admin.accessKeyId, ENGINE_S3_ADMIN_SECRET_KEY: store.admin.secretAccessKey } : {}),
+        ...(store ? { ENGINE_S3_URL: store.url, ENGINE_S3_IAM_URL: store.iamUrl, ENGINE_S3_ADMIN_ACCESS_KEY: store.admin.accessKeyId, ENGINE_S3_ADMIN_SECRET_KEY: store.admin.secretAccessKey } : {}),
       };
     }
     return {};

@@ -64,6 +64,8 @@ export function stackProcesses(stack: RunningStack): Map<string, SupervisedProce
       for (const part of servers.temporal.parts) processes.set(part.name, { process: part.process, ready: () => acceptsConnections(part.address) });
     } else if (server?.process) processes.set(server.name, serverTarget(server, server.process));
   }
+  // The object store's IAM gateway, beside its S3 gateway.
+  if (servers.s3?.iamProcess) processes.set('s3-iam', { process: servers.s3.iamProcess, ready: () => acceptsConnections(servers.s3!.iamUrl) });
   return processes;
 }
 

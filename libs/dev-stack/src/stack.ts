@@ -119,7 +119,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       connections: serviceConnections(servers, credentials, databases),
       internalCredentials: credentials.internal,
       temporalAddress: servers.temporal.url,
-      objectStore: servers.s3 ? { url: servers.s3.url, admin: objectStoreAdmin(credentials) } : undefined,
+      objectStore: servers.s3 ? { url: servers.s3.url, iamUrl: servers.s3.iamUrl, admin: objectStoreAdmin(credentials) } : undefined,
       databases,
       logLevel: options.logLevel,
       env: options.env,

@@ -50,8 +50,8 @@ export interface StackInfo {
    * With `urls` and the servers' URLs, what no tenant's code may reach.
    */
   serverAddresses: Record<string, string>;
-  /** The engine's own object store (when the stack has one): its endpoint, bucket and administrator keys. */
-  objectStore: { url: string; bucket: string; accessKeyId: string; secretAccessKey: string } | null;
+  /** The engine's own object store (when the stack has one): its endpoint, its IAM API (the engine's alone), bucket and administrator keys. */
+  objectStore: { url: string; iamUrl: string; bucket: string; accessKeyId: string; secretAccessKey: string } | null;
   dataDir: string;
 }
 
@@ -137,9 +137,10 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
       ...(servers.mongo.members ?? []).map((member, index) => [`mongodb-${index}`, member.host]),
       ...('parts' in servers.temporal ? servers.temporal.parts.map((part) => [part.name, part.address]) : []),
       ...('nodes' in servers.redis ? servers.redis.nodes.map((node) => [node.name, node.address]) : []),
+      ...(servers.s3 && servers.s3.iamUrl !== servers.s3.url ? [['s3-iam', new URL(servers.s3.iamUrl).host]] : []),
     ]),
     objectStore:
-      servers.s3 && admin ? { url: servers.s3.url, bucket: servers.s3.bucket, ...admin } : null,
+      servers.s3 && admin ? { url: servers.s3.url, iamUrl: servers.s3.iamUrl, bucket: servers.s3.bucket, ...admin } : null,
     dataDir,
   };
 }

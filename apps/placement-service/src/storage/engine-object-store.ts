@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { NodeSha256, type S3Connection } from '@envengine/materialization-storage';
 import { ApiError } from '@envengine/service-kit';
@@ -7,6 +7,8 @@ import { ApiError } from '@envengine/service-kit';
 export interface EngineObjectStoreSettings {
   /** How this service reaches it. */
   endpoint: string;
+  /** How this service reaches its IAM API (ENGINE_S3_IAM_URL): never where tenants' keys reach, since SeaweedFS's lets a user mint keys for itself. */
+  iamEndpoint: string;
   /** How workers reach it (PUBLIC_S3_URL); the same as `endpoint` on one host. */
   publicEndpoint: string;
   region: string;
@@ -29,6 +31,10 @@ const userOf = (scope: Pick<StoreScope, 'environmentId' | 'mode'>) => `env-${sco
 const REPROVISION_AFTER_MS = 10 * 60_000;
 /** The one inline policy of each environment user. */
 const POLICY_NAME = 'envengine-environment';
+/** A user with no policy whose short-lived keys show when the S3 endpoint has heard of the IAM changes before them (`untilInEffect`). */
+const BARRIER_USER = 'envengine-barrier';
+/** How long the S3 endpoint may take to hear of IAM changes before they count as failed. */
+const IN_EFFECT_TIMEOUT_MS = 15_000;
 
 /**
  * Who a set of keys is handed to: a pool credential (its id), whose workers get keys of
@@ -46,9 +52,10 @@ export interface TenantStoreKeys {
 
 /**
  * The engine's own store, for `s3://` prefixes whose binding names no endpoint. Each
- * environment gets IAM users of its own in the store (SeaweedFS's embedded IAM API), one
- * per binding mode, whose only policy allows reading (and, for `live`, writing) objects
- * under `<tenant id>/<its prefix>/` of the engine's bucket; so a tenant, its workers and
+ * environment gets IAM users of its own in the store (made through its IAM API, which
+ * SeaweedFS serves apart from the S3 endpoint that keys reach), one per binding mode,
+ * whose only policy allows reading (and, for `live`, writing) objects under
+ * `<tenant id>/<its prefix>/` of the engine's bucket; so a tenant, its workers and
  * its code never hold the administrator's keys, and no key reads or lists another
  * environment's objects. Each holder (a pool credential's workers, the engine's runner) has
  * keys of its own on the user, derived from the administrator's secret (HMAC), so nothing
@@ -114,9 +121,8 @@ export class EngineObjectStore {
 
   /**
    * Takes away every key of these environments' users but the live holders' (the engine's
-   * runner is always one): a revoked credential's keys, and any key a holder made for the
-   * user itself (the store lets a user do that, whatever its policy). Idempotent; answers
-   * how many keys went.
+   * runner is always one): a revoked credential's keys, and any other key the user has.
+   * Answers once the S3 endpoint refuses them. Idempotent; answers how many keys went.
    */
   async retireKeysExcept(tenantId: string, environmentIds: readonly string[], liveHolders: readonly KeyHolder[]): Promise<number> {
     let retired = 0;
@@ -134,14 +140,13 @@ export class EngineObjectStore {
         }
       }
     }
+    if (retired > 0) await this.untilInEffect();
     return retired;
   }
 
   /**
    * An environment's tear-down: its users are deleted, and with them every access key they
-   * have. The store's embedded IAM lets a user make keys for itself (SeaweedFS allows
-   * CreateAccessKey on one's own user whatever its policy): those go too, since they are
-   * the user's. Idempotent.
+   * have; answers once the S3 endpoint refuses them. Idempotent.
    */
   async retireEnvironmentUsers(environmentId: string): Promise<void> {
     for (const mode of ['live', 'read_only'] as const) {
@@ -155,6 +160,7 @@ export class EngineObjectStore {
       await this.iam({ Action: 'DeleteUserPolicy', UserName: user, PolicyName: POLICY_NAME }, ['NoSuchEntity']);
       await this.iam({ Action: 'DeleteUser', UserName: user }, ['NoSuchEntity']);
     }
+    await this.untilInEffect();
   }
 
   /** The holder's keys, derived: every replica hands out the same ones. The runner's keep the subject they always had. */
@@ -180,11 +186,52 @@ export class EngineObjectStore {
     const actions = scope.mode === 'read_only' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'];
     const policy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: actions, Resource: [objects] }] };
     await this.iam({ Action: 'PutUserPolicy', UserName: user, PolicyName: POLICY_NAME, PolicyDocument: JSON.stringify(policy) }, []);
+    await this.untilInEffect();
+  }
+
+  /**
+   * Waits until the S3 endpoint serves what the IAM API was told before this call: keys
+   * handed out work at once, and keys taken away are refused once the revoke answers.
+   * SeaweedFS's IAM gateway writes to the filer, and the S3 gateway reloads every user from
+   * the filer on each change it hears of; so once it knows a key made after those changes,
+   * it knows them too. That key (random, on a user with no policy) is made, probed until
+   * the endpoint knows it, and deleted.
+   */
+  private async untilInEffect(): Promise<void> {
+    const probe = { accessKeyId: `EEB${randomBytes(14).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(20).toString('hex') };
+    await this.iam({ Action: 'CreateUser', UserName: BARRIER_USER }, ['EntityAlreadyExists']);
+    await this.iam({ Action: 'CreateAccessKey', UserName: BARRIER_USER, AccessKeyId: probe.accessKeyId, SecretAccessKey: probe.secretAccessKey }, []);
+    try {
+      const signer = new SignatureV4({ credentials: probe, region: this.settings.region, service: 's3', sha256: NodeSha256 });
+      const url = new URL(`/${this.settings.bucket}/${BARRIER_USER}`, this.settings.endpoint);
+      const deadline = Date.now() + IN_EFFECT_TIMEOUT_MS;
+      for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
+        const signed = await signer.sign({
+          method: 'GET',
+          protocol: url.protocol,
+          hostname: url.hostname,
+          port: url.port ? Number(url.port) : undefined,
+          path: url.pathname,
+          query: {},
+          headers: { host: url.host, 'x-amz-content-sha256': EMPTY_SHA256 },
+        });
+        const answer = await fetch(url, { headers: signed.headers, signal: AbortSignal.timeout(10_000) }).catch((error: Error) => {
+          throw storeUnavailable(`its S3 endpoint did not answer (${error.message})`);
+        });
+        const text = await answer.text();
+        // Known (AccessDenied: the user has no policy): every change before it is in effect.
+        if (!/<Code>InvalidAccessKeyId<\/Code>/.test(text)) return;
+        if (Date.now() > deadline) throw storeUnavailable(`its S3 endpoint had not heard of the changes after ${IN_EFFECT_TIMEOUT_MS / 1000} s`);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    } finally {
+      await this.iam({ Action: 'DeleteAccessKey', UserName: BARRIER_USER, AccessKeyId: probe.accessKeyId }, ['NoSuchEntity']).catch(() => undefined);
+    }
   }
 
   /** One IAM call, signed by the administrator; its answer's text (empty for an error code in `tolerated`, which counts as done). */
   private async iam(params: Record<string, string>, tolerated: string[]): Promise<string> {
-    const url = new URL(this.settings.endpoint);
+    const url = new URL(this.settings.iamEndpoint);
     const body = new URLSearchParams({ ...params, Version: '2010-05-08' }).toString();
     const signed = await this.signer.sign({
       method: 'POST',
@@ -209,6 +256,9 @@ export class EngineObjectStore {
     throw storeUnavailable(`${params['Action']} was refused (${code})`);
   }
 }
+
+/** SHA-256 of an empty body, which S3 wants named on a signed GET. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 function storeUnavailable(why: string): ApiError {
   return new ApiError('unavailable', `The engine's object store could not issue this tenant's keys: ${why}.`);
