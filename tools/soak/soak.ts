@@ -15,7 +15,8 @@ import { MongoClient } from 'mongodb';
 import { Client, Connection } from '@temporalio/client';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from '@envengine/attempt-queues';
 import { issueToken, stackProcesses, startStack, superviseStack, withTokenStore, WORKSPACE_ROOT, STACK_PROFILES, type StackProfile, type SupervisedProcess } from '@envengine/dev-stack';
-import { connectRedis, everyRedisKey, redisUrlList } from '@envengine/redis-connections';
+import { connectRedis, everyRedisKey } from '@envengine/redis-connections';
+import { PoolCredentialIssued } from '@envengine/contracts';
 import {
   acknowledgedWritesPresent,
   ApiClient,
@@ -90,8 +91,8 @@ try {
   );
   // Each tenant's pool: a worker from the installable package, supervised like the stack's
   // processes, and a target of the faults like them.
-  // Its network to the engine goes through loopback proxies (the gateway; Redis too, where
-  // it is one server), which the faults may cut or slow.
+  // Its network to the engine goes through loopback proxies (the gateway, and the pool gate
+  // its credential names as its Redis), which the faults may cut or slow.
   const targets = stackProcesses(stack);
   const links = new Map<string, NetworkLink>();
   /** A pool worker's target name → its tenant (a fault of it stops that tenant's remote work only). */
@@ -101,15 +102,12 @@ try {
     if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}: ${issued.text}`);
     const gateway = new URL(info.gatewayUrl);
     const proxies = [await LoopbackProxy.start({ host: gateway.hostname, port: Number(gateway.port) })];
-    const redisNodes = redisUrlList(info.redisServerUrl);
     const network: Record<string, string> = { API_URL: `http://127.0.0.1:${proxies[0]!.port}` };
-    if (redisNodes.length === 1) {
-      const redis = new URL(redisNodes[0]!);
-      proxies.push(await LoopbackProxy.start({ host: redis.hostname, port: Number(redis.port) }));
-      redis.hostname = '127.0.0.1';
-      redis.port = String(proxies[1]!.port);
-      network['REDIS_URL'] = redis.toString();
-    }
+    const poolGate = new URL(PoolCredentialIssued.parse(issued.body.data).redis.url ?? info.poolGateUrl);
+    proxies.push(await LoopbackProxy.start({ host: poolGate.hostname, port: Number(poolGate.port) }));
+    poolGate.hostname = '127.0.0.1';
+    poolGate.port = String(proxies[1]!.port);
+    network['REDIS_URL'] = poolGate.toString();
     openProxies.push(...proxies);
     const worker = await startPoolWorker(info, issued.body.data, `soak-${tenant.id.slice(-6)}`, network);
     poolWorkers.push(worker);

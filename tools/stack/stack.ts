@@ -87,6 +87,7 @@ console.log(`
 envengine is up in ${((Date.now() - started) / 1000).toFixed(1)} s
   Gateway:      ${services.replicaUrls.gateway.map((url) => `${url}/api/v1`).join(', ')}
   Metrics:      ${services.gatewayMetricsUrls.map((url) => `${url}/metrics`).join(', ')} (the gateway's; each service at its own /metrics)
+  Pool gate:    ${services.poolGateUrl} (where pool workers reach their queues; pool credentials name it)
   Temporal UI:  ${servers.temporal.links['Temporal UI'] ?? '(external Temporal: see its own UI)'}
   Object store: ${servers.s3 ? `${servers.s3.url} (bucket "${servers.s3.bucket}": s3://${servers.s3.bucket}/<prefix> with a binding that names no endpoint)` : '(none)'}
   Dev token:    ${token.token}   (tenant "${tenant.name}", also in ${tokenFile})

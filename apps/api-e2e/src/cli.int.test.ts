@@ -422,8 +422,8 @@ describe('envctl against the stack', () => {
     const credential = PoolCredentialIssued.parse(JSON.parse(readFileSync(credentialFile, 'utf8')));
     expect(issued.stdout + issued.stderr).not.toContain(credential.token);
     expect(json(issued)).toMatchObject({ id: credential.id, saved_to: credentialFile });
-    // The credential says where the queues are (the engine's PUBLIC_REDIS_URL, no credential in it).
-    expect(credential.redis.url).toBe(stack.redisServerUrl);
+    // The credential says where the queues are (the engine's PUBLIC_REDIS_URL, the pool gate; no credential in it).
+    expect(credential.redis.url).toBe(stack.poolGateUrl);
 
     // No --redis-url and no ENVCTL_REDIS_URL: the credential file is all a worker needs.
     const worker = spawn(process.execPath, [CLI, 'worker', 'start', '--credentials', credentialFile, '--name', 'cli-worker'], {

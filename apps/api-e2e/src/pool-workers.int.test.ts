@@ -130,6 +130,30 @@ describe("remote attempts on a tenant's pool", () => {
     fresh.disconnect();
   });
 
+  it("reaches its queues through the pool gate, which passes none of the plain commands Redis's ACL must give it", async () => {
+    // The credential names the gate, not Redis; the workers of the tests above ran through it.
+    expect(credential.redis.url).toBe(stack.poolGateUrl);
+    const gated = connectPoolRedis(credential.redis.url!, credential.redis, { maxRetriesPerRequest: 1 });
+    const direct = connectPoolRedis(stack.redisServerUrl, credential.redis, { maxRetriesPerRequest: 1 });
+    const own = `envengine:{${credential.queue}}`;
+    const answer = async (redis: typeof gated, ...command: [string, ...string[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
+    try {
+      for (const command of <Array<[string, ...string[]]>>[['SET', `${own}:junk`, 'x'.repeat(1024)], ['HSET', `${own}:junk-hash`, 'f', 'x'], ['LPUSH', `${own}:junk-list`, 'x']]) {
+        // Positive control: Redis's own ACL lets the pool user write its keys (BullMQ's scripts need it).
+        expect(await answer(direct, ...command), command[0]).toBe('allowed');
+        expect(await answer(gated, ...command), command[0]).toMatch(/^NOPERM the pool gate does not pass/);
+      }
+      expect(await answer(gated, 'APPEND', `${own}:junk`, 'x')).toMatch(/^NOPERM the pool gate does not pass/);
+      expect(await answer(gated, 'EVAL', 'return 1', '0')).toMatch(/^NOPERM the pool gate does not pass/);
+      // What it does need passes: INFO, which its worker's ready check sends.
+      expect(await answer(gated, 'INFO', 'server')).toBe('allowed');
+    } finally {
+      await direct.del(`${own}:junk`, `${own}:junk-hash`, `${own}:junk-list`).catch(() => undefined);
+      gated.disconnect();
+      direct.disconnect();
+    }
+  });
+
   it('places a retry afresh: the first attempt local, the retry remote after a placement change', async () => {
     await setGate(tenant, { open: false, fail_attempt: 1 });
     expect((await tenant.api.post('/environments/prod/placement', { executor: 'local' })).status).toBe(200);

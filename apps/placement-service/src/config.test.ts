@@ -9,8 +9,9 @@ const required = {
 };
 
 describe('PUBLIC_REDIS_URL, the Redis every pool credential names', () => {
-  it("defaults to the engine's REDIS_URL without its credential", () => {
-    expect(loadPlacementConfig(required).PUBLIC_REDIS_URL).toBe('redis://10.0.0.5:6379');
+  it('defaults to the pool gate on the loopback, never to REDIS_URL', () => {
+    expect(loadPlacementConfig(required).PUBLIC_REDIS_URL).toBe('redis://127.0.0.1:6380');
+    expect(loadPlacementConfig({ ...required, POOL_GATE_HOST: '10.0.0.7', POOL_GATE_PORT: '7380' }).PUBLIC_REDIS_URL).toBe('redis://10.0.0.7:7380');
   });
 
   it('takes the address other hosts reach, rediss:// for TLS', () => {

@@ -2,15 +2,22 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { redisUrlSetting } from '@envengine/redis-connections';
 import { DEFAULT_TASK_QUEUE } from '@envengine/contracts';
-import { InternalCredential, internalServiceConfigSchema, parseConfig, PositiveIntFromEnv, temporalConfigShape, withoutCredential, ServiceOriginsFromEnv } from '@envengine/service-kit';
+import { InternalCredential, internalServiceConfigSchema, parseConfig, PortFromEnv, PositiveIntFromEnv, temporalConfigShape, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
   REDIS_URL: redisUrlSetting('attempts are queued in Redis'),
   /**
-   * The Redis URL pool workers are told to use (in every credential issued), e.g.
-   * `rediss://queues.example.com:6380` for workers on other hosts; no credential in it
-   * (each pool signs in as its own user); a Redis Cluster's nodes separated by commas.
-   * Default: REDIS_URL without its credential.
+   * The pool gate, where pool workers reach their queues: a Redis-protocol listener that
+   * passes only a BullMQ worker's commands to REDIS_URL (pool/pool-gate.ts). On every
+   * address by default, as the gateway's port is: workers run on other hosts.
+   */
+  POOL_GATE_HOST: z.string().default('0.0.0.0'),
+  POOL_GATE_PORT: PortFromEnv(6380),
+  /**
+   * The Redis URL pool workers are told to use (in every credential issued): the pool
+   * gate's address as other hosts reach it, e.g. `redis://queues.example.com:6380`; no
+   * credential in it (each pool signs in as its own user). Default: the pool gate on this
+   * host's loopback.
    */
   PUBLIC_REDIS_URL: redisUrlSetting('the Redis pool workers use', { withCredential: false }).optional(),
   DEPLOYMENT_SERVICE_URL: ServiceOriginsFromEnv('deployment-service', 'http://127.0.0.1:8082'),
@@ -88,5 +95,6 @@ export type PlacementConfig = z.infer<typeof placementConfigSchema>;
 
 export function loadPlacementConfig(env: Record<string, string | undefined>): PlacementConfig & { PUBLIC_REDIS_URL: string } {
   const config = parseConfig(placementConfigSchema, env);
-  return { ...config, PUBLIC_REDIS_URL: config.PUBLIC_REDIS_URL ?? withoutCredential(config.REDIS_URL).replace(/\/$/, '') };
+  const gateHost = config.POOL_GATE_HOST === '0.0.0.0' || config.POOL_GATE_HOST === '::' ? '127.0.0.1' : config.POOL_GATE_HOST;
+  return { ...config, PUBLIC_REDIS_URL: config.PUBLIC_REDIS_URL ?? `redis://${gateHost.includes(':') ? `[${gateHost}]` : gateHost}:${config.POOL_GATE_PORT}` };
 }

@@ -20,6 +20,8 @@ import { MaterializationReader } from './outputs/materialization-reader.ts';
 import { poolInternalRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
 import { PoolStoreKeys } from './pool/pool-store-keys.ts';
+import { startPoolGate } from './pool/pool-gate.ts';
+import type { RedisGate } from '@envengine/redis-gate';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
 import { DispatchReconciler } from './runs/dispatch-reconciler.ts';
 import { LeaseReaper } from './runs/lease-reaper.ts';
@@ -50,6 +52,7 @@ const queues = new AttemptQueueProducer(redis, tracingConfigured(config) ? new B
 const temporalConnection = Connection.lazy(temporalClientConnectionOptions(config));
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 let sweeps: Array<{ start(): void; stop(): void }> = [];
+let poolGate: RedisGate | undefined;
 /** How often a revoked pool credential's store keys that could not be taken away at once are tried again. */
 const STORE_KEYS_SWEEP_MS = 60_000;
 const engineStore = config.ENGINE_S3_URL
@@ -128,6 +131,8 @@ await runInternalService({
       sweeps.push(storeKeysSweep);
     }
     const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL, storeKeys);
+    poolGate = await startPoolGate(redis, config.REDIS_URL, { host: config.POOL_GATE_HOST, port: config.POOL_GATE_PORT }, log);
+    log.info({ address: poolGate.address, public_url: config.PUBLIC_REDIS_URL }, 'pool gate listening');
 
     const api = placementPublicApi({
       environments,
@@ -156,6 +161,7 @@ await runInternalService({
   },
   onStop: async () => {
     for (const sweep of sweeps) sweep.stop();
+    await poolGate?.close();
     await queues.close();
     redis.disconnect();
     await temporalConnection.close();

@@ -1,5 +1,5 @@
 import { Worker, type Job } from 'bullmq';
-import calculateSlot from 'cluster-key-slot';
+import { keySlot } from '@envengine/redis-gate';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue, attemptQueueKeyName } from './attempt-queues.ts';
@@ -123,8 +123,8 @@ describe('AttemptQueueProducer', { timeout: 10_000 }, () => {
     const keys = await admin.keys(`${ATTEMPT_QUEUE_PREFIX}:*${tenant}*`);
     expect(keys.length).toBeGreaterThanOrEqual(4);
     expect(keys.every((key) => key.startsWith(`${ATTEMPT_QUEUE_PREFIX}:{${queue}}:`))).toBe(true);
-    expect(new Set(keys.map((key) => calculateSlot(key))).size).toBe(1);
+    expect(new Set(keys.map((key) => keySlot(key))).size).toBe(1);
     // Control: the same keys without the hash tag fall in several slots.
-    expect(new Set(keys.map((key) => calculateSlot(key.replace(/[{}]/g, '')))).size).toBeGreaterThan(1);
+    expect(new Set(keys.map((key) => keySlot(key.replace(/[{}]/g, '')))).size).toBeGreaterThan(1);
   });
 });

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { everyRedisServer, REDIS_CLUSTER_CLIENT_COMMANDS, type RedisConnection } from '@envengine/redis-connections';
 import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
+import type { CommandLimits, GatePolicy, GateVerdict } from '@envengine/redis-gate';
 
 export interface PoolUser {
   username: string;
@@ -269,5 +270,48 @@ export function reapplyOnReady(redis: RedisConnection, loadUsers: () => Promise<
   return () => {
     redis.off('ready', onReady);
     redis.off('+node', onReady);
+  };
+}
+
+/**
+ * What a pool worker may send through the pool gate (the placement-service's, which pool
+ * workers reach instead of Redis): no plain command that reads or writes a key, since
+ * Redis's ACL cannot take those from a user who runs scripts that use them. Argument
+ * sizes are bounded: a job's return value, failure reason, stack trace or log line is at
+ * most `maxArgumentBytes`.
+ */
+export const POOL_GATE_LIMITS: CommandLimits = { maxArgumentBytes: 256 * 1024, maxArguments: 1024, maxCommandBytes: 1024 * 1024 };
+
+/**
+ * The gate's policy for pool users: EVALSHA of the worker scripts (routed by their keys),
+ * BZPOPMIN (the blocking wait on the queue's marker key), INFO and CLIENT SETNAME; every
+ * other command is answered NOPERM by the gate itself. Redis then applies the user's ACL
+ * (its tenant's keys only) to what passes. A Redis Cluster's commands are not needed: the
+ * gate is one server to its clients.
+ */
+export function poolGatePolicy(): GatePolicy {
+  const scripts = new Set(poolWorkerScripts().map((script) => script.sha1));
+  const refuse = (what: string): GateVerdict => ({ refuse: `NOPERM the pool gate does not pass ${what}: a pool worker may run the engine's listed BullMQ scripts by EVALSHA, BZPOPMIN, INFO and CLIENT SETNAME only` });
+  return (command) => {
+    const name = command[0]!.toString('latin1').toLowerCase();
+    switch (name) {
+      case 'evalsha': {
+        const sha1 = command[1]?.toString('latin1').toLowerCase() ?? '';
+        if (!scripts.has(sha1)) return refuse('EVALSHA of a script that is not one of the worker scripts');
+        const keyCount = Number(command[2]?.toString('latin1'));
+        if (!Number.isInteger(keyCount) || keyCount < 0 || keyCount > command.length - 3) return { refuse: 'ERR Number of keys can\'t be greater than number of args' };
+        return { forward: 'keys', keys: command.slice(3, 3 + keyCount) };
+      }
+      case 'bzpopmin':
+        if (command.length < 3) return { refuse: "ERR wrong number of arguments for 'bzpopmin' command" };
+        return { forward: 'keys', keys: command.slice(1, -1) };
+      case 'info':
+        return { forward: 'home' };
+      case 'client':
+        if (command.length === 3 && command[1]!.toString('latin1').toLowerCase() === 'setname') return { forward: 'home' };
+        return refuse(`CLIENT ${command[1]?.toString('latin1').toUpperCase().slice(0, 32) ?? ''}`.trim());
+      default:
+        return refuse(`'${name.slice(0, 32)}'`);
+    }
   };
 }

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePortInRange, ManagedProcess, waitUntil, type ObjectStoreAdmin } from '@envengine/backing-servers';
 import { loadOrCreateMasterKey } from './secrets-master-key.ts';
-import { GATEWAY_METRICS_PORT, SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
+import { GATEWAY_METRICS_PORT, POOL_GATE_PORT, SERVICE_DATABASES, SERVICE_NAMES, SERVICES, type ServiceName } from './services.ts';
 
 export const WORKSPACE_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
 
@@ -50,6 +50,8 @@ export interface RunningServices {
   gatewayUrl: string;
   /** Each gateway's metrics listener (`/metrics`, on the loopback, never on the public port), the first one first. */
   gatewayMetricsUrls: string[];
+  /** The first placement-service's pool gate (`redis://`): what pool credentials name as their Redis (PUBLIC_REDIS_URL). */
+  poolGateUrl: string;
   /** The first replica's URL of each deployable. */
   urls: Record<ServiceName, string>;
   /** The first replica of each deployable. */
@@ -118,6 +120,10 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   /** The port of `/metrics` of each gateway (its own listener; the gateway's default first). */
   const gatewayMetricsPorts: number[] = [];
   for (let index = 0; index < replicaCount; index++) gatewayMetricsPorts.push(options.ports === 'default' ? GATEWAY_METRICS_PORT + 100 * index : await serviceFreePort());
+  /** The pool gate of each placement-service replica; pool credentials name the first one's. */
+  const poolGatePorts: number[] = [];
+  for (let index = 0; index < replicaCount; index++) poolGatePorts.push(options.ports === 'default' ? POOL_GATE_PORT + 100 * index : await serviceFreePort());
+  const poolGateUrl = `redis://127.0.0.1:${poolGatePorts[0]}`;
   const replicaUrls = Object.fromEntries(
     SERVICE_NAMES.map((name) => [name, ports[name].map((port) => `http://127.0.0.1:${port}`)]),
   ) as Record<ServiceName, string[]>;
@@ -150,6 +156,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     HOST: name === 'gateway' ? '0.0.0.0' : '127.0.0.1',
     PORT: String(ports[name][replica]),
     ...(name === 'gateway' ? { METRICS_PORT: String(gatewayMetricsPorts[replica]) } : {}),
+    // Pool workers, which may run on other hosts as the gateway's clients do, reach their queues through it.
+    ...(name === 'placement-service' ? { POOL_GATE_HOST: '0.0.0.0', POOL_GATE_PORT: String(poolGatePorts[replica]), PUBLIC_REDIS_URL: poolGateUrl } : {}),
     LOG_LEVEL: options.logLevel ?? 'info',
     INTERNAL_CREDENTIAL: internalCredential,
     // The deployment scope's two deployables share its database and its user.
@@ -218,6 +226,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   const running: RunningServices = {
     gatewayUrl: urls.gateway,
     gatewayMetricsUrls: gatewayMetricsPorts.map((port) => `http://127.0.0.1:${port}`),
+    poolGateUrl,
     urls,
     processes,
     replicaUrls,

@@ -10,6 +10,8 @@ export const SERVICES = {
 export type ServiceName = keyof typeof SERVICES;
 /** The gateway's `/metrics` listener (its METRICS_PORT default): a port of its own, on the loopback. */
 export const GATEWAY_METRICS_PORT = 9464;
+/** The placement-service's pool gate (its POOL_GATE_PORT default): where pool workers reach their queues. */
+export const POOL_GATE_PORT = 6380;
 export const SERVICE_NAMES = Object.keys(SERVICES) as ServiceName[];
 
 /** Database of each service that owns collections. */

@@ -56,7 +56,8 @@ export function launchPoolWorker(
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       API_URL: stack.gatewayUrl,
-      REDIS_URL: stack.redisServerUrl,
+      // Where the credential says its queues are: the pool gate.
+      REDIS_URL: credential.redis.url ?? stack.poolGateUrl,
       POOL_TOKEN: credential.token,
       REDIS_USERNAME: credential.redis.username,
       REDIS_PASSWORD: credential.redis.password,

@@ -39,8 +39,10 @@ export interface StackInfo {
   /** The servers' administrator URLs (every database, key and command): tests look behind the API with them. */
   mongoUrl: string;
   redisUrl: string;
-  /** Redis's address without a credential, as a pool worker is given it (it brings its own). */
+  /** Redis's address without a credential: Redis itself, behind the pool gate. */
   redisServerUrl: string;
+  /** The pool gate (`redis://`), where pool workers reach their queues: what a pool credential's `redis.url` names. */
+  poolGateUrl: string;
   temporalAddress: string;
   /** The task queue of the stack's workflow-worker (its workflows and activities). */
   deploymentsTaskQueue: string;
@@ -131,6 +133,7 @@ export function stackInfoOf({ servers, services }: Pick<RunningStack, 'servers' 
     mongoUrl: servers.mongo.adminUrl,
     redisUrl: servers.redis.adminUrl,
     redisServerUrl: servers.redis.url,
+    poolGateUrl: services.poolGateUrl,
     temporalAddress: servers.temporal.url,
     deploymentsTaskQueue: services.deploymentsTaskQueue,
     serverAddresses: Object.fromEntries([

@@ -1,0 +1,227 @@
+import { createRequire } from 'node:module';
+import { connect } from 'node:net';
+import { Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeCommand, replyEnd, startRedisGate, type RedisGate } from '@envengine/redis-gate';
+import type { AttemptJob } from '@envengine/contracts';
+import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, attemptQueueKeyName, tenantAttemptQueue } from './attempt-queues.ts';
+import { generatePoolPassword, POOL_GATE_LIMITS, POOL_USERNAME_PREFIX, PoolAclRegistry, poolGatePolicy, poolRedisUsername, poolWorkerScripts, sha256Hex, type PoolUser } from './pool-acl.ts';
+import { poolRedisOptions, sendScriptsByShaOnly } from './pool-connection.ts';
+import { startRedisChild, testId, type RedisChild } from './redis-child.fixture.ts';
+
+interface Credential extends PoolUser {
+  password: string;
+}
+
+let server: RedisChild;
+let admin: Redis;
+let registry: PoolAclRegistry;
+let producer: AttemptQueueProducer;
+let gate: RedisGate;
+const opened: Array<{ disconnect(): void }> = [];
+const quiet = { info: () => undefined, warn: () => undefined };
+
+beforeAll(async () => {
+  sendScriptsByShaOnly();
+  server = await startRedisChild();
+  admin = new Redis(server.url, { maxRetriesPerRequest: null });
+  registry = new PoolAclRegistry(admin);
+  producer = new AttemptQueueProducer(admin);
+  await registry.loadWorkerScripts();
+  // This process sends scripts by EVALSHA only (above), the producer's too: load BullMQ's other scripts.
+  const scripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { content: string }>;
+  for (const script of Object.values(scripts)) await admin.call('SCRIPT', 'LOAD', script.content);
+  gate = await startRedisGate({
+    host: '127.0.0.1',
+    port: 0,
+    policy: poolGatePolicy(),
+    limits: POOL_GATE_LIMITS,
+    acceptsUser: (username) => username.startsWith(POOL_USERNAME_PREFIX),
+    nodeForSlot: () => `127.0.0.1:${server.port}`,
+    log: quiet,
+  });
+}, 10_000);
+
+afterAll(async () => {
+  for (const client of opened) client.disconnect();
+  await gate?.close();
+  await producer?.close();
+  admin?.disconnect();
+  await server?.stop();
+});
+
+const gatePort = () => Number(gate.address.split(':').pop());
+
+async function issue(tenantId: string): Promise<Credential> {
+  const password = generatePoolPassword();
+  const user = { username: poolRedisUsername(testId('pcr')), passwordSha256: sha256Hex(password), tenantId };
+  await registry.apply(user);
+  return { ...user, password };
+}
+
+/** A connection as the pool user, through the gate or straight to Redis; it does not reconnect. */
+function client(credential: Credential, through: 'gate' | 'redis'): Redis {
+  const options = poolRedisOptions(`redis://127.0.0.1:${through === 'gate' ? gatePort() : server.port}`, credential.username, credential.password);
+  const connection = new Redis({ ...options, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  connection.on('error', () => undefined);
+  opened.push(connection);
+  return connection;
+}
+
+async function reply(connection: Redis, ...command: [string, ...(string | number | Buffer)[]]): Promise<string> {
+  return connection.call(...command).then(
+    (value) => `allowed: ${JSON.stringify(value)}`,
+    (error: Error) => error.message,
+  );
+}
+
+/** Raw bytes to the gate, and every reply it sends until it has sent `count` of them or hangs up. */
+async function rawExchange(bytes: Buffer, count: number): Promise<{ replies: string[]; closed: boolean }> {
+  const socket = connect({ host: '127.0.0.1', port: gatePort() });
+  let received = Buffer.alloc(0);
+  const replies: string[] = [];
+  return new Promise((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      for (let end = replyEnd(received); end !== undefined; end = replyEnd(received)) {
+        replies.push(received.toString('utf8', 0, end).trimEnd());
+        received = received.subarray(end);
+      }
+      if (replies.length >= count) {
+        socket.destroy();
+        resolve({ replies, closed: false });
+      }
+    });
+    socket.on('close', () => resolve({ replies, closed: true }));
+    socket.write(bytes);
+  });
+}
+
+function attemptJob(tenantId: string): AttemptJob {
+  return { attempt_id: testId('att'), run_id: testId('run'), tenant_id: tenantId, dispatch: 0 };
+}
+
+describe('the pool gate', { timeout: 15_000 }, () => {
+  it('runs a BullMQ Worker on its tenant\'s queue, through the gate', async () => {
+    const tenant = testId('ten');
+    const credential = await issue(tenant);
+    const connection = new Redis(poolRedisOptions(`redis://127.0.0.1:${gatePort()}`, credential.username, credential.password));
+    connection.on('error', () => undefined);
+    opened.push(connection);
+    const seen: unknown[] = [];
+    const worker = new Worker(attemptQueueKeyName(tenantAttemptQueue(tenant)), async (job: Job) => {
+      seen.push(job.data);
+      if (seen.length === 2) throw new Error('user code failed');
+      return 'done';
+    }, { connection, prefix: ATTEMPT_QUEUE_PREFIX });
+    const errors: string[] = [];
+    worker.on('error', (error) => errors.push(error.message));
+    try {
+      const first = attemptJob(tenant);
+      const completed = new Promise<Job>((resolve) => worker.once('completed', resolve));
+      await producer.enqueue(first, 'remote');
+      expect((await completed).id).toBe(first.attempt_id);
+      const second = attemptJob(tenant);
+      const failed = new Promise<Error>((resolve) => worker.once('failed', (_job, error) => resolve(error)));
+      await producer.enqueue(second, 'remote');
+      expect((await failed).message).toBe('user code failed');
+      expect(seen).toEqual([first, second]);
+      expect(await producer.counts(tenantAttemptQueue(tenant))).toEqual({ waiting: 0, active: 0 });
+    } finally {
+      await worker.close();
+    }
+    expect(errors).toEqual([]);
+  });
+
+  it('refuses plain writes on its own keys that Redis itself would allow the same user', async () => {
+    const tenant = testId('ten');
+    const credential = await issue(tenant);
+    const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}`;
+    const gated = client(credential, 'gate');
+    const direct = client(credential, 'redis');
+    const writes: Array<[string, ...(string | number)[]]> = [
+      ['SET', `${own}:junk`, 'x'],
+      ['HSET', `${own}:junk-hash`, 'f', 'x'],
+      ['LPUSH', `${own}:junk-list`, 'x'],
+      ['GET', `${own}:junk`],
+      ['LLEN', `${own}:wait`],
+    ];
+    for (const command of writes) {
+      // Positive control: the user's ACL allows it on Redis itself (its scripts need these).
+      expect(await reply(direct, ...command), command[0]).toMatch(/^allowed/);
+      expect(await reply(gated, ...command), command[0]).toMatch(/^NOPERM the pool gate does not pass/);
+    }
+    // No script calls APPEND, so the ACL refuses it too; the gate answers before Redis is asked.
+    expect(await reply(gated, 'APPEND', `${own}:junk`, 'x')).toMatch(/^NOPERM the pool gate does not pass/);
+    await admin.del(`${own}:junk`, `${own}:junk-hash`, `${own}:junk-list`);
+    for (const command of <Array<[string, ...(string | number)[]]>>[['KEYS', '*'], ['FLUSHALL'], ['CONFIG', 'GET', 'maxmemory'], ['SUBSCRIBE', 'x'], ['CLUSTER', 'SLOTS'], ['SELECT', 1], ['CLIENT', 'KILL', 'ID', 1], ['EVAL', 'return 1', 0], ['SCRIPT', 'LOAD', 'return 1'], ['MULTI']]) {
+      expect(await reply(gated, ...command), command.join(' ')).toMatch(/^NOPERM the pool gate/);
+    }
+    const foreignSha = (await admin.call('SCRIPT', 'LOAD', "return redis.call('SET', KEYS[1], ARGV[1])")) as string;
+    expect(await reply(gated, 'EVALSHA', foreignSha, 1, `${own}:junk`, 'x')).toMatch(/^NOPERM the pool gate/);
+    expect(await admin.exists(`${own}:junk`)).toBe(0);
+    // What passes still meets Redis's ACL: a worker script on another tenant's keys.
+    const isMaxed = poolWorkerScripts().find((script) => script.name === 'isMaxed')!;
+    const other = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(testId('ten')))}`;
+    expect(await reply(gated, 'EVALSHA', isMaxed.sha1, 2, `${own}:meta`, `${own}:active`)).toMatch(/^allowed/);
+    expect(await reply(gated, 'EVALSHA', isMaxed.sha1, 2, `${other}:meta`, `${other}:active`)).toMatch(/NOPERM.*(no permissions|No permissions)/i);
+  });
+
+  it('cuts off a command with an argument over the bound, and passes one under it', async () => {
+    const tenant = testId('ten');
+    const credential = await issue(tenant);
+    const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}`;
+    const addLog = poolWorkerScripts().find((script) => script.name === 'addLog')!;
+    const auth = encodeCommand(['AUTH', credential.username, credential.password]);
+    const underBound = Buffer.alloc(POOL_GATE_LIMITS.maxArgumentBytes, 'a');
+    const overBound = Buffer.alloc(POOL_GATE_LIMITS.maxArgumentBytes + 1, 'a');
+    // Positive control: at the bound, Redis gets it (the script answers for a job that does not exist).
+    const under = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', addLog.sha1, '2', `${own}:j1`, `${own}:j1:logs`, 'j1', underBound, '0'])]), 2);
+    expect(under.replies[0]).toBe('+OK');
+    expect(under.replies[1]).not.toMatch(/gate/);
+    const over = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', addLog.sha1, '2', `${own}:j1`, `${own}:j1:logs`, 'j1', overBound, '0'])]), 3);
+    expect(over.replies).toEqual(['+OK', `-ERR an argument is at most ${POOL_GATE_LIMITS.maxArgumentBytes} bytes; the gate closes this connection`]);
+    expect(over.closed).toBe(true);
+  });
+
+  it('answers in the order commands were sent, its own refusals among Redis\'s replies', async () => {
+    const credential = await issue(testId('ten'));
+    const pipeline = Buffer.concat([
+      encodeCommand(['AUTH', credential.username, credential.password]),
+      encodeCommand(['CLIENT', 'SETNAME', 'probe']),
+      encodeCommand(['SET', 'k', 'v']),
+      encodeCommand(['INFO', 'server']),
+      encodeCommand(['GET', 'k']),
+      encodeCommand(['QUIT']),
+    ]);
+    const { replies, closed } = await rawExchange(pipeline, 6);
+    expect(replies.map((line) => line.split('\r\n')[0]!.replace(/^(\$\d+|-NOPERM).*/, '$1'))).toEqual(['+OK', '+OK', '-NOPERM', expect.stringMatching(/^\$\d+$/), '-NOPERM', '+OK']);
+    expect(replies[3]).toContain('redis_version');
+    expect(closed || replies.length === 6).toBe(true);
+  });
+
+  it('takes only pool users, and nothing before AUTH', async () => {
+    const credential = await issue(testId('ten'));
+    const before = await rawExchange(encodeCommand(['INFO']), 1);
+    expect(before.replies).toEqual(['-NOAUTH Authentication required.']);
+    const wrong = await rawExchange(encodeCommand(['AUTH', credential.username, 'not-the-password']), 1);
+    expect(wrong.replies[0]).toMatch(/^-WRONGPASS/);
+    const notPool = await rawExchange(encodeCommand(['AUTH', 'default', 'anything']), 1);
+    expect(notPool.replies[0]).toMatch(/^-WRONGPASS/);
+    const inline = await rawExchange(Buffer.from('AUTH x y\r\n'), 1);
+    expect(inline.replies[0]).toMatch(/^-ERR only commands sent as RESP arrays/);
+  });
+
+  it("closes a revoked user's connections, as Redis does", async () => {
+    const credential = await issue(testId('ten'));
+    const gated = client(credential, 'gate');
+    expect(await reply(gated, 'INFO', 'server')).toMatch(/^allowed/);
+    const closed = new Promise<void>((resolve) => gated.once('end', () => resolve()));
+    await registry.revoke(credential.username);
+    await closed;
+    const again = await rawExchange(encodeCommand(['AUTH', credential.username, credential.password]), 1);
+    expect(again.replies[0]).toMatch(/^-WRONGPASS/);
+  });
+});

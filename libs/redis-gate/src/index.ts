@@ -1,0 +1,2 @@
+export * from './resp.ts';
+export * from './redis-gate.ts';

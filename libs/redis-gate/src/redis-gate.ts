@@ -1,0 +1,313 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
+import { CommandReader, encodeCommand, encodeError, encodeStatus, replyEnd, type CommandLimits } from './resp.ts';
+
+/** What a gate does with one command (after AUTH): send it on to Redis, or answer it with an error itself. */
+export type GateVerdict =
+  /** To the node that serves these keys' slot (all of them in one slot). */
+  | { forward: 'keys'; keys: readonly Buffer[] }
+  /** To the node the connection authenticated on (a command without keys, such as INFO). */
+  | { forward: 'home' }
+  | { refuse: string };
+
+/** Which commands pass, by their arguments (`command[0]` is the name, in the case the client sent). */
+export type GatePolicy = (command: readonly Buffer[]) => GateVerdict;
+
+export interface GateLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface RedisGateOptions {
+  host: string;
+  /** 0 for a free port. */
+  port: number;
+  policy: GatePolicy;
+  limits: CommandLimits;
+  /** Only these users authenticate through the gate (AUTH <username> <password>; never the `default` user). */
+  acceptsUser(username: string): boolean;
+  /** The node (`host:port`) that serves a key slot now: the one server's address for every slot, or the cluster's layout. */
+  nodeForSlot(slot: number): string | undefined;
+  /** A node answered MOVED or ASK: the cluster's layout changed, and the next command should go by the new one. */
+  layoutChanged?(): void;
+  /** Reach the nodes over TLS (a `rediss://` REDIS_URL). */
+  tls?: boolean;
+  /** The database a single server's clients use (SELECTed after AUTH); a cluster has only 0. */
+  database?: number;
+  /** Commands a connection may have sent and not yet been answered; more cut it off. */
+  maxPendingReplies?: number;
+  log: GateLog;
+}
+
+export interface RedisGate {
+  /** `host:port` it listens on. */
+  address: string;
+  /** Client connections open now. */
+  connections(): number;
+  close(): Promise<void>;
+}
+
+/** CRC-16/XMODEM (polynomial 0x1021), the one Redis Cluster hashes keys with, a byte at a time. */
+const CRC16_TABLE = Uint16Array.from({ length: 256 }, (_, byte) => {
+  let crc = byte << 8;
+  for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc;
+});
+
+/** The slot of a key, as Redis Cluster computes it: CRC16 of the key, or of its `{hash tag}` when it has a non-empty one, mod 16384. */
+export function keySlot(key: Buffer | string): number {
+  let bytes = typeof key === 'string' ? Buffer.from(key) : key;
+  const open = bytes.indexOf(0x7b /* '{' */);
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d /* '}' */, open + 1);
+    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff]!;
+  return crc % 16384;
+}
+
+/**
+ * A gate in front of Redis for clients that must not send every command their Redis user
+ * may run: Redis applies a user's ACL inside the Lua scripts it runs too, so a user allowed
+ * to run a script that writes may also write with plain commands. The gate lets through
+ * only what its policy says, with bounded sizes, on connections that authenticate as a
+ * user it accepts; Redis still checks the user's password and its ACL (keys, commands)
+ * on everything that passes. Behind it one server or a Redis Cluster: a client sees one
+ * plain server, and each command goes to the node that serves its keys (replies come back
+ * in the order the commands were sent, as RESP requires).
+ */
+export async function startRedisGate(options: RedisGateOptions): Promise<RedisGate> {
+  const open = new Set<GateConnection>();
+  const server: Server = createServer((socket) => {
+    const connection = new GateConnection(socket, options);
+    open.add(connection);
+    socket.once('close', () => open.delete(connection));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  return {
+    address: `${options.host}:${port}`,
+    connections: () => open.size,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const connection of open) connection.destroy();
+      await closed;
+    },
+  };
+}
+
+/** A command's place in the order of replies: filled when its reply arrives (or at once, for the gate's own). */
+interface PendingReply {
+  reply?: Buffer;
+}
+
+/** One connection to a Redis node on behalf of one client, authenticated as the client's user. */
+interface Upstream {
+  socket: Socket;
+  received: Buffer;
+  /** Replies this node owes, in order; `internal` ones (the AUTH sent on a node the client never named) are the gate's. */
+  awaiting: Array<PendingReply & { internal?: boolean }>;
+}
+
+const DEFAULT_MAX_PENDING_REPLIES = 1024;
+
+class GateConnection {
+  private readonly reader: CommandReader;
+  private readonly pending: PendingReply[] = [];
+  private readonly upstreams = new Map<string, Upstream>();
+  private credential: { username: Buffer; password: Buffer } | undefined;
+  private home: string | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly client: Socket,
+    private readonly options: RedisGateOptions,
+  ) {
+    this.reader = new CommandReader(options.limits);
+    client.setNoDelay(true);
+    client.on('data', (chunk: Buffer) => this.onClientData(chunk));
+    client.on('error', () => this.destroy());
+    client.on('close', () => this.destroy());
+  }
+
+  destroy(): void {
+    this.closed = true;
+    for (const upstream of this.upstreams.values()) upstream.socket.destroy();
+    this.upstreams.clear();
+    this.client.destroy();
+  }
+
+  private onClientData(chunk: Buffer): void {
+    const { commands, error } = this.reader.push(chunk);
+    for (const command of commands) {
+      if (this.closed || this.ending) return;
+      this.onCommand(command);
+    }
+    // Its stream cannot be followed any further: the replies it is owed, why, and the end.
+    if (error && !this.closed && !this.ending) this.refuseAndClose(`ERR ${error.message}; the gate closes this connection`);
+  }
+
+  private onCommand(command: Buffer[]): void {
+    const name = command[0]!.toString('latin1').toLowerCase();
+    if (this.pending.length >= (this.options.maxPendingReplies ?? DEFAULT_MAX_PENDING_REPLIES)) {
+      this.refuseAndClose('ERR too many commands awaiting replies; the gate closes this connection');
+      return;
+    }
+    if (name === 'quit') {
+      this.answer(encodeStatus('OK'));
+      this.endAfterReplies();
+      return;
+    }
+    if (name === 'auth') return this.onAuth(command);
+    if (!this.credential) return this.answer(encodeError('NOAUTH Authentication required.'));
+    const verdict = this.options.policy(command);
+    if ('refuse' in verdict) return this.answer(encodeError(verdict.refuse));
+    let node = this.home!;
+    if (verdict.forward === 'keys' && verdict.keys.length > 0) {
+      const slots = new Set(verdict.keys.map((key) => keySlot(key)));
+      if (slots.size > 1) return this.answer(encodeError("CROSSSLOT Keys in request don't hash to the same slot"));
+      node = this.options.nodeForSlot([...slots][0]!) ?? node;
+    }
+    this.forward(node, encodeCommand(command));
+  }
+
+  /** `AUTH <username> <password>`, once per connection: the node of slot 0 checks it, and the client gets its answer. */
+  private onAuth(command: Buffer[]): void {
+    if (command.length !== 3) return this.answer(encodeError('ERR the gate takes AUTH <username> <password> only'));
+    if (this.credential) return this.answer(encodeError('ERR this connection is authenticated already'));
+    const username = command[1]!.toString('utf8');
+    if (!this.options.acceptsUser(username)) return this.answer(encodeError('WRONGPASS invalid username-password pair or user is disabled.'));
+    const node = this.options.nodeForSlot(0);
+    if (!node) return this.answer(encodeError('CLUSTERDOWN the gate knows no Redis node to send this to'));
+    this.credential = { username: command[1]!, password: command[2]! };
+    this.home = node;
+    this.forward(node, encodeCommand(command), { authenticates: true });
+    this.selectDatabase(this.upstreams.get(node)!);
+  }
+
+  /** SELECT of the configured database, answered to the gate: clients may not SELECT through it. */
+  private selectDatabase(upstream: Upstream): void {
+    if (!this.options.database) return;
+    upstream.socket.write(encodeCommand(['SELECT', String(this.options.database)]));
+    upstream.awaiting.push({ internal: true });
+  }
+
+  /** Sends a command to a node (opened and authenticated first when this connection has not used it yet). */
+  private forward(node: string, bytes: Buffer, options: { authenticates?: boolean } = {}): void {
+    let upstream = this.upstreams.get(node);
+    if (!upstream) {
+      upstream = this.openUpstream(node);
+      // A node other than the one AUTH went to: authenticate there too, its answer the gate's own.
+      if (!options.authenticates) {
+        upstream.socket.write(encodeCommand(['AUTH', this.credential!.username, this.credential!.password]));
+        upstream.awaiting.push({ internal: true });
+        this.selectDatabase(upstream);
+      }
+    }
+    const entry: PendingReply = {};
+    this.pending.push(entry);
+    upstream.awaiting.push(entry);
+    upstream.socket.write(bytes);
+  }
+
+  private openUpstream(node: string): Upstream {
+    const separator = node.lastIndexOf(':');
+    const host = node.slice(0, separator).replace(/^\[(.*)\]$/, '$1');
+    const port = Number(node.slice(separator + 1));
+    const socket = this.options.tls ? connectTls({ host, port, servername: host }) : connect({ host, port, noDelay: true });
+    const upstream: Upstream = { socket, received: Buffer.alloc(0), awaiting: [] };
+    this.upstreams.set(node, upstream);
+    socket.on('data', (chunk: Buffer) => this.onUpstreamData(upstream, chunk));
+    // Redis closed it (a user deleted, the server gone): the client's replies from it would never come.
+    socket.on('error', (error) => {
+      this.options.log.warn({ node, err: error.message }, 'a Redis node behind the gate closed the connection');
+      this.endAfterReplies();
+    });
+    socket.on('close', () => this.endAfterReplies());
+    return upstream;
+  }
+
+  private onUpstreamData(upstream: Upstream, chunk: Buffer): void {
+    upstream.received = upstream.received.length === 0 ? chunk : Buffer.concat([upstream.received, chunk]);
+    for (;;) {
+      let end: number | undefined;
+      try {
+        end = replyEnd(upstream.received);
+      } catch {
+        this.destroy();
+        return;
+      }
+      if (end === undefined) break;
+      const reply = upstream.received.subarray(0, end);
+      upstream.received = upstream.received.subarray(end);
+      const entry = upstream.awaiting.shift();
+      if (!entry) {
+        // A reply nobody asked for (a server pushing): not the protocol this gate speaks.
+        this.destroy();
+        return;
+      }
+      if ('internal' in entry) {
+        if (reply[0] === 0x2d /* '-' */) {
+          // The client's credential refused (its AUTH's own answer says so first), or a node without its user: hang up.
+          this.flush();
+          this.destroyAfterWrite();
+          return;
+        }
+        continue;
+      }
+      if (reply[0] === 0x2d && /^-(MOVED|ASK) /.test(reply.toString('latin1', 0, 6))) this.options.layoutChanged?.();
+      entry.reply = reply;
+    }
+    this.flush();
+  }
+
+  /** An answer of the gate's own, in its place among the replies. */
+  private answer(reply: Buffer): void {
+    this.pending.push({ reply });
+    this.flush();
+  }
+
+  private flush(): void {
+    const ready: Buffer[] = [];
+    while (this.pending.length > 0 && this.pending[0]!.reply) ready.push(this.pending.shift()!.reply!);
+    if (ready.length > 0 && !this.closed) this.client.write(ready.length === 1 ? ready[0]! : Buffer.concat(ready));
+    if (this.ending && this.pending.length === 0) this.destroyAfterWrite();
+  }
+
+  private ending = false;
+
+  /** Ends the connection once every reply already owed to the client has been written; nothing more is read from it. */
+  private endAfterReplies(): void {
+    if (this.ending) return;
+    this.ending = true;
+    this.client.pause();
+    // Replies still owed by a node that is gone never come: drop them.
+    for (const upstream of this.upstreams.values()) {
+      if (upstream.socket.destroyed) for (const entry of upstream.awaiting) entry.reply ??= Buffer.alloc(0);
+    }
+    this.flush();
+  }
+
+  /** Reads nothing more from the client: the replies it is owed, then this error, then it is hung up on. */
+  private refuseAndClose(message: string): void {
+    this.pending.push({ reply: encodeError(message) });
+    this.endAfterReplies();
+  }
+
+  private destroyAfterWrite(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const upstream of this.upstreams.values()) upstream.socket.destroy();
+    this.upstreams.clear();
+    // Once what was written has gone out, whatever the client does.
+    this.client.destroySoon();
+  }
+}
