@@ -71,9 +71,14 @@ describe('docker-compose.yml', () => {
     expect(compose.services['attempt-worker']?.environment?.MONGO_URL).toBeUndefined();
   });
 
-  it('publishes no data port: only the gateway, and the Temporal UI on the loopback', () => {
+  it('publishes no data port: only the gateway, the pool gate, and the Temporal UI on the loopback', () => {
     const published = Object.fromEntries(Object.entries(compose.services).filter(([, service]) => service.ports).map(([name, service]) => [name, service.ports]));
-    expect(published).toEqual({ gateway: ['8080:8080'], temporal: ['127.0.0.1:8233:8233'] });
+    expect(published).toEqual({ gateway: ['8080:8080'], 'placement-service': ['6380:6380'], temporal: ['127.0.0.1:8233:8233'] });
+    // Pool workers are told the pool gate, and the pool profile's worker uses it, never Redis.
+    const placement = compose.services['placement-service']!.environment!;
+    expect(placement.POOL_GATE_PORT).toBe('6380');
+    expect(placement.PUBLIC_REDIS_URL).toMatch(/redis:\/\/placement-service:6380\}$/);
+    expect(compose.services['pool-worker']!.environment!.REDIS_URL).toBe('redis://placement-service:6380');
   });
 
   it('requires every credential from outside the file, with no default', () => {
@@ -91,7 +96,8 @@ describe('docker-compose.yml', () => {
     expect(compose.services.gateway?.environment?.REDIS_URL).toMatch(/^redis:\/\/gateway:\$\{REDIS_GATEWAY_PASSWORD:\?/);
     expect(compose.services['placement-service']?.environment?.REDIS_URL).toMatch(/^redis:\/\/placement:\$\{REDIS_PLACEMENT_PASSWORD:\?/);
     expect(compose.services['attempt-worker']?.environment?.REDIS_URL).toMatch(/^redis:\/\/runner:\$\{REDIS_RUNNER_PASSWORD:\?/);
-    expect(compose.services['pool-worker']?.environment?.REDIS_URL).toBe('redis://redis:6379');
+    // A pool worker brings its pool's own user, to the pool gate (no credential in the URL).
+    expect(compose.services['pool-worker']?.environment?.REDIS_URL).toBe('redis://placement-service:6380');
     expect(compose.services.redis?.entrypoint?.join(' ')).toMatch(/--aclfile \/data\/users\.acl --maxmemory \$\{REDIS_MAXMEMORY_MB:-256\}mb --maxmemory-policy noeviction/);
   });
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
+import { unpack } from 'msgpackr';
 import { everyRedisServer, REDIS_CLUSTER_CLIENT_COMMANDS, type RedisConnection } from '@envengine/redis-connections';
 import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
@@ -47,10 +48,15 @@ export function sha256Hex(text: string): string {
  */
 export const POOL_CONNECTION_COMMANDS: readonly string[] = ['bzpopmin', 'info', 'client|setname', ...REDIS_CLUSTER_CLIENT_COMMANDS];
 
-/** The BullMQ scripts a Worker (and a job's methods inside a processor) runs. */
+/**
+ * The BullMQ scripts a Worker runs (bullmq 6.7's RedisQueueBackend). Not a job's own
+ * methods (`log`, `updateProgress`, `updateData`): the attempt-worker reports logs and
+ * progress through the worker API, and `addLog` with no `keepLogs` would let a worker grow
+ * a job's log list without bound.
+ */
 export const POOL_WORKER_SCRIPT_NAMES: readonly string[] = [
   'moveToActive', 'moveToFinished', 'extendLock', 'extendLocks', 'moveStalledJobsToWait', 'retryJob', 'moveToDelayed',
-  'moveJobFromActiveToWait', 'updateProgress', 'addLog', 'updateData', 'saveStacktrace', 'releaseLock', 'getRateLimitTtl', 'isMaxed',
+  'moveJobFromActiveToWait', 'getRateLimitTtl', 'isMaxed',
 ];
 
 export interface WorkerScript {
@@ -290,7 +296,9 @@ export const POOL_GATE_LIMITS: CommandLimits = { maxArgumentBytes: 256 * 1024, m
  * gate is one server to its clients.
  */
 export function poolGatePolicy(): GatePolicy {
-  const scripts = new Set(poolWorkerScripts().map((script) => script.sha1));
+  const workerScripts = poolWorkerScripts();
+  const scripts = new Set(workerScripts.map((script) => script.sha1));
+  const moveToFinished = workerScripts.find((script) => script.name === 'moveToFinished')!.sha1;
   const refuse = (what: string): GateVerdict => ({ refuse: `NOPERM the pool gate does not pass ${what}: a pool worker may run the engine's listed BullMQ scripts by EVALSHA, BZPOPMIN, INFO and CLIENT SETNAME only` });
   return (command) => {
     const name = command[0]!.toString('latin1').toLowerCase();
@@ -300,6 +308,9 @@ export function poolGatePolicy(): GatePolicy {
         if (!scripts.has(sha1)) return refuse('EVALSHA of a script that is not one of the worker scripts');
         const keyCount = Number(command[2]?.toString('latin1'));
         if (!Number.isInteger(keyCount) || keyCount < 0 || keyCount > command.length - 3) return { refuse: 'ERR Number of keys can\'t be greater than number of args' };
+        if (sha1 === moveToFinished && !removesFinishedJob(command.slice(3 + keyCount))) {
+          return refuse('moveToFinished that keeps the finished job: an attempt\'s job is removed when it ends');
+        }
         return { forward: 'keys', keys: command.slice(3, 3 + keyCount) };
       }
       case 'bzpopmin':
@@ -314,4 +325,22 @@ export function poolGatePolicy(): GatePolicy {
         return refuse(`'${name.slice(0, 32)}'`);
     }
   };
+}
+
+/**
+ * Whether moveToFinished's arguments (bullmq 6.7: job id, timestamp, property, value,
+ * target, fetch-next, prefix, then its msgpack-ed options) remove the job as it ends
+ * (`keepJobs: {count: 0}`, what the engine's `removeOnComplete`/`removeOnFail: true` give).
+ * A worker that kept them would leave a job hash of up to a command's size behind for
+ * every attempt it finished.
+ */
+function removesFinishedJob(args: readonly Buffer[]): boolean {
+  const packed = args[7];
+  if (!packed) return false;
+  try {
+    const options = unpack(packed) as { keepJobs?: { count?: unknown; age?: unknown } } | null;
+    return options?.keepJobs?.count === 0;
+  } catch {
+    return false;
+  }
 }

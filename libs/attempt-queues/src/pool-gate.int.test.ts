@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
+import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommand, replyEnd, startRedisGate, type RedisGate } from '@envengine/redis-gate';
 import type { AttemptJob } from '@envengine/contracts';
@@ -173,17 +174,32 @@ describe('the pool gate', { timeout: 15_000 }, () => {
     const tenant = testId('ten');
     const credential = await issue(tenant);
     const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}`;
-    const addLog = poolWorkerScripts().find((script) => script.name === 'addLog')!;
+    const isMaxed = poolWorkerScripts().find((script) => script.name === 'isMaxed')!;
     const auth = encodeCommand(['AUTH', credential.username, credential.password]);
     const underBound = Buffer.alloc(POOL_GATE_LIMITS.maxArgumentBytes, 'a');
     const overBound = Buffer.alloc(POOL_GATE_LIMITS.maxArgumentBytes + 1, 'a');
-    // Positive control: at the bound, Redis gets it (the script answers for a job that does not exist).
-    const under = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', addLog.sha1, '2', `${own}:j1`, `${own}:j1:logs`, 'j1', underBound, '0'])]), 2);
-    expect(under.replies[0]).toBe('+OK');
-    expect(under.replies[1]).not.toMatch(/gate/);
-    const over = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', addLog.sha1, '2', `${own}:j1`, `${own}:j1:logs`, 'j1', overBound, '0'])]), 3);
+    // Positive control: at the bound, Redis gets it (and the script, which reads no argument, answers).
+    const under = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', isMaxed.sha1, '2', `${own}:meta`, `${own}:active`, underBound])]), 2);
+    expect(under.replies).toEqual(['+OK', '$-1']);
+    const over = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', isMaxed.sha1, '2', `${own}:meta`, `${own}:active`, overBound])]), 3);
     expect(over.replies).toEqual(['+OK', `-ERR an argument is at most ${POOL_GATE_LIMITS.maxArgumentBytes} bytes; the gate closes this connection`]);
     expect(over.closed).toBe(true);
+  });
+
+  it('refuses a moveToFinished that would keep the finished job, and passes one that removes it', async () => {
+    const tenant = testId('ten');
+    const credential = await issue(tenant);
+    const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}`;
+    const moveToFinished = poolWorkerScripts().find((script) => script.name === 'moveToFinished')!;
+    const gated = client(credential, 'gate');
+    // BullMQ 6.7's 14 keys and 8 arguments, as its Worker sends them for a job that is not there.
+    const keys = ['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'completed', 'j1', 'metrics:completed', 'marker'].map((key) => `${own}:${key}`);
+    const finish = (keepJobs: { count: number }) =>
+      reply(gated, 'EVALSHA', moveToFinished.sha1, keys.length, ...keys, 'j1', Date.now(), 'returnvalue', '"done"', 'completed', 0, `${own}:`, pack({ token: 't', keepJobs, lockDuration: 30_000, attempts: 1, maxMetricsSize: '' }));
+    // Positive control: removing the job, it reaches the script (which answers that the job is missing).
+    expect(await finish({ count: 0 })).toMatch(/^allowed: -1$/);
+    expect(await finish({ count: -1 })).toMatch(/^NOPERM the pool gate does not pass moveToFinished that keeps the finished job/);
+    expect(await finish({ count: 100 })).toMatch(/^NOPERM/);
   });
 
   it('answers in the order commands were sent, its own refusals among Redis\'s replies', async () => {
