@@ -7,8 +7,8 @@ export const PoolCredentialIssued = z.object({
   token: z.string(),
   /**
    * A Redis ACL user that reaches only the tenant's queue keys, and where workers reach
-   * that Redis (the engine's PUBLIC_REDIS_URL, no credential in it; null in a credential
-   * saved before it was given).
+   * their queues: the engine's pool gate (PUBLIC_REDIS_URL, no credential in it; null in a
+   * credential saved before it was given).
    */
   redis: z.object({ url: z.string().nullable().default(null), username: z.string(), password: z.string() }),
   /** The BullMQ queue the pool's workers take attempts from. */
