@@ -1,17 +1,15 @@
-import { createRequire } from 'node:module';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, tenantAttemptQueue, attemptQueueKeyName } from './attempt-queues.ts';
-import type { AttemptJob } from '@envengine/contracts';
 import { generatePoolPassword, PoolAclRegistry, poolRedisUsername, poolWorkerScripts, reapplyOnReady, sha256Hex, type PoolUser } from './pool-acl.ts';
-import { poolRedisOptions, sendScriptsByShaOnly } from './pool-connection.ts';
-import { startRedisChild, testId, type RedisChild } from './redis-child.fixture.ts';
+import { poolRedisOptions } from './pool-connection.ts';
+import { testId, type RedisChild } from './redis-child.fixture.ts';
+import { attemptJob, issuePoolUser, loadEveryBullmqScript, replyTo, startPoolTestRedis, workTwoAttempts, type PoolCredentialForTest, type PoolTestRedis } from './pool-user.fixture.ts';
 
-interface Credential extends PoolUser {
-  password: string;
-}
+type Credential = PoolCredentialForTest;
 
+let redis: PoolTestRedis;
 let server: RedisChild;
 let admin: Redis;
 let registry: PoolAclRegistry;
@@ -19,36 +17,16 @@ let producer: AttemptQueueProducer;
 const opened: Array<{ disconnect(): void }> = [];
 
 beforeAll(async () => {
-  // As the attempt-worker does in --pool mode, before any client exists.
-  sendScriptsByShaOnly();
-  server = await startRedisChild();
-  admin = new Redis(server.url, { maxRetriesPerRequest: null });
-  registry = new PoolAclRegistry(admin);
-  producer = new AttemptQueueProducer(admin);
-  // What the placement-service does whenever Redis is ready: pool users may only EVALSHA these.
-  await registry.loadWorkerScripts();
-  // This process sends scripts by EVALSHA only (above), the producer's too: load BullMQ's other scripts.
-  await loadEveryBullmqScript(admin);
+  redis = await startPoolTestRedis();
+  ({ server, admin, registry, producer } = redis);
 }, 10_000);
 
 afterAll(async () => {
   for (const client of opened) client.disconnect();
-  await producer?.close();
-  admin?.disconnect();
-  await server?.stop();
+  await redis?.stop();
 });
 
-async function loadEveryBullmqScript(redis: Redis): Promise<void> {
-  const scripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { content: string }>;
-  for (const script of Object.values(scripts)) await redis.call('SCRIPT', 'LOAD', script.content);
-}
-
-async function issue(tenantId: string): Promise<Credential> {
-  const password = generatePoolPassword();
-  const user = { username: poolRedisUsername(testId('pcr')), passwordSha256: sha256Hex(password), tenantId };
-  await registry.apply(user);
-  return { ...user, password };
-}
+const issue = (tenantId: string) => issuePoolUser(registry, tenantId);
 
 /** A plain connection as the pool user; it does not reconnect, so a closed one stays closed. */
 function poolClient(credential: Credential): Redis {
@@ -58,17 +36,7 @@ function poolClient(credential: Credential): Redis {
   return client;
 }
 
-function attemptJob(tenantId: string): AttemptJob {
-  return { attempt_id: testId('att'), run_id: testId('run'), tenant_id: tenantId, dispatch: 0 };
-}
-
-/** The reply, or the error message: what Redis said to the pool user. */
-async function reply(client: Redis, ...command: [string, ...(string | number)[]]): Promise<string> {
-  return client.call(...command).then(
-    (value) => `allowed: ${JSON.stringify(value)}`,
-    (error: Error) => error.message,
-  );
-}
+const reply = replyTo;
 
 async function aclDenials(username: string): Promise<string[]> {
   const entries = (await admin.call('ACL', 'LOG')) as unknown[][];
@@ -89,32 +57,12 @@ describe('a pool user', { timeout: 15_000 }, () => {
     const connection = new Redis(poolRedisOptions(server.url, credential.username, credential.password));
     connection.on('error', () => undefined);
     opened.push(connection);
-    const seen: unknown[] = [];
     // As the attempt-worker does: its own ioredis instance, duplicated by BullMQ.
-    const worker = new Worker(attemptQueueKeyName(tenantAttemptQueue(tenant)),
-      async (job: Job) => {
-        seen.push(job.data);
-        if (seen.length === 2) throw new Error('user code failed');
-        return 'done';
-      },
-      { connection, prefix: ATTEMPT_QUEUE_PREFIX },
-    );
-    try {
-      const first = attemptJob(tenant);
-      const completed = completion(worker);
-      await producer.enqueue(first, 'remote');
-      expect((await completed).id).toBe(first.attempt_id);
-
-      const second = attemptJob(tenant);
-      const failed = new Promise<Error>((resolve) => worker.once('failed', (_job, error) => resolve(error)));
-      await producer.enqueue(second, 'remote');
-      expect((await failed).message).toBe('user code failed');
-
-      expect(seen).toEqual([first, second]);
-      expect(await producer.counts(tenantAttemptQueue(tenant))).toEqual({ waiting: 0, active: 0 });
-    } finally {
-      await worker.close();
-    }
+    const worked = await workTwoAttempts(connection, producer, tenant);
+    expect(worked.completedId).toBe(worked.queued[0]!.attempt_id);
+    expect(worked.failure).toBe('user code failed');
+    expect(worked.seen).toEqual(worked.queued);
+    expect(worked.left).toEqual({ waiting: 0, active: 0 });
     expect(await aclDenials(credential.username)).toEqual([]);
   });
 

@@ -1,38 +1,27 @@
-import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommand, replyEnd, startRedisGate, type RedisGate } from '@envengine/redis-gate';
-import type { AttemptJob } from '@envengine/contracts';
 import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, attemptQueueKeyName, tenantAttemptQueue } from './attempt-queues.ts';
-import { generatePoolPassword, POOL_GATE_LIMITS, POOL_USERNAME_PREFIX, PoolAclRegistry, poolGatePolicy, poolRedisUsername, poolWorkerScripts, sha256Hex, type PoolUser } from './pool-acl.ts';
-import { poolRedisOptions, sendScriptsByShaOnly } from './pool-connection.ts';
-import { startRedisChild, testId, type RedisChild } from './redis-child.fixture.ts';
+import { POOL_GATE_LIMITS, POOL_USERNAME_PREFIX, PoolAclRegistry, poolGatePolicy, poolWorkerScripts } from './pool-acl.ts';
+import { poolRedisOptions } from './pool-connection.ts';
+import { testId, type RedisChild } from './redis-child.fixture.ts';
+import { issuePoolUser, replyTo, startPoolTestRedis, workTwoAttempts, type PoolCredentialForTest, type PoolTestRedis } from './pool-user.fixture.ts';
 
-interface Credential extends PoolUser {
-  password: string;
-}
+type Credential = PoolCredentialForTest;
 
+let redis: PoolTestRedis;
 let server: RedisChild;
 let admin: Redis;
 let registry: PoolAclRegistry;
 let producer: AttemptQueueProducer;
 let gate: RedisGate;
 const opened: Array<{ disconnect(): void }> = [];
-const quiet = { info: () => undefined, warn: () => undefined };
 
 beforeAll(async () => {
-  sendScriptsByShaOnly();
-  server = await startRedisChild();
-  admin = new Redis(server.url, { maxRetriesPerRequest: null });
-  registry = new PoolAclRegistry(admin);
-  producer = new AttemptQueueProducer(admin);
-  await registry.loadWorkerScripts();
-  // This process sends scripts by EVALSHA only (above), the producer's too: load BullMQ's other scripts.
-  const scripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { content: string }>;
-  for (const script of Object.values(scripts)) await admin.call('SCRIPT', 'LOAD', script.content);
+  redis = await startPoolTestRedis();
+  ({ server, admin, registry, producer } = redis);
   gate = await startRedisGate({
     host: '127.0.0.1',
     port: 0,
@@ -40,26 +29,19 @@ beforeAll(async () => {
     limits: POOL_GATE_LIMITS,
     acceptsUser: (username) => username.startsWith(POOL_USERNAME_PREFIX),
     nodeForSlot: () => `127.0.0.1:${server.port}`,
-    log: quiet,
+    log: { info: () => undefined, warn: () => undefined },
   });
 }, 10_000);
 
 afterAll(async () => {
   for (const client of opened) client.disconnect();
   await gate?.close();
-  await producer?.close();
-  admin?.disconnect();
-  await server?.stop();
+  await redis?.stop();
 });
 
 const gatePort = () => Number(gate.address.split(':').pop());
 
-async function issue(tenantId: string): Promise<Credential> {
-  const password = generatePoolPassword();
-  const user = { username: poolRedisUsername(testId('pcr')), passwordSha256: sha256Hex(password), tenantId };
-  await registry.apply(user);
-  return { ...user, password };
-}
+const issue = (tenantId: string) => issuePoolUser(registry, tenantId);
 
 /** A connection as the pool user, through the gate or straight to Redis; it does not reconnect. */
 function client(credential: Credential, through: 'gate' | 'redis'): Redis {
@@ -70,12 +52,7 @@ function client(credential: Credential, through: 'gate' | 'redis'): Redis {
   return connection;
 }
 
-async function reply(connection: Redis, ...command: [string, ...(string | number | Buffer)[]]): Promise<string> {
-  return connection.call(...command).then(
-    (value) => `allowed: ${JSON.stringify(value)}`,
-    (error: Error) => error.message,
-  );
-}
+const reply = replyTo;
 
 /** Raw bytes to the gate, and every reply it sends until it has sent `count` of them or hangs up. */
 async function rawExchange(bytes: Buffer, count: number): Promise<{ replies: string[]; closed: boolean }> {
@@ -100,10 +77,6 @@ async function rawExchange(bytes: Buffer, count: number): Promise<{ replies: str
   });
 }
 
-function attemptJob(tenantId: string): AttemptJob {
-  return { attempt_id: testId('att'), run_id: testId('run'), tenant_id: tenantId, dispatch: 0 };
-}
-
 describe('the pool gate', { timeout: 15_000 }, () => {
   it('runs a BullMQ Worker on its tenant\'s queue, through the gate', async () => {
     const tenant = testId('ten');
@@ -111,29 +84,12 @@ describe('the pool gate', { timeout: 15_000 }, () => {
     const connection = new Redis(poolRedisOptions(`redis://127.0.0.1:${gatePort()}`, credential.username, credential.password));
     connection.on('error', () => undefined);
     opened.push(connection);
-    const seen: unknown[] = [];
-    const worker = new Worker(attemptQueueKeyName(tenantAttemptQueue(tenant)), async (job: Job) => {
-      seen.push(job.data);
-      if (seen.length === 2) throw new Error('user code failed');
-      return 'done';
-    }, { connection, prefix: ATTEMPT_QUEUE_PREFIX });
-    const errors: string[] = [];
-    worker.on('error', (error) => errors.push(error.message));
-    try {
-      const first = attemptJob(tenant);
-      const completed = new Promise<Job>((resolve) => worker.once('completed', resolve));
-      await producer.enqueue(first, 'remote');
-      expect((await completed).id).toBe(first.attempt_id);
-      const second = attemptJob(tenant);
-      const failed = new Promise<Error>((resolve) => worker.once('failed', (_job, error) => resolve(error)));
-      await producer.enqueue(second, 'remote');
-      expect((await failed).message).toBe('user code failed');
-      expect(seen).toEqual([first, second]);
-      expect(await producer.counts(tenantAttemptQueue(tenant))).toEqual({ waiting: 0, active: 0 });
-    } finally {
-      await worker.close();
-    }
-    expect(errors).toEqual([]);
+    const worked = await workTwoAttempts(connection, producer, tenant);
+    expect(worked.completedId).toBe(worked.queued[0]!.attempt_id);
+    expect(worked.failure).toBe('user code failed');
+    expect(worked.seen).toEqual(worked.queued);
+    expect(worked.left).toEqual({ waiting: 0, active: 0 });
+    expect(worked.errors).toEqual([]);
   });
 
   it('refuses plain writes on its own keys that Redis itself would allow the same user', async () => {

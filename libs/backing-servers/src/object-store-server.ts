@@ -152,15 +152,7 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
   const storeEnv = { PATH: env.PATH, HOME: env.HOME, AWS_ACCESS_KEY_ID: options.admin.accessKeyId, AWS_SECRET_ACCESS_KEY: options.admin.secretAccessKey, S3_BUCKET: options.bucket };
   const process_ = new ManagedProcess({ name: 'seaweedfs', command: binary.path, args, logFile, cwd: dir, env: storeEnv });
   const url = `http://127.0.0.1:${port}`;
-  const client = adminClient(url, options.admin);
-  try {
-    await waitUntil('seaweedfs', () => bucketAnswers(client, options.bucket), { timeoutMs: 90_000, alive: () => process_.running, logFile });
-  } catch (error) {
-    await process_.stop();
-    throw error;
-  } finally {
-    client.destroy();
-  }
+  await untilBucketAnswers('seaweedfs', url, process_, options, 90_000);
   const internalPort = (flag: string) => internalPorts.find(([name]) => name === flag)![1];
   let iam: { url: string; process: ManagedProcess };
   try {
@@ -199,15 +191,20 @@ async function startIamGateway(weed: string, filer: string, options: StartObject
   ];
   const process_ = new ManagedProcess({ name: 'seaweedfs-iam', command: weed, args, logFile, cwd: dir, env: storeEnv });
   const url = `http://127.0.0.1:${port}`;
+  // It answers the administrator for the bucket once it reads the filer's identities.
+  await untilBucketAnswers('seaweedfs IAM gateway', url, process_, options, 60_000);
+  return { url, process: process_ };
+}
+
+/** Waits until the gateway at `url` answers the administrator for the bucket; stops its process if it never does. */
+async function untilBucketAnswers(what: string, url: string, process_: ManagedProcess, options: StartObjectStoreOptions, timeoutMs: number): Promise<void> {
   const client = adminClient(url, options.admin);
   try {
-    // It answers the administrator for the bucket once it reads the filer's identities.
-    await waitUntil('seaweedfs IAM gateway', () => bucketAnswers(client, options.bucket), { timeoutMs: 60_000, alive: () => process_.running, logFile });
+    await waitUntil(what, () => bucketAnswers(client, options.bucket), { timeoutMs, alive: () => process_.running, logFile: process_.logFile });
   } catch (error) {
     await process_.stop();
     throw error;
   } finally {
     client.destroy();
   }
-  return { url, process: process_ };
 }
