@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { connectPoolRedis } from '@envengine/attempt-queues';
+import { connectPoolRedis, POOL_GATE_LIMITS, poolWorkerScripts } from '@envengine/attempt-queues';
 import { redisUrlList } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -136,7 +136,7 @@ describe("remote attempts on a tenant's pool", () => {
     const gated = connectPoolRedis(credential.redis.url!, credential.redis, { maxRetriesPerRequest: 1 });
     const direct = connectPoolRedis(stack.redisServerUrl, credential.redis, { maxRetriesPerRequest: 1 });
     const own = `envengine:{${credential.queue}}`;
-    const answer = async (redis: typeof gated, ...command: [string, ...string[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
+    const answer = async (redis: typeof gated, ...command: readonly [string, ...(string | Buffer)[]]) => (await redis.call(...command).then(() => 'allowed', (error: Error) => error.message)) as string;
     try {
       for (const command of <Array<[string, ...string[]]>>[['SET', `${own}:junk`, 'x'.repeat(1024)], ['HSET', `${own}:junk-hash`, 'f', 'x'], ['LPUSH', `${own}:junk-list`, 'x']]) {
         // Positive control: Redis's own ACL lets the pool user write its keys (BullMQ's scripts need it).
@@ -147,6 +147,12 @@ describe("remote attempts on a tenant's pool", () => {
       expect(await answer(gated, 'EVAL', 'return 1', '0')).toMatch(/^NOPERM the pool gate does not pass/);
       // What it does need passes: INFO, which its worker's ready check sends.
       expect(await answer(gated, 'INFO', 'server')).toBe('allowed');
+      // A worker script's argument is bounded: at the bound it reaches Redis, over it the gate hangs up.
+      const isMaxed = poolWorkerScripts().find((script) => script.name === 'isMaxed')!;
+      const withArgument = (bytes: number) => ['EVALSHA', isMaxed.sha1, '2', `${own}:meta`, `${own}:active`, Buffer.alloc(bytes, 'a')] as const;
+      expect(await answer(gated, ...withArgument(POOL_GATE_LIMITS.maxArgumentBytes))).toBe('allowed');
+      const oversized = await answer(gated, ...withArgument(POOL_GATE_LIMITS.maxArgumentBytes + 1));
+      expect(oversized).toBe(`ERR an argument is at most ${POOL_GATE_LIMITS.maxArgumentBytes} bytes; the gate closes this connection`);
     } finally {
       await direct.del(`${own}:junk`, `${own}:junk-hash`, `${own}:junk-list`).catch(() => undefined);
       gated.disconnect();

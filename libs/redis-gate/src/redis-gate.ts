@@ -118,6 +118,8 @@ interface Upstream {
 }
 
 const DEFAULT_MAX_PENDING_REPLIES = 1024;
+/** What stands for a reply that will never come (its node is gone), so that the ones after it go out. */
+const NO_REPLY = Buffer.alloc(0);
 
 class GateConnection {
   private readonly reader: CommandReader;
@@ -226,12 +228,14 @@ class GateConnection {
     const upstream: Upstream = { socket, received: Buffer.alloc(0), awaiting: [] };
     this.upstreams.set(node, upstream);
     socket.on('data', (chunk: Buffer) => this.onUpstreamData(upstream, chunk));
-    // Redis closed it (a user deleted, the server gone): the client's replies from it would never come.
-    socket.on('error', (error) => {
-      this.options.log.warn({ node, err: error.message }, 'a Redis node behind the gate closed the connection');
+    // Redis closed it (a user deleted, the server gone): the replies it owes never come, so
+    // the client is hung up on once the others have been written.
+    socket.on('error', (error) => this.options.log.warn({ node, err: error.message }, 'a Redis node behind the gate closed the connection'));
+    socket.on('close', () => {
+      for (const entry of upstream.awaiting) entry.reply ??= NO_REPLY;
+      upstream.awaiting.length = 0;
       this.endAfterReplies();
     });
-    socket.on('close', () => this.endAfterReplies());
     return upstream;
   }
 
@@ -263,7 +267,7 @@ class GateConnection {
         }
         continue;
       }
-      if (reply[0] === 0x2d && /^-(MOVED|ASK) /.test(reply.toString('latin1', 0, 6))) this.options.layoutChanged?.();
+      if (reply[0] === 0x2d && /^-(MOVED|ASK) /.test(reply.toString('latin1', 0, 7))) this.options.layoutChanged?.();
       entry.reply = reply;
     }
     this.flush();
@@ -278,7 +282,13 @@ class GateConnection {
   private flush(): void {
     const ready: Buffer[] = [];
     while (this.pending.length > 0 && this.pending[0]!.reply) ready.push(this.pending.shift()!.reply!);
-    if (ready.length > 0 && !this.closed) this.client.write(ready.length === 1 ? ready[0]! : Buffer.concat(ready));
+    if (ready.length > 0 && !this.closed && !this.client.write(ready.length === 1 ? ready[0]! : Buffer.concat(ready)) && !this.ending) {
+      // A client that does not read its replies sends nothing more until it has.
+      this.client.pause();
+      this.client.once('drain', () => {
+        if (!this.ending) this.client.resume();
+      });
+    }
     if (this.ending && this.pending.length === 0) this.destroyAfterWrite();
   }
 
@@ -286,13 +296,8 @@ class GateConnection {
 
   /** Ends the connection once every reply already owed to the client has been written; nothing more is read from it. */
   private endAfterReplies(): void {
-    if (this.ending) return;
     this.ending = true;
     this.client.pause();
-    // Replies still owed by a node that is gone never come: drop them.
-    for (const upstream of this.upstreams.values()) {
-      if (upstream.socket.destroyed) for (const entry of upstream.awaiting) entry.reply ??= Buffer.alloc(0);
-    }
     this.flush();
   }
 
