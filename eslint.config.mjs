@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
@@ -11,6 +12,8 @@ const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => (name.startsW
 // `no-restricted-imports`, since a later block's setting replaces an earlier one's.
 const DEEP_IMPORT_PATTERNS = [
   { group: ['@envengine/*/*', '!@envengine/*/testing', '!@envengine/materialization-storage/codec'], message: 'Import a lib through its public entry.' },
+  // Nx refuses an app's path but cannot resolve an app's bare package name (apps export nothing).
+  { group: readdirSync(new URL('apps', import.meta.url)).map((app) => `@envengine/${app}`), message: 'An app is never imported: share the code through a lib.' },
 ];
 
 // Dev tooling and tests: they start servers, read the environment and look behind the API on purpose.
