@@ -135,17 +135,25 @@ describe('deployment workflows', () => {
     let mostAtOnce = 0;
     const ids = Array.from({ length: 6 }, (_, i) => `dep_serial${i}`);
     const activated: string[] = [];
+    // The first activation holds until every request has been delivered, so the others
+    // arrive while one runs (by evidence, not by a guess of how long that takes).
+    const delivered = new Set<string>();
+    let allDelivered!: () => void;
+    const everyRequestIn = new Promise<void>((resolve) => (allDelivered = resolve));
     const results = await withWorker(
       {
         // Each request delivered twice, as a retried local activity would.
-        requestActivation: async (request) => requestActivationOn(currentTaskQueue, 2)(request),
+        requestActivation: async (request) => {
+          await requestActivationOn(currentTaskQueue, 2)(request);
+          delivered.add(request.deploymentId);
+          if (delivered.size === ids.length) allDelivered();
+        },
         activate: async ({ deploymentId }: ActivateInput) => {
           activated.push(deploymentId);
           running += 1;
           mostAtOnce = Math.max(mostAtOnce, running);
           const start = Date.now();
-          // Work that takes long enough for the other requests to arrive meanwhile.
-          await new Promise((resolve) => setTimeout(resolve, 40));
+          await everyRequestIn;
           windows.push({ deploymentId, start, end: Date.now() });
           running -= 1;
           return { checked: ids.indexOf(deploymentId), quarantined: [] };
@@ -169,6 +177,23 @@ describe('deployment workflows', () => {
     expect([...activated].sort()).toEqual([...ids].sort());
     const sorted = [...windows].sort((a, b) => a.start - b.start);
     for (let i = 1; i < sorted.length; i += 1) expect(sorted[i]!.start).toBeGreaterThanOrEqual(sorted[i - 1]!.end);
+    // The workflow's own record: it never scheduled an activation while another was open.
+    const history = await client.workflow.getHandle(environmentActivationsWorkflowId(environmentId)).fetchHistory();
+    const activityTypes = new Map<string, string>();
+    let open = 0;
+    let scheduled = 0;
+    for (const event of history.events ?? []) {
+      const started = event.activityTaskScheduledEventAttributes;
+      if (started?.activityType?.name === 'activate') {
+        activityTypes.set(String(event.eventId), 'activate');
+        open += 1;
+        scheduled += 1;
+        expect(open, `event ${event.eventId}`).toBe(1);
+      }
+      const ended = event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes ?? event.activityTaskCanceledEventAttributes;
+      if (ended && activityTypes.get(String(ended.scheduledEventId)) === 'activate') open -= 1;
+    }
+    expect(scheduled).toBe(ids.length);
     await terminateEnvironment(environmentId);
   });
 

@@ -9,7 +9,7 @@ import { ENVIRONMENT_RETIRED_CHANNEL, Run, WORKER_EXIT_CODES, type PoolCredentia
 import { freePort } from '@envengine/backing-servers';
 import { createTenant, launchPoolWorker, startPoolWorker, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
 import { redisServerHolding } from './redis-fixtures.ts';
-import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
+import { deployRunsProject, issueCredential, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -64,9 +64,9 @@ describe("remote attempts on a tenant's pool", () => {
     expect(finished.waiting_for_worker).toBe(false);
     expect(finished.attempts[0]).toMatchObject({ executor: 'remote', worker: 'w1', status: 'succeeded' });
     const pool = (await tenant.api.get('/pool')).body.data;
+    // Listed means live (GET /pool lists the workers whose last heartbeat is within the
+    // lease): no bound on its age here, which a busy machine could stretch.
     expect(pool.workers.map((worker: { name: string }) => worker.name)).toEqual(['w1']);
-    // Live: its last heartbeat is younger than the lease it keeps (RUN_TEST_SETTINGS).
-    expect(pool.workers[0].heartbeat_age_ms).toBeLessThan(Number(RUN_TEST_SETTINGS.ATTEMPT_LEASE_TTL_MS));
     expect(pool.attempts).toEqual({ queued: 0, running: 0 });
   });
 
