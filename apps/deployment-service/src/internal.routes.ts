@@ -6,6 +6,7 @@ import {
   MaterializationPathParams,
   RecordMaterializationRequest,
   RetractMaterializationRequest,
+  ManifestV1,
   type DeploymentRunSpec,
   type MaterializationRetracted,
 } from '@envengine/contracts';
@@ -62,14 +63,16 @@ export function internalRouter(deps: { bundles: BundleRepository; deployments: D
   router.get(
     '/deployments/:id/run-spec',
     defineRoute({ params: DeploymentPathParams }, async ({ tenantId, params }) => {
-      const [row, manifest] = await Promise.all([deps.deployments.find(tenantId, params.id), deps.deployments.manifest(tenantId, params.id)]);
-      if (!row || manifest === undefined) throw notFound(`Deployment "${params.id}"`);
+      const [row, stored] = await Promise.all([deps.deployments.find(tenantId, params.id), deps.deployments.manifest(tenantId, params.id)]);
+      // Only a manifest that passed the ingest's validation is run (an active deployment's always did).
+      const manifest = ManifestV1.safeParse(stored);
+      if (!row || !manifest.success) throw notFound(`Deployment "${params.id}"`);
       const spec: DeploymentRunSpec = {
         id: row._id,
         environment_id: row.environment_id,
         status: row.status,
         bundle_ref: row.bundle_ref,
-        manifest,
+        manifest: manifest.data,
       };
       return { data: spec };
     }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ResourceName } from './names.ts';
+import { ManifestV1 } from './manifest.ts';
 
 /** `sha256:` and the 64 lowercase hex digits of the bundle's SHA-256. */
 export const BUNDLE_REF_PATTERN = /^sha256:[0-9a-f]{64}$/;
@@ -191,13 +192,13 @@ export const RecordMaterializationRequest = z.strictObject({
   attempt_id: z.string().nullable().default(null),
 });
 
-/** Internal: what a run needs of the deployment it runs against. */
+/** Internal: what a run needs of the deployment it runs against; its manifest passed validation at ingest. */
 export const DeploymentRunSpec = z.object({
   id: z.string(),
   environment_id: z.string(),
   status: DeploymentStatus,
   bundle_ref: BundleRef,
-  manifest: z.unknown(),
+  manifest: ManifestV1,
 });
 export type DeploymentRunSpec = z.infer<typeof DeploymentRunSpec>;
 

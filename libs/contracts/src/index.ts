@@ -17,3 +17,5 @@ export * from './workflow-inputs.ts';
 export * from './quotas.ts';
 export * from './public-api.ts';
 export * from './tokens.ts';
+export * from './manifest.ts';
+export * from './quoted-values.ts';

@@ -1,7 +1,7 @@
 import { bundleHasEntry } from './bundle-entries.ts';
 import { findDependencyCycles, type DependencyCycle, type DependencyEdge } from './dependency-cycles.ts';
-import type { ManifestV1 } from './manifest.schema.ts';
-import { quoted } from './message-values.ts';
+import type { ManifestV1 } from '@envengine/contracts';
+import { quoted } from '@envengine/contracts';
 import { manifestPath, type ValidationContext, type ValidationError, type ValidationWarning } from './validation-issue.ts';
 
 // Checks of a parsed manifest's assets against each other and against the environment.

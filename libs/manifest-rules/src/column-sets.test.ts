@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { columnSetsDiffer, storedColumnsMismatch } from './column-sets.ts';
-import type { ColumnSpecInput } from './manifest.schema.ts';
+import type { ColumnSpecInput } from '@envengine/contracts';
 
 const id: ColumnSpecInput = { name: 'id', type: 'integer' };
 const amount: ColumnSpecInput = { name: 'amount', type: 'number', nullable: true };

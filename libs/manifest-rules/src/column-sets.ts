@@ -1,5 +1,5 @@
-import type { ColumnSpecInput } from './manifest.schema.ts';
-import { quoted } from './message-values.ts';
+import type { ColumnSpecInput } from '@envengine/contracts';
+import { quoted } from '@envengine/contracts';
 
 // A schema is compared as a SET of (name, type, nullable): column order does not matter
 // and a missing `nullable` means false (DESIGN.md §5 "Ingest").

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { changedAssetKeys } from './contract-changes.ts';
-import { ManifestV1 } from './manifest.schema.ts';
+import { ManifestV1 } from '@envengine/contracts';
 
 const asset = (key: string, columns?: Array<{ name: string; type: string; nullable?: boolean }>) => ({
   key,

@@ -1,6 +1,6 @@
 import { columnSetsDiffer } from './column-sets.ts';
-import type { ColumnSpec, ManifestV1 } from './manifest.schema.ts';
-import { quoted } from './message-values.ts';
+import type { ColumnSpec, ManifestV1 } from '@envengine/contracts';
+import { quoted } from '@envengine/contracts';
 import { manifestPath, type ValidationError, type ValidationWarning } from './validation-issue.ts';
 
 /**

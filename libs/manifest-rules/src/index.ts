@@ -1,16 +1,6 @@
 // Pure rules for version-1 manifests, shared by the ingest workflow and the activation
-// re-check: no I/O, no clock, no randomness, no module state.
-export {
-  AssetSchema,
-  ColumnSpec,
-  ColumnType,
-  ManifestAsset,
-  ManifestJob,
-  ManifestSchedule,
-  ManifestV1,
-  type ColumnSpecInput,
-  type ManifestV1Input,
-} from './manifest.schema.ts';
+// re-check: no I/O, no clock, no randomness, no module state. The manifest's shape itself
+// (ManifestV1 and its parts) is a contract: `@envengine/contracts`.
 export {
   ValidationErrorCode,
   ValidationIssue,

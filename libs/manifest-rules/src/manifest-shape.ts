@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { ManifestAsset, ManifestJob, ManifestSchedule, ManifestV1 } from './manifest.schema.ts';
-import { describedValue } from './message-values.ts';
+import { ManifestAsset, ManifestJob, ManifestSchedule, ManifestV1 } from '@envengine/contracts';
+import { describedValue } from '@envengine/contracts';
 import type { ValidationError } from './validation-issue.ts';
 
 export interface ManifestShapeResult {

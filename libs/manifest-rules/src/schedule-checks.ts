@@ -1,6 +1,6 @@
 import { cronExpressionProblem } from '@envengine/schedule-timing';
-import type { ManifestV1 } from './manifest.schema.ts';
-import { quoted } from './message-values.ts';
+import type { ManifestV1 } from '@envengine/contracts';
+import { quoted } from '@envengine/contracts';
 import { timeZoneProblem } from './time-zone.ts';
 import { manifestPath, type ValidationError } from './validation-issue.ts';
 

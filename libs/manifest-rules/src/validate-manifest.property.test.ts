@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { cronExpressionProblem } from '@envengine/schedule-timing';
-import { ColumnType, ManifestV1 } from './manifest.schema.ts';
+import { ColumnType, ManifestV1 } from '@envengine/contracts';
 import { ValidationErrorCode, ValidationWarningCode, type BindingMode, type ValidationContext } from './validation-issue.ts';
 import { validateManifest } from './validate-manifest.ts';
 

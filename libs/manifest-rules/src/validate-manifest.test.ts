@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManifestV1 } from './manifest.schema.ts';
+import { ManifestV1 } from '@envengine/contracts';
 import type { ValidationContext } from './validation-issue.ts';
 import { validateManifest } from './validate-manifest.ts';
 

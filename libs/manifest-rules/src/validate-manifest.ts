@@ -9,7 +9,7 @@ import {
 } from './asset-checks.ts';
 import { allowListDuplicateErrors, changedAssetKeys, contractFindings } from './contract-changes.ts';
 import { parseManifestShape, pathsOverlap, salvageManifest } from './manifest-shape.ts';
-import type { ManifestV1 } from './manifest.schema.ts';
+import type { ManifestV1 } from '@envengine/contracts';
 import { jobErrors, scheduleErrors } from './schedule-checks.ts';
 import {
   ValidationErrorCode,

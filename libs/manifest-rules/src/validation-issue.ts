@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ManifestV1 } from './manifest.schema.ts';
+import type { ManifestV1 } from '@envengine/contracts';
 
 /**
  * Error codes of an ingest validation (DESIGN.md §5 "Ingest"). Errors are reported in

@@ -1,6 +1,5 @@
 import { Router } from 'express';
-import { PublicApi, type AssetListing } from '@envengine/contracts';
-import { ManifestV1 } from '@envengine/manifest-rules';
+import { ManifestV1, PublicApi, type AssetListing } from '@envengine/contracts';
 import type { PlacementClient } from '@envengine/service-clients';
 import { mountEndpoint, notFound } from '@envengine/service-kit';
 import type { DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';

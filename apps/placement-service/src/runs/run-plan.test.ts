@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { planRun, type RunManifest } from './run-plan.ts';
+import { ManifestV1 } from '@envengine/contracts';
+import { planRun } from './run-plan.ts';
 
-const manifest: RunManifest = {
+const manifest = ManifestV1.parse({
+  version: 1,
   assets: [
     { key: 'report', binding: 'w', entry: 'r.js', deps: ['orders', 'customers'] },
     { key: 'orders', binding: 'w', entry: 'o.js', deps: ['raw'] },
@@ -9,7 +11,7 @@ const manifest: RunManifest = {
     { key: 'customers', binding: 'w', entry: 'c.js', schema: { columns: [{ name: 'id', type: 'integer' }] } },
   ],
   jobs: [{ name: 'all', assets: ['report', 'orders', 'raw', 'customers'] }],
-};
+});
 
 describe('planRun', () => {
   it('orders a job after its dependencies', () => {

@@ -1,18 +1,5 @@
-import type { ErrorDetail } from '@envengine/contracts';
+import type { ErrorDetail, ManifestV1 } from '@envengine/contracts';
 import { didYouMean } from '@envengine/name-suggestions';
-
-/** The parts of a version-1 manifest a run needs (validated at ingest, so trusted here). */
-export interface RunManifest {
-  assets: ReadonlyArray<{
-    key: string;
-    binding: string;
-    entry: string;
-    deps?: readonly string[];
-    schema?: { columns: ReadonlyArray<{ name: string; type: string; nullable?: boolean }> } | null;
-    timeout_seconds?: number;
-  }>;
-  jobs?: ReadonlyArray<{ name: string; assets: readonly string[] }>;
-}
 
 export interface RunAssetSpec {
   key: string;
@@ -32,7 +19,7 @@ export type PlannedRun = { ok: true; job: string | null; assets: RunAssetSpec[] 
  * The assets a run materializes, in dependency order (an asset after every dependency
  * that the run also runs; ties keep manifest order), or the unknown names.
  */
-export function planRun(manifest: RunManifest, selection: RunSelection): PlannedRun {
+export function planRun(manifest: ManifestV1, selection: RunSelection): PlannedRun {
   const byKey = new Map(manifest.assets.map((asset) => [asset.key, asset]));
   let wanted: readonly string[];
   let job: string | null = null;

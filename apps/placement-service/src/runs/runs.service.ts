@@ -11,7 +11,7 @@ import type { DeploymentClient } from '@envengine/service-clients';
 import { ApiError, environmentDeleting, notFound, TtlCache } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
-import { planRun, type RunManifest } from './run-plan.ts';
+import { planRun } from './run-plan.ts';
 import type { AttemptLogRepository } from './attempt-log.repository.ts';
 import { toRun } from './run-mappers.ts';
 import { EnvironmentDeletingError, type RunRepository } from './run.repository.ts';
@@ -58,7 +58,7 @@ export class RunsService {
     const deploymentId = environment.active_deployment_id;
     const spec = await this.runSpecs.get(`${tenantId}/${deploymentId}`, () => this.deployments.runSpec(tenantId, deploymentId, requestId));
     if (!spec) throw new ApiError('no_active_deployment', `The active deployment of "${environmentName}" was not found.`);
-    const plan = planRun(spec.manifest as RunManifest, request.job !== undefined ? { job: request.job } : { assets: request.assets! });
+    const plan = planRun(spec.manifest, request.job !== undefined ? { job: request.job } : { assets: request.assets! });
     if (!plan.ok) throw new ApiError('invalid_request', 'The run names jobs or assets the active deployment does not have.', { details: plan.details });
     if (!this.options.queueReady()) {
       throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; try again shortly.', { headers: { 'Retry-After': '2' } });
@@ -108,7 +108,7 @@ export class RunsService {
     // Activation stores a deployment's schedules only once it is active, and a schedule names a job of its manifest.
     if (!spec) throw new Error(`environment ${environment.id} has a schedule but no active deployment`);
     const request = CreateRunRequest.parse({ job });
-    const plan = planRun(spec.manifest as RunManifest, { job });
+    const plan = planRun(spec.manifest, { job });
     if (!plan.ok) throw new Error(`the active deployment of environment ${environment.id} has no job "${job}" for its schedule`);
     return { deployment: { id: spec.id, bundle_ref: spec.bundle_ref }, job: plan.job, assets: plan.assets, maxAttempts: request.max_attempts, timeoutSeconds: request.timeout_seconds ?? null };
   }

@@ -1,5 +1,5 @@
-import type { Recheck } from '@envengine/contracts';
-import { ManifestV1, storedColumnsMismatch, type ColumnSpecInput } from '@envengine/manifest-rules';
+import { ManifestV1, type ColumnSpecInput, type Recheck } from '@envengine/contracts';
+import { storedColumnsMismatch } from '@envengine/manifest-rules';
 import type { MaterializationRepository } from '@envengine/deployment-data';
 
 /**

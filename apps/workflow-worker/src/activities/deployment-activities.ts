@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { ActivationRequest, EnvironmentActivationsInput, type ActivateInput, type Recheck, type ValidationItem } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, ManifestV1, type ActivateInput, type Recheck, type ValidationItem } from '@envengine/contracts';
 import type { ActivationMetrics } from '@envengine/service-metrics';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import {
@@ -13,7 +13,7 @@ import {
   type DeploymentMemo,
   type ScheduleTickActivities,
 } from '@envengine/deployment-workflows';
-import { ManifestV1, validateManifest } from '@envengine/manifest-rules';
+import { validateManifest } from '@envengine/manifest-rules';
 import type { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { ApiError } from '@envengine/service-kit';
 import { recheckStoredColumns } from '../activation/recheck.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManifestV1 } from './manifest.schema.ts';
+import { ManifestV1 } from './manifest.ts';
 
 describe('ManifestV1', () => {
   it('parses the DESIGN.md example and applies the defaults', () => {

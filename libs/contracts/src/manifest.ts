@@ -1,9 +1,13 @@
-import { MAX_TIMEOUT_SECONDS, RESOURCE_NAME_PATTERN } from '@envengine/contracts';
 import { z } from 'zod';
-import { quoted } from './message-values.ts';
+import { MAX_TIMEOUT_SECONDS } from './timeouts.ts';
+import { RESOURCE_NAME_PATTERN } from './names.ts';
+import { quoted } from './quoted-values.ts';
 
-// Every check below that is not a plain type, enum or unknown-field check reports a whole
-// sentence as its message; shape-issues.ts passes those through unchanged.
+// The version-1 manifest as a contract: the deployment-service validates ingests with it
+// (through libs/manifest-rules, which adds the checks that need more than a schema), and
+// placement and the workflow-worker read stored manifests with it. Every check below that
+// is not a plain type, enum or unknown-field check reports a whole sentence as its
+// message; manifest-rules' shape issues pass those through unchanged.
 
 /** Column types an asset may declare (DESIGN.md §5 "Manifest (version 1)"). */
 export const ColumnType = z.enum(['string', 'integer', 'number', 'boolean', 'timestamp', 'date', 'json']);
