@@ -9,7 +9,8 @@ import { MaterializationTooLargeError, MaterializationUpload } from './materiali
 import { ParquetFileError } from './parquet-codec.ts';
 import { ParquetRowWriter } from './parquet-row-writer.ts';
 import { RowSchemaError } from './row-check.ts';
-import { FileStorageDriver, type StorageDriver } from './storage-driver.ts';
+import { FileStorageDriver } from './file-storage-driver.ts';
+import type { StorageDriver } from './storage-driver.ts';
 
 let root: string;
 let spool: string;

@@ -12,7 +12,8 @@ import { pipeline } from 'node:stream/promises';
 import { resolveColumns, type DeclaredSchema } from './declared-schema.ts';
 import { StoredFileMismatchError, type WrittenMaterialization } from './materialization.ts';
 import { describeParquet, ParquetFileError } from './parquet-codec.ts';
-import { materializationLocation, type StorageDriver } from './storage-driver.ts';
+import type { StorageDriver } from './storage-driver.ts';
+import { materializationLocation } from './storage-locations.ts';
 
 export interface MaterializationUploadInput {
   storagePrefix: string;

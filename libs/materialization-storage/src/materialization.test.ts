@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DeclaredSchema } from './declared-schema.ts';
 import { readMaterialization, StoredFileMismatchError } from './materialization.ts';
 import { encodeParquet, ParquetFileError } from './parquet-codec.ts';
-import { FileStorageDriver, StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
+import { FileStorageDriver } from './file-storage-driver.ts';
+import { StoredFileNotFoundError, type StorageDriver } from './storage-driver.ts';
 
 let root: string;
 let prefix: string;

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { StoredColumn } from '@envengine/contracts';
 import type { Row } from './declared-schema.ts';
 import { decodeParquet } from './parquet-codec.ts';
-import { storageDriverFor, type StorageDriver } from './storage-driver.ts';
+import type { StorageDriver } from './storage-driver.ts';
+import { storageDriverFor } from './storage-drivers.ts';
 
 /** What to record of a written materialization; columns and row count are read from the stored file. */
 export interface WrittenMaterialization {

@@ -3,14 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  FileStorageDriver,
-  materializationLocation,
-  storageDriverFor,
-  StorageLocationError,
-  StoredFileNotFoundError,
-  UnsupportedStorageError,
-} from './storage-driver.ts';
+import { FileStorageDriver } from './file-storage-driver.ts';
+import { StorageLocationError, StoredFileNotFoundError, UnsupportedStorageError } from './storage-driver.ts';
+import { storageDriverFor } from './storage-drivers.ts';
+import { materializationLocation } from './storage-locations.ts';
 import { S3StorageDriver, s3StoragePrefixProblem } from './s3-storage-driver.ts';
 import { storagePrefixProblem } from './storage-prefix.ts';
 

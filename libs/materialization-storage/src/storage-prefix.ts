@@ -1,5 +1,6 @@
 import { s3StoragePrefixProblem } from './s3-storage-driver.ts';
-import { fileStoragePrefixProblem, storageSchemeOf } from './storage-driver.ts';
+import { fileStoragePrefixProblem } from './file-storage-driver.ts';
+import { storageSchemeOf } from './storage-locations.ts';
 
 /**
  * Why an environment may not be created with this storage prefix, or null. Checked at
