@@ -1,7 +1,7 @@
 import { Router } from 'express';
-import type { EnvironmentLifecycle } from './environments/environment-lifecycle.ts';
+import type { EnvironmentLifecycle } from './environment-lifecycle/environment-lifecycle.ts';
 import type { EnvironmentRepository } from './environments/environment.repository.ts';
-import { environmentsRouter } from './environments/environments.routes.ts';
+import { environmentsRouter } from './environment-lifecycle/environments.routes.ts';
 import type { MaterializationReader } from './outputs/materialization-reader.ts';
 import { outputsRouter } from './outputs/outputs.routes.ts';
 import { poolRouter } from './pool/pool.routes.ts';

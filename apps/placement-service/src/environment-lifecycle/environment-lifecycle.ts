@@ -11,7 +11,7 @@ import { ApiError, notFound, type Logger } from '@envengine/service-kit';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
 import type { AttemptLogRepository } from '../runs/attempt-log.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
-import { EXPIRY_REASON, type EnvironmentRepository, type TeardownRequest } from './environment.repository.ts';
+import { EXPIRY_REASON, type EnvironmentRepository, type TeardownRequest } from '../environments/environment.repository.ts';
 import { TeardownStillRunningError, type LifecycleWorkflows } from './lifecycle-workflows.ts';
 
 /**

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { EnvironmentIdParams, EnvironmentPathParams, PurgeFilesRequest, SetActiveDeploymentRequest } from '@envengine/contracts';
 import { defineRoute, notFound } from '@envengine/service-kit';
 import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
-import type { EnvironmentRepository } from './environment.repository.ts';
+import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { MaterializationPurge } from './materialization-purge.ts';
 
 /** `/internal/v1`: for the deployment scope and the lifecycle workflows only; the gateway never forwards here. */

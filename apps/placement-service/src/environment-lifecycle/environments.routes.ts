@@ -3,7 +3,7 @@ import { PublicApi, type Environment } from '@envengine/contracts';
 import { storagePrefixProblem } from '@envengine/materialization-storage';
 import { ApiError, mountEndpoint, notFound } from '@envengine/service-kit';
 import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
-import type { EnvironmentRepository } from './environment.repository.ts';
+import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 
 function found(environment: Environment | undefined, name: string): Environment {
   if (!environment) throw notFound(`Environment "${name}"`);

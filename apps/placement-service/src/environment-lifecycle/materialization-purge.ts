@@ -9,7 +9,7 @@ import {
 } from '@envengine/materialization-storage';
 import { ApiError, type Logger } from '@envengine/service-kit';
 import type { EngineObjectStore } from '../storage/engine-object-store.ts';
-import type { EnvironmentRepository } from './environment.repository.ts';
+import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 
 /** Files listed and removed per call of a purge's step. */
 const PURGE_PAGE = 500;
