@@ -132,13 +132,13 @@ export class EnvironmentLifecycle {
   /** A tear-down step: cancels what is left of the environment's runs, then removes runs, attempts and logs. */
   async removeRuns(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
     await this.requireDeleting(tenantId, environmentId);
-    const canceled = await this.runs.cancelForTeardown(tenantId, environmentId, 'environment deleted');
+    const canceled = await this.runs.teardown.cancelAll(tenantId, environmentId, 'environment deleted');
     await this.dispatcher.withdraw(canceled);
     const report = { canceled: canceled.length, runs: 0, attempts: 0, log_lines: 0 };
     // Lines, then attempts, then runs, batch by batch: a step cut short finds the rest by the runs left.
-    for (let runIds = await this.runs.runIdsOf(tenantId, environmentId, 500); runIds.length > 0; runIds = await this.runs.runIdsOf(tenantId, environmentId, 500)) {
+    for (let runIds = await this.runs.teardown.runIdsOf(tenantId, environmentId, 500); runIds.length > 0; runIds = await this.runs.teardown.runIdsOf(tenantId, environmentId, 500)) {
       report.log_lines += await this.logs.deleteOfRuns(tenantId, runIds);
-      const removed = await this.runs.deleteRuns(tenantId, runIds);
+      const removed = await this.runs.teardown.deleteRuns(tenantId, runIds);
       report.runs += removed.runs;
       report.attempts += removed.attempts;
     }
@@ -178,7 +178,7 @@ export class EnvironmentLifecycle {
   }
 
   private async begin(tenantId: string, environment: Environment, request: TeardownRequest, expiredBy?: Date): Promise<boolean> {
-    const canceled = await this.runs.beginTeardown(tenantId, environment.id, request, expiredBy);
+    const canceled = await this.runs.teardown.begin(tenantId, environment.id, request, expiredBy);
     if (canceled === null) return false;
     await this.dispatcher.withdraw(canceled);
     this.log.info({ tenant_id: tenantId, environment_id: environment.id, canceled: canceled.length, reason: request.reason }, 'environment marked deleting');

@@ -1,7 +1,14 @@
-import type { Executor } from '@envengine/contracts';
+import type { Executor, RunStatus } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError } from '@envengine/service-kit';
 import type { AttemptDocument } from './run.schema.ts';
+
+/** A run that has not ended. */
+export const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
+
+/** A canceled attempt's assets that had not finished (pending or running) say so: the update and its array filter. */
+export const CANCELED_ASSETS = { 'assets.$[unfinished].status': 'canceled' } as const;
+export const UNFINISHED_ASSETS = [{ 'unfinished.status': { $in: ['pending', 'running'] } }];
 
 /** A new attempt of a run, queued, for the assets it is to run. */
 export function newAttempt(

@@ -1,9 +1,8 @@
 import type { ClientSession } from 'mongoose';
-import type { RunStatus } from '@envengine/contracts';
 import type { TenantScopedModel } from '@envengine/tenant-data';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
+import { ACTIVE_RUN } from './attempt-records.ts';
 
-const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
 
 /** What admission needs of the environment, inside the caller's transaction. */
 export interface SlotFence {

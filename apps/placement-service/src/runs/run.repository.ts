@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientSession, Connection } from 'mongoose';
-import type { Executor, FinishAttemptRequest, QuotaLimits, RunStatus, RunTrigger, WorkerIdentity } from '@envengine/contracts';
+import type { Executor, FinishAttemptRequest, QuotaLimits, RunTrigger, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, notFound, quotaExceeded } from '@envengine/service-kit';
 import { inTransaction, type TenantQuotas } from '@envengine/tenant-data';
 import type { RunAssetSpec } from './run-plan.ts';
-import { leaseSuperseded, newAttempt } from './attempt-records.ts';
+import { ACTIVE_RUN, CANCELED_ASSETS, leaseSuperseded, newAttempt, UNFINISHED_ASSETS } from './attempt-records.ts';
+import { RunTeardown, type TeardownFence } from './run-teardown.ts';
 import { RunQueries } from './run-queries.ts';
 import { RunSlots, type SlotFence } from './run-slots.ts';
 import { ScheduledRunBatch, type TickBatchFence } from './scheduled-run-batch.ts';
 import { RunnerShares, type RunnerSharePolicy } from './runner-shares.ts';
 import type { AttemptAssetDocument, AttemptDocument, RunDocument } from './run.schema.ts';
 
-const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
 
 const iso = (date: Date | null | undefined) => (date ? date.toISOString() : null);
 
@@ -33,17 +33,9 @@ export interface NewRun {
 }
 
 /** What run transactions need of the environment they belong to. */
-export interface EnvironmentFences extends SlotFence, TickBatchFence {
+export interface EnvironmentFences extends SlotFence, TickBatchFence, TeardownFence {
   /** The environment's executor now, where a retry is placed. */
   executorOf(tenantId: string, environmentId: string, session: ClientSession): Promise<Executor | undefined>;
-  /** Marks it `deleting` (false when it is not active, or, with `expiredBy`, when its TTL has not lapsed by then). */
-  markDeleting(
-    tenantId: string,
-    environmentId: string,
-    request: { force: boolean; purge_data: boolean; reason: string },
-    session: ClientSession,
-    expiredBy?: Date,
-  ): Promise<boolean>;
 }
 
 /** A run refused because its environment's tear-down has begun. */
@@ -77,9 +69,6 @@ interface AfterFailure {
   retried: AttemptDocument | null;
 }
 
-/** A canceled attempt's assets that had not finished (pending or running) say so. */
-const CANCELED_ASSETS = { 'assets.$[unfinished].status': 'canceled' } as const;
-const UNFINISHED_ASSETS = [{ 'unfinished.status': { $in: ['pending', 'running'] } }];
 
 /**
  * The attempt lifecycle: runs made with their first attempt, started, leased, finished,
@@ -107,6 +96,7 @@ export class RunRepository extends RunQueries {
     this.slots = new RunSlots(this.runs, this.attempts, environments);
     this.scheduledRuns = new ScheduledRunBatch(this.runs, this.attempts, environments, quotas);
     this.shares = new RunnerShares(connection, this.attempts);
+    this.teardown = new RunTeardown(connection, this.runs, this.attempts, environments);
   }
 
   override async ensureIndexes(): Promise<void> {
@@ -362,69 +352,8 @@ export class RunRepository extends RunQueries {
     });
   }
 
-  /**
-   * The first step of an environment's tear-down, in one transaction: it is marked
-   * `deleting` (no run is admitted after that), and its unfinished runs and attempts are
-   * canceled. With attempts running and no `force`, nothing changes: 409 `runs_running`. A
-   * worker's start racing this conflicts with the cancel of its attempt, so either the
-   * start wins and is counted, or the attempt is canceled first and the start refused.
-   * Returns the attempts canceled (queued ones are withdrawn from their queue), or null
-   * when the environment was not active (a tear-down already began, or the TTL moved).
-   */
-  async beginTeardown(
-    tenantId: string,
-    environmentId: string,
-    request: { force: boolean; purge_data: boolean; reason: string },
-    expiredBy?: Date,
-  ): Promise<AttemptDocument[] | null> {
-    return inTransaction(this.connection, async (session) => {
-      const running = await this.attempts.count(tenantId, { environment_id: environmentId, status: 'running' }, { session });
-      if (running > 0 && !request.force) {
-        throw new ApiError(
-          'runs_running',
-          `${running} attempt${running === 1 ? ' is' : 's are'} running in this environment; cancel ${running === 1 ? 'it' : 'them'} first, or delete with ?force=true to cancel ${running === 1 ? 'it' : 'them'}.`,
-        );
-      }
-      if (!(await this.environments.markDeleting(tenantId, environmentId, request, session, expiredBy))) return null;
-      return this.cancelAllOf(tenantId, environmentId, request.reason, session);
-    });
-  }
-
-  /** Cancels every unfinished run and attempt of an environment being torn down (again, for any that raced its start). */
-  cancelForTeardown(tenantId: string, environmentId: string, reason: string): Promise<AttemptDocument[]> {
-    return inTransaction(this.connection, (session) => this.cancelAllOf(tenantId, environmentId, reason, session));
-  }
-
-  /** Up to `limit` run ids of an environment (its tear-down removes them batch by batch). */
-  async runIdsOf(tenantId: string, environmentId: string, limit: number): Promise<string[]> {
-    const runs = await this.runs.find(tenantId, { environment_id: environmentId }, { projection: { _id: 1 }, limit });
-    return runs.map((run) => run._id);
-  }
-
-  /** Removes these runs and their attempts, attempts first (a crash in between leaves the runs to find again). */
-  async deleteRuns(tenantId: string, runIds: string[]): Promise<{ runs: number; attempts: number }> {
-    const attempts = await this.attempts.deleteMany(tenantId, { run_id: { $in: runIds } });
-    const runs = await this.runs.deleteMany(tenantId, { _id: { $in: runIds } });
-    return { runs, attempts };
-  }
-
-  private async cancelAllOf(tenantId: string, environmentId: string, reason: string, session: ClientSession): Promise<AttemptDocument[]> {
-    const now = new Date();
-    const open = await this.attempts.find(tenantId, { environment_id: environmentId, status: { $in: ['queued', 'running'] } }, { session });
-    await this.attempts.updateMany(
-      tenantId,
-      { environment_id: environmentId, status: { $in: ['queued', 'running'] } },
-      { $set: { status: 'canceled', finished_at: now, current_asset: null, error: reason, ...CANCELED_ASSETS } },
-      { session, arrayFilters: UNFINISHED_ASSETS },
-    );
-    await this.runs.updateMany(
-      tenantId,
-      { environment_id: environmentId, status: { $in: ACTIVE_RUN } },
-      { $set: { status: 'canceled', finished_at: now, error: reason } },
-      { session },
-    );
-    return open;
-  }
+  /** An environment's tear-down: its runs canceled with it, then removed (run-teardown.ts). */
+  readonly teardown: RunTeardown;
 
   /** A draining worker hands a running attempt back: it is queued again under a new job id. */
   async release(check: LeaseCheck): Promise<AttemptDocument> {
