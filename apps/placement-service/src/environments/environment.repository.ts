@@ -4,14 +4,11 @@ import { newId } from '@envengine/resource-ids';
 import { ApiError, environmentDeleting, isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
 import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
 import { EngineFence, inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
-import { randomInt } from 'node:crypto';
+import { AdmissionStripes } from './admission-stripes.ts';
 import {
-  ADMISSION_STRIPES,
-  admissionStripeSchema,
   environmentSchema,
   EXPIRED_ENVIRONMENT_DAYS,
   expiredEnvironmentSchema,
-  type AdmissionStripeDocument,
   type EnvironmentDocument,
   type ExpiredEnvironmentDocument,
 } from './environment.schema.ts';
@@ -76,7 +73,7 @@ export const PREVIEW_PAUSE_REASON = 'preview environment: schedules start paused
 
 export class EnvironmentRepository {
   private readonly environments: TenantScopedModel<EnvironmentDocument>;
-  private readonly stripes: TenantScopedModel<AdmissionStripeDocument>;
+  private readonly stripes: AdmissionStripes;
   private readonly expired: TenantScopedModel<ExpiredEnvironmentDocument>;
   /** Written first by every create with a `file://` prefix: two creates take turns, so neither misses the other's directory. */
   private readonly directoryFence: EngineFence;
@@ -87,7 +84,7 @@ export class EnvironmentRepository {
     private readonly quotas: TenantQuotas,
   ) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
-    this.stripes = TenantScopedModel.of(connection, 'EnvironmentAdmissionStripe', admissionStripeSchema);
+    this.stripes = new AdmissionStripes(connection);
     this.expired = TenantScopedModel.of(connection, 'ExpiredEnvironment', expiredEnvironmentSchema);
     this.directoryFence = new EngineFence(connection, 'storage-directories');
   }
@@ -229,8 +226,7 @@ export class EnvironmentRepository {
     session: ClientSession,
   ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'missing' }> {
     if (trigger === 'manual') {
-      const stripe = await this.stripes.updateOne(tenantId, { _id: `${id}:${randomInt(ADMISSION_STRIPES)}`, open: true }, { $inc: { admitted: 1 } }, { session });
-      if (stripe.matched === 1) {
+      if (await this.stripes.admit(tenantId, id, session)) {
         const current = await this.environments.findOne(tenantId, { _id: id }, { session, projection: { max_concurrent_runs: 1 } });
         if (current && (current.max_concurrent_runs ?? null) === null) return { admitted: true, maxConcurrentRuns: null, striped: true };
       }
@@ -255,11 +251,7 @@ export class EnvironmentRepository {
   async openStripes(tenantId: string, id: string): Promise<void> {
     await inTransaction(this.connection, async (session) => {
       const { matched } = await this.environments.updateOne(tenantId, { _id: id, status: 'active' }, { $inc: { run_admissions: 1 } }, { session });
-      if (matched !== 1 || (await this.stripes.count(tenantId, { environment_id: id }, { session })) > 0) return;
-      await this.stripes.insertManyOwned(
-        Array.from({ length: ADMISSION_STRIPES }, (_, stripe) => ({ tenantId, doc: { _id: `${id}:${stripe}`, environment_id: id, open: true, admitted: 0 } })),
-        { session },
-      );
+      if (matched === 1) await this.stripes.openIfNone(tenantId, id, session);
     });
   }
 
@@ -330,7 +322,7 @@ export class EnvironmentRepository {
     );
     if (matched !== 1) return false;
     // Every stripe written (and closed): each run admitted through one conflicts with this.
-    await this.stripes.updateMany(tenantId, { environment_id: id }, { $set: { open: false } }, { session });
+    await this.stripes.closeAll(tenantId, id, session);
     return true;
   }
 
@@ -369,7 +361,7 @@ export class EnvironmentRepository {
       return true;
     });
     // Stripes go after the document: a step repeated after a crash finds the document gone and removes them still.
-    if (!(await this.environments.findOne(tenantId, { _id: id }, { projection: { _id: 1 } }))) await this.stripes.deleteMany(tenantId, { environment_id: id });
+    if (!(await this.environments.findOne(tenantId, { _id: id }, { projection: { _id: 1 } }))) await this.stripes.removeAll(tenantId, id);
     return removed;
   }
 
