@@ -112,12 +112,19 @@ describe('docker-compose.yml', () => {
     expect(dockerfile).toContain(`ARG SEAWEEDFS_VERSION=${PINNED_GO_BUILDS.weed.version}`);
     const seaweedfs = compose.services.seaweedfs as { build?: { target?: string }; command?: string[]; environment?: Record<string, string> };
     expect(seaweedfs.build?.target).toBe('seaweedfs');
-    expect(seaweedfs.command).toEqual(expect.arrayContaining(['mini', ...WEED_MINI_FLAGS]));
+    expect(seaweedfs.command).toEqual(expect.arrayContaining(['mini', '-s3.config=/tmp/s3-identities.json', ...WEED_MINI_FLAGS]));
+    // The administrator reaches weed in a file, never in its environment (SeaweedFS logs the access key it finds there).
+    // (`$$` is compose's escape of a literal `$`.)
+    for (const name of ['seaweedfs', 'seaweedfs-iam']) {
+      const service = compose.services[name] as { entrypoint?: string[]; environment?: Record<string, string> };
+      expect(Object.keys(service.environment ?? {}).filter((key) => key.startsWith('AWS_')), name).toEqual([]);
+      expect(service.entrypoint?.join(' '), name).toMatch(/umask 077 .*> \/tmp\/s3-identities\.json .*unset S3_ADMIN_ACCESS_KEY S3_ADMIN_SECRET_KEY .*exec weed -logtostderr "\$\$@"/s);
+    }
     expect(seaweedfs.environment?.S3_BUCKET).toBe('lake');
     // The IAM API is a gateway of its own, which only the placement-service is given.
     const iam = compose.services['seaweedfs-iam'] as { build?: { target?: string }; command?: string[]; ports?: unknown };
     expect(iam.build?.target).toBe('seaweedfs');
-    expect(iam.command).toEqual(expect.arrayContaining(['s3', '-filer=seaweedfs:8888', ...WEED_IAM_GATEWAY_FLAGS]));
+    expect(iam.command).toEqual(expect.arrayContaining(['s3', '-config=/tmp/s3-identities.json', '-filer=seaweedfs:8888', ...WEED_IAM_GATEWAY_FLAGS]));
     expect(iam.ports).toBeUndefined();
     const iamPort = /-port=(\d+)/.exec(iam.command!.join(' '))![1];
     expect(compose.services['placement-service']?.environment?.ENGINE_S3_IAM_URL).toBe(`http://seaweedfs-iam:${iamPort}`);

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand, HeadBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { binaryCacheRoot, findOnPath, pathOrGoBuild, type Reporter } from './binaries.ts';
@@ -107,8 +107,8 @@ export async function weedBinary(report: Reporter, env: NodeJS.ProcessEnv = proc
 /**
  * The S3-compatible object store: S3_URL, then SeaweedFS (`weed mini`: master, volume,
  * filer and S3 gateway in one process) from PATH or built with Go. Everything but the S3
- * port listens on a free loopback port; the administrator's keys reach it through its
- * environment (never its arguments). The S3 port serves no IAM API: SeaweedFS's lets any
+ * port listens on a free loopback port; the administrator's keys reach it in a file of
+ * mode 0600 (never its arguments or its environment, which SeaweedFS would log). The S3 port serves no IAM API: SeaweedFS's lets any
  * user create access keys for itself (`CreateAccessKey` on its own name is allowed
  * whatever its policy), and such a key would outlive everything the engine revokes. IAM is
  * served instead by a second S3 gateway on the same filer (`weed s3`), on loopback, whose
@@ -138,7 +138,10 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
   for (const flag of ['master.port', 'master.port.grpc', 'volume.port', 'volume.port.grpc', 'filer.port', 'filer.port.grpc', 's3.port.grpc', 'admin.port', 'admin.port.grpc']) {
     internalPorts.push([flag, await freePort()]);
   }
+  const identities = writeAdminIdentity(dir, options.admin);
   const args = [
+    // Logs to the log file only: by default glog also writes files of its own under /tmp.
+    '-logtostderr',
     'mini',
     `-dir=${dir}`,
     '-ip=127.0.0.1',
@@ -147,16 +150,17 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
     ...internalPorts.map(([flag, value]) => `-${flag}=${value}`),
     // The same volume server across restarts, whatever port it got this time.
     '-volume.id=envengine',
+    `-s3.config=${identities}`,
     ...WEED_MINI_FLAGS,
   ];
-  const storeEnv = { PATH: env.PATH, HOME: env.HOME, AWS_ACCESS_KEY_ID: options.admin.accessKeyId, AWS_SECRET_ACCESS_KEY: options.admin.secretAccessKey, S3_BUCKET: options.bucket };
+  const storeEnv = { PATH: env.PATH, HOME: env.HOME };
   const process_ = new ManagedProcess({ name: 'seaweedfs', command: binary.path, args, logFile, cwd: dir, env: storeEnv });
   const url = `http://127.0.0.1:${port}`;
   await untilBucketAnswers('seaweedfs', url, process_, options, 90_000);
   const internalPort = (flag: string) => internalPorts.find(([name]) => name === flag)![1];
   let iam: { url: string; process: ManagedProcess };
   try {
-    iam = await startIamGateway(binary.path, `127.0.0.1:${internalPort('filer.port')}.${internalPort('filer.port.grpc')}`, options, dir, storeEnv);
+    iam = await startIamGateway(binary.path, `127.0.0.1:${internalPort('filer.port')}.${internalPort('filer.port.grpc')}`, identities, options, dir, storeEnv);
   } catch (error) {
     await process_.stop();
     throw error;
@@ -178,11 +182,14 @@ export async function startObjectStore(options: StartObjectStoreOptions): Promis
 }
 
 /** The IAM-only gateway (see `startObjectStore`): `weed s3` on the store's filer, on loopback, IAM writable. */
-async function startIamGateway(weed: string, filer: string, options: StartObjectStoreOptions, dir: string, storeEnv: NodeJS.ProcessEnv): Promise<{ url: string; process: ManagedProcess }> {
+async function startIamGateway(weed: string, filer: string, identities: string, options: StartObjectStoreOptions, dir: string, storeEnv: NodeJS.ProcessEnv): Promise<{ url: string; process: ManagedProcess }> {
   const port = await freePort();
   const logFile = join(options.dataDir, 'logs', 'seaweedfs-iam.log');
   const args = [
+    // As the mini's: logs to the log file only, the administrator from the identity file.
+    '-logtostderr',
     's3',
+    `-config=${identities}`,
     `-filer=${filer}`,
     '-ip.bind=127.0.0.1',
     `-port=${port}`,
@@ -194,6 +201,20 @@ async function startIamGateway(weed: string, filer: string, options: StartObject
   // It answers the administrator for the bucket once it reads the filer's identities.
   await untilBucketAnswers('seaweedfs IAM gateway', url, process_, options, 60_000);
   return { url, process: process_ };
+}
+
+/**
+ * The administrator's identity for both gateways, in SeaweedFS's S3 configuration file
+ * (mode 0600, in the store's own directory). Given as AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY instead, SeaweedFS logs the access key at start ("Added admin
+ * identity from AWS environment variables").
+ */
+function writeAdminIdentity(dir: string, admin: ObjectStoreAdmin): string {
+  const path = join(dir, 's3-identities.json');
+  const identity = { name: 'envengine-admin', credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] };
+  writeFileSync(path, JSON.stringify({ identities: [identity] }), { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return path;
 }
 
 /** Waits until the gateway at `url` answers the administrator for the bucket; stops its process if it never does. */
