@@ -10,6 +10,7 @@ import { issueToken, STACK_PROFILES, startStack, withTokenStore, type StackProfi
 import { summarizeCpuProfiles } from './cpu-profile-summary.ts';
 import { gatewaySuite } from './gateway-suite.ts';
 import { fairnessSuite } from './fairness-suite.ts';
+import { poolGateSuite } from './pool-gate-suite.ts';
 import { lifecycleSuite } from './lifecycle-suite.ts';
 import { objectStorageSuite } from './object-storage-suite.ts';
 import { Bench } from './harness.ts';
@@ -30,6 +31,7 @@ const SUITES = {
   'object-storage': objectStorageSuite,
   lifecycle: lifecycleSuite,
   fairness: fairnessSuite,
+  'pool-gate': poolGateSuite,
 } as const;
 
 const { values } = parseArgs({
