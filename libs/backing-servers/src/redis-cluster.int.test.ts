@@ -129,7 +129,14 @@ describe('startRedisCluster', () => {
   it('promotes a replica when its master is killed, and takes the master back as a replica', async () => {
     const key = 'app:failover';
     await cluster.set(key, 'before');
-    const { master, replicas } = await servingKey(key);
+    // The master's replica shows in a node's CLUSTER NODES once gossip has carried it there,
+    // which on a busy machine can come after the replica reports its link up.
+    let serving = await servingKey(key);
+    await waitUntil('a replica of the key\'s master in the cluster\'s view', async () => (serving = await servingKey(key)).replicas.length > 0, {
+      timeoutMs: 60_000,
+      explain: async () => String(await onNode(server.nodes[0]!.address, (client) => client.call('CLUSTER', 'NODES'))).replace(/\n/g, ' | '),
+    });
+    const { master, replicas } = serving;
     const victim = server.nodes.find((node) => node.address === master)!;
     const heir = replicas[0]!;
     // Replication is asynchronous: the key must be on the replica before its master dies.
