@@ -29,6 +29,7 @@ beforeAll(async () => {
     limits: POOL_GATE_LIMITS,
     acceptsUser: (username) => username.startsWith(POOL_USERNAME_PREFIX),
     nodeForSlot: () => `127.0.0.1:${server.port}`,
+    cluster: false,
     log: { info: () => undefined, warn: () => undefined },
   });
 }, 10_000);

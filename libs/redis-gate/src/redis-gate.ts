@@ -28,6 +28,8 @@ export interface RedisGateOptions {
   acceptsUser(username: string): boolean;
   /** The node (`host:port`) that serves a key slot now: the one server's address for every slot, or the cluster's layout. */
   nodeForSlot(slot: number): string | undefined;
+  /** A Redis Cluster behind the gate: commands are routed by their keys' slot (one server takes every command as it is). */
+  cluster: boolean;
   /** A node answered MOVED or ASK: the cluster's layout changed, and the next command should go by the new one. */
   layoutChanged?(): void;
   /** Reach the nodes over TLS (a `rediss://` REDIS_URL). */
@@ -148,16 +150,17 @@ class GateConnection {
   }
 
   private onClientData(chunk: Buffer): void {
-    const { commands, error } = this.reader.push(chunk);
-    for (const command of commands) {
+    const { commands, raw, error } = this.reader.push(chunk);
+    for (const [index, command] of commands.entries()) {
       if (this.closed || this.ending) return;
-      this.onCommand(command);
+      this.onCommand(command, raw[index]!);
     }
     // Its stream cannot be followed any further: the replies it is owed, why, and the end.
     if (error && !this.closed && !this.ending) this.refuseAndClose(`ERR ${error.message}; the gate closes this connection`);
   }
 
-  private onCommand(command: Buffer[]): void {
+  /** One command: `raw` is its bytes as the client sent them, passed on unchanged when the policy lets it through. */
+  private onCommand(command: Buffer[], raw: Buffer): void {
     const name = command[0]!.toString('latin1').toLowerCase();
     if (this.pending.length >= (this.options.maxPendingReplies ?? DEFAULT_MAX_PENDING_REPLIES)) {
       this.refuseAndClose('ERR too many commands awaiting replies; the gate closes this connection');
@@ -168,21 +171,21 @@ class GateConnection {
       this.endAfterReplies();
       return;
     }
-    if (name === 'auth') return this.onAuth(command);
+    if (name === 'auth') return this.onAuth(command, raw);
     if (!this.credential) return this.answer(encodeError('NOAUTH Authentication required.'));
     const verdict = this.options.policy(command);
     if ('refuse' in verdict) return this.answer(encodeError(verdict.refuse));
     let node = this.home!;
-    if (verdict.forward === 'keys' && verdict.keys.length > 0) {
+    if (this.options.cluster && verdict.forward === 'keys' && verdict.keys.length > 0) {
       const slots = new Set(verdict.keys.map((key) => keySlot(key)));
       if (slots.size > 1) return this.answer(encodeError("CROSSSLOT Keys in request don't hash to the same slot"));
       node = this.options.nodeForSlot([...slots][0]!) ?? node;
     }
-    this.forward(node, encodeCommand(command));
+    this.forward(node, raw);
   }
 
   /** `AUTH <username> <password>`, once per connection: the node of slot 0 checks it, and the client gets its answer. */
-  private onAuth(command: Buffer[]): void {
+  private onAuth(command: Buffer[], raw: Buffer): void {
     if (command.length !== 3) return this.answer(encodeError('ERR the gate takes AUTH <username> <password> only'));
     if (this.credential) return this.answer(encodeError('ERR this connection is authenticated already'));
     const username = command[1]!.toString('utf8');
@@ -191,7 +194,7 @@ class GateConnection {
     if (!node) return this.answer(encodeError('CLUSTERDOWN the gate knows no Redis node to send this to'));
     this.credential = { username: command[1]!, password: command[2]! };
     this.home = node;
-    this.forward(node, encodeCommand(command), { authenticates: true });
+    this.forward(node, raw, { authenticates: true });
     this.selectDatabase(this.upstreams.get(node)!);
   }
 

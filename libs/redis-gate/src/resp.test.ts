@@ -14,7 +14,14 @@ describe('CommandReader', () => {
     for (const size of [1, 2, 3, 7, stream.length]) {
       const reader = new CommandReader(limits);
       const commands: Buffer[][] = [];
-      for (let at = 0; at < stream.length; at += size) commands.push(...reader.push(stream.subarray(at, at + size)).commands);
+      const raw: Buffer[] = [];
+      for (let at = 0; at < stream.length; at += size) {
+        const read = reader.push(stream.subarray(at, at + size));
+        commands.push(...read.commands);
+        raw.push(...read.raw);
+      }
+      // Each command's bytes as sent, to pass on unchanged.
+      expect(raw.map((bytes) => bytes.toString('latin1'))).toEqual([encodeCommand(['EVALSHA', 'ab', '1', 'k']), encodeCommand(['INFO']), encodeCommand([Buffer.from([0, 13, 10, 255])])].map((bytes) => bytes.toString('latin1')));
       expect(text(commands.slice(0, 2))).toEqual([['EVALSHA', 'ab', '1', 'k'], ['INFO']]);
       expect([...commands[2]![0]!]).toEqual([0, 13, 10, 255]);
     }

@@ -40,22 +40,25 @@ export class CommandReader {
    * bytes. `error`: the stream broke the protocol or a limit after those commands, and
    * cannot be followed any further.
    */
-  push(chunk: Buffer): { commands: Buffer[][]; error?: ProtocolError } {
+  push(chunk: Buffer): { commands: Buffer[][]; raw: Buffer[]; error?: ProtocolError } {
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
     const commands: Buffer[][] = [];
+    /** Each command's own bytes, as sent: what a gate passes on unchanged. */
+    const raw: Buffer[] = [];
     try {
       for (;;) {
         const read = this.readCommand();
         if (!read) break;
         commands.push(read.command);
+        raw.push(this.buffer.subarray(0, read.end));
         this.buffer = this.buffer.subarray(read.end);
       }
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       this.buffer = Buffer.alloc(0);
-      return { commands, error };
+      return { commands, raw, error };
     }
-    return { commands };
+    return { commands, raw };
   }
 
   private readCommand(): { command: Buffer[]; end: number } | undefined {

@@ -17,6 +17,7 @@ export function startPoolGate(redis: RedisConnection, redisUrl: string, listen: 
     limits: POOL_GATE_LIMITS,
     acceptsUser: (username) => username.startsWith(POOL_USERNAME_PREFIX),
     nodeForSlot: (slot) => (isRedisCluster(redis) ? redis.slots[slot]?.[0] : single),
+    cluster: target.cluster,
     layoutChanged: () => {
       if (isRedisCluster(redis)) redis.refreshSlotsCache();
     },
