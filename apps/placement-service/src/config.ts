@@ -14,6 +14,13 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   POOL_GATE_HOST: z.string().default('0.0.0.0'),
   POOL_GATE_PORT: PortFromEnv(6380),
   /**
+   * Connections the pool gate holds at once, of every pool, and of one pool credential:
+   * each holds one to Redis (two or three per worker process), whose `maxclients` (10,000)
+   * the engine's services share; so no credential takes them all, nor all pools Redis's.
+   */
+  POOL_GATE_MAX_CONNECTIONS: PositiveIntFromEnv(2048),
+  POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL: PositiveIntFromEnv(128),
+  /**
    * The Redis URL pool workers are told to use (in every credential issued): the pool
    * gate's address as other hosts reach it, e.g. `redis://queues.example.com:6380`; no
    * credential in it (each pool signs in as its own user). Default: the pool gate on this

@@ -131,7 +131,12 @@ await runInternalService({
       sweeps.push(storeKeysSweep);
     }
     const pool = new PoolService(credentials, runs, workers, acl, redis, log, config.ATTEMPT_LEASE_TTL_MS, config.PUBLIC_REDIS_URL, storeKeys);
-    poolGate = await startPoolGate(redis, config.REDIS_URL, { host: config.POOL_GATE_HOST, port: config.POOL_GATE_PORT }, log);
+    poolGate = await startPoolGate(
+      redis,
+      config.REDIS_URL,
+      { host: config.POOL_GATE_HOST, port: config.POOL_GATE_PORT, maxConnections: config.POOL_GATE_MAX_CONNECTIONS, maxConnectionsPerUser: config.POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL },
+      log,
+    );
     log.info({ address: poolGate.address, public_url: config.PUBLIC_REDIS_URL }, 'pool gate listening');
 
     const api = placementPublicApi({

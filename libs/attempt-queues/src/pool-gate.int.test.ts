@@ -11,6 +11,8 @@ import { issuePoolUser, replyTo, startPoolTestRedis, workTwoAttempts, type PoolC
 
 type Credential = PoolCredentialForTest;
 
+/** Connections one pool user may hold through the gate here. */
+const PER_USER = 4;
 let redis: PoolTestRedis;
 let server: RedisChild;
 let admin: Redis;
@@ -30,6 +32,8 @@ beforeAll(async () => {
     acceptsUser: (username) => username.startsWith(POOL_USERNAME_PREFIX),
     nodeForSlot: () => `127.0.0.1:${server.port}`,
     cluster: false,
+    maxConnections: 64,
+    maxConnectionsPerUser: PER_USER,
     log: { info: () => undefined, warn: () => undefined },
   });
 }, 10_000);
@@ -185,6 +189,31 @@ describe('the pool gate', { timeout: 15_000 }, () => {
     expect(notPool.replies[0]).toMatch(/^-WRONGPASS/);
     const inline = await rawExchange(Buffer.from('AUTH x y\r\n'), 1);
     expect(inline.replies[0]).toMatch(/^-ERR only commands sent as RESP arrays/);
+  });
+
+  it("holds one user to its share of connections, and hangs up on a refused AUTH, while another user's connection works", async () => {
+    const [greedy, other] = [await issue(testId('ten')), await issue(testId('ten'))];
+    const held = Array.from({ length: PER_USER }, () => client(greedy, 'gate'));
+    for (const connection of held) expect(await reply(connection, 'INFO', 'server')).toMatch(/^allowed/);
+    // One more of the same user is refused and closed; another user still gets in.
+    const over = await rawExchange(encodeCommand(['AUTH', greedy.username, greedy.password]), 2);
+    expect(over.replies[0]).toMatch(/^-ERR max number of clients reached for user/);
+    expect(over.closed).toBe(true);
+    expect(await reply(client(other, 'gate'), 'INFO', 'server')).toMatch(/^allowed/);
+    // A connection given back is one the user may open again.
+    const closed = new Promise<void>((resolve) => held[0]!.once('end', () => resolve()));
+    held[0]!.disconnect();
+    await closed;
+    // (The gate hears of the close a moment after the client: asked again until it has.)
+    let again = '';
+    for (const deadline = Date.now() + 10_000; again !== '+OK' && Date.now() < deadline; ) {
+      again = (await rawExchange(Buffer.concat([encodeCommand(['AUTH', greedy.username, greedy.password]), encodeCommand(['QUIT'])]), 2)).replies[0] ?? '';
+    }
+    expect(again).toBe('+OK');
+    // A wrong password is answered, then the connection (and its connection to Redis) is closed.
+    const wrong = await rawExchange(Buffer.concat([encodeCommand(['AUTH', other.username, 'not-the-password']), encodeCommand(['INFO'])]), 5);
+    expect(wrong.replies[0]).toMatch(/^-WRONGPASS/);
+    expect(wrong.closed).toBe(true);
   });
 
   it("closes a revoked user's connections, as Redis does", async () => {

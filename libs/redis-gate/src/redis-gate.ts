@@ -38,6 +38,14 @@ export interface RedisGateOptions {
   database?: number;
   /** Commands a connection may have sent and not yet been answered; more cut it off. */
   maxPendingReplies?: number;
+  /**
+   * Client connections open at once, of all users: each authenticated one holds a
+   * connection to Redis, whose `maxclients` the engine's own services share. More are
+   * closed as they arrive.
+   */
+  maxConnections: number;
+  /** Connections one user may hold at once (so one credential cannot take them all); more are refused at AUTH. */
+  maxConnectionsPerUser: number;
   log: GateLog;
 }
 
@@ -81,11 +89,13 @@ export function keySlot(key: Buffer | string): number {
  */
 export async function startRedisGate(options: RedisGateOptions): Promise<RedisGate> {
   const open = new Set<GateConnection>();
+  const users = new UserConnections(options.maxConnectionsPerUser);
   const server: Server = createServer((socket) => {
-    const connection = new GateConnection(socket, options);
+    const connection = new GateConnection(socket, options, users);
     open.add(connection);
     socket.once('close', () => open.delete(connection));
   });
+  server.maxConnections = options.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -109,6 +119,28 @@ export async function startRedisGate(options: RedisGateOptions): Promise<RedisGa
 /** A command's place in the order of replies: filled when its reply arrives (or at once, for the gate's own). */
 interface PendingReply {
   reply?: Buffer;
+  /** The client's AUTH: refused, the connection is ended (it holds a connection to Redis and may do nothing with it). */
+  hangUpOnError?: boolean;
+}
+
+/** How many connections each user holds through the gate. */
+class UserConnections {
+  private readonly held = new Map<string, number>();
+
+  constructor(private readonly perUser: number) {}
+
+  take(username: string): boolean {
+    const count = this.held.get(username) ?? 0;
+    if (count >= this.perUser) return false;
+    this.held.set(username, count + 1);
+    return true;
+  }
+
+  give(username: string): void {
+    const count = (this.held.get(username) ?? 1) - 1;
+    if (count <= 0) this.held.delete(username);
+    else this.held.set(username, count);
+  }
 }
 
 /** One connection to a Redis node on behalf of one client, authenticated as the client's user. */
@@ -130,10 +162,13 @@ class GateConnection {
   private credential: { username: Buffer; password: Buffer } | undefined;
   private home: string | undefined;
   private closed = false;
+  /** The user whose connection count this connection holds, given back when it ends. */
+  private counted: string | undefined;
 
   constructor(
     private readonly client: Socket,
     private readonly options: RedisGateOptions,
+    private readonly users: UserConnections,
   ) {
     this.reader = new CommandReader(options.limits);
     client.setNoDelay(true);
@@ -144,9 +179,16 @@ class GateConnection {
 
   destroy(): void {
     this.closed = true;
+    this.releaseCount();
     for (const upstream of this.upstreams.values()) upstream.socket.destroy();
     this.upstreams.clear();
     this.client.destroy();
+  }
+
+  private releaseCount(): void {
+    if (this.counted === undefined) return;
+    this.users.give(this.counted);
+    this.counted = undefined;
   }
 
   private onClientData(chunk: Buffer): void {
@@ -192,6 +234,11 @@ class GateConnection {
     if (!this.options.acceptsUser(username)) return this.answer(encodeError('WRONGPASS invalid username-password pair or user is disabled.'));
     const node = this.options.nodeForSlot(0);
     if (!node) return this.answer(encodeError('CLUSTERDOWN the gate knows no Redis node to send this to'));
+    if (!this.users.take(username)) {
+      this.refuseAndClose(`ERR max number of clients reached for user ${JSON.stringify(username.slice(0, 80))} (${this.options.maxConnectionsPerUser}); the gate closes this connection`);
+      return;
+    }
+    this.counted = username;
     this.credential = { username: command[1]!, password: command[2]! };
     this.home = node;
     this.forward(node, raw, { authenticates: true });
@@ -217,7 +264,7 @@ class GateConnection {
         this.selectDatabase(upstream);
       }
     }
-    const entry: PendingReply = {};
+    const entry: PendingReply = options.authenticates ? { hangUpOnError: true } : {};
     this.pending.push(entry);
     upstream.awaiting.push(entry);
     upstream.socket.write(bytes);
@@ -272,6 +319,11 @@ class GateConnection {
       }
       if (reply[0] === 0x2d && /^-(MOVED|ASK) /.test(reply.toString('latin1', 0, 7))) this.options.layoutChanged?.();
       entry.reply = reply;
+      if (entry.hangUpOnError && reply[0] === 0x2d) {
+        // Ended by the flush below, once the replies before it and this one have gone out.
+        this.ending = true;
+        this.client.pause();
+      }
     }
     this.flush();
   }
@@ -313,6 +365,7 @@ class GateConnection {
   private destroyAfterWrite(): void {
     if (this.closed) return;
     this.closed = true;
+    this.releaseCount();
     for (const upstream of this.upstreams.values()) upstream.socket.destroy();
     this.upstreams.clear();
     // Once what was written has gone out, whatever the client does.

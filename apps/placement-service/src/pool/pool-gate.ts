@@ -8,7 +8,12 @@ import { startRedisGate, type GateLog, type RedisGate } from '@envengine/redis-g
  * engine's Redis, one server or a cluster, whose layout this service's own connection
  * keeps; workers see one server either way.
  */
-export function startPoolGate(redis: RedisConnection, redisUrl: string, listen: { host: string; port: number }, log: GateLog): Promise<RedisGate> {
+export function startPoolGate(
+  redis: RedisConnection,
+  redisUrl: string,
+  listen: { host: string; port: number; maxConnections: number; maxConnectionsPerUser: number },
+  log: GateLog,
+): Promise<RedisGate> {
   const target = parseRedisUrl(redisUrl);
   const single = `${target.nodes[0]!.host}:${target.nodes[0]!.port}`;
   return startRedisGate({
