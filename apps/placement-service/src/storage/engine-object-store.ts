@@ -206,19 +206,7 @@ export class EngineObjectStore {
       const url = new URL(`/${this.settings.bucket}/${BARRIER_USER}`, this.settings.endpoint);
       const deadline = Date.now() + IN_EFFECT_TIMEOUT_MS;
       for (let pause = 10; ; pause = Math.min(pause * 2, 250)) {
-        const signed = await signer.sign({
-          method: 'GET',
-          protocol: url.protocol,
-          hostname: url.hostname,
-          port: url.port ? Number(url.port) : undefined,
-          path: url.pathname,
-          query: {},
-          headers: { host: url.host, 'x-amz-content-sha256': EMPTY_SHA256 },
-        });
-        const answer = await fetch(url, { headers: signed.headers, signal: AbortSignal.timeout(10_000) }).catch((error: Error) => {
-          throw storeUnavailable(`its S3 endpoint did not answer (${error.message})`);
-        });
-        const text = await answer.text();
+        const text = await (await signedFetch(signer, url, 'GET', { 'x-amz-content-sha256': EMPTY_SHA256 })).text();
         // Known (AccessDenied: the user has no policy): every change before it is in effect.
         if (!/<Code>InvalidAccessKeyId<\/Code>/.test(text)) return;
         if (Date.now() > deadline) throw storeUnavailable(`its S3 endpoint had not heard of the changes after ${IN_EFFECT_TIMEOUT_MS / 1000} s`);
@@ -231,34 +219,38 @@ export class EngineObjectStore {
 
   /** One IAM call, signed by the administrator; its answer's text (empty for an error code in `tolerated`, which counts as done). */
   private async iam(params: Record<string, string>, tolerated: string[]): Promise<string> {
-    const url = new URL(this.settings.iamEndpoint);
     const body = new URLSearchParams({ ...params, Version: '2010-05-08' }).toString();
-    const signed = await this.signer.sign({
-      method: 'POST',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: url.port ? Number(url.port) : undefined,
-      path: '/',
-      query: {},
-      headers: { host: url.host, 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
-      body,
-    });
-    let answer: Response;
-    try {
-      answer = await fetch(new URL('/', url), { method: 'POST', headers: signed.headers, body, signal: AbortSignal.timeout(10_000) });
-    } catch (error) {
-      throw storeUnavailable(`it did not answer (${(error as Error).message})`);
-    }
+    const answer = await signedFetch(this.signer, new URL('/', this.settings.iamEndpoint), 'POST', { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }, body);
     const text = await answer.text();
     if (answer.ok) return text;
     const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? `HTTP ${answer.status}`;
     if (tolerated.includes(code)) return '';
     throw storeUnavailable(`${params['Action']} was refused (${code})`);
   }
+
 }
 
 /** SHA-256 of an empty body, which S3 wants named on a signed GET. */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/** A request signed (SigV4) with these keys; a store that does not answer is `unavailable`. */
+async function signedFetch(signer: SignatureV4, url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body?: string): Promise<Response> {
+  const signed = await signer.sign({
+    method,
+    protocol: url.protocol,
+    hostname: url.hostname,
+    port: url.port ? Number(url.port) : undefined,
+    path: url.pathname,
+    query: {},
+    headers: { host: url.host, ...headers },
+    ...(body === undefined ? {} : { body }),
+  });
+  try {
+    return await fetch(url, { method, headers: signed.headers, body, signal: AbortSignal.timeout(10_000) });
+  } catch (error) {
+    throw storeUnavailable(`${url.origin} did not answer (${(error as Error).message})`);
+  }
+}
 
 function storeUnavailable(why: string): ApiError {
   return new ApiError('unavailable', `The engine's object store could not issue this tenant's keys: ${why}.`);
