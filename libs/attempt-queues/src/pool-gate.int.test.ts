@@ -13,6 +13,8 @@ type Credential = PoolCredentialForTest;
 
 /** Connections one pool user may hold through the gate here. */
 const PER_USER = 4;
+/** How long the gate here waits for a connection's AUTH. */
+const AUTH_TIMEOUT_MS = 300;
 let redis: PoolTestRedis;
 let server: RedisChild;
 let admin: Redis;
@@ -34,6 +36,7 @@ beforeAll(async () => {
     cluster: false,
     maxConnections: 64,
     maxConnectionsPerUser: PER_USER,
+    authTimeoutMs: AUTH_TIMEOUT_MS,
     log: { info: () => undefined, warn: () => undefined },
   });
 }, 10_000);
@@ -214,6 +217,17 @@ describe('the pool gate', { timeout: 15_000 }, () => {
     const wrong = await rawExchange(Buffer.concat([encodeCommand(['AUTH', other.username, 'not-the-password']), encodeCommand(['INFO'])]), 5);
     expect(wrong.replies[0]).toMatch(/^-WRONGPASS/);
     expect(wrong.closed).toBe(true);
+  });
+
+  it('closes a connection that does not authenticate in time, and keeps one that did', async () => {
+    const credential = await issue(testId('ten'));
+    const signedIn = client(credential, 'gate');
+    expect(await reply(signedIn, 'INFO', 'server')).toMatch(/^allowed/);
+    // Connected and silent: closed by the gate (the exchange waits for a reply that never comes, or the close).
+    const silent = await rawExchange(Buffer.alloc(0), 1);
+    expect(silent).toEqual({ replies: [], closed: true });
+    // The one that signed in is still served, past the same time.
+    expect(await reply(signedIn, 'INFO', 'server')).toMatch(/^allowed/);
   });
 
   it("closes a revoked user's connections, as Redis does", async () => {

@@ -46,6 +46,8 @@ export interface RedisGateOptions {
   maxConnections: number;
   /** Connections one user may hold at once (so one credential cannot take them all); more are refused at AUTH. */
   maxConnectionsPerUser: number;
+  /** How long a connection may stay without AUTH before it is closed (so idle strangers cannot hold `maxConnections`). */
+  authTimeoutMs: number;
   log: GateLog;
 }
 
@@ -172,6 +174,10 @@ class GateConnection {
   ) {
     this.reader = new CommandReader(options.limits);
     client.setNoDelay(true);
+    // Until it authenticates; cleared at AUTH.
+    client.setTimeout(options.authTimeoutMs, () => {
+      if (!this.credential) this.destroy();
+    });
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
     client.on('error', () => this.destroy());
     client.on('close', () => this.destroy());
@@ -240,6 +246,7 @@ class GateConnection {
     }
     this.counted = username;
     this.credential = { username: command[1]!, password: command[2]! };
+    this.client.setTimeout(0);
     this.home = node;
     this.forward(node, raw, { authenticates: true });
     this.selectDatabase(this.upstreams.get(node)!);

@@ -26,6 +26,8 @@ export function startPoolGate(
     layoutChanged: () => {
       if (isRedisCluster(redis)) redis.refreshSlotsCache();
     },
+    // A worker sends AUTH first thing; a connection that has not within 10 s is not a worker.
+    authTimeoutMs: 10_000,
     tls: target.tls,
     database: target.database,
     log,
