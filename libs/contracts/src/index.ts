@@ -15,6 +15,7 @@ export * from './schedules.ts';
 export * from './attempt-job.ts';
 export * from './workflow-inputs.ts';
 export * from './quotas.ts';
+export * from './route-contract.ts';
 export * from './public-api.ts';
 export * from './tokens.ts';
 export * from './manifest.ts';

@@ -29,6 +29,7 @@ import {
   SetPlacementRequest,
 } from './environment.ts';
 import type { ErrorCode } from './errors.ts';
+import { PARQUET_MEDIA_TYPE, PUBLIC_API_BASE, type RouteContract } from './route-contract.ts';
 import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialPathParams, PoolCredentialRevoked, PoolStatus } from './pool.ts';
 import { Attempt, CancelRunRequest, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
 import { Quotas } from './quotas.ts';
@@ -56,13 +57,6 @@ import {
 
 /** The internal service that serves a public path (the gateway forwards to it). */
 export type ApiService = 'placement' | 'deployment' | 'secrets';
-export type HttpMethod = 'get' | 'head' | 'post' | 'put' | 'patch' | 'delete';
-
-/** A body that is not the `{data}` JSON envelope: raw tar.gz bytes, or none at all. */
-export type RawBody = 'application/gzip' | typeof PARQUET_MEDIA_TYPE | 'empty';
-
-/** A materialization's bytes, as `…/materializations/:id/data` serves them. */
-export const PARQUET_MEDIA_TYPE = 'application/vnd.apache.parquet';
 
 export interface RequestHeader {
   readonly name: string;
@@ -76,35 +70,25 @@ export interface RequestHeader {
  * The services mount their handlers from these, the gateway's OpenAPI document is
  * generated from them, and the integration suite checks every answer against that.
  */
-export interface Endpoint {
-  readonly method: HttpMethod;
-  /** Relative to `/api/v1`, in Express syntax (`:name`). */
-  readonly path: string;
+export interface Endpoint extends RouteContract {
+  readonly base: typeof PUBLIC_API_BASE;
   readonly service: ApiService;
   readonly tag: string;
   readonly summary: string;
   readonly description?: string;
   readonly auth: 'api_token' | 'pool_token';
-  readonly params?: z.ZodType;
-  readonly query?: z.ZodType;
-  /** A JSON body, or raw bytes. */
-  readonly body?: z.ZodType | RawBody;
   /**
    * What the document shows as the body when `body` is checked by the handler itself
    * (an ingest records a failed deployment for a body that fails its checks).
    */
   readonly describedBody?: z.ZodType;
-  /** An absent body is read as `{}`. */
-  readonly bodyOptional?: boolean;
   readonly headers?: readonly RequestHeader[];
-  /** Successful answers by status: the schema of `data`, or a raw body. */
-  readonly responses: Readonly<Record<number, z.ZodType | RawBody>>;
   /** Domain refusals this route can answer with (DESIGN.md §4). */
   readonly errors: readonly ErrorCode[];
 }
 
-function endpoint<const E extends Endpoint>(definition: E): E {
-  return definition;
+function endpoint<const E extends Omit<Endpoint, 'base'>>(definition: E): E & { readonly base: typeof PUBLIC_API_BASE } {
+  return { ...definition, base: PUBLIC_API_BASE };
 }
 
 const LEASE_HEADER: RequestHeader = {
