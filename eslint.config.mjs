@@ -59,6 +59,54 @@ const ACROSS_TENANTS = {
   message: 'Reads across tenants are allowed only where eslint.config.mjs names the file and its reason (ACROSS_TENANTS_ALLOWED).',
 };
 
+// A path of the engine's APIs is named once, in its route table (`PublicApi`, `InternalApi`),
+// and called through `requestRoute` (or built with `routeExchange`/`routePath`), so that a
+// renamed path or field breaks every caller's build. A string or template that starts with
+// `/api/` or `/internal/` is a path written by hand.
+const API_PATH = /^\/(?:api|internal)\//;
+const envenginePlugin = {
+  rules: {
+    'no-hand-written-api-path': {
+      meta: {
+        type: 'problem',
+        schema: [],
+        messages: {
+          handWritten:
+            '"{{text}}" is an API path written by hand: call the route of PublicApi or InternalApi (@envengine/contracts) through requestRoute, or build its path with routeExchange/routePath.',
+        },
+      },
+      create(context) {
+        return {
+          Literal(node) {
+            if (typeof node.value === 'string' && API_PATH.test(node.value)) context.report({ node, messageId: 'handWritten', data: { text: node.value } });
+          },
+          TemplateLiteral(node) {
+            const head = node.quasis[0]?.value.cooked ?? '';
+            if (API_PATH.test(head)) context.report({ node, messageId: 'handWritten', data: { text: `${head}${node.expressions.length > 0 ? '…' : ''}` } });
+          },
+        };
+      },
+    },
+  },
+};
+
+/**
+ * Where `/api/…` or `/internal/…` may be written: the files that name a base or a mount
+ * point, not a route's path, each for its reason.
+ */
+const API_BASE_ALLOWED = [
+  // The bases themselves: PUBLIC_API_BASE and INTERNAL_API_BASE, which every route carries.
+  'libs/contracts/src/route-contract.ts',
+  // The gateway mounts the public API at its base and forwards each request under it.
+  'apps/gateway/src/gateway-app.ts',
+  // The gateway's table of public paths (methods allowed, metrics labels) matches the paths under its mount.
+  'apps/gateway/src/proxy/public-routes.ts',
+  // Every service mounts its public router at the public base and its private ones at the internal base.
+  'libs/service-kit/src/create-service-app.ts',
+  // The OpenAPI document's own address and its `servers` URL (the base its paths are relative to).
+  'libs/openapi-document/src/openapi-document.ts',
+];
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.envengine/**'] },
   ...tseslint.configs.recommended,
@@ -158,5 +206,12 @@ export default tseslint.config(
       ],
       'no-restricted-globals': ['error', 'fetch', 'setInterval', 'process'],
     },
+  },
+  {
+    // No API path written by hand (API_PATH): callers go through the route tables.
+    files: ['apps/*/src/**/*.ts', 'libs/*/src/**/*.ts'],
+    ignores: ['**/*.test.ts', 'apps/api-e2e/**', ...API_BASE_ALLOWED],
+    plugins: { envengine: envenginePlugin },
+    rules: { 'envengine/no-hand-written-api-path': 'error' },
   },
 );

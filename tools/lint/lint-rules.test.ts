@@ -65,6 +65,9 @@ const FIXTURES: Fixture[] = [
   { rule: "an app importing another app's package", at: 'apps/gateway/src/fixture.ts', code: "import { loadPlacementConfig } from '@envengine/placement-service';\nexport const c = loadPlacementConfig;\n", expected: /no-restricted-imports: .*An app is never imported/ },
   { rule: "an app importing another app's file", at: 'apps/gateway/src/fixture.ts', code: "import { loadPlacementConfig } from '@envengine/placement-service/src/config.ts';\nexport const c = loadPlacementConfig;\n", expected: /@nx\/enforce-module-boundaries: Imports of apps are forbidden/ },
   { rule: "an app importing another app's file by a relative path", at: 'apps/gateway/src/fixture.ts', code: "import { loadPlacementConfig } from '../../placement-service/src/config.ts';\nexport const c = loadPlacementConfig;\n", expected: /@nx\/enforce-module-boundaries: Projects cannot be imported by a relative/ },
+  // No API path written by hand: callers reach a route through its table (PublicApi, InternalApi) and requestRoute.
+  { rule: 'a hand-written public API path', at: 'apps/cli/src/commands/fixture.ts', code: "export const path = '/api/v1/environments';\n", expected: /envengine\/no-hand-written-api-path: .*PublicApi or InternalApi .*requestRoute/, allowedAt: 'libs/contracts/src/route-contract.ts' },
+  { rule: 'a hand-written internal API path in a template', at: 'libs/service-clients/src/fixture.ts', code: "declare const id: string;\nexport const path = `/internal/v1/environments/${encodeURIComponent(id)}/expire`;\n", expected: /envengine\/no-hand-written-api-path: .*InternalApi/, allowedAt: 'libs/service-kit/src/create-service-app.ts' },
 ];
 
 describe('the rules AGENTS.md says the lint enforces', () => {

@@ -39,6 +39,8 @@ describe('deployment validation codes', () => {
     ['dependency_cycle', { manifest: manifestOf([{ key: 'a', deps: ['b'] }, { key: 'b', deps: ['a'] }]) }],
     ['unknown_binding', { manifest: manifestOf([{ key: 'a' }], 'no-such-binding') }],
     ['bundle_not_found', { manifest: manifestOf([{ key: 'a' }]), bundle_ref: `sha256:${'1'.repeat(64)}` }],
+    // Found by the OpenAPI fuzzer: an empty ref was refused by the row's store on every retry, and the ingest never ended.
+    ['bundle_not_found', { manifest: manifestOf([{ key: 'a' }]), bundle_ref: '' }],
     ['entry_not_in_bundle', { manifest: manifestOf([{ key: 'zzz' }]) }],
     ['unknown_job_asset', { manifest: { ...manifestOf([{ key: 'a' }]), jobs: [{ name: 'j', assets: ['nope'] }], schedules: [] } }],
     ['unknown_schedule_job', { manifest: { ...manifestOf([{ key: 'a' }]), schedules: [{ name: 's', job: 'nope', cron: '0 * * * *' }] } }],

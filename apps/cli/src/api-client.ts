@@ -1,10 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import { dataEnvelope, errorOfBody, httpStatusFor, type ErrorCode } from '@envengine/contracts';
-import type { z } from 'zod';
+import {
+  errorOfBody,
+  httpStatusFor,
+  parseAnswerBody,
+  requestRouteAnswer,
+  routeExchange,
+  UnexpectedAnswerError,
+  type Endpoint,
+  type ErrorBody,
+  type ErrorCode,
+  type RouteAnswer,
+  type RouteExchange,
+  type RouteInput,
+  type RouteTransport,
+} from '@envengine/contracts';
 import { CliError, ExitCode } from './exit-codes.ts';
 
 export interface ApiClientOptions {
-  /** The gateway, e.g. `http://127.0.0.1:8080` (no `/api/v1`). */
+  /** The gateway, e.g. `http://127.0.0.1:8080` (without the API's base, which each route carries). */
   baseUrl: string;
   token: string;
   userAgent: string;
@@ -16,13 +29,8 @@ export interface ApiClientOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export interface CallOptions<T extends z.ZodType> {
-  /** Schema of `data` in the success envelope. */
-  data: T;
-  json?: unknown;
-  raw?: { bytes: Uint8Array; contentType: string };
-  /** Statuses besides 2xx whose body is still `{"data": ...}` (a failed ingest is 422 with its row). */
-  dataStatuses?: readonly number[];
+/** How one call is sent, beyond what its route says. */
+export interface CallOptions {
   /**
    * POSTs are repeated after a lost connection or a 503 only with an Idempotency-Key, so
    * that a repeat replays the first answer instead of acting twice. True makes one per call.
@@ -31,11 +39,6 @@ export interface CallOptions<T extends z.ZodType> {
   timeoutMs?: number;
   /** The Accept header; default application/json. */
   accept?: string;
-}
-
-export interface ApiAnswer<T> {
-  status: number;
-  data: T;
 }
 
 /** The exit code for an error code of the API (DESIGN.md §4), from its status. */
@@ -53,8 +56,9 @@ const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * The public API under `/api/v1`, answers parsed with the contracts' schemas. The token
- * goes only into the Authorization header; it is never part of a message this throws.
+ * The public API, each call a route of `PublicApi`: its path built from the route's params,
+ * its answer checked against the route's schemas (`requestRoute`). The token goes only
+ * into the Authorization header; it is never part of a message this throws.
  */
 export class ApiClient {
   private readonly fetchImpl: typeof fetch;
@@ -69,62 +73,68 @@ export class ApiClient {
     return this.options.baseUrl;
   }
 
-  async call<T extends z.ZodType>(method: string, path: string, options: CallOptions<T>): Promise<ApiAnswer<z.infer<T>>> {
-    const response = await this.exchange(method, path, options);
-    const text = await response.text();
-    const body = parseJson(text);
-    if (response.ok || options.dataStatuses?.includes(response.status)) {
-      const parsed = dataEnvelope(options.data).safeParse(body);
-      if (!parsed.success) {
-        throw new CliError(ExitCode.unreachable, 'unexpected_response', `${method} ${this.urlOf(path)} answered ${response.status} with a body envctl does not understand: ${parsed.error.issues[0]?.message ?? ''}`.trim());
-      }
-      return { status: response.status, data: (parsed.data as { data: z.infer<T> }).data };
+  /**
+   * A route's JSON answer: its status and its `data`, checked against the route (a failed
+   * ingest's 422 is an answer too: `PublicApi.createDeployment` declares it). A refusal
+   * throws a CliError with the exit code of its error code.
+   */
+  async request<R extends Endpoint>(route: R, input: RouteInput<R>, options: CallOptions = {}): Promise<RouteAnswer<R>> {
+    const transport: RouteTransport = {
+      send: async (exchange) => {
+        const response = await this.exchange(exchange, options);
+        return { status: response.status, body: parseAnswerBody(await response.text()) };
+      },
+      refused: (exchange, status, error) => this.errorOf(exchange, status, error),
+    };
+    try {
+      return await requestRouteAnswer(transport, route, input);
+    } catch (error) {
+      if (error instanceof UnexpectedAnswerError) throw new CliError(ExitCode.unreachable, 'unexpected_response', `${this.options.baseUrl}: ${error.message}`);
+      throw error;
     }
-    throw this.errorOf(method, path, response.status, body);
   }
 
-  /** A GET of bytes (a materialization's file): the response, its body unread; a refusal throws as `call` does. */
-  async download(path: string): Promise<Response> {
+  /** A route that answers bytes (a materialization's file): the response, its body unread; a refusal throws as `request` does. */
+  async download<R extends Endpoint>(route: R, input: RouteInput<R>): Promise<Response> {
+    const exchange = routeExchange(route, input);
     // A large file takes its time: the limit is the whole transfer's, so it is generous.
-    const response = await this.exchange('GET', path, { accept: '*/*', timeoutMs: 3_600_000 });
+    const response = await this.exchange(exchange, { accept: '*/*', timeoutMs: 3_600_000 });
     if (response.ok) return response;
-    throw this.errorOf('GET', path, response.status, parseJson(await response.text()));
+    throw this.errorOf(exchange, response.status, errorOfAnswer(await response.text()));
   }
 
-  /** A HEAD or any call whose body does not matter: the status only (errors other than 404 still throw). */
-  async status(method: string, path: string): Promise<number> {
-    const response = await this.exchange(method, path, {});
+  /** A route whose answer has no body (a HEAD): the status only (errors other than 404 still throw). */
+  async status<R extends Endpoint>(route: R, input: RouteInput<R>): Promise<number> {
+    const exchange = routeExchange(route, input);
+    const response = await this.exchange(exchange, {});
     await response.arrayBuffer();
     if (response.ok || response.status === 404) return response.status;
-    throw this.errorOf(method, path, response.status, undefined);
+    throw this.errorOf(exchange, response.status, null);
   }
 
-  private urlOf(path: string): string {
-    return `${this.options.baseUrl}/api/v1${path}`;
+  private urlOf(exchange: RouteExchange): string {
+    return `${this.options.baseUrl}${exchange.path}`;
   }
 
-  private errorOf(method: string, path: string, status: number, body: unknown): CliError {
-    const error = errorOfBody(body);
+  private errorOf(exchange: RouteExchange, status: number, error: ErrorBody['error'] | null): CliError {
     if (error) {
       const { code, message, details } = error;
       return new CliError(exitCodeForApiError(code, status), code, message, details.map((detail) => `${detail.path}: ${detail.message}`));
     }
     const exitCode = exitCodeForApiError(undefined, status);
     const code = status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : 'http_error';
-    return new CliError(exitCode, code, `${method} ${this.urlOf(path)} answered ${status}`);
+    return new CliError(exitCode, code, `${exchange.method} ${this.urlOf(exchange)} answered ${status}`);
   }
 
-  private async exchange(method: string, path: string, options: Omit<CallOptions<z.ZodType>, 'data'>): Promise<Response> {
-    const url = this.urlOf(path);
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.token}`, 'user-agent': this.options.userAgent, accept: options.accept ?? 'application/json' };
-    let body: string | Uint8Array | undefined;
-    if (options.json !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.json);
-    } else if (options.raw) {
-      headers['content-type'] = options.raw.contentType;
-      body = options.raw.bytes;
-    }
+  private async exchange(exchange: RouteExchange, options: CallOptions): Promise<Response> {
+    const { method, body } = exchange;
+    const url = this.urlOf(exchange);
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.token}`,
+      'user-agent': this.options.userAgent,
+      accept: options.accept ?? 'application/json',
+      ...exchange.headers,
+    };
     const repeatable = method !== 'POST' || options.idempotent === true;
     if (method === 'POST' && options.idempotent) headers['idempotency-key'] = `envctl-${randomUUID()}`;
     const maxTries = repeatable ? (this.options.maxTries ?? 4) : 1;
@@ -166,13 +176,8 @@ function retryAfterMs(header: string | null): number | undefined {
   return Math.min(10_000, Number(header) * 1000);
 }
 
-function parseJson(text: string): unknown {
-  if (text.length === 0) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+function errorOfAnswer(text: string): ErrorBody['error'] | null {
+  return errorOfBody(parseAnswerBody(text));
 }
 
 function describeNetworkError(error: unknown): string {

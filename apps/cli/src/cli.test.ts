@@ -181,7 +181,8 @@ describe('runs start and runs get, while a run waits', () => {
     const sent: Array<{ url: string; body: string | undefined }> = [];
     const fetchImpl = (async (url: string, init: RequestInit) => {
       sent.push({ url, body: init.body as string | undefined });
-      return new Response(JSON.stringify({ data: body }), { status: 201 });
+      // What PublicApi declares: a run is created with 201, read with 200.
+      return new Response(JSON.stringify({ data: body }), { status: init.method === 'POST' ? 201 : 200 });
     }) as unknown as typeof fetch;
     return { ...base, deps: { ...base.deps, fetch: fetchImpl, now: () => Date.parse('2026-11-26T10:00:27.400Z') }, sent };
   }
@@ -213,7 +214,7 @@ describe('an unknown environment', () => {
     const fetchImpl = (async (url: string) => {
       calls.push(url);
       if (url.endsWith('/api/v1/environments')) {
-        const environment = (name: string) => ({ name });
+        const environment = (name: string) => ({ id: `env_${name}`, name, kind: 'persistent', git_ref: null, storage_prefix: name, strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, inserted_at: '2025-01-01T00:00:00.000Z' });
         return new Response(JSON.stringify({ data: [environment('prod'), environment('staging')] }), { status: 200 });
       }
       return new Response(JSON.stringify({ error: { code: 'not_found', message: 'Environment "prdo" was not found.', details: [] } }), { status: 404 });

@@ -1,6 +1,5 @@
-import { Environment } from '@envengine/contracts';
+import { PublicApi } from '@envengine/contracts';
 import { didYouMean } from '@envengine/name-suggestions';
-import { z } from 'zod';
 import { parseCommandLine, type CommandSpec, type OptionValues } from './command-line.ts';
 import { createContext, type CommandContext, type ContextDeps } from './command-context.ts';
 import { CliError, ExitCode } from './exit-codes.ts';
@@ -73,8 +72,7 @@ async function withEnvironmentHint(ctx: CommandContext, values: OptionValues, er
   const env = values['env'];
   if (typeof env !== 'string' || !error.message.includes(`"${env}"`)) return error;
   try {
-    // Only the names are read.
-    const { data } = await (await ctx.api()).call('GET', '/environments', { data: z.array(Environment.pick({ name: true })) });
+    const { data } = await (await ctx.api()).request(PublicApi.listEnvironments, {});
     const names = data.map((environment) => environment.name);
     if (names.includes(env)) return error;
     const hint = didYouMean(env, names);

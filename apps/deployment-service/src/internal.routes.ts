@@ -1,17 +1,7 @@
 import { Router } from 'express';
-import {
-  DeploymentPathParams,
-  LatestMaterializationParams,
-  AssetMaterializationParams,
-  MaterializationPathParams,
-  RecordMaterializationRequest,
-  RetractMaterializationRequest,
-  ManifestV1,
-  type DeploymentRunSpec,
-  type MaterializationRetracted,
-} from '@envengine/contracts';
+import { InternalApi, ManifestV1, type DeploymentRunSpec, type MaterializationRetracted } from '@envengine/contracts';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
-import { defineRoute, notFound } from '@envengine/service-kit';
+import { mountEndpoint, notFound } from '@envengine/service-kit';
 
 /**
  * `/internal/v1`: what other scopes need from this one. The placement-service reads the
@@ -23,59 +13,41 @@ import { defineRoute, notFound } from '@envengine/service-kit';
 export function internalRouter(deps: { bundles: BundleRepository; deployments: DeploymentRepository; materializations: MaterializationRepository }): Router {
   const router = Router();
   // The placement-service's GET /quotas: the stored-bundle quota is this scope's.
-  router.get(
-    '/quotas',
-    defineRoute({}, async ({ tenantId }) => ({ data: await deps.bundles.quotaUse(tenantId) })),
-  );
+  mountEndpoint(router, InternalApi.deploymentQuotas, async ({ tenantId }) => ({ data: await deps.bundles.quotaUse(tenantId) }));
 
-  router.post(
-    '/materializations',
-    defineRoute({ body: RecordMaterializationRequest }, async ({ tenantId, body }) => ({
-      status: 201,
-      data: await deps.materializations.record(tenantId, body),
-    })),
-  );
+  mountEndpoint(router, InternalApi.recordMaterialization, async ({ tenantId, body }) => ({
+    status: 201,
+    data: await deps.materializations.record(tenantId, body),
+  }));
 
-  router.post(
-    '/materializations/:id/retract',
-    defineRoute({ params: MaterializationPathParams, body: RetractMaterializationRequest }, async ({ tenantId, params, body }) => {
-      const answer: MaterializationRetracted = { id: params.id, retracted: await deps.materializations.retract(tenantId, params.id, body.attempt_id) };
-      return { data: answer };
-    }),
-  );
+  mountEndpoint(router, InternalApi.retractMaterialization, async ({ tenantId, params, body }) => {
+    const answer: MaterializationRetracted = { id: params.id, retracted: await deps.materializations.retract(tenantId, params.id, body.attempt_id) };
+    return { data: answer };
+  });
 
-  router.get(
-    '/environments/:environmentId/assets/:key/latest-usable',
-    defineRoute({ params: LatestMaterializationParams }, async ({ tenantId, params }) => ({
-      data: (await deps.materializations.latestUsable(tenantId, params.environmentId, params.key)) ?? null,
-    })),
-  );
+  mountEndpoint(router, InternalApi.latestUsableMaterialization, async ({ tenantId, params }) => ({
+    data: (await deps.materializations.latestUsable(tenantId, params.environmentId, params.key)) ?? null,
+  }));
 
-  router.get(
-    '/environments/:environmentId/assets/:key/materializations/:id',
-    defineRoute({ params: AssetMaterializationParams }, async ({ tenantId, params }) => {
-      const materialization = await deps.materializations.findOfAsset(tenantId, params.environmentId, params.key, params.id);
-      if (!materialization) throw notFound(`Materialization "${params.id}" of asset "${params.key}"`);
-      return { data: materialization };
-    }),
-  );
+  mountEndpoint(router, InternalApi.materializationOfAsset, async ({ tenantId, params }) => {
+    const materialization = await deps.materializations.findOfAsset(tenantId, params.environmentId, params.key, params.id);
+    if (!materialization) throw notFound(`Materialization "${params.id}" of asset "${params.key}"`);
+    return { data: materialization };
+  });
 
-  router.get(
-    '/deployments/:id/run-spec',
-    defineRoute({ params: DeploymentPathParams }, async ({ tenantId, params }) => {
-      const [row, stored] = await Promise.all([deps.deployments.find(tenantId, params.id), deps.deployments.manifest(tenantId, params.id)]);
-      // Only a manifest that passed the ingest's validation is run (an active deployment's always did).
-      const manifest = ManifestV1.safeParse(stored);
-      if (!row || !manifest.success) throw notFound(`Deployment "${params.id}"`);
-      const spec: DeploymentRunSpec = {
-        id: row._id,
-        environment_id: row.environment_id,
-        status: row.status,
-        bundle_ref: row.bundle_ref,
-        manifest: manifest.data,
-      };
-      return { data: spec };
-    }),
-  );
+  mountEndpoint(router, InternalApi.deploymentRunSpec, async ({ tenantId, params }) => {
+    const [row, stored] = await Promise.all([deps.deployments.find(tenantId, params.id), deps.deployments.manifest(tenantId, params.id)]);
+    // Only a manifest that passed the ingest's validation is run (an active deployment's always did).
+    const manifest = ManifestV1.safeParse(stored);
+    if (!row || !manifest.success) throw notFound(`Deployment "${params.id}"`);
+    const spec: DeploymentRunSpec = {
+      id: row._id,
+      environment_id: row.environment_id,
+      status: row.status,
+      bundle_ref: row.bundle_ref,
+      manifest: manifest.data,
+    };
+    return { data: spec };
+  });
   return router;
 }

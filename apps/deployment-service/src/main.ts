@@ -1,11 +1,11 @@
 import { PlacementClient } from '@envengine/service-clients';
-import { PeriodicSweep, runInternalService, type Logger, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
+import { PeriodicSweep, privateApiOf, runInternalService, type Logger, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
 import { ingestMetrics, sweepMetrics, type SweepMetrics } from '@envengine/service-metrics';
 import { BundleRepository, DeploymentRepository, MaterializationRepository, type BundleNamed } from '@envengine/deployment-data';
 import { loadDeploymentConfig } from './config.ts';
 import { DeploymentsService } from './deployments/deployments.service.ts';
 import { WorkflowStarter } from './deployments/workflow-starter.ts';
-import { internalRouter } from './internal.routes.ts';
+import { deploymentInternalApi } from './internal-api.ts';
 import { deploymentPublicApi } from './public-api.ts';
 
 const config = loadDeploymentConfig(process.env);
@@ -73,7 +73,7 @@ await runInternalService({
     return {
       api,
       streamingApi,
-      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internalRouter({ bundles, deployments, materializations }) },
+      privateApi: privateApiOf(deploymentInternalApi({ bundles, deployments, materializations }), { internal: config.INTERNAL_CREDENTIAL }),
     };
   },
   onStop: async () => {

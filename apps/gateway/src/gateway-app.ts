@@ -2,6 +2,7 @@ import { httpMetricsMiddleware, type MetricsRegistry } from '@envengine/service-
 import { OPENAPI_DOCUMENT_PATH, serializedOpenApiDocument } from '@envengine/openapi-document';
 import type { Tracer } from '@envengine/tracing';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { IDEMPOTENCY_KEY_PATTERN } from '@envengine/contracts';
 import {
   ApiError,
   errorHandler,
@@ -171,8 +172,6 @@ function isWorkerApi(path: string): boolean {
 function isBundleUpload(req: Request): boolean {
   return req.method === 'POST' && (req.path === '/bundles' || req.path === '/bundles/');
 }
-
-const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function idempotencyKeyOf(req: Request): string | undefined {
   const key = req.headers['idempotency-key'];

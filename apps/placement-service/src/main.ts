@@ -1,23 +1,20 @@
 import { Client, Connection } from '@temporalio/client';
-import { Router } from 'express';
 import { BullMQOtel } from 'bullmq-otel';
 import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
-import { PeriodicSweep, runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
+import { PeriodicSweep, privateApiOf, runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
 import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
-import { environmentsInternalRouter } from './environment-lifecycle/environments.internal-routes.ts';
 import { EnvironmentLifecycle } from './environment-lifecycle/environment-lifecycle.ts';
 import { LifecycleWorkflows } from './environment-lifecycle/lifecycle-workflows.ts';
 import { MaterializationPurge } from './environment-lifecycle/materialization-purge.ts';
 import { PoolCredentialRepository } from './pool/pool-credential.repository.ts';
 import { MaterializationReader } from './outputs/materialization-reader.ts';
-import { poolInternalRouter } from './pool/pool.routes.ts';
 import { PoolService } from './pool/pool.service.ts';
 import { PoolStoreKeys } from './pool/pool-store-keys.ts';
 import { startPoolGate } from './pool/pool-gate.ts';
@@ -29,13 +26,13 @@ import { RunRepository } from './runs/run.repository.ts';
 import { AttemptLogRepository } from './runs/attempt-log.repository.ts';
 import { WorkerRegistry } from './runs/worker-registry.ts';
 import { ScheduleTicker } from './schedules/schedule-ticker.ts';
-import { scheduleTicksRouter, schedulesInternalRouter } from './schedules/schedules.routes.ts';
 import { SchedulesService } from './schedules/schedules.service.ts';
 import { StoredSchedulesRepository } from './schedules/stored-schedules.repository.ts';
 import { TickLoops } from './schedules/tick-loops.ts';
 import { RunsService } from './runs/runs.service.ts';
 import { WorkerApiService } from './worker-api/worker-api.service.ts';
 import { EngineObjectStore } from './storage/engine-object-store.ts';
+import { placementInternalApi } from './internal-api.ts';
 import { placementPublicApi } from './public-api.ts';
 import { QuotasService } from './quotas/quotas.service.ts';
 
@@ -153,16 +150,8 @@ await runInternalService({
       }, metrics, storeKeys),
       outputs: new MaterializationReader(environments, runs, deployments, secrets, engineStore),
     });
-    const internal = Router();
-    internal.use(environmentsInternalRouter(environments, lifecycle, new MaterializationPurge(environments, engineStore, log)));
-    internal.use(poolInternalRouter(pool));
-    internal.use(schedulesInternalRouter(schedules));
-    internal.use(scheduleTicksRouter(ticker));
-    return {
-      api,
-      // Same credential as the gateway's, but under a prefix the gateway never forwards to.
-      privateApi: { credential: config.INTERNAL_CREDENTIAL, routes: internal },
-    };
+    const internal = placementInternalApi({ environments, lifecycle, purge: new MaterializationPurge(environments, engineStore, log), pool, schedules, ticker });
+    return { api, privateApi: privateApiOf(internal, { internal: config.INTERNAL_CREDENTIAL }) };
   },
   onStop: async () => {
     for (const sweep of sweeps) sweep.stop();

@@ -3,6 +3,7 @@ import { mongodBinary } from './mongo-server.ts';
 import { redisServerBinary } from './redis-server.ts';
 import { bubblewrapBinary } from './sandbox-tools.ts';
 import { promtoolBinary } from './prometheus-tools.ts';
+import { ensureSchemathesis } from './schemathesis-tool.ts';
 import { temporalBinary } from './temporal-server.ts';
 import { weedBinary } from './object-store-server.ts';
 import { postgresBinaries } from './postgres-server.ts';
@@ -20,6 +21,8 @@ export interface InstalledServers {
   bubblewrap: string | undefined;
   /** What checks deploy/prometheus in the tests (a tool, obtained the same way). */
   promtool: string | undefined;
+  /** The OpenAPI fuzzer the suite runs against the gateway (its packages' directory). */
+  schemathesis: string | undefined;
 }
 
 /**
@@ -38,5 +41,6 @@ export async function installServerBinaries(report: Reporter, env: NodeJS.Proces
     weed: env.S3_URL ? undefined : (await weedBinary(report, env))?.path,
     bubblewrap: env.SANDBOX === 'off' ? undefined : bubblewrapBinary(report, env),
     promtool: promtoolBinary(report, env),
+    schemathesis: (await ensureSchemathesis(report, env))?.pythonPath,
   };
 }

@@ -54,7 +54,7 @@ export function cachedMongodPath(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** A Python whose pip runs; Debian's pip is added with apt when the process may. */
-function findPip(report: Reporter, env: NodeJS.ProcessEnv): string | undefined {
+export function findPip(report: Reporter, env: NodeJS.ProcessEnv): string | undefined {
   const candidates = [findOnPath('python3', env), '/usr/bin/python3'].filter((path): path is string => !!path && existsSync(path));
   const works = (python: string) => spawnSync(python, ['-m', 'pip', '--version'], { env, stdio: 'ignore' }).status === 0;
   const found = candidates.find(works);

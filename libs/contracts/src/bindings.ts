@@ -9,8 +9,8 @@ export const SettingName = z
   .string()
   .min(1, { message: 'must not be empty' })
   .max(255, { message: 'must be at most 255 characters' })
-  // A `__proto__` key would be dropped on the way to storage (it sets a prototype).
-  .refine((name) => name !== '__proto__', { message: 'must not be "__proto__"' });
+  // No body may use `__proto__` as a key (the services' JSON parser refuses it: a record would drop it).
+  .meta({ not: { const: '__proto__' } });
 
 const plainObject = (what: string) =>
   z.record(SettingName, z.unknown(), { message: `must be an object of ${what}` });

@@ -62,11 +62,31 @@ export const Environment = z.object({
 });
 export type Environment = z.infer<typeof Environment>;
 
+/** JavaScript's white space (`\s`) spelled out, so that a pattern means the same in every regex dialect. */
+const WHITE_SPACE = String.raw`\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff`;
+
+/** A path segment of characters outside `excluded`, other than `.` and `..`. */
+const segment = (excluded: string) => String.raw`(?:[^.${excluded}][^${excluded}]*|\.[^.${excluded}][^${excluded}]*|\.\.[^${excluded}]+)`;
+
+const FILE_SEGMENT = segment(String.raw`/\\?#%\x00${WHITE_SPACE}`);
+
+/**
+ * The storage prefixes the document shows: `s3://<bucket>/<path>` or an absolute
+ * `file://` path, without white space, empty, `.` or `..` segments (the placement-service's
+ * check, `storagePrefixProblem`). The server also takes percent-encoded `file://` segments,
+ * which no pattern can check; and a `file://` prefix must lie under the engine's storage
+ * root, a setting of the deployment.
+ */
+const STORAGE_PREFIX_PATTERN =
+  String.raw`^(?:[sS]3://[^/\\?#*${WHITE_SPACE}]+(?:/${segment(String.raw`/\\?#*${WHITE_SPACE}`)})+/*` +
+  String.raw`|[fF][iI][lL][eE]://(?:localhost)?/(?:${FILE_SEGMENT}(?:/${FILE_SEGMENT})*/?)?)$`;
+
 export const StoragePrefix = z
   .string()
   .min(1, { message: 'must not be empty' })
   .max(1024, { message: 'must be at most 1024 characters' })
-  .refine((prefix) => !/\s/.test(prefix), { message: 'must not contain white space' });
+  .regex(new RegExp(`^[^${WHITE_SPACE}]*$`), { message: 'must not contain white space' })
+  .meta({ pattern: STORAGE_PREFIX_PATTERN });
 
 /** Unknown fields are rejected so that server-owned fields cannot be set (mass assignment). */
 export const CreateEnvironmentRequest = z
@@ -85,6 +105,12 @@ export const CreateEnvironmentRequest = z
   .refine((request) => request.kind === 'preview' || request.ttl_hours == null, {
     message: 'is only for preview environments: a persistent environment never expires',
     path: ['ttl_hours'],
+  })
+  // The refinement, as the OpenAPI document states it.
+  .meta({
+    if: { properties: { kind: { const: 'preview' } }, required: ['kind'] },
+    then: true,
+    else: { properties: { ttl_hours: { type: 'null' } } },
   });
 export type CreateEnvironmentRequest = z.infer<typeof CreateEnvironmentRequest>;
 
@@ -102,7 +128,8 @@ export const PatchEnvironmentRequest = z
   })
   .refine((patch) => Object.keys(patch).length > 0, {
     message: 'names at least one setting to change (egress, strict, ttl_hours, max_concurrent_runs)',
-  });
+  })
+  .meta({ minProperties: 1 });
 export type PatchEnvironmentRequest = z.infer<typeof PatchEnvironmentRequest>;
 
 /** `DELETE /api/v1/environments/:name` query: `force` cancels running attempts, `purge_data` removes the materialization files. */
@@ -157,6 +184,10 @@ export type PurgeFilesResult = z.infer<typeof PurgeFilesResult>;
 /** Internal: a preview's TTL lapsed; the tear-down begins unless a deploy moved it (then `expires_at` is the new instant). */
 export const ExpireEnvironmentResult = z.object({ expired: z.boolean(), expires_at: z.iso.datetime().nullable() });
 export type ExpireEnvironmentResult = z.infer<typeof ExpireEnvironmentResult>;
+
+/** Internal: the tear-down's last step, the environment's document removed. */
+export const EnvironmentRemoved = z.object({ removed: z.number() });
+export type EnvironmentRemoved = z.infer<typeof EnvironmentRemoved>;
 
 /**
  * Published (Redis pub/sub) by the placement-service when an environment's tear-down has

@@ -17,6 +17,7 @@ export * from './workflow-inputs.ts';
 export * from './quotas.ts';
 export * from './route-contract.ts';
 export * from './public-api.ts';
+export * from './internal-api.ts';
 export * from './tokens.ts';
 export * from './manifest.ts';
 export * from './quoted-values.ts';

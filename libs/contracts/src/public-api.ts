@@ -38,6 +38,7 @@ import { DeletedResource, PutSecretRequest, SecretPathParams, SecretRow } from '
 import {
   AppendLogsRequest,
   ATTEMPT_LEASE_HEADER,
+  ATTEMPT_LEASE_PATTERN,
   AttemptStarted,
   ConnectionRequest,
   FinishAttemptRequest,
@@ -62,7 +63,12 @@ export interface RequestHeader {
   readonly name: string;
   readonly required: boolean;
   readonly description: string;
+  /** The value's rule, as the server checks it; the document shows it as the header's pattern. */
+  readonly pattern?: RegExp;
 }
+
+/** An Idempotency-Key: 1-255 visible ASCII characters (the gateway's check and the document's pattern). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[!-~]{1,255}$/;
 
 /**
  * One public route: what it takes, what it answers and which refusals it can give beyond
@@ -95,12 +101,14 @@ const LEASE_HEADER: RequestHeader = {
   name: ATTEMPT_LEASE_HEADER,
   required: true,
   description: 'The lease the worker got when it started the attempt; a write under a superseded lease is refused.',
+  pattern: ATTEMPT_LEASE_PATTERN,
 };
 
 const IDEMPOTENCY_HEADER: RequestHeader = {
   name: 'Idempotency-Key',
   required: false,
   description: 'Runs the POST at most once per tenant and key (1-255 visible ASCII characters); a repeat gets the first answer.',
+  pattern: IDEMPOTENCY_KEY_PATTERN,
 };
 
 /** Every public route of `/api/v1`, by operation id. */

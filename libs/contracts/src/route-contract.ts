@@ -59,6 +59,11 @@ export type RouteData<R extends RouteContract> = {
   [S in JsonStatuses<R>]: R['responses'][S] extends z.ZodType ? z.output<R['responses'][S]> : never;
 }[JsonStatuses<R>];
 
+/** A route's JSON answer with its status: `data` is typed by the status's schema (`if (answer.status === 201)` narrows it). */
+export type RouteAnswer<R extends RouteContract> = {
+  [S in JsonStatuses<R>]: { status: S; data: R['responses'][S] extends z.ZodType ? z.output<R['responses'][S]> : never };
+}[JsonStatuses<R>];
+
 /** One HTTP exchange a route and its input make: what a transport sends. */
 export interface RouteExchange {
   readonly method: Uppercase<HttpMethod>;
@@ -145,10 +150,22 @@ export interface RouteTransport {
  * transport's error for a refusal. Every client of the engine's APIs goes through it.
  */
 export async function requestRoute<R extends RouteContract>(transport: RouteTransport, route: R, input: RouteInput<R>): Promise<RouteData<R>> {
+  return (await requestRouteAnswer(transport, route, input)).data;
+}
+
+/**
+ * `requestRoute` for a caller that tells the route's answers apart by status (a PUT's 201
+ * from its 200, an ingest's 202 and 422): the status with its `data`.
+ */
+export async function requestRouteAnswer<R extends RouteContract>(transport: RouteTransport, route: R, input: RouteInput<R>): Promise<RouteAnswer<R>> {
   const exchange = routeExchange(route, input);
   const { status, body } = await transport.send(exchange);
-  if (status in route.responses || (status >= 200 && status < 300)) return routeAnswer(route, exchange, status, body);
-  throw transport.refused(exchange, status, errorOfBody(body), body);
+  const error = errorOfBody(body);
+  // A declared status that carries the error shape (a 422 refusal of a route whose 422 is also an answer) is a refusal.
+  if ((status in route.responses && !(status >= 400 && error)) || (status >= 200 && status < 300)) {
+    return { status, data: routeAnswer(route, exchange, status, body) } as RouteAnswer<R>;
+  }
+  throw transport.refused(exchange, status, error, body);
 }
 
 /** JSON text of an answer's body, parsed; undefined when it is empty or not JSON. */

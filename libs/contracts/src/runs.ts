@@ -88,7 +88,8 @@ export const CreateRunRequest = z
     if ((body.job === undefined) === (body.assets === undefined)) {
       ctx.addIssue({ code: 'custom', path: body.job === undefined ? [] : ['assets'], message: 'give exactly one of "job" or "assets"' });
     }
-  });
+  })
+  .meta({ oneOf: [{ required: ['job'] }, { required: ['assets'] }] });
 export type CreateRunRequest = z.infer<typeof CreateRunRequest>;
 
 /** What starts a run besides the public body: the schedule path sets the trigger. */

@@ -91,6 +91,13 @@ export const ReconcileSchedulesRequest = z.strictObject({ schedules: z.array(Sch
 export type ReconcileSchedulesRequest = z.infer<typeof ReconcileSchedulesRequest>;
 export const ReconcileSchedulesResult = z.object({ created: z.array(z.string()), updated: z.array(z.string()), deleted: z.array(z.string()) });
 export type ReconcileSchedulesResult = z.infer<typeof ReconcileSchedulesResult>;
+/** Internal: a tear-down step, the environment's stored schedules removed. */
+export const SchedulesRemoved = z.object({ deleted: z.number() });
+export type SchedulesRemoved = z.infer<typeof SchedulesRemoved>;
+
+/** Internal: the shard a pass of the tick loops goes over. */
+export const ScheduleTickParams = z.strictObject({ shard: z.coerce.number().int().min(0).max(1023) });
+export type ScheduleTickParams = z.infer<typeof ScheduleTickParams>;
 
 /** Internal: one pass of a shard's tick loop over the schedules due now. */
 export const TickShardResult = z.object({

@@ -11,7 +11,9 @@ export const SecretValue = z
   .string({ message: 'must be a string' })
   .refine((value) => utf8.encode(value).byteLength <= SECRET_VALUE_MAX_BYTES, {
     message: `must be at most ${SECRET_VALUE_MAX_BYTES} bytes (UTF-8)`,
-  });
+  })
+  // JSON Schema bounds characters, not bytes: the document gives the bound of an ASCII value and says the rest.
+  .meta({ maxLength: SECRET_VALUE_MAX_BYTES, description: `At most ${SECRET_VALUE_MAX_BYTES} bytes in UTF-8.` });
 
 export const PutSecretRequest = z.strictObject({ value: SecretValue });
 export type PutSecretRequest = z.infer<typeof PutSecretRequest>;

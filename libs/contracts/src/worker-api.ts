@@ -10,6 +10,8 @@ import { StoredColumn } from './deployments.ts';
  * start (header `x-attempt-lease`); a superseded lease is refused with 409 `lease_superseded`.
  */
 export const ATTEMPT_LEASE_HEADER = 'x-attempt-lease';
+/** What a lease looks like: the placement-service refuses any other value of the header before it looks one up. */
+export const ATTEMPT_LEASE_PATTERN = /^[A-Za-z0-9_-]{8,200}$/;
 
 export const WorkerIdentity = z.strictObject({
   /** Random per process, chosen by the worker. */

@@ -31,6 +31,7 @@ import {
   WorkerHeartbeatResponse,
   type Endpoint,
   type ErrorCode,
+  type OperationId,
 } from '@envengine/contracts';
 // The document's version (info.version), kept in this package's own package.json: raised
 // when the public API changes, so that a generated client can tell what it was made from.
@@ -73,6 +74,25 @@ const NAMED_SCHEMAS: Record<string, z.ZodType> = {
   ErrorBody,
 };
 
+/**
+ * Where a created resource is named next: the operation that creates it, the status it
+ * answers then, and the path params it gives every operation under `under` (runtime
+ * expressions of OpenAPI links). Clients and the fuzzer's stateful phase follow them.
+ */
+const RESOURCE_LINKS: readonly { from: OperationId; status: number; under: string; params: Record<string, string> }[] = [
+  { from: 'createEnvironment', status: 201, under: '/environments/:name', params: { name: '$response.body#/data/name' } },
+  { from: 'putSecret', status: 201, under: '/environments/:name/secrets/:secret', params: { name: '$request.path.name', secret: '$response.body#/data/name' } },
+  { from: 'putBinding', status: 201, under: '/environments/:name/bindings/:connection', params: { name: '$request.path.name', connection: '$response.body#/data/name' } },
+  { from: 'createDeployment', status: 201, under: '/deployments/:id', params: { id: '$response.body#/data/id' } },
+  { from: 'createRun', status: 201, under: '/runs/:id', params: { id: '$response.body#/data/id' } },
+  { from: 'createPoolCredential', status: 201, under: '/pool/credentials/:id', params: { id: '$response.body#/data/id' } },
+];
+
+/** The path params of an Express path, in order. */
+function pathParamsOf(path: string): string[] {
+  return [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((match) => match[1]!);
+}
+
 /** Refusals any route can give: a token refused, a rate limit, an engine fault or outage. */
 const EVERY_ROUTE_ERRORS: readonly ErrorCode[] = ['unauthorized', 'rate_limited', 'internal_error', 'unavailable'];
 
@@ -87,6 +107,8 @@ export function openApiPath(expressPath: string): string {
 /** Every refusal an endpoint can answer with: its own and those its input and method bring. */
 export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>([...EVERY_ROUTE_ERRORS, ...endpoint.errors]);
+  // A name that was a preview its TTL tore down answers `environment_expired` for a week, wherever it is looked up.
+  if (endpoint.path === '/environments/:name' || endpoint.path.startsWith('/environments/:name/')) codes.add('environment_expired');
   if (endpoint.params || endpoint.query || endpoint.body || endpoint.headers?.length) codes.add('invalid_request');
   if (endpoint.body !== undefined) {
     codes.add('payload_too_large');
@@ -234,7 +256,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         in: 'header',
         required: header.required,
         description: header.description,
-        schema: { type: 'string' },
+        schema: header.pattern ? { type: 'string', pattern: header.pattern.source } : { type: 'string' },
       })),
     ];
 
@@ -248,7 +270,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       responses,
     };
     if (endpoint.body === 'application/gzip') {
-      operation.requestBody = { required: true, content: { 'application/gzip': { schema: {} } } };
+      operation.requestBody = { required: true, content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } };
     } else if (endpoint.body !== undefined) {
       operation.requestBody = {
         required: !endpoint.bodyOptional,
@@ -256,6 +278,21 @@ export function buildOpenApiDocument(): OpenApiDocument {
       };
     }
     (paths[path] ??= {})[endpoint.method] = operation;
+  }
+
+  for (const link of RESOURCE_LINKS) {
+    const producer = PublicApi[link.from] as Endpoint;
+    const response = paths[openApiPath(producer.path)]![producer.method]!.responses[String(link.status)]!;
+    const links: Record<string, unknown> = {};
+    for (const [operationId, endpoint] of endpoints) {
+      if (operationId === link.from || endpoint.auth !== 'api_token') continue;
+      const under = endpoint.path === link.under || endpoint.path.startsWith(`${link.under}/`);
+      const params = pathParamsOf(endpoint.path);
+      // Only where the link gives every param the operation's path needs.
+      if (!under || !params.every((param) => param in link.params)) continue;
+      links[pascal(operationId)] = { operationId, parameters: Object.fromEntries(params.map((param) => [param, link.params[param]])) };
+    }
+    response.links = links;
   }
 
   return {

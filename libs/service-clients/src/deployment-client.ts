@@ -1,8 +1,8 @@
 import {
-  DeploymentQuotas,
-  DeploymentRunSpec,
-  Materialization,
-  MaterializationRetracted,
+  InternalApi,
+  type DeploymentQuotas,
+  type DeploymentRunSpec,
+  type Materialization,
   type RecordMaterializationRequest,
 } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
@@ -22,34 +22,24 @@ export class DeploymentClient {
   }
 
   recordMaterialization(tenantId: string, request: RecordMaterializationRequest): Promise<Materialization> {
-    return this.http.call(Materialization, { method: 'POST', path: '/internal/v1/materializations', tenantId, body: request });
+    return this.http.request(InternalApi.recordMaterialization, { tenantId, body: request });
   }
 
   /** Takes back a materialization `attemptId` recorded (its lease was superseded before the outcome was written). */
   async retractMaterialization(tenantId: string, id: string, attemptId: string): Promise<boolean> {
-    const answer = await this.http.call(MaterializationRetracted, {
-      method: 'POST',
-      path: `/internal/v1/materializations/${encodeURIComponent(id)}/retract`,
-      tenantId,
-      body: { attempt_id: attemptId },
-    });
+    const answer = await this.http.request(InternalApi.retractMaterialization, { tenantId, params: { id }, body: { attempt_id: attemptId } });
     return answer.retracted;
   }
 
   /** Internal: the tenant's stored-bundle quota, its limit and use (a part of `GET /quotas`). */
   quotas(tenantId: string, requestId?: string): Promise<DeploymentQuotas> {
-    return this.http.call(DeploymentQuotas, { method: 'GET', path: '/internal/v1/quotas', tenantId, requestId });
+    return this.http.request(InternalApi.deploymentQuotas, { tenantId, requestId });
   }
 
   /** The deployment with its manifest, or undefined when the tenant has no such deployment. */
   async runSpec(tenantId: string, deploymentId: string, requestId?: string): Promise<DeploymentRunSpec | undefined> {
     try {
-      return await this.http.call(DeploymentRunSpec, {
-        method: 'GET',
-        path: `/internal/v1/deployments/${encodeURIComponent(deploymentId)}/run-spec`,
-        tenantId,
-        requestId,
-      });
+      return await this.http.request(InternalApi.deploymentRunSpec, { tenantId, requestId, params: { id: deploymentId } });
     } catch (error) {
       if (error instanceof ApiError && error.code === 'not_found') return undefined;
       throw error;
@@ -58,22 +48,13 @@ export class DeploymentClient {
 
   /** `ctx.read(key)`: the asset's newest materialization that is not quarantined, or null. */
   latestUsableMaterialization(tenantId: string, environmentId: string, assetKey: string): Promise<Materialization | null> {
-    return this.http.call(Materialization.nullable(), {
-      method: 'GET',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/assets/${encodeURIComponent(assetKey)}/latest-usable`,
-      tenantId,
-    });
+    return this.http.request(InternalApi.latestUsableMaterialization, { tenantId, params: { environmentId, key: assetKey } });
   }
 
   /** One materialization of an environment's asset (to read its file), or undefined when the tenant has none such. */
   async materializationOfAsset(tenantId: string, environmentId: string, assetKey: string, id: string, requestId?: string): Promise<Materialization | undefined> {
     try {
-      return await this.http.call(Materialization, {
-        method: 'GET',
-        path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/assets/${encodeURIComponent(assetKey)}/materializations/${encodeURIComponent(id)}`,
-        tenantId,
-        requestId,
-      });
+      return await this.http.request(InternalApi.materializationOfAsset, { tenantId, requestId, params: { environmentId, key: assetKey, id } });
     } catch (error) {
       if (error instanceof ApiError && error.code === 'not_found') return undefined;
       throw error;

@@ -1,5 +1,12 @@
-import type { z } from 'zod';
-import { errorOfBody, INTERNAL_HEADERS } from '@envengine/contracts';
+import {
+  INTERNAL_HEADERS,
+  parseAnswerBody,
+  requestRoute,
+  type RouteContract,
+  type RouteData,
+  type RouteInput,
+  type RouteTransport,
+} from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { injectTraceContext } from '@envengine/tracing';
 import { ReplicaPools } from '@envengine/replica-pools';
@@ -15,19 +22,16 @@ export interface InternalHttpClientOptions {
   connections?: number;
 }
 
-export interface InternalCall {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  /** Path from the origin, e.g. `/api/v1/environments/prod`. */
-  path: string;
+/** Who a call is made for: the tenant the called service acts on, and the request it serves. */
+export interface InternalCaller {
   tenantId: string;
   requestId?: string;
-  body?: unknown;
-  headers?: Record<string, string>;
 }
 
 /**
- * Calls another service's internal API over keep-alive connections. A domain error of
- * the called service comes back as the same ApiError; an unreachable service as 503.
+ * Calls another service's routes (`InternalApi`'s, or a `PublicApi` route the service
+ * serves the engine directly) over keep-alive connections. A domain error of the called
+ * service comes back as the same ApiError; an unreachable service as 503.
  */
 export class InternalHttpClient {
   private readonly pool: ReplicaPools;
@@ -41,51 +45,44 @@ export class InternalHttpClient {
     });
   }
 
-  async call<T extends z.ZodType>(schema: T, call: InternalCall): Promise<z.infer<T>> {
-    const headers: Record<string, string> = {
-      ...call.headers,
-      [INTERNAL_HEADERS.credential]: this.options.credential,
-      [INTERNAL_HEADERS.tenantId]: call.tenantId,
-    };
-    if (call.requestId) headers[INTERNAL_HEADERS.requestId] = call.requestId;
-    injectTraceContext(headers);
-    if (call.body !== undefined) headers['content-type'] = 'application/json';
-    let statusCode: number;
-    let text: string;
-    try {
-      const response = await this.pool.request({
-        method: call.method,
-        path: call.path,
-        headers,
-        body: call.body === undefined ? undefined : JSON.stringify(call.body),
-        idempotent: call.method === 'GET',
-      });
-      statusCode = response.statusCode;
-      text = await response.body.text();
-    } catch {
-      throw new ApiError('unavailable', `The ${this.options.service} is unreachable; try again shortly.`, {
-        headers: { 'Retry-After': '2' },
-      });
-    }
-    const parsed = parseJson(text);
-    if (statusCode >= 200 && statusCode < 300) {
-      const envelope = parsed as { data?: unknown } | undefined;
-      return schema.parse(envelope?.data);
-    }
-    const error = errorOfBody(parsed);
-    if (error) throw new ApiError(error.code, error.message, { details: error.details });
-    throw new ApiError('unavailable', `The ${this.options.service} answered ${statusCode}; try again shortly.`);
+  /** The route's answer's `data`, checked against its contract. */
+  request<R extends RouteContract>(route: R, input: RouteInput<R> & InternalCaller): Promise<RouteData<R>> {
+    return requestRoute(this.transport(input), route, input);
   }
 
   async close(): Promise<void> {
     await this.pool.close();
   }
-}
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+  private transport(caller: InternalCaller): RouteTransport {
+    return {
+      send: async (exchange) => {
+        const headers: Record<string, string> = {
+          ...exchange.headers,
+          [INTERNAL_HEADERS.credential]: this.options.credential,
+          [INTERNAL_HEADERS.tenantId]: caller.tenantId,
+        };
+        if (caller.requestId) headers[INTERNAL_HEADERS.requestId] = caller.requestId;
+        injectTraceContext(headers);
+        try {
+          const response = await this.pool.request({
+            method: exchange.method,
+            path: exchange.path,
+            headers,
+            body: exchange.body,
+            idempotent: exchange.method === 'GET',
+          });
+          return { status: response.statusCode, body: parseAnswerBody(await response.body.text()) };
+        } catch {
+          throw new ApiError('unavailable', `The ${this.options.service} is unreachable; try again shortly.`, {
+            headers: { 'Retry-After': '2' },
+          });
+        }
+      },
+      refused: (_exchange, status, error) =>
+        error
+          ? new ApiError(error.code, error.message, { details: error.details })
+          : new ApiError('unavailable', `The ${this.options.service} answered ${status}; try again shortly.`),
+    };
   }
 }

@@ -1,16 +1,18 @@
-import { z } from 'zod';
 import {
-  Environment,
-  ExpireEnvironmentResult,
-  PoolTokenOwner,
-  TeardownStepReport,
-  type PurgeFilesRequest,
-  PurgeFilesResult,
   ENGINE_TENANT_ID,
-  ReconcileSchedulesResult,
+  InternalApi,
+  PublicApi,
+  type Environment,
+  type ExpireEnvironmentResult,
+  type PoolTokenOwner,
+  type PurgeFilesRequest,
+  type PurgeFilesResult,
   type ReconcileSchedulesRequest,
-  TickShardResult,
+  type ReconcileSchedulesResult,
+  type SchedulesRemoved,
   type SetActiveDeploymentRequest,
+  type TeardownStepReport,
+  type TickShardResult,
 } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
@@ -26,15 +28,10 @@ export class PlacementClient {
     this.http = new InternalHttpClient({ ...options, service: 'placement-service' });
   }
 
-  /** The tenant's environment of that name, or undefined when it has none. */
+  /** The tenant's environment of that name, or undefined when it has none (the public route, reached directly). */
   async findEnvironment(tenantId: string, name: string, requestId?: string): Promise<Environment | undefined> {
     try {
-      return await this.http.call(Environment, {
-        method: 'GET',
-        path: `/api/v1/environments/${encodeURIComponent(name)}`,
-        tenantId,
-        requestId,
-      });
+      return await this.http.request(PublicApi.getEnvironment, { tenantId, requestId, params: { name } });
     } catch (error) {
       if (error instanceof ApiError && error.code === 'not_found') return undefined;
       throw error;
@@ -43,83 +40,47 @@ export class PlacementClient {
 
   /** Internal: points the environment at a deployment (activation's last step). */
   setActiveDeployment(tenantId: string, environmentName: string, request: SetActiveDeploymentRequest): Promise<Environment> {
-    return this.http.call(Environment, {
-      method: 'POST',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/active-deployment`,
-      tenantId,
-      body: request,
-    });
+    return this.http.request(InternalApi.setActiveDeployment, { tenantId, params: { name: environmentName }, body: request });
   }
 
   /** Internal: a deploy arrived; a preview's expiry moves to its TTL from now (409 `environment_deleting` while it is deleted). */
   extendTtl(tenantId: string, environmentName: string, requestId?: string): Promise<Environment> {
-    return this.http.call(Environment, {
-      method: 'POST',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentName)}/ttl-extension`,
-      tenantId,
-      requestId,
-    });
+    return this.http.request(InternalApi.extendEnvironmentTtl, { tenantId, requestId, params: { name: environmentName } });
   }
 
   /** Internal: the expiry timer fired (the placement-service decides against the stored expiry). */
   expire(tenantId: string, environmentId: string): Promise<ExpireEnvironmentResult> {
-    return this.http.call(ExpireEnvironmentResult, {
-      method: 'POST',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/expire`,
-      tenantId,
-    });
+    return this.http.request(InternalApi.expireEnvironment, { tenantId, params: { id: environmentId } });
   }
 
   /** Internal, a tear-down step: the environment's runs canceled and removed. */
   removeEnvironmentRuns(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
-    return this.http.call(TeardownStepReport, {
-      method: 'POST',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/teardown/runs`,
-      tenantId,
-    });
+    return this.http.request(InternalApi.removeEnvironmentRuns, { tenantId, params: { id: environmentId } });
   }
 
   /** Internal, a tear-down step: materialization files removed (`purge_data`). */
   purgeFiles(tenantId: string, environmentId: string, request: PurgeFilesRequest): Promise<PurgeFilesResult> {
-    return this.http.call(PurgeFilesResult, {
-      method: 'POST',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/teardown/files`,
-      tenantId,
-      body: request,
-    });
+    return this.http.request(InternalApi.purgeEnvironmentFiles, { tenantId, params: { id: environmentId }, body: request });
   }
 
   /** Internal, the tear-down's last step: the environment's document removed. */
   async removeEnvironment(tenantId: string, environmentId: string): Promise<void> {
-    await this.http.call(z.object({ removed: z.number() }), {
-      method: 'DELETE',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}`,
-      tenantId,
-    });
+    await this.http.request(InternalApi.removeEnvironment, { tenantId, params: { id: environmentId } });
   }
 
   /** Internal, activation: the environment's stored schedules become these (its deployment's). */
   reconcileSchedules(tenantId: string, environmentId: string, request: ReconcileSchedulesRequest): Promise<ReconcileSchedulesResult> {
-    return this.http.call(ReconcileSchedulesResult, {
-      method: 'PUT',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/schedules`,
-      tenantId,
-      body: request,
-    });
+    return this.http.request(InternalApi.reconcileSchedules, { tenantId, params: { id: environmentId }, body: request });
   }
 
   /** Internal, a tear-down step: the environment's stored schedules removed. */
-  removeSchedules(tenantId: string, environmentId: string): Promise<{ deleted: number }> {
-    return this.http.call(z.object({ deleted: z.number() }), {
-      method: 'DELETE',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/schedules`,
-      tenantId,
-    });
+  removeSchedules(tenantId: string, environmentId: string): Promise<SchedulesRemoved> {
+    return this.http.request(InternalApi.removeSchedules, { tenantId, params: { id: environmentId } });
   }
 
   /** Internal, a tick loop's pass: the shard's due schedules ticked (engine-wide, under the engine's own id). */
   tickSchedules(shard: number): Promise<TickShardResult> {
-    return this.http.call(TickShardResult, { method: 'POST', path: `/internal/v1/schedule-ticks/${shard}`, tenantId: ENGINE_TENANT_ID });
+    return this.http.request(InternalApi.tickSchedules, { tenantId: ENGINE_TENANT_ID, params: { shard } });
   }
 
   /**
@@ -129,11 +90,7 @@ export class PlacementClient {
    */
   async poolTokenOwner(tokenHash: string): Promise<PoolTokenOwner | undefined> {
     try {
-      return await this.http.call(PoolTokenOwner, {
-        method: 'GET',
-        path: `/internal/v1/pool/tokens/${encodeURIComponent(tokenHash)}`,
-        tenantId: POOL_TOKEN_LOOKUP_TENANT,
-      });
+      return await this.http.request(InternalApi.poolTokenOwner, { tenantId: POOL_TOKEN_LOOKUP_TENANT, params: { hash: tokenHash } });
     } catch (error) {
       if (error instanceof ApiError && error.code === 'not_found') return undefined;
       throw error;

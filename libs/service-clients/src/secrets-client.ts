@@ -1,12 +1,13 @@
-import { z } from 'zod';
 import {
-  Binding,
-  BindingModes,
+  InternalApi,
+  PublicApi,
   RESOLVER_CALLER_HEADER,
-  ResolvedBinding,
-  SecretsQuotas,
-  TeardownStepReport,
+  type Binding,
+  type BindingModes,
   type ResolveBindingRequest,
+  type ResolvedBinding,
+  type SecretsQuotas,
+  type TeardownStepReport,
 } from '@envengine/contracts';
 import { InternalHttpClient, type InternalHttpClientOptions } from './internal-http-client.ts';
 
@@ -18,27 +19,19 @@ export class SecretsClient {
     this.http = new InternalHttpClient({ ...options, service: 'secrets-service' });
   }
 
+  /** The environment's bindings (the public route, reached directly). */
   listBindings(tenantId: string, environmentName: string, requestId?: string): Promise<Binding[]> {
-    return this.http.call(z.array(Binding), {
-      method: 'GET',
-      path: `/api/v1/environments/${encodeURIComponent(environmentName)}/bindings`,
-      tenantId,
-      requestId,
-    });
+    return this.http.request(PublicApi.listBindings, { tenantId, requestId, params: { name: environmentName } });
   }
 
   /** Internal, a tear-down step: the environment's bindings deleted and its secrets retired in their backend. */
   retireEnvironment(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
-    return this.http.call(TeardownStepReport, {
-      method: 'DELETE',
-      path: `/internal/v1/lifecycle/environments/${encodeURIComponent(environmentId)}`,
-      tenantId,
-    });
+    return this.http.request(InternalApi.retireEnvironmentSecrets, { tenantId, params: { id: environmentId } });
   }
 
   /** Internal: the tenant's secrets quota, its limit and use (a part of `GET /quotas`). */
   quotas(tenantId: string, requestId?: string): Promise<SecretsQuotas> {
-    return this.http.call(SecretsQuotas, { method: 'GET', path: '/internal/v1/quotas', tenantId, requestId });
+    return this.http.request(InternalApi.secretsQuotas, { tenantId, requestId });
   }
 
   close(): Promise<void> {
@@ -63,22 +56,11 @@ export class SecretResolverClient {
 
   /** The modes of an environment's bindings (an attempt's plan), by environment id. */
   bindingModes(tenantId: string, environmentId: string): Promise<BindingModes> {
-    return this.http.call(BindingModes, {
-      method: 'GET',
-      path: `/internal/v1/environments/${encodeURIComponent(environmentId)}/binding-modes`,
-      tenantId,
-      headers: { [RESOLVER_CALLER_HEADER]: this.caller },
-    });
+    return this.http.request(InternalApi.bindingModes, { tenantId, params: { id: environmentId }, headers: { [RESOLVER_CALLER_HEADER]: this.caller } });
   }
 
   resolve(tenantId: string, request: ResolveBindingRequest): Promise<ResolvedBinding> {
-    return this.http.call(ResolvedBinding, {
-      method: 'POST',
-      path: '/internal/v1/bindings/resolve',
-      tenantId,
-      body: request,
-      headers: { [RESOLVER_CALLER_HEADER]: this.caller },
-    });
+    return this.http.request(InternalApi.resolveBinding, { tenantId, body: request, headers: { [RESOLVER_CALLER_HEADER]: this.caller } });
   }
 
   close(): Promise<void> {

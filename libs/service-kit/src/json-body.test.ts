@@ -32,6 +32,23 @@ describe('parseJsonBody', () => {
     expect(parseJsonBody(Buffer.alloc(0), undefined)).toBeUndefined();
   });
 
+  it.each([
+    ['{"__proto__": {"x": 1}}', '__proto__'],
+    ['{"config": {"a": 1, "__proto__": "s"}}', 'config.__proto__'],
+    ['{"lines": [{}, {"\\u005f_proto__": 1}]}', 'lines[1].__proto__'],
+  ])('refuses a "__proto__" key, escaped or not, naming where: %s', (text, path) => {
+    const error = (() => {
+      try {
+        parseJsonBody(Buffer.from(text), 'application/json');
+      } catch (caught) {
+        return caught;
+      }
+    })() as ApiError;
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error.code).toBe('invalid_request');
+    expect(error.details).toEqual([{ path, message: expect.stringContaining('__proto__') }]);
+  });
+
   it('parses JSON declared as JSON', () => {
     expect(parseJsonBody(Buffer.from('{"x":[1]}'), 'application/json; charset=utf-8')).toEqual({ x: [1] });
     expect(parseJsonBody(Buffer.from('{}'), 'application/merge-patch+json')).toEqual({});

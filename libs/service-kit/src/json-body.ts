@@ -126,9 +126,39 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined): unk
     throw new ApiError('invalid_json', 'The request body must be JSON sent with Content-Type: application/json.');
   }
   refuseDeepJson(raw);
+  let body: unknown;
   try {
-    return JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new ApiError('invalid_json', 'The request body is not valid JSON.');
   }
+  const path = protoKeyPath(body, '');
+  if (path !== null) {
+    throw new ApiError('invalid_request', 'The request body uses "__proto__" as an object key.', {
+      details: [{ path, message: 'must not be "__proto__" (a record would drop it on the way to storage)' }],
+    });
+  }
+  return body;
+}
+
+/**
+ * Where a parsed body has an own `__proto__` key, or null. JSON.parse makes it an ordinary
+ * key (escaped or not), but validation drops it from a record without a word: a binding's
+ * setting would vanish between the request and storage. The depth is already bounded.
+ */
+function protoKeyPath(value: unknown, path: string): string | null {
+  if (typeof value !== 'object' || value === null) return null;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = protoKeyPath(value[index], `${path}[${index}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (Object.hasOwn(value, '__proto__')) return path ? `${path}.__proto__` : '__proto__';
+  for (const [key, child] of Object.entries(value)) {
+    const found = protoKeyPath(child, path ? `${path}.${key}` : key);
+    if (found !== null) return found;
+  }
+  return null;
 }

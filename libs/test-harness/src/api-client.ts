@@ -1,4 +1,13 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read response bodies of any shape; they validate them with the contract schemas where the shape matters. */
+import {
+  PUBLIC_API_BASE,
+  requestRouteAnswer,
+  type ErrorBody,
+  type RouteAnswer,
+  type RouteContract,
+  type RouteInput,
+  type RouteTransport,
+} from '@envengine/contracts';
 import { openApiResponseChecker } from './openapi-responses.ts';
 
 export interface ApiResponse<T = unknown> {
@@ -19,8 +28,24 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
+/** A route's refusal, as `ApiClient.call` throws it: the status, the error of the body (if it has the error shape) and the body. */
+export class ApiRefusal extends Error {
+  override readonly name = 'ApiRefusal';
+  constructor(
+    readonly describe: string,
+    readonly status: number,
+    readonly error: ErrorBody['error'] | null,
+    readonly body: unknown,
+  ) {
+    super(`${describe} answered ${status}${error ? ` ${error.code}: ${error.message}` : ''}`);
+  }
+}
+
 /**
- * A thin HTTP client for tests: never throws on a status, returns status, headers and body.
+ * A thin HTTP client for tests. `call` sends a route of `PublicApi` (or of an internal
+ * table) typed, through `requestRoute`; the raw methods (`request`, `get`, `post`, …) send
+ * any request, deliberately bad ones included, never throw on a status, and return status,
+ * headers and body.
  * Every answer of the public API (`…/api/v1`) is checked against the OpenAPI document: an
  * undeclared status or a body off its schema throws, so the whole suite checks the document.
  */
@@ -49,7 +74,7 @@ export class ApiClient {
     const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
     const bytes = new Uint8Array(await response.arrayBuffer());
     const text = new TextDecoder().decode(bytes);
-    if (this.baseUrl.endsWith('/api/v1')) {
+    if (this.baseUrl.endsWith(PUBLIC_API_BASE)) {
       const problems = openApiResponseChecker().problems(method, path, response.status, response.headers.get('content-type'), text);
       if (problems.length > 0) throw new Error(`The answer does not conform to the OpenAPI document: ${problems.join('; ')}`);
     }
@@ -62,6 +87,25 @@ export class ApiClient {
       }
     }
     return { status: response.status, headers: response.headers, body: parsed as T, text, bytes };
+  }
+
+  /**
+   * A route, typed by its contract: the path built from `input.params`, the body checked
+   * by the compiler, the answer's `data` checked against the route's schema (and, for the
+   * public API, against the OpenAPI document). A refusal throws an `ApiRefusal`.
+   * `baseUrl` is either the route's base (`…/api/v1`) or the origin it is under.
+   */
+  async call<R extends RouteContract>(route: R, input: RouteInput<R>): Promise<RouteAnswer<R>> {
+    const transport: RouteTransport = {
+      send: async (exchange) => {
+        // The raw request adds the base when this client's URL holds it.
+        const path = this.baseUrl.endsWith(route.base) ? exchange.path.slice(route.base.length) : exchange.path;
+        const answer = await this.request(exchange.method, path, { raw: exchange.body, headers: { ...exchange.headers } });
+        return { status: answer.status, body: answer.body };
+      },
+      refused: (exchange, status, error, body) => new ApiRefusal(exchange.describe, status, error, body),
+    };
+    return requestRouteAnswer(transport, route, input);
   }
 
   get<T = any>(path: string, options?: RequestOptions) {

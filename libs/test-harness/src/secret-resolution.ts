@@ -1,4 +1,4 @@
-import { INTERNAL_HEADERS, RESOLVER_CALLER_HEADER } from '@envengine/contracts';
+import { INTERNAL_HEADERS, InternalApi, RESOLVER_CALLER_HEADER, routePath } from '@envengine/contracts';
 import type { ApiResponse } from './api-client.ts';
 import type { StackInfo } from './test-stack.ts';
 
@@ -20,7 +20,9 @@ export async function callResolve(stack: StackInfo, call: ResolveCall): Promise<
     [INTERNAL_HEADERS.tenantId]: call.tenantId,
   };
   if (call.caller !== null) headers[RESOLVER_CALLER_HEADER] = call.caller ?? 'api-e2e/test';
-  const response = await fetch(`${stack.urls['secrets-service']}/internal/v1/bindings/resolve`, {
+  const route = InternalApi.resolveBinding;
+  // Its body is sent as given (tests send bad ones), so the path alone comes from the table.
+  const response = await fetch(`${stack.urls['secrets-service']}${route.base}${routePath(route)}`, {
     method: 'POST',
     headers,
     body: JSON.stringify(call.body),

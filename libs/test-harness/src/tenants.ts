@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connectRedis } from '@envengine/redis-connections';
 import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { issueToken, withTokenStore } from '@envengine/dev-stack';
+import { PUBLIC_API_BASE } from '@envengine/contracts';
 import { ApiClient } from './api-client.ts';
 import type { StackInfo } from './test-stack.ts';
 
@@ -25,7 +26,7 @@ export async function createTenant(stack: StackInfo, prefix = 'tenant'): Promise
     tenantName: tenant.name,
     tokenId: token.id,
     token: token.token,
-    api: new ApiClient(`${stack.gatewayUrl}/api/v1`, token.token),
+    api: new ApiClient(`${stack.gatewayUrl}${PUBLIC_API_BASE}`, token.token),
   };
 }
 
@@ -36,7 +37,7 @@ export async function createTenant(stack: StackInfo, prefix = 'tenant'): Promise
  */
 export async function anotherTokenOf(stack: StackInfo, tenant: TestTenant): Promise<ApiClient> {
   const { token } = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => issueToken(tokens, tenant.tenantName, 'test'));
-  return new ApiClient(`${stack.gatewayUrl}/api/v1`, token.token);
+  return new ApiClient(`${stack.gatewayUrl}${PUBLIC_API_BASE}`, token.token);
 }
 
 /** Revokes a token as the admin command does: in the store, then broadcast to gateways. */

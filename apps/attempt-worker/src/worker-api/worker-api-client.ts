@@ -4,22 +4,20 @@ import { ReplicaPools } from '@envengine/replica-pools';
 import type { z } from 'zod';
 import {
   ATTEMPT_LEASE_HEADER,
-  AttemptFinished,
-  AttemptStarted,
   errorOfBody,
   INTERNAL_HEADERS,
-  Materialization,
-  ResolvedConnection,
-  StorageConnection,
-  UpstreamLocation,
-  WorkerHeartbeatResponse,
-  type AppendLogsRequest,
-  type StartAttemptRequest,
+  parseAnswerBody,
+  PublicApi,
+  requestRoute,
+  routeExchange,
   type AttemptLogLine,
-  type ConnectionRequest,
-  type StorageRequest,
+  type ErrorBody,
   type FinishAttemptRequest,
   type MaterializationWritten,
+  type RouteContract,
+  type RouteData,
+  type RouteInput,
+  type RouteTransport,
   type WorkerHeartbeatRequest,
   type WorkerIdentity,
 } from '@envengine/contracts';
@@ -79,50 +77,48 @@ export class WorkerApiClient {
 
   /** `startKey`: random per delivery; the call's own retries send it again, so a start whose answer was lost gets its lease. */
   start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string) {
-    return this.call(AttemptStarted, 'POST', `/attempts/${enc(attemptId)}/start`, tenantId, undefined, { worker, start_key: startKey } satisfies StartAttemptRequest);
+    return this.call(PublicApi.startAttempt, tenantId, { params: { id: attemptId }, body: { worker, start_key: startKey } });
   }
 
   heartbeat(tenantId: string, request: z.input<typeof WorkerHeartbeatRequest>) {
-    return this.call(WorkerHeartbeatResponse, 'POST', '/heartbeat', tenantId, undefined, request);
+    return this.call(PublicApi.workerHeartbeat, tenantId, { body: request });
   }
 
   async appendLogs(held: HeldAttempt, lines: AttemptLogLine[]): Promise<void> {
-    const body: AppendLogsRequest = { lines };
-    await this.call(undefined, 'POST', `/attempts/${enc(held.attemptId)}/logs`, held.tenantId, held.lease, body);
+    await this.call(PublicApi.appendAttemptLogs, held.tenantId, { params: { id: held.attemptId }, body: { lines }, headers: leaseOf(held) });
   }
 
   upstream(held: HeldAttempt, assetKey: string) {
-    return this.call(UpstreamLocation, 'GET', `/attempts/${enc(held.attemptId)}/upstreams/${enc(assetKey)}`, held.tenantId, held.lease);
+    return this.call(PublicApi.attemptUpstream, held.tenantId, { params: { id: held.attemptId, key: assetKey }, headers: leaseOf(held) });
   }
 
   /** `ctx.connection(name)` of the attempt's asset `assetKey`. */
   connection(held: HeldAttempt, assetKey: string, name: string) {
-    const body: ConnectionRequest = { asset: assetKey };
-    return this.call(ResolvedConnection, 'POST', `/attempts/${enc(held.attemptId)}/connections/${enc(name)}`, held.tenantId, held.lease, body);
+    return this.call(PublicApi.attemptConnection, held.tenantId, { params: { id: held.attemptId, name }, body: { asset: assetKey }, headers: leaseOf(held) });
   }
 
   /** Where the attempt's asset `assetKey` writes and reads its rows (`ctx.emit`, `ctx.read`). */
   storage(held: HeldAttempt, assetKey: string) {
-    const body: StorageRequest = { asset: assetKey };
-    return this.call(StorageConnection, 'POST', `/attempts/${enc(held.attemptId)}/storage`, held.tenantId, held.lease, body);
+    return this.call(PublicApi.attemptStorage, held.tenantId, { params: { id: held.attemptId }, body: { asset: assetKey }, headers: leaseOf(held) });
   }
 
   recordMaterialization(held: HeldAttempt, assetKey: string, written: MaterializationWritten) {
-    return this.call(Materialization, 'POST', `/attempts/${enc(held.attemptId)}/assets/${enc(assetKey)}/materializations`, held.tenantId, held.lease, written);
+    return this.call(PublicApi.recordMaterialization, held.tenantId, { params: { id: held.attemptId, key: assetKey }, body: written, headers: leaseOf(held) });
   }
 
   finish(held: HeldAttempt, report: FinishAttemptRequest) {
-    return this.call(AttemptFinished, 'POST', `/attempts/${enc(held.attemptId)}/finish`, held.tenantId, held.lease, report);
+    return this.call(PublicApi.finishAttempt, held.tenantId, { params: { id: held.attemptId }, body: report, headers: leaseOf(held) });
   }
 
   release(held: HeldAttempt, reason: string) {
-    return this.call(AttemptFinished, 'POST', `/attempts/${enc(held.attemptId)}/release`, held.tenantId, held.lease, { reason });
+    return this.call(PublicApi.releaseAttempt, held.tenantId, { params: { id: held.attemptId }, body: { reason }, headers: leaseOf(held) });
   }
 
-  /** The bundle's bytes, streamed. */
+  /** The bundle's bytes, streamed: the exchange comes from the route, the body is not read into memory. */
   async bundle(tenantId: string, bundleRef: string): Promise<Readable> {
-    const response = await this.bundles.request({ method: 'GET', path: `/api/v1/worker/bundles/${enc(bundleRef)}`, headers: this.headers(tenantId), idempotent: true });
-    if (response.statusCode !== 200) throw await refusal(response.statusCode, await response.body.text());
+    const exchange = routeExchange(PublicApi.downloadBundle, { params: { ref: bundleRef } });
+    const response = await this.bundles.request({ method: exchange.method, path: exchange.path, headers: this.headers(tenantId, exchange.headers), idempotent: true });
+    if (response.statusCode !== 200) throw refusal(response.statusCode, errorOfBody(await response.body.text()));
     return response.body as unknown as Readable;
   }
 
@@ -130,63 +126,63 @@ export class WorkerApiClient {
     await Promise.all([...new Set([this.attempts, this.bundles])].map((pool) => pool.close()));
   }
 
-  private headers(tenantId: string, lease?: string): Record<string, string> {
+  /** Who the worker is to the endpoint, with the route's own headers (a lease) and the trace context. */
+  private headers(tenantId: string, routeHeaders: Readonly<Record<string, string>>): Record<string, string> {
     const headers: Record<string, string> =
       this.endpoint.kind === 'pool'
-        ? { authorization: `Bearer ${this.endpoint.token}` }
-        : { [INTERNAL_HEADERS.credential]: this.endpoint.internalCredential, [INTERNAL_HEADERS.tenantId]: tenantId };
-    if (lease) headers[ATTEMPT_LEASE_HEADER] = lease;
+        ? { ...routeHeaders, authorization: `Bearer ${this.endpoint.token}` }
+        : { ...routeHeaders, [INTERNAL_HEADERS.credential]: this.endpoint.internalCredential, [INTERNAL_HEADERS.tenantId]: tenantId };
     // The attempt's span continues on the engine's side (nothing is added when tracing is off).
     return injectTraceContext(headers);
   }
 
-  private async call<T extends z.ZodType | undefined>(
-    schema: T,
-    method: 'GET' | 'POST',
-    path: string,
-    tenantId: string,
-    lease?: string,
-    body?: unknown,
-  ): Promise<T extends z.ZodType ? z.infer<T> : void> {
-    const headers = this.headers(tenantId, lease);
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    // A restarting service or gateway (503, a refused connection) is waited out, up to
-    // RETRY_FOR_MS, so that user code's ctx calls survive it; every call is idempotent
-    // or fenced by the lease.
-    const deadline = Date.now() + RETRY_FOR_MS;
-    let statusCode: number;
-    let text: string;
-    for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-      try {
-        const response = await this.attempts.request({
-          method,
-          path: `/api/v1/worker${path}`,
-          headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
-          // After a reset socket only a read goes to another replica at once: a start or a
-          // log append that may have arrived is not sent twice there.
-          idempotent: method === 'GET',
-        });
-        statusCode = response.statusCode;
-        text = await response.body.text();
-        if ((statusCode !== 502 && statusCode !== 503) || Date.now() > deadline) break;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
-    if (statusCode < 200 || statusCode >= 300) throw await refusal(statusCode, text);
-    if (!schema) return undefined as never;
-    return schema.parse((JSON.parse(text) as { data: unknown }).data) as never;
+  private call<R extends RouteContract>(route: R, tenantId: string, input: RouteInput<R>): Promise<RouteData<R>> {
+    return requestRoute(this.transport(tenantId), route, input);
+  }
+
+  private transport(tenantId: string): RouteTransport {
+    return {
+      send: async (exchange) => {
+        const headers = this.headers(tenantId, exchange.headers);
+        // A restarting service or gateway (503, a refused connection) is waited out, up to
+        // RETRY_FOR_MS, so that user code's ctx calls survive it; every call is idempotent
+        // or fenced by the lease.
+        const deadline = Date.now() + RETRY_FOR_MS;
+        let status: number;
+        let text: string;
+        for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+          try {
+            const response = await this.attempts.request({
+              method: exchange.method,
+              path: exchange.path,
+              headers,
+              body: exchange.body,
+              // After a reset socket only a read goes to another replica at once: a start or a
+              // log append that may have arrived is not sent twice there.
+              idempotent: exchange.method === 'GET',
+            });
+            status = response.statusCode;
+            text = await response.body.text();
+            if ((status !== 502 && status !== 503) || Date.now() > deadline) break;
+          } catch (error) {
+            if (Date.now() > deadline) throw error;
+          }
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
+        return { status, body: parseAnswerBody(text) };
+      },
+      refused: (_exchange, status, error) => refusal(status, error),
+    };
   }
 }
-
-const enc = encodeURIComponent;
 
 /** How long a worker API call waits out an unreachable service before it fails. */
 const RETRY_FOR_MS = 30_000;
 
-async function refusal(status: number, text: string): Promise<WorkerApiError> {
-  const error = errorOfBody(text);
+function leaseOf(held: HeldAttempt): Record<string, string> {
+  return { [ATTEMPT_LEASE_HEADER]: held.lease };
+}
+
+function refusal(status: number, error: ErrorBody['error'] | null): WorkerApiError {
   return error ? new WorkerApiError(status, error.code, error.message) : new WorkerApiError(status, 'unavailable', `the worker API answered ${status}`);
 }

@@ -5,26 +5,21 @@ import { dirname, join, basename } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { AssetListing, Materialization, MaterializationPreview, PREVIEW_MAX_ROWS } from '@envengine/contracts';
-import { z } from 'zod';
+import { PREVIEW_MAX_ROWS, PublicApi } from '@envengine/contracts';
 import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { formatBytes } from '../output.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
-import { ENV_OPTION, segment } from './request-body.ts';
+import { ENV_OPTION } from './request-body.ts';
 
 const MATERIALIZATION_OPTION: Record<string, OptionSpec> = {
   materialization: { type: 'string', short: 'm', value: 'ID', description: 'a materialization id (default: the newest)' },
 };
 
-function materializationsPath(env: string, key: string): string {
-  return `/environments/${segment(env)}/assets/${segment(key)}/materializations`;
-}
-
 /** The materialization asked for, or the asset's newest one. */
 async function chosenMaterialization(ctx: CommandContext, env: string, key: string, id: string | undefined): Promise<string> {
   if (id !== undefined) return id;
-  const { data } = await (await ctx.api()).call('GET', `${materializationsPath(env, key)}?limit=1`, { data: z.array(Materialization) });
+  const { data } = await (await ctx.api()).request(PublicApi.listMaterializations, { params: { name: env, key }, query: { limit: 1 } });
   if (data.length === 0) throw new CliError(ExitCode.notFound, 'not_found', `Asset "${key}" of ${env} has no materialization yet; run it first (envctl runs start --env ${env} --asset ${key}).`);
   return data[0]!.id;
 }
@@ -48,7 +43,7 @@ export const assetCommands: CommandSpec[] = [
     options: { ...ENV_OPTION },
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'assets list');
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/assets`, { data: z.array(AssetListing) });
+      const { data } = await (await ctx.api()).request(PublicApi.listAssets, { params: { name: env } });
       ctx.out.data(data, () =>
         ctx.out.table(
           ['KEY', 'BINDING', 'STATUS', 'ROWS', 'SIZE', 'LATEST', 'WRITTEN'],
@@ -79,8 +74,7 @@ export const assetCommands: CommandSpec[] = [
       const env = requiredOption(values, 'env', 'assets show');
       const limit = integerOption(values, 'limit', { min: 1, max: 200 }) ?? 20;
       const before = stringOption(values, 'before');
-      const query = new URLSearchParams({ limit: String(limit), ...(before ? { before } : {}) });
-      const { data } = await (await ctx.api()).call('GET', `${materializationsPath(env, positionals[0]!)}?${query}`, { data: z.array(Materialization) });
+      const { data } = await (await ctx.api()).request(PublicApi.listMaterializations, { params: { name: env, key: positionals[0]! }, query: { limit, before } });
       ctx.out.data(data, () =>
         data.length === 0
           ? `Asset "${positionals[0]}" of ${env} has no materialization yet.`
@@ -111,7 +105,7 @@ export const assetCommands: CommandSpec[] = [
       const key = positionals[0]!;
       const id = await chosenMaterialization(ctx, env, key, stringOption(values, 'materialization'));
       const target = stringOption(values, 'output') ?? `${key.replace(/[^A-Za-z0-9._-]/g, '_')}-${id}.parquet`;
-      const response = await (await ctx.api()).download(`${materializationsPath(env, key)}/${segment(id)}/data`);
+      const response = await (await ctx.api()).download(PublicApi.downloadMaterialization, { params: { name: env, key, id } });
       const body = Readable.fromWeb(response.body! as WebReadableStream<Uint8Array>);
       if (target === '-') {
         const stdout = ctx.out.io.stdout as unknown as NodeJS.WritableStream;
@@ -152,7 +146,7 @@ export const assetCommands: CommandSpec[] = [
       const limit = integerOption(values, 'limit', { min: 1, max: PREVIEW_MAX_ROWS }) ?? 20;
       const key = positionals[0]!;
       const id = await chosenMaterialization(ctx, env, key, stringOption(values, 'materialization'));
-      const { data } = await (await ctx.api()).call('GET', `${materializationsPath(env, key)}/${segment(id)}/preview?limit=${limit}`, { data: MaterializationPreview });
+      const { data } = await (await ctx.api()).request(PublicApi.previewMaterialization, { params: { name: env, key, id }, query: { limit } });
       const names = data.columns.map((column) => column.name);
       if (format === 'csv') {
         ctx.out.io.stdout.write([names.map(csvField).join(','), ...data.rows.map((row) => names.map((name) => csvField(row[name])).join(','))].join('\r\n') + '\r\n');

@@ -1,5 +1,4 @@
-import { apiTokensIn, Environment, POOL_TOKEN_PREFIX } from '@envengine/contracts';
-import { z } from 'zod';
+import { apiTokensIn, POOL_TOKEN_PREFIX, PublicApi } from '@envengine/contracts';
 import type { CommandSpec } from '../command-line.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import { promptHidden, readStdin } from '../prompts.ts';
@@ -33,7 +32,7 @@ export const authCommands: CommandSpec[] = [
       }
       const token = tokenOf(text);
       const { url } = await ctx.settings();
-      const { data } = await (await ctx.api(token)).call('GET', '/environments', { data: z.array(Environment) });
+      const { data } = await (await ctx.api(token)).request(PublicApi.listEnvironments, {});
       const existing = await readConfigFile(ctx.configFile, (line) => ctx.out.warn(line));
       await writeConfigFile(ctx.configFile, { ...existing, url, token });
       ctx.out.info(`Logged in to ${url} (${data.length} environment${data.length === 1 ? '' : 's'}); saved to ${ctx.configFile} (mode 0600).`);

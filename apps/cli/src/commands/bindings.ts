@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { Binding, PutBindingRequest } from '@envengine/contracts';
-import { z } from 'zod';
+import { PublicApi, PutBindingRequest, type Binding } from '@envengine/contracts';
 import { flagOption, listOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
-import { deleteCommand, ENV_OPTION, requestBody, segment } from './request-body.ts';
+import { deleteCommand, ENV_OPTION, requestBody } from './request-body.ts';
 
 function keyValue(option: string, pair: string): [string, string] {
   const at = pair.indexOf('=');
@@ -42,7 +41,7 @@ export const bindingCommands: CommandSpec[] = [
     options: { ...ENV_OPTION },
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'bindings list');
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/bindings`, { data: z.array(Binding) });
+      const { data } = await (await ctx.api()).request(PublicApi.listBindings, { params: { name: env } });
       ctx.out.data(data, () =>
         ctx.out.table(
           ['NAME', 'MODE', 'CONFIG', 'SECRET REFS', 'DANGLING'],
@@ -80,7 +79,7 @@ export const bindingCommands: CommandSpec[] = [
       const api = await ctx.api();
       let kept: Binding | undefined;
       if (flagOption(values, 'keep')) {
-        const { data: bindings } = await api.call('GET', `/environments/${segment(env)}/bindings`, { data: z.array(Binding) });
+        const { data: bindings } = await api.request(PublicApi.listBindings, { params: { name: env } });
         kept = bindings.find((binding) => binding.name === name);
         if (!kept) throw new CliError(ExitCode.notFound, 'not_found', `there is no binding ${name} in ${env} to keep; create it without --keep`);
       }
@@ -92,7 +91,7 @@ export const bindingCommands: CommandSpec[] = [
       const secretRefs = { ...kept?.secret_refs, ...Object.fromEntries(listOption(values, 'secret-ref').map((pair) => keyValue('secret-ref', pair))) };
       const mode = stringOption(values, 'mode') ?? kept?.mode;
       const body = requestBody(PutBindingRequest, { config, secret_refs: secretRefs, ...(mode ? { mode } : {}) });
-      const { status, data } = await api.call('PUT', `/environments/${segment(env)}/bindings/${segment(name)}`, { data: Binding, json: body });
+      const { status, data } = await api.request(PublicApi.putBinding, { params: { name: env, connection: name }, body });
       ctx.out.info(`${status === 201 ? 'Created' : 'Replaced'} binding ${data.name} in ${env}.`);
       ctx.out.data(data, () => ctx.out.fields([['name', data.name], ['mode', data.mode], ['config', JSON.stringify(data.config)], ['secret refs', JSON.stringify(data.secret_refs)]]));
     },

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import { BundleUploaded, Deployment, DeploymentPending, Environment, IngestOptions } from '@envengine/contracts';
-import { z } from 'zod';
+import { IngestOptions, PublicApi, type Deployment, type DeploymentPending, type Environment } from '@envengine/contracts';
+import type { z } from 'zod';
 import type { ApiClient } from '../api-client.ts';
 import { flagOption, listOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
@@ -10,7 +10,7 @@ import { gitInfoOf } from '../project/git-info.ts';
 import { MANIFEST_OPTION, readAndPackProject } from '../project/manifest-file.ts';
 import { REPORT_HEADERS, reportCells, validationRows } from '../project/validation-report.ts';
 import { deploymentsOf, recheckLine, shortSha, TIMEOUT_OPTION, timeoutMsOf } from './deployments.ts';
-import { ENV_OPTION, requestBody, segment } from './request-body.ts';
+import { ENV_OPTION, requestBody } from './request-body.ts';
 
 /** `created_by` of every deployment envctl makes. */
 export const CREATED_BY = 'envctl';
@@ -56,8 +56,8 @@ export function ingestBody(input: {
 async function sameDeployment(api: ApiClient, environment: Environment, bundleRef: string, activate: boolean): Promise<Deployment | undefined> {
   if (activate) {
     if (!environment.active_deployment_id) return undefined;
-    const { data } = await api.call('GET', `/deployments/${segment(environment.active_deployment_id)}`, { data: Deployment });
-    return data.bundle_ref === bundleRef && data.status === 'ready' ? data : undefined;
+    const { data } = await api.request(PublicApi.getDeployment, { params: { id: environment.active_deployment_id } });
+    return data.status === 'ready' && data.bundle_ref === bundleRef ? data : undefined;
   }
   for await (const deployment of deploymentsOf(api, environment.name)) {
     return deployment.bundle_ref === bundleRef && deployment.status === 'ready' ? deployment : undefined;
@@ -69,8 +69,8 @@ async function sameDeployment(api: ApiClient, environment: Environment, bundleRe
 async function waitForIngest(ctx: CommandContext, api: ApiClient, id: string, activate: boolean, timeoutMs: number): Promise<Deployment> {
   const deadline = ctx.now() + timeoutMs;
   for (;;) {
-    const row = await api.call('GET', `/deployments/${segment(id)}`, { data: Deployment }).then(
-      (answer) => answer.data,
+    const row = await api.request(PublicApi.getDeployment, { params: { id } }).then(
+      (answer) => (answer.data.status === 'pending' ? undefined : answer.data),
       (error: unknown) => {
         if (error instanceof CliError && error.exitCode === ExitCode.notFound) return undefined;
         throw error;
@@ -133,14 +133,14 @@ export const deployCommand: CommandSpec = {
     ctx.out.info(`Packed ${packed.files.length} file${packed.files.length === 1 ? '' : 's'} of ${dir} (${formatBytes(packed.bytes.length)}): ${packed.bundleRef}`);
 
     const api = await ctx.api();
-    const environment = (await api.call('GET', `/environments/${segment(env)}`, { data: Environment })).data;
+    const environment = (await api.request(PublicApi.getEnvironment, { params: { name: env } })).data;
     if (!flagOption(values, 'force')) {
       const same = await sameDeployment(api, environment, packed.bundleRef, activate);
       if (same) return printOutcome(ctx, { outcome: 'unchanged', bundle_ref: packed.bundleRef, uploaded: false, deployment: same }, manifest, env);
     }
     let uploaded = false;
-    if ((await api.status('HEAD', `/bundles/${packed.bundleRef}`)) === 404) {
-      const { data } = await api.call('POST', '/bundles', { data: BundleUploaded, raw: { bytes: packed.bytes, contentType: 'application/gzip' }, idempotent: true, timeoutMs: 300_000 });
+    if ((await api.status(PublicApi.bundleExists, { params: { ref: packed.bundleRef } })) === 404) {
+      const { data } = await api.request(PublicApi.uploadBundle, { body: packed.bytes }, { idempotent: true, timeoutMs: 300_000 });
       if (data.bundle_ref !== packed.bundleRef) throw new CliError(ExitCode.failed, 'bundle_mismatch', `the server stored the bundle as ${data.bundle_ref}, not ${packed.bundleRef}`);
       uploaded = true;
       ctx.out.info(`Uploaded the bundle.`);
@@ -153,13 +153,8 @@ export const deployCommand: CommandSpec = {
       ingestBody({ manifest, bundleRef: packed.bundleRef, git, sdkVersion: ctx.version, activate, allowContractChanges: listOption(values, 'allow-contract-change') }),
     );
     ctx.out.info(`Deploying to ${env} (git ${git.branch} @ ${shortSha(git.sha)})…`);
-    const answer = await api.call('POST', `/environments/${segment(env)}/deployments`, {
-      data: z.union([Deployment, DeploymentPending]),
-      json: body,
-      dataStatuses: [422],
-      idempotent: true,
-    });
-    let deployment = answer.data;
+    // 201 ready, 202 pending, 422 failed: each a deployment (PublicApi.createDeployment's answers).
+    let deployment: Deployment | DeploymentPending = (await api.request(PublicApi.createDeployment, { params: { name: env }, body }, { idempotent: true })).data;
     if (deployment.status === 'pending' && flagOption(values, 'wait')) {
       ctx.out.info(`The ingest of ${deployment.id} is still running; waiting…`);
       deployment = await waitForIngest(ctx, api, deployment.id, activate, timeoutMsOf(values));

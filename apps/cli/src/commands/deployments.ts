@@ -1,11 +1,10 @@
-import { ActivateRequest, Deployment, Environment } from '@envengine/contracts';
-import { z } from 'zod';
+import { ActivateRequest, PublicApi, type Deployment, type Environment } from '@envengine/contracts';
 import type { ApiClient } from '../api-client.ts';
 import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import type { Output } from '../output.ts';
-import { ENV_OPTION, requestBody, segment } from './request-body.ts';
+import { ENV_OPTION, requestBody } from './request-body.ts';
 
 export const TIMEOUT_OPTION: Record<string, OptionSpec> = {
   timeout: { type: 'string', value: 'SECONDS', description: 'how long to wait (default 600); exit 6 if still going' },
@@ -58,8 +57,7 @@ export function deploymentTable(out: Output, deployments: readonly Deployment[])
 export async function* deploymentsOf(api: ApiClient, environment: string): AsyncGenerator<Deployment> {
   let cursor: string | undefined;
   for (;;) {
-    const query = new URLSearchParams({ limit: '200', ...(cursor ? { cursor } : {}) });
-    const { data } = await api.call('GET', `/environments/${segment(environment)}/deployments?${query}`, { data: z.array(Deployment) });
+    const { data } = await api.request(PublicApi.listDeployments, { params: { name: environment }, query: { limit: 200, cursor } });
     yield* data;
     if (data.length < 200) return;
     cursor = data[data.length - 1]!.id;
@@ -75,7 +73,7 @@ export async function activateAndWait(ctx: CommandContext, api: ApiClient, id: s
   const deadline = ctx.now() + timeoutMs;
   for (;;) {
     try {
-      const { data } = await api.call('POST', `/deployments/${segment(id)}/activate`, { data: Deployment, json: requestBody(ActivateRequest, {}), idempotent: true });
+      const { data } = await api.request(PublicApi.activateDeployment, { params: { id }, body: requestBody(ActivateRequest, {}) }, { idempotent: true });
       return data;
     } catch (error) {
       if (!(error instanceof CliError) || error.code !== 'unavailable' || ctx.now() >= deadline) {
@@ -97,7 +95,7 @@ function printActivation(ctx: CommandContext, deployment: Deployment, environmen
 }
 
 async function environmentOf(api: ApiClient, name: string): Promise<Environment> {
-  return (await api.call('GET', `/environments/${segment(name)}`, { data: Environment })).data;
+  return (await api.request(PublicApi.getEnvironment, { params: { name } })).data;
 }
 
 export const deploymentCommands: CommandSpec[] = [
@@ -108,8 +106,8 @@ export const deploymentCommands: CommandSpec[] = [
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'deployments list');
       const limit = integerOption(values, 'limit', { min: 1, max: 200 }) ?? 20;
-      const query = new URLSearchParams(values.active === true ? { active: 'true' } : { limit: String(limit) });
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/deployments?${query}`, { data: z.array(Deployment) });
+      const query = values.active === true ? { active: 'true' as const } : { limit };
+      const { data } = await (await ctx.api()).request(PublicApi.listDeployments, { params: { name: env }, query });
       ctx.out.data(data, () => deploymentTable(ctx.out, data));
     },
   },
@@ -119,8 +117,10 @@ export const deploymentCommands: CommandSpec[] = [
     args: 'ID',
     positionals: { min: 1, max: 1 },
     async run(ctx, { positionals }) {
-      const { data } = await (await ctx.api()).call('GET', `/deployments/${segment(positionals[0]!)}`, { data: Deployment });
+      const { data } = await (await ctx.api()).request(PublicApi.getDeployment, { params: { id: positionals[0]! } });
       ctx.out.data(data, () => {
+        // An ingest still running has no row yet beyond its id.
+        if (data.status === 'pending') return `Deployment ${data.id} is still being validated.`;
         const items = [...data.validation.errors.map((item) => ['error', item] as const), ...data.validation.warnings.map((item) => ['warning', item] as const)];
         const list = items.length === 0 ? '' : `\n\n${ctx.out.table(['LEVEL', 'PATH', 'CODE', 'MESSAGE'], items.map(([level, item]) => [{ text: level, color: level === 'error' ? 'red' : 'yellow' }, item.path, item.code, item.message]))}`;
         return `${deploymentFields(ctx.out, data)}${list}`;
@@ -161,7 +161,7 @@ export const deploymentCommands: CommandSpec[] = [
         }
         if (targetId === undefined) throw new CliError(ExitCode.failed, 'nothing_to_roll_back', `${env} has no ready deployment older than the active one (${activeId})`);
       } else {
-        const target = (await api.call('GET', `/deployments/${segment(targetId)}`, { data: Deployment })).data;
+        const target = (await api.request(PublicApi.getDeployment, { params: { id: targetId } })).data;
         if (target.environment_id !== environment.id) throw new CliError(ExitCode.notFound, 'not_found', `deployment ${targetId} is not a deployment of ${env}`);
       }
       ctx.out.info(`Rolling ${env} back to ${targetId}…`);

@@ -1,19 +1,10 @@
-import {
-  CreateEnvironmentRequest,
-  DeletedEnvironment,
-  Environment,
-  PatchEnvironmentRequest,
-  PlacementResult,
-  ScheduleToggleRequest,
-  SetPlacementRequest,
-} from '@envengine/contracts';
-import { z } from 'zod';
+import { CreateEnvironmentRequest, PatchEnvironmentRequest, PublicApi, ScheduleToggleRequest, SetPlacementRequest, type Environment } from '@envengine/contracts';
 import { flagOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
 import { promptLine } from '../prompts.ts';
 import type { Output } from '../output.ts';
-import { requestBody, segment } from './request-body.ts';
+import { requestBody } from './request-body.ts';
 
 export function environmentTable(out: Output, environments: readonly Environment[]): string {
   return out.table(
@@ -80,7 +71,7 @@ export const environmentCommands: CommandSpec[] = [
     path: ['env', 'list'],
     summary: 'list your environments',
     async run(ctx) {
-      const { data } = await (await ctx.api()).call('GET', '/environments', { data: z.array(Environment) });
+      const { data } = await (await ctx.api()).request(PublicApi.listEnvironments, {});
       ctx.out.data(data, () => environmentTable(ctx.out, data));
     },
   },
@@ -90,7 +81,7 @@ export const environmentCommands: CommandSpec[] = [
     args: 'NAME',
     positionals: { min: 1, max: 1 },
     async run(ctx, { positionals }) {
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(positionals[0]!)}`, { data: Environment });
+      const { data } = await (await ctx.api()).request(PublicApi.getEnvironment, { params: { name: positionals[0]! } });
       printEnvironment(ctx, data);
     },
   },
@@ -120,7 +111,7 @@ export const environmentCommands: CommandSpec[] = [
         ...lifecycleSettings(values, false),
         ...(flagOption(values, 'keep-data-on-expiry') ? { purge_data_on_expiry: false } : {}),
       });
-      const { data } = await (await ctx.api()).call('POST', '/environments', { data: Environment, json: body, idempotent: true });
+      const { data } = await (await ctx.api()).request(PublicApi.createEnvironment, { body }, { idempotent: true });
       ctx.out.info(`Created environment ${data.name} (${data.id}).`);
       printEnvironment(ctx, data);
     },
@@ -149,7 +140,7 @@ export const environmentCommands: CommandSpec[] = [
         ...(strict === undefined ? {} : { strict: strict === 'true' }),
         ...lifecycle,
       });
-      const { data } = await (await ctx.api()).call('PATCH', `/environments/${segment(positionals[0]!)}`, { data: Environment, json: body, idempotent: true });
+      const { data } = await (await ctx.api()).request(PublicApi.updateEnvironment, { params: { name: positionals[0]! }, body }, { idempotent: true });
       printEnvironment(ctx, data);
     },
   },
@@ -171,11 +162,11 @@ export const environmentCommands: CommandSpec[] = [
         const answer = await promptLine(ctx.io, `Delete environment ${name}, with its schedules, runs, bindings, secrets and deployments ${what}? Type its name to confirm: `);
         if (answer !== name) throw new CliError(ExitCode.failed, 'not_confirmed', `the answer was not "${name}": nothing was deleted`);
       }
-      const query = new URLSearchParams({
-        ...(flagOption(values, 'force') ? { force: 'true' } : {}),
-        ...(flagOption(values, 'purge-data') ? { purge_data: 'true' } : {}),
-      }).toString();
-      const { data } = await (await ctx.api()).call('DELETE', `/environments/${segment(name)}${query ? `?${query}` : ''}`, { data: DeletedEnvironment });
+      const query = {
+        ...(flagOption(values, 'force') ? { force: 'true' as const } : {}),
+        ...(flagOption(values, 'purge-data') ? { purge_data: 'true' as const } : {}),
+      };
+      const { data } = await (await ctx.api()).request(PublicApi.deleteEnvironment, { params: { name }, query });
       ctx.out.data(data, () => `Deleted environment ${data.name}.`);
     },
   },
@@ -186,7 +177,7 @@ export const environmentCommands: CommandSpec[] = [
     positionals: { min: 2, max: 2 },
     async run(ctx, { positionals }) {
       const body = requestBody(SetPlacementRequest, { executor: executorArgument(positionals[1]!) });
-      const { data } = await (await ctx.api()).call('POST', `/environments/${segment(positionals[0]!)}/placement`, { data: Environment, json: body, idempotent: true });
+      const { data } = await (await ctx.api()).request(PublicApi.setPlacement, { params: { name: positionals[0]! }, body }, { idempotent: true });
       printEnvironment(ctx, data);
     },
   },
@@ -200,7 +191,7 @@ export const environmentCommands: CommandSpec[] = [
       async run(ctx, { values, positionals }) {
         const reason = stringOption(values, 'reason');
         const body = requestBody(ScheduleToggleRequest, reason === undefined ? {} : { reason });
-        const { data } = await (await ctx.api()).call('POST', `/environments/${segment(positionals[0]!)}/schedules/${action}`, { data: Environment, json: body, idempotent: true });
+        const { data } = await (await ctx.api()).request(action === 'pause' ? PublicApi.pauseSchedules : PublicApi.resumeSchedules, { params: { name: positionals[0]! }, body }, { idempotent: true });
         printEnvironment(ctx, data);
       },
     }),
@@ -212,7 +203,7 @@ export const environmentCommands: CommandSpec[] = [
     positionals: { min: 1, max: 1 },
     async run(ctx, { positionals }) {
       const body = requestBody(SetPlacementRequest, { executor: executorArgument(positionals[0]!) });
-      const { data } = await (await ctx.api()).call('POST', '/placement', { data: PlacementResult, json: body, idempotent: true });
+      const { data } = await (await ctx.api()).request(PublicApi.setPlacementForAll, { body }, { idempotent: true });
       ctx.out.data(data, () => `Every environment now runs on ${data.executor}:\n${environmentTable(ctx.out, data.environments)}`);
     },
   },

@@ -1,7 +1,7 @@
 import { chmod, writeFile } from 'node:fs/promises';
-import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialRevoked, PoolStatus } from '@envengine/contracts';
+import { CreatePoolCredentialRequest, PublicApi } from '@envengine/contracts';
 import { stringOption, type CommandSpec } from '../command-line.ts';
-import { segment, requestBody } from './request-body.ts';
+import { requestBody } from './request-body.ts';
 
 export const poolCommands: CommandSpec[] = [
   {
@@ -14,7 +14,7 @@ export const poolCommands: CommandSpec[] = [
     async run(ctx, { values }) {
       const label = stringOption(values, 'label');
       const body = requestBody(CreatePoolCredentialRequest, label === undefined ? {} : { label });
-      const { data } = await (await ctx.api()).call('POST', '/pool/credentials', { data: PoolCredentialIssued, json: body });
+      const { data } = await (await ctx.api()).request(PublicApi.createPoolCredential, { body });
       const save = stringOption(values, 'save');
       if (save !== undefined) {
         await writeFile(save, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
@@ -41,7 +41,7 @@ export const poolCommands: CommandSpec[] = [
     args: 'ID',
     positionals: { min: 1, max: 1 },
     async run(ctx, { positionals }) {
-      const { data } = await (await ctx.api()).call('DELETE', `/pool/credentials/${segment(positionals[0]!)}`, { data: PoolCredentialRevoked });
+      const { data } = await (await ctx.api()).request(PublicApi.revokePoolCredential, { params: { id: positionals[0]! } });
       ctx.out.data(data, () => `Revoked ${data.id} at ${data.revoked_at}.`);
     },
   },
@@ -49,7 +49,7 @@ export const poolCommands: CommandSpec[] = [
     path: ['pool', 'status'],
     summary: "your pool: live workers, queued and running attempts, credentials",
     async run(ctx) {
-      const { data } = await (await ctx.api()).call('GET', '/pool', { data: PoolStatus });
+      const { data } = await (await ctx.api()).request(PublicApi.getPool, {});
       ctx.out.data(data, () =>
         [
           `Queue ${data.queue}: ${data.attempts.queued} queued, ${data.attempts.running} running.`,

@@ -1,4 +1,4 @@
-import { Quotas, QUOTA_NAMES } from '@envengine/contracts';
+import { PublicApi, QUOTA_NAMES } from '@envengine/contracts';
 import type { CommandSpec } from '../command-line.ts';
 
 export const quotaCommands: CommandSpec[] = [
@@ -6,7 +6,7 @@ export const quotaCommands: CommandSpec[] = [
     path: ['quotas'],
     summary: 'your limits and what you use of each (queued runs, environments, stored bundle bytes, secrets)',
     async run(ctx) {
-      const { data } = await (await ctx.api()).call('GET', '/quotas', { data: Quotas });
+      const { data } = await (await ctx.api()).request(PublicApi.getQuotas, {});
       ctx.out.data(data, () =>
         ctx.out.table(
           ['QUOTA', 'USED', 'LIMIT', 'FULLEST ENVIRONMENT'],

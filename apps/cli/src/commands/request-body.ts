@@ -1,6 +1,5 @@
-import { detailsFromZodError } from '@envengine/contracts';
+import { detailsFromZodError, PublicApi } from '@envengine/contracts';
 import type { z } from 'zod';
-import { DeletedResource } from '@envengine/contracts';
 import { requiredOption, type CommandSpec, type OptionSpec } from '../command-line.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 
@@ -16,14 +15,11 @@ export function requestBody<T extends z.ZodType>(schema: T, value: unknown): z.i
   return value as z.input<T>;
 }
 
-/** A name in a path segment. */
-export const segment = (name: string) => encodeURIComponent(name);
-
 export const ENV_OPTION: Record<string, OptionSpec> = {
   env: { type: 'string', short: 'e', value: 'NAME', description: '(required) the environment' },
 };
 
-/** `<collection> delete NAME --env E`: DELETE of a named resource of an environment. */
+/** `<collection> delete NAME --env E`: `deleteSecret` or `deleteBinding`. */
 export function deleteCommand(collection: 'secrets' | 'bindings', noun: string, summary: string): CommandSpec {
   return {
     path: [collection, 'delete'],
@@ -33,7 +29,11 @@ export function deleteCommand(collection: 'secrets' | 'bindings', noun: string, 
     options: { ...ENV_OPTION },
     async run(ctx, { values, positionals }) {
       const env = requiredOption(values, 'env', `${collection} delete`);
-      const { data } = await (await ctx.api()).call('DELETE', `/environments/${segment(env)}/${collection}/${segment(positionals[0]!)}`, { data: DeletedResource });
+      const api = await ctx.api();
+      const { data } =
+        collection === 'secrets'
+          ? await api.request(PublicApi.deleteSecret, { params: { name: env, secret: positionals[0]! } })
+          : await api.request(PublicApi.deleteBinding, { params: { name: env, connection: positionals[0]! } });
       ctx.out.data(data, () => `Deleted ${noun} ${data.name} from ${env}.`);
     },
   };

@@ -1,13 +1,12 @@
 import { escapeControlCharacters } from '@envengine/terminal-text';
-import { CancelRunRequest, CreateRunRequest, MAX_TIMEOUT_SECONDS, Run, RunLogLine, TERMINAL_RUN_STATUSES, type Attempt } from '@envengine/contracts';
-import { z } from 'zod';
+import { CancelRunRequest, CreateRunRequest, MAX_TIMEOUT_SECONDS, PublicApi, RunListQuery, TERMINAL_RUN_STATUSES, type Attempt, type Run, type RunLogLine } from '@envengine/contracts';
 import type { ApiClient } from '../api-client.ts';
 import { flagOption, integerOption, listOption, requiredOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, usageError, type ExitCode as ExitCodeValue } from '../exit-codes.ts';
 import type { Output } from '../output.ts';
 import { StatusLine } from '../status-line.ts';
-import { ENV_OPTION, requestBody, segment } from './request-body.ts';
+import { ENV_OPTION, requestBody } from './request-body.ts';
 
 const POLL_MS = 500;
 const LOG_PAGE = 1000;
@@ -21,15 +20,14 @@ function waitLimitMs(values: OptionValues): number | undefined {
 }
 
 async function getRun(api: ApiClient, id: string): Promise<Run> {
-  return (await api.call('GET', `/runs/${segment(id)}`, { data: Run })).data;
+  return (await api.request(PublicApi.getRun, { params: { id } })).data;
 }
 
 /** Every log line after `cursor`, a page at a time. */
 async function logsAfter(api: ApiClient, id: string, cursor: string | undefined): Promise<RunLogLine[]> {
   const lines: RunLogLine[] = [];
   for (;;) {
-    const query = new URLSearchParams({ limit: String(LOG_PAGE), ...(cursor ? { after: cursor } : {}) });
-    const { data } = await api.call('GET', `/runs/${segment(id)}/logs?${query}`, { data: z.array(RunLogLine) });
+    const { data } = await api.request(PublicApi.getRunLogs, { params: { id }, query: { limit: LOG_PAGE, after: cursor } });
     lines.push(...data);
     if (data.length < LOG_PAGE) return lines;
     cursor = data[data.length - 1]!.cursor;
@@ -184,7 +182,7 @@ export const runCommands: CommandSpec[] = [
         ...(timeLimit ? { timeout_seconds: timeLimit } : {}),
       });
       const api = await ctx.api();
-      const { data } = await api.call('POST', `/environments/${segment(env)}/runs`, { data: Run, json: body, idempotent: true });
+      const { data } = await api.request(PublicApi.createRun, { params: { name: env }, body }, { idempotent: true });
       // A remote environment with no live worker: the run waits, and the user should know why now.
       if (data.waiting_for_worker) ctx.out.warn(`no worker of your pool is live: run ${data.id} waits until one starts (envctl worker start, docs/cli.md)`);
       if (flagOption(values, 'watch')) {
@@ -206,8 +204,8 @@ export const runCommands: CommandSpec[] = [
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'runs list');
       const status = stringOption(values, 'status');
-      const query = new URLSearchParams({ limit: String(integerOption(values, 'limit', { min: 1, max: 200 }) ?? 20), ...(status ? { status } : {}) });
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/runs?${query}`, { data: z.array(Run) });
+      const query = requestBody(RunListQuery, { limit: integerOption(values, 'limit', { min: 1, max: 200 }) ?? 20, ...(status ? { status } : {}) });
+      const { data } = await (await ctx.api()).request(PublicApi.listRuns, { params: { name: env }, query });
       ctx.out.data(data, () =>
         ctx.out.table(
           ['ID', 'STATUS', 'JOB/ASSETS', 'ATTEMPTS', 'TRIGGER', 'CREATED', 'ERROR'],
@@ -275,7 +273,7 @@ export const runCommands: CommandSpec[] = [
     args: 'ID',
     positionals: { min: 1, max: 1 },
     async run(ctx, { positionals }) {
-      const { data } = await (await ctx.api()).call('POST', `/runs/${segment(positionals[0]!)}/cancel`, { data: Run, json: requestBody(CancelRunRequest, {}), idempotent: true });
+      const { data } = await (await ctx.api()).request(PublicApi.cancelRun, { params: { id: positionals[0]! }, body: requestBody(CancelRunRequest, {}) }, { idempotent: true });
       ctx.out.data(data, () => `Run ${data.id} is ${ctx.out.status(data.status)}.`);
     },
   },

@@ -1,7 +1,6 @@
-import { MAX_NEXT_FIRE_TIMES, Schedule, ScheduleNextFireTimes } from '@envengine/contracts';
-import { z } from 'zod';
+import { MAX_NEXT_FIRE_TIMES, PublicApi, type Schedule } from '@envengine/contracts';
 import { integerOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
-import { ENV_OPTION, segment } from './request-body.ts';
+import { ENV_OPTION } from './request-body.ts';
 
 /** `run_created 2026-11-26T02:00:00.000Z`, with what was missed before it and its lateness when it was late. */
 function lastTickText(tick: Schedule['last_tick']): string {
@@ -18,7 +17,7 @@ export const scheduleCommands: CommandSpec[] = [
     options: { ...ENV_OPTION },
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'schedules list');
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/schedules`, { data: z.array(Schedule) });
+      const { data } = await (await ctx.api()).request(PublicApi.listSchedules, { params: { name: env } });
       ctx.out.data(data, () =>
         ctx.out.table(
           ['NAME', 'JOB', 'CRON', 'TIMEZONE', 'STATE', 'NEXT RUN (UTC)', 'LAST RUN', 'LAST TICK', 'SKIPPED'],
@@ -51,10 +50,7 @@ export const scheduleCommands: CommandSpec[] = [
       const env = requiredOption(values, 'env', 'schedules next');
       const count = integerOption(values, 'count', { min: 1, max: MAX_NEXT_FIRE_TIMES }) ?? 10;
       const after = stringOption(values, 'after');
-      const query = new URLSearchParams({ count: String(count), ...(after ? { after } : {}) });
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/schedules/${segment(positionals[0]!)}/next?${query}`, {
-        data: ScheduleNextFireTimes,
-      });
+      const { data } = await (await ctx.api()).request(PublicApi.nextScheduleFireTimes, { params: { name: env, schedule: positionals[0]! }, query: { count, after } });
       ctx.out.data(data, () => ctx.out.table(['NEXT (UTC)'], data.next.map((instant) => [instant])));
     },
   },

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { PutSecretRequest, SecretRow } from '@envengine/contracts';
-import { z } from 'zod';
+import { PublicApi, PutSecretRequest } from '@envengine/contracts';
 import { flagOption, requiredOption, stringOption, type CommandSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, usageError } from '../exit-codes.ts';
 import { decodeSecretText, promptHidden, readStdin } from '../prompts.ts';
-import { deleteCommand, ENV_OPTION, requestBody, segment } from './request-body.ts';
+import { deleteCommand, ENV_OPTION, requestBody } from './request-body.ts';
 
 /**
  * The value comes from a file or stdin (or a hidden prompt on a terminal), never from an
@@ -36,7 +35,7 @@ export const secretCommands: CommandSpec[] = [
     options: { ...ENV_OPTION },
     async run(ctx, { values }) {
       const env = requiredOption(values, 'env', 'secrets list');
-      const { data } = await (await ctx.api()).call('GET', `/environments/${segment(env)}/secrets`, { data: z.array(SecretRow) });
+      const { data } = await (await ctx.api()).request(PublicApi.listSecrets, { params: { name: env } });
       ctx.out.data(data, () => ctx.out.table(['NAME', 'BACKEND', 'VERSION', 'ROTATED'], data.map((row) => [row.name, row.backend, row.version, row.rotated_at])));
     },
   },
@@ -56,7 +55,7 @@ export const secretCommands: CommandSpec[] = [
       const name = positionals[0]!;
       const value = await secretValue(ctx, stringOption(values, 'from-file'), flagOption(values, 'keep-newline'), name);
       const body = requestBody(PutSecretRequest, { value });
-      const { status, data } = await (await ctx.api()).call('PUT', `/environments/${segment(env)}/secrets/${segment(name)}`, { data: SecretRow, json: body }).catch((error: unknown) => {
+      const { status, data } = await (await ctx.api()).request(PublicApi.putSecret, { params: { name: env, secret: name }, body }).catch((error: unknown) => {
         // The API never echoes a value; keep it that way for anything this prints.
         if (error instanceof CliError) throw new CliError(error.exitCode, error.code, error.message.split(value).join('***'), error.details.map((line) => line.split(value).join('***')));
         throw error;

@@ -2,7 +2,6 @@ import type { PurgeFilesResult } from '@envengine/contracts';
 import {
   isUnderStoragePrefix,
   S3StorageDriver,
-  s3ObjectOf,
   storageDriverFor,
   storageSchemeOf,
   type StorageDriver,
@@ -64,7 +63,8 @@ export class MaterializationPurge {
   private driverFor(tenantId: string, prefix: string): StorageDriver | undefined {
     const scheme = storageSchemeOf(prefix);
     if (scheme === 'file') return storageDriverFor(prefix);
-    if (scheme === 's3' && this.engineStore && s3ObjectOf(prefix.replace(/\/*$/, '/x')).bucket === this.engineStore.bucket) {
+    // By the prefix's text: a bucket name the driver refuses (`s3://0/p`) was never written to, and is not the engine's.
+    if (scheme === 's3' && this.engineStore && /^s3:\/\/([^/]+)/i.exec(prefix)?.[1] === this.engineStore.bucket) {
       return new S3StorageDriver(prefix, this.engineStore.adminConnectionFor(tenantId));
     }
     return undefined;

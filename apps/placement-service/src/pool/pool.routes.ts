@@ -1,6 +1,6 @@
 import { Router } from 'express';
-import { PoolTokenHashParams, PublicApi } from '@envengine/contracts';
-import { defineRoute, mountEndpoint } from '@envengine/service-kit';
+import { InternalApi, PublicApi } from '@envengine/contracts';
+import { mountEndpoint } from '@envengine/service-kit';
 import type { PoolService } from './pool.service.ts';
 
 /** `/api/v1/pool…` (DESIGN.md §5 "Worker pools and the worker API"). */
@@ -15,11 +15,6 @@ export function poolRouter(pool: PoolService): Router {
 /** `/internal/v1/pool/tokens/:hash`: the gateway's lookup of a pool token's owner. */
 export function poolInternalRouter(pool: PoolService): Router {
   const router = Router();
-  router.get(
-    '/pool/tokens/:hash',
-    defineRoute({ params: PoolTokenHashParams }, async ({ params }) => ({
-      data: await pool.tokenOwner(params.hash),
-    })),
-  );
+  mountEndpoint(router, InternalApi.poolTokenOwner, async ({ params }) => ({ data: await pool.tokenOwner(params.hash) }));
   return router;
 }

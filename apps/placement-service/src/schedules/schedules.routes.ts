@@ -1,7 +1,6 @@
 import { Router } from 'express';
-import { ENGINE_TENANT_ID, EnvironmentIdParams, PublicApi, ReconcileSchedulesRequest } from '@envengine/contracts';
-import { z } from 'zod';
-import { ApiError, defineRoute, mountEndpoint } from '@envengine/service-kit';
+import { ENGINE_TENANT_ID, InternalApi, PublicApi } from '@envengine/contracts';
+import { ApiError, mountEndpoint } from '@envengine/service-kit';
 import type { ScheduleTicker } from './schedule-ticker.ts';
 import type { SchedulesService } from './schedules.service.ts';
 
@@ -34,28 +33,19 @@ export function schedulesRouter(schedules: SchedulesService): Router {
  */
 export function schedulesInternalRouter(schedules: SchedulesService): Router {
   const router = Router();
-  router.put(
-    '/environments/:id/schedules',
-    defineRoute({ params: EnvironmentIdParams, body: ReconcileSchedulesRequest }, async ({ tenantId, params, body }) => ({
-      data: await schedules.reconcile(tenantId, params.id, body.schedules),
-    })),
-  );
-  router.delete(
-    '/environments/:id/schedules',
-    defineRoute({ params: EnvironmentIdParams }, async ({ tenantId, params }) => ({ data: await schedules.removeAll(tenantId, params.id) })),
-  );
+  mountEndpoint(router, InternalApi.reconcileSchedules, async ({ tenantId, params, body }) => ({
+    data: await schedules.reconcile(tenantId, params.id, body.schedules),
+  }));
+  mountEndpoint(router, InternalApi.removeSchedules, async ({ tenantId, params }) => ({ data: await schedules.removeAll(tenantId, params.id) }));
   return router;
 }
 
 /** `/internal/v1/schedule-ticks/:shard`: engine-wide (no tenant), called by the tick loops only. */
 export function scheduleTicksRouter(ticker: ScheduleTicker): Router {
   const router = Router();
-  router.post(
-    '/schedule-ticks/:shard',
-    defineRoute({ params: z.strictObject({ shard: z.coerce.number().int().min(0).max(1023) }) }, async ({ tenantId, params }) => {
-      if (tenantId !== ENGINE_TENANT_ID) throw new ApiError('invalid_request', 'A pass of the tick loop is engine-wide: it names the engine, not a tenant.');
-      return { data: await ticker.tickShard(params.shard) };
-    }),
-  );
+  mountEndpoint(router, InternalApi.tickSchedules, async ({ tenantId, params }) => {
+    if (tenantId !== ENGINE_TENANT_ID) throw new ApiError('invalid_request', 'A pass of the tick loop is engine-wide: it names the engine, not a tenant.');
+    return { data: await ticker.tickShard(params.shard) };
+  });
   return router;
 }

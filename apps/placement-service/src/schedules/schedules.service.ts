@@ -7,6 +7,7 @@ import {
   type Schedule,
   type ScheduleDefinition,
   type ScheduleNextFireTimes,
+  type SchedulesRemoved,
 } from '@envengine/contracts';
 import { nextFireTimes, parseCronExpression } from '@envengine/schedule-timing';
 import type { DeploymentClient } from '@envengine/service-clients';
@@ -116,7 +117,7 @@ export class SchedulesService {
   }
 
   /** The tear-down's step: the environment's stored schedules go. */
-  async removeAll(tenantId: string, environmentId: string): Promise<{ deleted: number }> {
+  async removeAll(tenantId: string, environmentId: string): Promise<SchedulesRemoved> {
     return { deleted: await this.stored.deleteAllOf(tenantId, environmentId) };
   }
 

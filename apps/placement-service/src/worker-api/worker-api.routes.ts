@@ -1,14 +1,12 @@
 import { Router } from 'express';
-import { ATTEMPT_LEASE_HEADER, INTERNAL_HEADERS, PublicApi } from '@envengine/contracts';
+import { ATTEMPT_LEASE_HEADER, ATTEMPT_LEASE_PATTERN, INTERNAL_HEADERS, PublicApi } from '@envengine/contracts';
 import { ApiError, mountEndpoint } from '@envengine/service-kit';
 import type { LeaseCheck } from '../runs/run.repository.ts';
 import type { WorkerApiService } from './worker-api.service.ts';
 
-const LEASE_PATTERN = /^[A-Za-z0-9_-]{8,200}$/;
-
 function leaseCheck(tenantId: string, attemptId: string, header: (name: string) => string | undefined): LeaseCheck {
   const lease = header(ATTEMPT_LEASE_HEADER);
-  if (!lease || !LEASE_PATTERN.test(lease)) {
+  if (!lease || !ATTEMPT_LEASE_PATTERN.test(lease)) {
     throw new ApiError('invalid_request', `Worker calls about an attempt carry its lease in the ${ATTEMPT_LEASE_HEADER} header.`, {
       details: [{ path: ATTEMPT_LEASE_HEADER, message: 'is required' }],
     });

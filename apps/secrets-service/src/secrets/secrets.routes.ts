@@ -1,6 +1,6 @@
 import { Router } from 'express';
-import { PublicApi } from '@envengine/contracts';
-import { defineRoute, mountEndpoint } from '@envengine/service-kit';
+import { INTERNAL_API_BASE, InternalApi, PublicApi } from '@envengine/contracts';
+import { mountEndpoint } from '@envengine/service-kit';
 import type { EnvironmentDirectory } from '../environments/environment-directory.ts';
 import type { SecretsService } from './secrets.service.ts';
 
@@ -28,9 +28,12 @@ export function secretsRouter(environments: EnvironmentDirectory, secrets: Secre
   return router;
 }
 
+/** Where `secretsQuotaRouter` is mounted: a path of its own, since the resolver credential opens the rest of `/internal/v1`. */
+export const SECRETS_QUOTA_MOUNT = `${INTERNAL_API_BASE}/quotas`;
+
 /** `/internal/v1/quotas`: this scope's part of the placement-service's `GET /quotas`. */
 export function secretsQuotaRouter(secrets: SecretsService): Router {
   const router = Router();
-  router.get('/', defineRoute({}, async ({ tenantId }) => ({ data: await secrets.quotaUse(tenantId) })));
+  mountEndpoint(router, InternalApi.secretsQuotas, async ({ tenantId }) => ({ data: await secrets.quotaUse(tenantId) }), { mountedAt: SECRETS_QUOTA_MOUNT });
   return router;
 }

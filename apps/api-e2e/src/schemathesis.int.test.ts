@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { PoolCredentialIssued } from '@envengine/contracts';
+import { ensureSchemathesis, type SchemathesisTool } from '@envengine/backing-servers';
+import { createTenant, type TestTenant } from '@envengine/test-harness';
+
+const stack = inject('stack');
+
+const SCHEMATHESIS_DIR = fileURLToPath(new URL('../../../tools/schemathesis/', import.meta.url));
+
+/** Fixed, so that a failure is the same failure on the next run (and on CI). */
+const SEED = 1;
+/** Cases per operation and phase: 46 operations, about a minute on two cores. */
+const MAX_EXAMPLES = 12;
+
+interface FuzzRun {
+  code: number | null;
+  output: string;
+}
+
+/** Schemathesis's exit code and everything it printed (stdout and stderr, in order). */
+function fuzz(tool: SchemathesisTool, env: Record<string, string>, args: string[]): Promise<FuzzRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(tool.python, ['-m', 'schemathesis.cli', '--config-file', `${SCHEMATHESIS_DIR}schemathesis.toml`, 'run', ...args], {
+      cwd: SCHEMATHESIS_DIR,
+      env: { ...process.env, ...env, PYTHONPATH: tool.pythonPath, SCHEMATHESIS_HOOKS: `${SCHEMATHESIS_DIR}hooks.py`, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('the OpenAPI document against the server (Schemathesis)', () => {
+  let tool: SchemathesisTool;
+  let tenant: TestTenant;
+  let poolToken: string;
+
+  beforeAll(async () => {
+    const installed = await ensureSchemathesis((line) => console.error(`envengine: ${line}`));
+    if (!installed) throw new Error('Schemathesis needs pip (apt-get install python3-pip); tools/servers/install.ts installs it once.');
+    tool = installed;
+    tenant = await createTenant(stack, 'schemathesis');
+    const issued = await tenant.api.post('/pool/credentials', { label: 'schemathesis' });
+    poolToken = PoolCredentialIssued.parse(issued.body.data).token;
+  });
+
+  it('finds no request the document allows and the server refuses, no answer the document does not declare, and no server error, in every operation and phase', async () => {
+    const run = await fuzz(tool, { ENVENGINE_API_TOKEN: tenant.token, ENVENGINE_POOL_TOKEN: poolToken }, [
+      `${stack.gatewayUrl}/api/v1/openapi.json`,
+      '--checks', 'all',
+      '--phases', 'examples,coverage,fuzzing,stateful',
+      '--seed', String(SEED),
+      '--max-examples', String(MAX_EXAMPLES),
+      // The tenant's API token for the public API, its pool token for the worker API (each by its security scheme).
+      '--no-color',
+    ]);
+    const summary = run.output.slice(run.output.lastIndexOf('SUMMARY'));
+    expect(run.code, run.output.slice(-20_000)).toBe(0);
+    // Every operation of the document was run, the worker API's and the bundles' included.
+    expect(summary).toMatch(/Selected: (\d+)\/\1\n\s*Tested: \1/);
+    expect(summary).toMatch(/✅ Stateful/);
+    expect(summary).not.toMatch(/Failures:|Errors:/);
+  }, 600_000);
+});
