@@ -62,8 +62,10 @@ const ACROSS_TENANTS = {
 // A path of the engine's APIs is named once, in its route table (`PublicApi`, `InternalApi`),
 // and called through `requestRoute` (or built with `routeExchange`/`routePath`), so that a
 // renamed path or field breaks every caller's build. A string or template that starts with
-// `/api/` or `/internal/` is a path written by hand.
+// `/api/` or `/internal/`, or a template with such a piece after an expression
+// (`${origin}/internal/v1/…`), is a path written by hand; prose that quotes a path is not.
 const API_PATH = /^\/(?:api|internal)\//;
+const isHandWritten = (text) => API_PATH.test(text);
 const envenginePlugin = {
   rules: {
     'no-hand-written-api-path': {
@@ -78,11 +80,12 @@ const envenginePlugin = {
       create(context) {
         return {
           Literal(node) {
-            if (typeof node.value === 'string' && API_PATH.test(node.value)) context.report({ node, messageId: 'handWritten', data: { text: node.value } });
+            if (typeof node.value === 'string' && isHandWritten(node.value)) context.report({ node, messageId: 'handWritten', data: { text: node.value } });
           },
+          // Every literal piece of a template, not only its head: `${origin}/internal/v1/x` is as hand-written.
           TemplateLiteral(node) {
-            const head = node.quasis[0]?.value.cooked ?? '';
-            if (API_PATH.test(head)) context.report({ node, messageId: 'handWritten', data: { text: `${head}${node.expressions.length > 0 ? '…' : ''}` } });
+            const piece = node.quasis.map((quasi) => quasi.value.cooked ?? '').find(isHandWritten);
+            if (piece !== undefined) context.report({ node, messageId: 'handWritten', data: { text: node.quasis.map((quasi) => quasi.value.cooked ?? '').join('…') } });
           },
         };
       },

@@ -68,6 +68,7 @@ const FIXTURES: Fixture[] = [
   // No API path written by hand: callers reach a route through its table (PublicApi, InternalApi) and requestRoute.
   { rule: 'a hand-written public API path', at: 'apps/cli/src/commands/fixture.ts', code: "export const path = '/api/v1/environments';\n", expected: /envengine\/no-hand-written-api-path: .*PublicApi or InternalApi .*requestRoute/, allowedAt: 'libs/contracts/src/route-contract.ts' },
   { rule: 'a hand-written internal API path in a template', at: 'libs/service-clients/src/fixture.ts', code: "declare const id: string;\nexport const path = `/internal/v1/environments/${encodeURIComponent(id)}/expire`;\n", expected: /envengine\/no-hand-written-api-path: .*InternalApi/, allowedAt: 'libs/service-kit/src/create-service-app.ts' },
+  { rule: 'a hand-written API base inside a template, after an origin', at: 'libs/test-harness/src/fixture.ts', code: "declare const origin: string;\nexport const url = `${origin}/internal/v1/bindings/resolve`;\n", expected: /envengine\/no-hand-written-api-path: .*InternalApi/, allowedAt: 'libs/service-kit/src/create-service-app.ts' },
 ];
 
 describe('the rules AGENTS.md says the lint enforces', () => {

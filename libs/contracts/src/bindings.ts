@@ -88,3 +88,5 @@ export const BindingModesParams = z.object({ id: z.string().regex(/^env_[0-9a-z]
 
 /** Header naming the process that asks for resolved secrets, for the audit log. */
 export const RESOLVER_CALLER_HEADER = 'x-envengine-caller';
+/** The caller's name: 1-200 printable ASCII characters, the first not a space. */
+export const RESOLVER_CALLER_PATTERN = /^[\x21-\x7e][\x20-\x7e]{0,199}$/;

@@ -79,7 +79,7 @@ const FILE_SEGMENT = segment(String.raw`/\\?#%\x00${WHITE_SPACE}`);
  */
 const STORAGE_PREFIX_PATTERN =
   String.raw`^(?:[sS]3://[^/\\?#*${WHITE_SPACE}]+(?:/${segment(String.raw`/\\?#*${WHITE_SPACE}`)})+/*` +
-  String.raw`|[fF][iI][lL][eE]://(?:localhost)?/(?:${FILE_SEGMENT}(?:/${FILE_SEGMENT})*/?)?)$`;
+  String.raw`|[fF][iI][lL][eE]://(?:[lL][oO][cC][aA][lL][hH][oO][sS][tT])?/(?:${FILE_SEGMENT}(?:/${FILE_SEGMENT})*/?)?)$`;
 
 export const StoragePrefix = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BindingModes, BindingModesParams, RESOLVER_CALLER_HEADER, ResolveBindingRequest, ResolvedBinding } from './bindings.ts';
+import { BindingModes, BindingModesParams, RESOLVER_CALLER_HEADER, RESOLVER_CALLER_PATTERN, ResolveBindingRequest, ResolvedBinding } from './bindings.ts';
 import {
   AssetMaterializationParams,
   DeploymentPathParams,
@@ -56,7 +56,8 @@ function internalEndpoint<const R extends Omit<InternalRoute, 'base'>>(definitio
 const CALLER_HEADER: RequestHeader = {
   name: RESOLVER_CALLER_HEADER,
   required: true,
-  description: 'The calling process (1-200 printable characters), recorded in the audit log.',
+  description: 'The calling process (1-200 printable characters, the first not a space), recorded in the audit log.',
+  pattern: RESOLVER_CALLER_PATTERN,
 };
 
 /** Every route of `/internal/v1`, by operation id. */

@@ -79,7 +79,8 @@ export interface RouteExchange {
 export function routePath(route: RouteContract, params?: Readonly<Record<string, unknown>>): string {
   return route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_match, name: string) => {
     const value = params?.[name];
-    if (value === undefined || value === null || value === '') throw new TypeError(`${route.method.toUpperCase()} ${route.path}: path param "${name}" is missing`);
+    // A missing param is the caller's bug; an empty one is sent (the server answers 404), as a user may type `""`.
+    if (value === undefined || value === null) throw new TypeError(`${route.method.toUpperCase()} ${route.path}: path param "${name}" is missing`);
     return encodeURIComponent(String(value));
   });
 }

@@ -12,8 +12,9 @@ export const SecretValue = z
   .refine((value) => utf8.encode(value).byteLength <= SECRET_VALUE_MAX_BYTES, {
     message: `must be at most ${SECRET_VALUE_MAX_BYTES} bytes (UTF-8)`,
   })
-  // JSON Schema bounds characters, not bytes: the document gives the bound of an ASCII value and says the rest.
-  .meta({ maxLength: SECRET_VALUE_MAX_BYTES, description: `At most ${SECRET_VALUE_MAX_BYTES} bytes in UTF-8.` });
+  // JSON Schema bounds characters, not bytes: the document gives the bound of an ASCII value
+  // and says the rest (a quarter of it for 4-byte characters would refuse what the server takes).
+  .meta({ maxLength: SECRET_VALUE_MAX_BYTES, description: `At most ${SECRET_VALUE_MAX_BYTES} bytes in UTF-8: that many ASCII characters, fewer of others.` });
 
 export const PutSecretRequest = z.strictObject({ value: SecretValue });
 export type PutSecretRequest = z.infer<typeof PutSecretRequest>;

@@ -302,7 +302,9 @@ export function buildOpenApiDocument(): OpenApiDocument {
       version: documentPackage.version,
       description:
         'Environments, placement, deployments, bindings, secrets, schedules and runs of data pipelines. ' +
-        `Every success answers {"data": …} and every refusal {"error": {"code", "message", "details"}}. This document is served at ${OPENAPI_DOCUMENT_PATH}.`,
+        `Every success answers {"data": …} and every refusal {"error": {"code", "message", "details"}}. ` +
+        'No JSON body may use "__proto__" as an object key, at any depth (422 invalid_request naming where). ' +
+        `This document is served at ${OPENAPI_DOCUMENT_PATH}.`,
     },
     servers: [{ url: '/api/v1' }],
     tags: [...new Set(endpoints.map(([, endpoint]) => endpoint.tag))].map((name) => ({ name })),

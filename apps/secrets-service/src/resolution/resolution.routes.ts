@@ -1,14 +1,12 @@
 import { Router, type RequestHandler } from 'express';
-import { InternalApi, RESOLVER_CALLER_HEADER } from '@envengine/contracts';
+import { InternalApi, RESOLVER_CALLER_HEADER, RESOLVER_CALLER_PATTERN } from '@envengine/contracts';
 import { ApiError, mountEndpoint } from '@envengine/service-kit';
 import type { BindingRepository } from '../bindings/binding.repository.ts';
 import type { BindingResolver } from './binding-resolver.ts';
 
-const CALLER_PATTERN = /^[\x21-\x7e][\x20-\x7e]{0,199}$/;
-
 /** The process that asks, for the audit log: a resolution without it is refused. */
 function callerOf(value: string | undefined): string {
-  if (value === undefined || !CALLER_PATTERN.test(value)) {
+  if (value === undefined || !RESOLVER_CALLER_PATTERN.test(value)) {
     throw new ApiError('invalid_request', `The ${RESOLVER_CALLER_HEADER} header must name the calling process.`, {
       details: [{ path: RESOLVER_CALLER_HEADER, message: 'is required: 1-200 printable characters' }],
     });

@@ -46,9 +46,14 @@ const deploymentSchema = new Schema<DeploymentDocument>(
     environment_name: { type: String, required: true },
     status: { type: String, required: true, enum: ['ready', 'failed'] },
     git: { branch: String, sha: String },
-    // As sent: a failed ingest records an empty or malformed ref with its validation errors
-    // (Mongoose's `required` would refuse "" and fail the record on every retry).
-    bundle_ref: { type: String, validate: { validator: (ref: unknown) => typeof ref === 'string', message: 'bundle_ref must be a string' } },
+    // As sent: a failed ingest records an empty or malformed ref with its validation errors.
+    // Mongoose's plain `required` counts "" as missing, and failed that record on every retry.
+    bundle_ref: {
+      type: String,
+      required: function (this: DeploymentDocument) {
+        return typeof this.bundle_ref !== 'string';
+      },
+    },
     sdk_version: { type: String, default: null },
     validation: { type: Schema.Types.Mixed, required: true },
     allow_contract_changes: { type: [String], required: true },
