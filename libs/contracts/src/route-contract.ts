@@ -161,9 +161,10 @@ export async function requestRoute<R extends RouteContract>(transport: RouteTran
 export async function requestRouteAnswer<R extends RouteContract>(transport: RouteTransport, route: R, input: RouteInput<R>): Promise<RouteAnswer<R>> {
   const exchange = routeExchange(route, input);
   const { status, body } = await transport.send(exchange);
-  const error = errorOfBody(body);
+  const success = status >= 200 && status < 300;
+  const error = success ? null : errorOfBody(body);
   // A declared status that carries the error shape (a 422 refusal of a route whose 422 is also an answer) is a refusal.
-  if ((status in route.responses && !(status >= 400 && error)) || (status >= 200 && status < 300)) {
+  if (success || (status in route.responses && !error)) {
     return { status, data: routeAnswer(route, exchange, status, body) } as RouteAnswer<R>;
   }
   throw transport.refused(exchange, status, error, body);

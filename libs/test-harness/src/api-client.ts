@@ -1,6 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- tests read response bodies of any shape; they validate them with the contract schemas where the shape matters. */
 import {
   PUBLIC_API_BASE,
+  parseAnswerBody,
   requestRouteAnswer,
   type ErrorBody,
   type RouteAnswer,
@@ -78,15 +79,7 @@ export class ApiClient {
       const problems = openApiResponseChecker().problems(method, path, response.status, response.headers.get('content-type'), text);
       if (problems.length > 0) throw new Error(`The answer does not conform to the OpenAPI document: ${problems.join('; ')}`);
     }
-    let parsed: unknown = undefined;
-    if (text.length > 0) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-    }
-    return { status: response.status, headers: response.headers, body: parsed as T, text, bytes };
+    return { status: response.status, headers: response.headers, body: parseAnswerBody(text) as T, text, bytes };
   }
 
   /**

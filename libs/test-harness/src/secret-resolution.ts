@@ -1,4 +1,4 @@
-import { INTERNAL_HEADERS, InternalApi, RESOLVER_CALLER_HEADER, routePath } from '@envengine/contracts';
+import { INTERNAL_HEADERS, InternalApi, parseAnswerBody, RESOLVER_CALLER_HEADER, routePath } from '@envengine/contracts';
 import type { ApiResponse } from './api-client.ts';
 import type { StackInfo } from './test-stack.ts';
 
@@ -29,11 +29,5 @@ export async function callResolve(stack: StackInfo, call: ResolveCall): Promise<
   });
   const bytes = new Uint8Array(await response.arrayBuffer());
   const text = new TextDecoder().decode(bytes);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: response.status, headers: response.headers, body, text, bytes };
+  return { status: response.status, headers: response.headers, body: parseAnswerBody(text), text, bytes };
 }
