@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { connectRedis, everyRedisKey, type RedisConnection } from '@envengine/redis-connections';
+import { newId } from '@envengine/resource-ids';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, INTERNAL_HEADERS, Run } from '@envengine/contracts';
@@ -152,7 +153,7 @@ describe('environment lifecycle through the gateway', () => {
     const records = mongo.db(stack.databases['deployment-service']).collection('materializations');
     const own = await records.findOne({ location: pathToFileURL(files[0]!).href });
     expect(own).not.toBeNull();
-    await records.insertOne({ ...own!, _id: `${String(own!['_id']).slice(0, -1)}z` as never, location: pathToFileURL(neighbourFiles[0]!).href });
+    await records.insertOne({ ...own!, _id: newId('mat') as never, location: pathToFileURL(neighbourFiles[0]!).href });
 
     expect((await tenant.api.delete(`/environments/${name}?purge_data=true`)).status).toBe(200);
     for (const file of [...files, ...unrecorded]) expect(existsSync(file)).toBe(false);
