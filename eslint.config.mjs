@@ -20,7 +20,7 @@ const DEEP_IMPORT_PATTERNS = [
 const DEV_AND_TESTS = ['**/*.test.ts', 'apps/api-e2e/**', 'libs/test-harness/**', 'libs/backing-servers/**', 'libs/dev-stack/**'];
 
 // The libs and repositories that own stored data: the only places that touch the driver.
-const DATA_ACCESS = ['libs/tenant-data/**', 'libs/deployment-data/**', 'libs/local-secret-store/**', 'libs/api-tokens/**', 'libs/service-kit/src/mongo.ts'];
+const DATA_ACCESS = ['libs/tenant-data/**', 'libs/deployment-data/**', 'libs/local-secret-store/**', 'libs/api-tokens/**', 'libs/event-log/**', 'libs/service-kit/src/mongo.ts'];
 
 /**
  * Where a read across every tenant is allowed, each for its reason: the lease reaper and
@@ -31,6 +31,8 @@ const DATA_ACCESS = ['libs/tenant-data/**', 'libs/deployment-data/**', 'libs/loc
  */
 const ACROSS_TENANTS_ALLOWED = [
   'libs/tenant-data/**',
+  // The outbox relay: pending rows of every tenant, in order.
+  'libs/event-log/src/event-outbox.ts',
   'apps/placement-service/src/runs/run.repository.ts',
   'apps/placement-service/src/runs/run-slots.ts',
   // The engine runner's fair shares: slots held and attempts waiting, by tenant.

@@ -110,6 +110,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
           body: undefined,
           tenantId: caller.tenantId,
           requestId: context.requestId,
+          actor: caller.tokenId,
         };
         await deps.forwarder.forwardUpload(upstream, upload, req, deps.bundleBodyLimitBytes, res);
         return;
@@ -127,6 +128,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         tenantId: caller.tenantId,
         requestId: context.requestId,
         poolCredentialId: caller.poolCredentialId,
+        actor: caller.poolCredentialId === undefined ? caller.tokenId : `worker:${caller.poolCredentialId}`,
       };
       const idempotencyKey = req.method === 'POST' ? idempotencyKeyOf(req) : undefined;
       if (idempotencyKey === undefined) {

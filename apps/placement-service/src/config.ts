@@ -65,6 +65,11 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   LOCAL_MAX_PER_TENANT: z.coerce.number().int().positive().optional(),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
+  /**
+   * How long the audit log keeps an event (`GET /events`, a TTL index on its time); a
+   * changed value applies to stored events too, at the next start.
+   */
+  EVENT_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(90),
   /** Log lines kept of one attempt (workers are told in the plan; more are not stored). */
   ATTEMPT_LOG_MAX_LINES: PositiveIntFromEnv(10_000),
   /** Characters of log messages one attempt's worker keeps before it cuts the log. */

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { BullMQOtel } from 'bullmq-otel';
 import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
+import { AuditLog, EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
@@ -50,6 +51,7 @@ const temporalConnection = Connection.lazy(temporalClientConnectionOptions(confi
 const temporal = new Client({ connection: temporalConnection, namespace: config.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors(config) });
 let sweeps: Array<{ start(): void; stop(): void }> = [];
 let poolGate: RedisGate | undefined;
+let relay: OutboxRelay | undefined;
 /** How often a revoked pool credential's store keys that could not be taken away at once are tried again. */
 const STORE_KEYS_SWEEP_MS = 60_000;
 const engineStore = config.ENGINE_S3_URL
@@ -69,11 +71,17 @@ await runInternalService({
   routes: async ({ mongo, log, metrics: registry }) => {
     redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error'));
     const quotas = new TenantQuotas(mongo);
-    const environments = new EnvironmentRepository(mongo, quotas);
-    const runs = new RunRepository(mongo, environments, quotas);
+    const outbox = new EventOutbox(mongo);
+    const auditLog = new AuditLog(mongo);
+    // The placement scope's own events go straight to the audit log, in this database too.
+    relay = new OutboxRelay({ outbox, connection: mongo, log, publish: async (events) => void (await auditLog.store(events)) });
+    await Promise.all([outbox.ensureIndexes(), auditLog.ensureIndexes(config.EVENT_RETENTION_DAYS), relay.ensureIndexes()]);
+    relay.start();
+    const environments = new EnvironmentRepository(mongo, quotas, outbox);
+    const runs = new RunRepository(mongo, environments, quotas, outbox);
     const workers = new WorkerRegistry(mongo);
     const logs = new AttemptLogRepository(mongo);
-    const credentials = new PoolCredentialRepository(mongo);
+    const credentials = new PoolCredentialRepository(mongo, outbox);
     const storedSchedules = new StoredSchedulesRepository(mongo, config.SCHEDULE_TICK_SHARDS);
     await Promise.all([quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), storedSchedules.ensureIndexes()]);
 
@@ -149,12 +157,14 @@ await runInternalService({
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
       }, metrics, storeKeys),
       outputs: new MaterializationReader(environments, runs, deployments, secrets, engineStore),
+      auditLog,
     });
-    const internal = placementInternalApi({ environments, lifecycle, purge: new MaterializationPurge(environments, engineStore, log), pool, schedules, ticker });
+    const internal = placementInternalApi({ environments, lifecycle, purge: new MaterializationPurge(environments, engineStore, log), pool, schedules, ticker, auditLog });
     return { api, privateApi: privateApiOf(internal, { internal: config.INTERNAL_CREDENTIAL }) };
   },
   onStop: async () => {
     for (const sweep of sweeps) sweep.stop();
+    await relay?.stop();
     await poolGate?.close();
     await queues.close();
     redis.disconnect();

@@ -1,6 +1,8 @@
 import { Router } from 'express';
 import type { EnvironmentLifecycle } from './environment-lifecycle/environment-lifecycle.ts';
 import type { EnvironmentRepository } from './environments/environment.repository.ts';
+import type { AuditLog } from '@envengine/event-log';
+import { eventsRouter } from './events/events.routes.ts';
 import { environmentsRouter } from './environment-lifecycle/environments.routes.ts';
 import type { MaterializationReader } from './outputs/materialization-reader.ts';
 import { outputsRouter } from './outputs/outputs.routes.ts';
@@ -25,6 +27,7 @@ export interface PlacementPublicApiDeps {
   quotas: QuotasService;
   workerApi: WorkerApiService;
   outputs: MaterializationReader;
+  auditLog: AuditLog;
 }
 
 /** The placement scope's part of `/api/v1` (its routes are PublicApi's `service: 'placement'` endpoints). */
@@ -37,5 +40,6 @@ export function placementPublicApi(deps: PlacementPublicApiDeps): Router {
   api.use(quotasRouter(deps.quotas));
   api.use(workerApiRouter(deps.workerApi));
   api.use(outputsRouter(deps.outputs));
+  api.use(eventsRouter(deps.auditLog));
   return api;
 }

@@ -27,6 +27,8 @@ export interface StartMongoOptions {
   members?: number;
   /** Test commands (`configureFailPoint`), for tests that hold back replication; never for a stack people use. */
   enableTestCommands?: boolean;
+  /** How often MongoDB removes expired documents (TTL indexes; its default is 60 s): a test of a retention waits seconds, not a minute. */
+  ttlMonitorSeconds?: number;
   report: Reporter;
   env?: NodeJS.ProcessEnv;
 }
@@ -233,6 +235,7 @@ export async function startMongo(options: StartMongoOptions): Promise<BackingSer
         '--setParameter', 'diagnosticDataCollectionEnabled=false',
         '--quiet',
         ...(options.enableTestCommands ? ['--setParameter', 'enableTestCommands=1'] : []),
+        ...(options.ttlMonitorSeconds ? ['--setParameter', `ttlMonitorSleepSecs=${options.ttlMonitorSeconds}`] : []),
         ...authArgs,
       ],
       logFile: join(options.dataDir, 'logs', `mongodb${suffix}.log`),

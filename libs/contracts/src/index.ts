@@ -21,3 +21,4 @@ export * from './internal-api.ts';
 export * from './tokens.ts';
 export * from './manifest.ts';
 export * from './quoted-values.ts';
+export * from './events.ts';

@@ -22,6 +22,7 @@ import {
   PurgeFilesResult,
   TeardownStepReport,
 } from './environment.ts';
+import { PublishEventsRequest, PublishEventsResult } from './events.ts';
 import { PoolTokenHashParams, PoolTokenOwner } from './pool.ts';
 import type { ApiService, RequestHeader } from './public-api.ts';
 import { DeploymentQuotas, SecretsQuotas } from './quotas.ts';
@@ -112,6 +113,12 @@ export const InternalApi = {
     method: 'get', path: '/pool/tokens/:hash', service: 'placement', credential: 'internal',
     summary: "The gateway's lookup of a pool token by its hash: the tenant and credential it belongs to",
     params: PoolTokenHashParams, responses: { 200: PoolTokenOwner },
+  }),
+
+  publishEvents: internalEndpoint({
+    method: 'post', path: '/events', service: 'placement', credential: 'internal',
+    summary: "A scope's outbox relay: a batch of its events into the audit log (stored once per id, however often sent)",
+    body: PublishEventsRequest, responses: { 200: PublishEventsResult },
   }),
 
   // The deployment-service: runs' deployments and attempts' materializations, for the placement-service

@@ -29,6 +29,7 @@ import {
   SetPlacementRequest,
 } from './environment.ts';
 import type { ErrorCode } from './errors.ts';
+import { EngineEvent, EventListQuery } from './events.ts';
 import { PARQUET_MEDIA_TYPE, PUBLIC_API_BASE, type RouteContract } from './route-contract.ts';
 import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialPathParams, PoolCredentialRevoked, PoolStatus } from './pool.ts';
 import { Attempt, CancelRunRequest, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
@@ -237,6 +238,13 @@ export const PublicApi = {
     method: 'delete', path: '/pool/credentials/:id', service: 'placement', tag: 'Worker pools', auth: 'api_token',
     summary: 'Revoke a pool credential',
     params: PoolCredentialPathParams, responses: { 200: PoolCredentialRevoked }, errors: ['not_found'],
+  }),
+
+  // Events
+  listEvents: endpoint({
+    method: 'get', path: '/events', service: 'placement', tag: 'Events', auth: 'api_token',
+    summary: "List the tenant's events (its audit log), newest first; with `after`, those after an event, oldest first",
+    query: EventListQuery, responses: { 200: z.array(EngineEvent) }, errors: [],
   }),
 
   // The worker API (pool tokens)

@@ -42,6 +42,8 @@ export interface BackingServerOptions {
   mongoMembers?: number;
   /** MongoDB's test commands (fail points), for tests only. */
   mongoTestCommands?: boolean;
+  /** MongoDB's TTL monitor's period in seconds (default MongoDB's 60), for tests of a retention. */
+  mongoTtlMonitorSeconds?: number;
   redisUrl?: string;
   /**
    * A Redis Cluster of `masters` masters with `replicasPerMaster` replicas each, instead of
@@ -91,6 +93,7 @@ export async function startBackingServers(options: BackingServerOptions): Promis
       auth: options.mongoAuth,
       members: options.mongoMembers,
       enableTestCommands: options.mongoTestCommands,
+      ttlMonitorSeconds: options.mongoTtlMonitorSeconds,
       report: options.report,
     });
     started.push(mongo);

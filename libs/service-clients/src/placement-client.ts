@@ -5,6 +5,8 @@ import {
   type Environment,
   type ExpireEnvironmentResult,
   type PoolTokenOwner,
+  type PublishEventsResult,
+  type RecordedEvent,
   type PurgeFilesRequest,
   type PurgeFilesResult,
   type ReconcileSchedulesRequest,
@@ -36,6 +38,11 @@ export class PlacementClient {
       if (error instanceof ApiError && error.code === 'not_found') return undefined;
       throw error;
     }
+  }
+
+  /** Internal: a scope's outbox relay hands a batch of events (of any tenants) to the audit log, under the engine's id. */
+  publishEvents(events: RecordedEvent[]): Promise<PublishEventsResult> {
+    return this.http.request(InternalApi.publishEvents, { tenantId: ENGINE_TENANT_ID, body: { events } });
   }
 
   /** Internal: points the environment at a deployment (activation's last step). */

@@ -11,6 +11,8 @@ export interface RouteInput<P, B, Q> {
   query: Q;
   tenantId: string;
   requestId: string;
+  /** Who asked and in which request: what the events the request causes record. */
+  cause: { actor: string; requestId: string };
   /** A request header's value (the first, when repeated), e.g. the worker API's attempt lease. */
   header: (name: string) => string | undefined;
   log: Logger;
@@ -75,6 +77,7 @@ export function defineRoute<
         body: body as Infer<B>,
         query: query as Infer<Q>,
         tenantId: context.tenantId,
+        cause: { actor: context.actor, requestId: context.requestId },
         requestId: context.requestId,
         header: (name: string) => {
           const value = req.headers[name.toLowerCase()];

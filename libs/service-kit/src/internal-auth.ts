@@ -5,6 +5,7 @@ import { unauthorized } from './api-error.ts';
 import { requestContext } from './request-context.ts';
 
 const TENANT_ID_PATTERN = /^ten_[0-9a-z]{26}$/;
+const ACTOR_PATTERN = /^(tok_[0-9a-z]{1,64}|worker:pcr_[0-9a-z]{1,64})$/;
 
 /**
  * Internal services answer only the gateway: the request must carry the shared internal
@@ -24,7 +25,11 @@ export function requireInternalCaller(credential: string) {
       next(unauthorized('The gateway did not name the caller.'));
       return;
     }
-    requestContext(res).tenantId = tenantId;
+    const context = requestContext(res);
+    context.tenantId = tenantId;
+    // Set by the gateway only; a service calling another is the engine.
+    const actor = req.headers[INTERNAL_HEADERS.actor];
+    if (typeof actor === 'string' && ACTOR_PATTERN.test(actor)) context.actor = actor;
     next();
   };
 }

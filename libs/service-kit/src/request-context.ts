@@ -6,6 +6,11 @@ import { activeTraceIds, type Logger } from '@envengine/process-kit';
 export interface RequestContext {
   requestId: string;
   tenantId: string | undefined;
+  /**
+   * Who asked, as the gateway names them (an API token's id, `worker:<pool credential>`),
+   * or `engine` for a service's own call: what the events the request causes record.
+   */
+  actor: string;
   log: Logger;
 }
 
@@ -23,6 +28,7 @@ export function newRequestId(): string {
 /** Per-request context; the child logger is made only when a handler asks for it. */
 class LazyRequestContext implements RequestContext {
   tenantId: string | undefined = undefined;
+  actor = 'engine';
   private childLog: Logger | undefined;
 
   constructor(

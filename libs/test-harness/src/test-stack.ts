@@ -82,6 +82,8 @@ export interface TestStackOptions {
   mongoMembers?: number;
   /** MongoDB's test commands (`configureFailPoint`), to hold back replication. */
   mongoTestCommands?: boolean;
+  /** MongoDB's TTL monitor's period in seconds (MongoDB's default 60): a retention test waits seconds. */
+  mongoTtlMonitorSeconds?: number;
 }
 
 /**
@@ -109,6 +111,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     replicas: options.replicas,
     mongoMembers: options.mongoMembers,
     mongoTestCommands: options.mongoTestCommands,
+    mongoTtlMonitorSeconds: options.mongoTtlMonitorSeconds,
   });
   // Each stack's directory holds its servers' data and logs (hundreds of MB): removed at its
   // stop, so that repeated runs do not fill the disk; KEEP_TEST_DATA=1 keeps it to read the logs.

@@ -35,6 +35,8 @@ export interface ForwardRequest {
   requestId: string;
   /** The pool credential of a worker API call made with a pool token. */
   poolCredentialId?: string;
+  /** Who asked, recorded on the events the request causes: the token's id, or `worker:<pool credential>`. */
+  actor: string;
 }
 
 /**
@@ -140,6 +142,7 @@ export class UpstreamForwarder {
       [INTERNAL_HEADERS.credential]: this.internalCredential,
       [INTERNAL_HEADERS.tenantId]: request.tenantId,
       [INTERNAL_HEADERS.requestId]: request.requestId,
+      [INTERNAL_HEADERS.actor]: request.actor,
     };
     if (request.poolCredentialId) headers[INTERNAL_HEADERS.poolCredential] = request.poolCredentialId;
     for (const name of FORWARDED_REQUEST_HEADERS) {

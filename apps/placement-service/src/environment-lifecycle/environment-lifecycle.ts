@@ -1,3 +1,4 @@
+import { ENGINE_CAUSE, type EventCause } from '@envengine/event-log';
 import type {
   CreateEnvironmentRequest,
   DeleteEnvironmentQuery,
@@ -50,8 +51,8 @@ export class EnvironmentLifecycle {
   }
 
   /** A new environment; a preview with a TTL gets its expiry timer. */
-  async create(tenantId: string, request: CreateEnvironmentRequest): Promise<Environment> {
-    const environment = await this.environments.create(tenantId, request);
+  async create(tenantId: string, request: CreateEnvironmentRequest, cause: EventCause): Promise<Environment> {
+    const environment = await this.environments.create(tenantId, request, cause);
     if (environment.expires_at) await this.armExpiry(tenantId, environment);
     return environment;
   }
@@ -60,8 +61,8 @@ export class EnvironmentLifecycle {
    * A PATCH: the settings in one update; a raised (or removed) run limit gives waiting
    * runs their slots now, and a changed TTL moves the expiry timer.
    */
-  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest): Promise<Environment> {
-    const environment = await this.environments.patch(tenantId, name, patch);
+  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest, cause: EventCause): Promise<Environment> {
+    const environment = await this.environments.patch(tenantId, name, patch, cause);
     if (!environment) throw await this.missing(tenantId, name);
     if (patch.max_concurrent_runs !== undefined) await this.dispatcher.dispatchAll(await this.runs.fillSlots(tenantId, environment.id));
     if (patch.ttl_hours !== undefined) await this.armExpiry(tenantId, environment);
@@ -82,11 +83,11 @@ export class EnvironmentLifecycle {
    * tear-down workflow and waits for it. A second delete, or one after a crash, joins or
    * resumes the tear-down from the stored mark.
    */
-  async delete(tenantId: string, name: string, query: DeleteEnvironmentQuery): Promise<{ name: string }> {
+  async delete(tenantId: string, name: string, query: DeleteEnvironmentQuery, cause: EventCause): Promise<{ name: string }> {
     const environment = await this.environments.findByName(tenantId, name);
     if (!environment) throw await this.missing(tenantId, name);
     if (environment.status === 'active') {
-      await this.begin(tenantId, environment, { force: query.force, purge_data: query.purge_data, reason: 'environment deleted' });
+      await this.begin(tenantId, environment, { force: query.force, purge_data: query.purge_data, reason: 'environment deleted' }, cause);
     }
     const target = await this.environments.teardownOf(tenantId, environment.id);
     // Gone between the two reads: a tear-down already under way has finished.
@@ -118,7 +119,7 @@ export class EnvironmentLifecycle {
     }
     if (environment.expires_at === null) return { expired: false, expires_at: null };
     // A preview's files go with it unless it was made with `purge_data_on_expiry: false`.
-    const began = await this.begin(tenantId, environment, { force: true, purge_data: environment.purge_data_on_expiry, reason: EXPIRY_REASON }, new Date());
+    const began = await this.begin(tenantId, environment, { force: true, purge_data: environment.purge_data_on_expiry, reason: EXPIRY_REASON }, ENGINE_CAUSE, new Date());
     if (!began) {
       const now = await this.environments.findById(tenantId, environmentId);
       if (now?.status === 'active') return { expired: false, expires_at: now.expires_at };
@@ -132,7 +133,7 @@ export class EnvironmentLifecycle {
   /** A tear-down step: cancels what is left of the environment's runs, then removes runs, attempts and logs. */
   async removeRuns(tenantId: string, environmentId: string): Promise<TeardownStepReport> {
     await this.requireDeleting(tenantId, environmentId);
-    const canceled = await this.runs.teardown.cancelAll(tenantId, environmentId, 'environment deleted');
+    const canceled = await this.runs.teardown.cancelAll(tenantId, environmentId, 'environment deleted', ENGINE_CAUSE);
     await this.dispatcher.withdraw(canceled);
     const report = { canceled: canceled.length, runs: 0, attempts: 0, log_lines: 0 };
     // Lines, then attempts, then runs, batch by batch: a step cut short finds the rest by the runs left.
@@ -177,8 +178,8 @@ export class EnvironmentLifecycle {
     for (const { tenantId, environment } of await this.environments.allExpiring(1000)) await this.armExpiry(tenantId, environment);
   }
 
-  private async begin(tenantId: string, environment: Environment, request: TeardownRequest, expiredBy?: Date): Promise<boolean> {
-    const canceled = await this.runs.teardown.begin(tenantId, environment.id, request, expiredBy);
+  private async begin(tenantId: string, environment: Environment, request: TeardownRequest, cause: EventCause, expiredBy?: Date): Promise<boolean> {
+    const canceled = await this.runs.teardown.begin(tenantId, environment.id, request, cause, expiredBy);
     if (canceled === null) return false;
     await this.dispatcher.withdraw(canceled);
     this.log.info({ tenant_id: tenantId, environment_id: environment.id, canceled: canceled.length, reason: request.reason }, 'environment marked deleting');

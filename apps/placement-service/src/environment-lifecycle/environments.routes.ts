@@ -16,10 +16,10 @@ export function environmentsRouter(environments: EnvironmentRepository, lifecycl
 
   mountEndpoint(router, PublicApi.listEnvironments, async ({ tenantId }) => ({ data: await environments.list(tenantId) }));
 
-  mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body }) => {
+  mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body, cause }) => {
     const problem = storagePrefixProblem(body.storage_prefix, storageRootPath);
     if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-    return { status: 201, data: await lifecycle.create(tenantId, body) };
+    return { status: 201, data: await lifecycle.create(tenantId, body, cause) };
   });
 
   mountEndpoint(router, PublicApi.getEnvironment, async ({ tenantId, params }) => {
@@ -28,20 +28,20 @@ export function environmentsRouter(environments: EnvironmentRepository, lifecycl
     return { data: environment };
   });
 
-  mountEndpoint(router, PublicApi.updateEnvironment, async ({ tenantId, params, body }) => ({
-    data: await lifecycle.patch(tenantId, params.name, body),
+  mountEndpoint(router, PublicApi.updateEnvironment, async ({ tenantId, params, body, cause }) => ({
+    data: await lifecycle.patch(tenantId, params.name, body, cause),
   }));
 
-  mountEndpoint(router, PublicApi.deleteEnvironment, async ({ tenantId, params, query }) => ({
-    data: await lifecycle.delete(tenantId, params.name, query),
+  mountEndpoint(router, PublicApi.deleteEnvironment, async ({ tenantId, params, query, cause }) => ({
+    data: await lifecycle.delete(tenantId, params.name, query, cause),
   }));
 
-  mountEndpoint(router, PublicApi.setPlacementForAll, async ({ tenantId, body }) => ({
-    data: { executor: body.executor, environments: await environments.setExecutorForAll(tenantId, body.executor) },
+  mountEndpoint(router, PublicApi.setPlacementForAll, async ({ tenantId, body, cause }) => ({
+    data: { executor: body.executor, environments: await environments.setExecutorForAll(tenantId, body.executor, cause) },
   }));
 
-  mountEndpoint(router, PublicApi.setPlacement, async ({ tenantId, params, body }) => ({
-    data: found(await environments.setExecutor(tenantId, params.name, body.executor), params.name),
+  mountEndpoint(router, PublicApi.setPlacement, async ({ tenantId, params, body, cause }) => ({
+    data: found(await environments.setExecutor(tenantId, params.name, body.executor, cause), params.name),
   }));
 
   return router;

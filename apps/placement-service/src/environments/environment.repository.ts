@@ -3,6 +3,8 @@ import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentR
 import { newId } from '@envengine/resource-ids';
 import { ApiError, environmentDeleting, isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
 import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
+import { type EventCause, type EventOutbox, type NewEvent } from '@envengine/event-log';
+import type { EventType } from '@envengine/contracts';
 import { EngineFence, inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
 import { AdmissionStripes } from './admission-stripes.ts';
 import {
@@ -43,6 +45,11 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
   };
 }
 
+/** An event's environment and subject when the environment is what it is about. */
+export function aboutEnvironment(doc: Pick<EnvironmentDocument, '_id' | 'name'>): Pick<NewEvent<EventType>, 'environment' | 'subject'> {
+  return { environment: { id: doc._id, name: doc.name }, subject: { kind: 'environment', id: doc._id } };
+}
+
 const HOUR_MS = 3_600_000;
 const expiryAfter = (ttlHours: number | null | undefined, from: Date) => (ttlHours ? new Date(from.getTime() + ttlHours * HOUR_MS) : null);
 
@@ -78,10 +85,14 @@ export class EnvironmentRepository {
   /** Written first by every create with a `file://` prefix: two creates take turns, so neither misses the other's directory. */
   private readonly directoryFence: EngineFence;
 
-  /** @param quotas the placement scope's per-tenant quota documents (environments). */
+  /**
+   * @param quotas the placement scope's per-tenant quota documents (environments).
+   * @param outbox the placement scope's events, written in each change's transaction.
+   */
   constructor(
     private readonly connection: Connection,
     private readonly quotas: TenantQuotas,
+    readonly outbox: EventOutbox,
   ) {
     this.environments = TenantScopedModel.of(connection, 'Environment', environmentSchema);
     this.stripes = new AdmissionStripes(connection);
@@ -98,7 +109,7 @@ export class EnvironmentRepository {
     }
   }
 
-  async create(tenantId: string, input: CreateEnvironmentRequest): Promise<Environment> {
+  async create(tenantId: string, input: CreateEnvironmentRequest, cause: EventCause): Promise<Environment> {
     const now = new Date();
     const fields: Omit<EnvironmentDocument, 'tenant_id'> = {
       _id: newId('env', now.getTime()),
@@ -125,7 +136,7 @@ export class EnvironmentRepository {
     };
     let doc: EnvironmentDocument;
     try {
-      doc = await this.insertWithinQuota(tenantId, fields);
+      doc = await this.insertWithinQuota(tenantId, fields, cause);
     } catch (error) {
       if (isDuplicateKeyError(error, 'name')) {
         throw new ApiError('environment_exists', `An environment named "${input.name}" already exists.`, {
@@ -142,12 +153,18 @@ export class EnvironmentRepository {
    * being deleted still counts, its data is still held), or its `file://` prefix contains,
    * or lies inside, another tenant's environment's (409): their files would mix.
    */
-  private async insertWithinQuota(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>): Promise<EnvironmentDocument> {
+  private async insertWithinQuota(tenantId: string, fields: Omit<EnvironmentDocument, 'tenant_id'>, cause: EventCause): Promise<EnvironmentDocument> {
     return this.quotas.admission(tenantId, async (session, limits) => {
       const held = await this.environments.count(tenantId, {}, { session, limit: limits.environments });
       if (held >= limits.environments) throw quotaExceeded('environments', limits.environments, `You have ${held} environments already.`);
       if (fields.storage_directory) await this.checkDirectoryIsFree(tenantId, fields, fields.storage_directory, session);
-      return this.environments.insert(tenantId, fields, { session });
+      const doc = await this.environments.insert(tenantId, fields, { session });
+      await this.outbox.record(
+        tenantId,
+        { type: 'environment.created', ...aboutEnvironment(doc), cause, data: { executor: doc.executor, preview: doc.kind === 'preview' } },
+        session,
+      );
+      return doc;
     });
   }
 
@@ -266,22 +283,29 @@ export class EnvironmentRepository {
    * environment is active, and a TTL is set only on a preview. A TTL set or changed runs
    * from now; `null` removes it.
    */
-  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest): Promise<Environment | undefined> {
+  async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest, cause: EventCause): Promise<Environment | undefined> {
     const now = new Date();
     const settingTtl = patch.ttl_hours !== undefined && patch.ttl_hours !== null;
-    const doc = await this.environments.findOneAndUpdate(
-      tenantId,
-      { name, status: 'active', ...(settingTtl ? { kind: 'preview' } : {}) },
-      {
-        $set: {
-          ...(patch.egress === undefined ? {} : { egress: patch.egress }),
-          ...(patch.strict === undefined ? {} : { strict: patch.strict }),
-          ...(patch.ttl_hours === undefined ? {} : { ttl_hours: patch.ttl_hours, expires_at: expiryAfter(patch.ttl_hours, now) }),
-          ...(patch.max_concurrent_runs === undefined ? {} : { max_concurrent_runs: patch.max_concurrent_runs }),
-          updated_at: now,
+    const doc = await inTransaction(this.connection, async (session) => {
+      const updated = await this.environments.findOneAndUpdate(
+        tenantId,
+        { name, status: 'active', ...(settingTtl ? { kind: 'preview' } : {}) },
+        {
+          $set: {
+            ...(patch.egress === undefined ? {} : { egress: patch.egress }),
+            ...(patch.strict === undefined ? {} : { strict: patch.strict }),
+            ...(patch.ttl_hours === undefined ? {} : { ttl_hours: patch.ttl_hours, expires_at: expiryAfter(patch.ttl_hours, now) }),
+            ...(patch.max_concurrent_runs === undefined ? {} : { max_concurrent_runs: patch.max_concurrent_runs }),
+            updated_at: now,
+          },
         },
-      },
-    );
+        { session },
+      );
+      if (updated) {
+        await this.outbox.record(tenantId, { type: 'environment.updated', ...aboutEnvironment(updated), cause, data: { fields: Object.keys(patch).sort() } }, session);
+      }
+      return updated;
+    });
     if (doc) return toEnvironment(doc);
     const current = await this.findByName(tenantId, name);
     if (current?.status === 'active' && settingTtl) {
@@ -313,14 +337,19 @@ export class EnvironmentRepository {
    * active (already deleting, or gone). `expiredBy` makes it conditional on the TTL having
    * lapsed by then (a deploy may have moved it).
    */
-  async markDeleting(tenantId: string, id: string, request: TeardownRequest, session: ClientSession, expiredBy?: Date): Promise<boolean> {
-    const { matched } = await this.environments.updateOne(
+  async markDeleting(tenantId: string, id: string, request: TeardownRequest, session: ClientSession, cause: EventCause, expiredBy?: Date): Promise<boolean> {
+    const marked = await this.environments.findOneAndUpdate(
       tenantId,
       { _id: id, status: 'active', ...(expiredBy ? { expires_at: { $lte: expiredBy } } : {}) },
       { $set: { status: 'deleting', teardown: { ...request, requested_at: new Date() }, updated_at: new Date() }, $inc: { run_admissions: 1 } },
-      { session },
+      { session, projection: { _id: 1, name: 1 } },
     );
-    if (matched !== 1) return false;
+    if (!marked) return false;
+    await this.outbox.record(
+      tenantId,
+      { type: 'environment.deleted', ...aboutEnvironment(marked), cause, data: { purge_data: request.purge_data, expired: request.reason === EXPIRY_REASON } },
+      session,
+    );
     // Every stripe written (and closed): each run admitted through one conflicts with this.
     await this.stripes.closeAll(tenantId, id, session);
     return true;
@@ -365,22 +394,34 @@ export class EnvironmentRepository {
     return removed;
   }
 
-  async setExecutor(tenantId: string, name: string, executor: Executor): Promise<Environment | undefined> {
-    return this.update(tenantId, name, { executor });
+  async setExecutor(tenantId: string, name: string, executor: Executor, cause: EventCause): Promise<Environment | undefined> {
+    return this.update(tenantId, name, { executor }, (before) =>
+      before.executor === executor ? null : { type: 'placement.changed', ...aboutEnvironment(before), cause, data: { executor, previous: before.executor } },
+    );
   }
 
-  /** Sets the executor of every active environment the tenant owns; returns them all. */
-  async setExecutorForAll(tenantId: string, executor: Executor): Promise<Environment[]> {
-    await this.environments.updateMany(tenantId, { status: 'active' }, { $set: { executor, updated_at: new Date() } });
+  /** Sets the executor of every active environment the tenant owns, with an event for each it changed; returns them all. */
+  async setExecutorForAll(tenantId: string, executor: Executor, cause: EventCause): Promise<Environment[]> {
+    await inTransaction(this.connection, async (session) => {
+      const changing = await this.environments.find(tenantId, { status: 'active', executor: { $ne: executor } }, { session, projection: { _id: 1, name: 1, executor: 1 } });
+      if (changing.length === 0) return;
+      await this.environments.updateMany(tenantId, { _id: { $in: changing.map((doc) => doc._id) }, status: 'active' }, { $set: { executor, updated_at: new Date() } }, { session });
+      await this.outbox.recordMany(
+        tenantId,
+        changing.map((doc) => ({ type: 'placement.changed', ...aboutEnvironment(doc), cause, data: { executor, previous: doc.executor } })),
+        session,
+      );
+    });
     return this.list(tenantId);
   }
 
-  /** Pausing again without a reason keeps the reason already given, so a repeat changes nothing. */
-  async pauseSchedules(tenantId: string, name: string, reason: string | undefined): Promise<Environment | undefined> {
+  /** Pausing again without a reason keeps the reason already given, so a repeat changes nothing (and records nothing). */
+  async pauseSchedules(tenantId: string, name: string, reason: string | undefined, cause: EventCause): Promise<Environment | undefined> {
     return this.update(
       tenantId,
       name,
       reason === undefined ? { schedules_paused: true } : { schedules_paused: true, schedules_paused_reason: reason },
+      (before) => (before.schedules_paused ? null : { type: 'schedules.paused', ...aboutEnvironment(before), cause, data: {} }),
     );
   }
 
@@ -388,16 +429,18 @@ export class EnvironmentRepository {
    * Clears the pause flag; `alsoIn` runs in the same transaction (the stored schedules move
    * to their next fire time after now, so nothing missed while paused fires).
    */
-  async resumeSchedules(tenantId: string, name: string, alsoIn: (environmentId: string, session: ClientSession) => Promise<void>): Promise<Environment | undefined> {
+  async resumeSchedules(tenantId: string, name: string, cause: EventCause, alsoIn: (environmentId: string, session: ClientSession) => Promise<void>): Promise<Environment | undefined> {
     const doc = await inTransaction(this.connection, async (session) => {
-      const updated = await this.environments.findOneAndUpdate(
+      const before = await this.environments.findOneAndUpdate(
         tenantId,
         { name, status: 'active' },
         { $set: { schedules_paused: false, schedules_paused_reason: null, updated_at: new Date() } },
-        { session },
+        { session, returnDocument: 'before' },
       );
-      if (updated) await alsoIn(updated._id, session);
-      return updated;
+      if (!before) return null;
+      await alsoIn(before._id, session);
+      if (before.schedules_paused) await this.outbox.record(tenantId, { type: 'schedules.resumed', ...aboutEnvironment(before), cause, data: {} }, session);
+      return { ...before, schedules_paused: false, schedules_paused_reason: null };
     });
     return doc ? toEnvironment(doc) : this.refuseChange(await this.findByName(tenantId, name), name);
   }
@@ -429,13 +472,27 @@ export class EnvironmentRepository {
     return this.update(tenantId, name, { active_deployment_id: deploymentId, git_ref: gitRef });
   }
 
-  /** A change to an active environment; a deleting one answers 409 `environment_deleting`. */
+  /**
+   * A change to an active environment; a deleting one answers 409 `environment_deleting`.
+   * `eventOf` names the change's event from the document before it (null: nothing changed
+   * that a user follows), written in the change's transaction.
+   */
   private async update(
     tenantId: string,
     name: string,
     fields: Partial<Pick<EnvironmentDocument, 'executor' | 'schedules_paused' | 'schedules_paused_reason' | 'active_deployment_id' | 'git_ref'>>,
+    eventOf?: (before: EnvironmentDocument) => NewEvent<EventType> | null,
   ): Promise<Environment | undefined> {
-    const doc = await this.environments.findOneAndUpdate(tenantId, { name, status: 'active' }, { $set: { ...fields, updated_at: new Date() } });
+    const change = { $set: { ...fields, updated_at: new Date() } };
+    const doc = eventOf
+      ? await inTransaction(this.connection, async (session) => {
+          const before = await this.environments.findOneAndUpdate(tenantId, { name, status: 'active' }, change, { session, returnDocument: 'before' });
+          if (!before) return null;
+          const event = eventOf(before);
+          if (event) await this.outbox.record(tenantId, event, session);
+          return { ...before, ...change.$set };
+        })
+      : await this.environments.findOneAndUpdate(tenantId, { name, status: 'active' }, change);
     return doc ? toEnvironment(doc) : this.refuseChange(await this.findByName(tenantId, name), name);
   }
 

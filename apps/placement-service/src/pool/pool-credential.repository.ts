@@ -1,5 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
-import { TenantScopedModel } from '@envengine/tenant-data';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
+import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 
 export interface PoolCredentialDocument {
   _id: string;
@@ -40,7 +41,10 @@ poolCredentialSchema.index({ store_keys_retired_at: 1, revoked_at: 1 });
 export class PoolCredentialRepository {
   private readonly credentials: TenantScopedModel<PoolCredentialDocument>;
 
-  constructor(connection: Connection) {
+  constructor(
+    private readonly connection: Connection,
+    private readonly outbox: EventOutbox,
+  ) {
     this.credentials = TenantScopedModel.of(connection, 'PoolCredential', poolCredentialSchema);
   }
 
@@ -48,8 +52,12 @@ export class PoolCredentialRepository {
     return this.credentials.ensureIndexes();
   }
 
-  insert(tenantId: string, doc: Omit<PoolCredentialDocument, 'tenant_id'>): Promise<PoolCredentialDocument> {
-    return this.credentials.insert(tenantId, doc);
+  insert(tenantId: string, doc: Omit<PoolCredentialDocument, 'tenant_id'>, cause: EventCause): Promise<PoolCredentialDocument> {
+    return inTransaction(this.connection, async (session) => {
+      const stored = await this.credentials.insert(tenantId, doc, { session });
+      await this.outbox.record(tenantId, { type: 'pool_credential.created', environment: null, subject: { kind: 'pool_credential', id: doc._id }, cause, data: { label: doc.label } }, session);
+      return stored;
+    });
   }
 
   active(tenantId: string): Promise<PoolCredentialDocument[]> {
@@ -81,7 +89,12 @@ export class PoolCredentialRepository {
   }
 
   /** Marks the credential revoked once; undefined when the tenant has no live one of that id. */
-  async revoke(tenantId: string, id: string): Promise<PoolCredentialDocument | undefined> {
-    return (await this.credentials.findOneAndUpdate(tenantId, { _id: id, revoked_at: null }, { $set: { revoked_at: new Date() } })) ?? undefined;
+  async revoke(tenantId: string, id: string, cause: EventCause): Promise<PoolCredentialDocument | undefined> {
+    return inTransaction(this.connection, async (session) => {
+      const revoked = await this.credentials.findOneAndUpdate(tenantId, { _id: id, revoked_at: null }, { $set: { revoked_at: new Date() } }, { session });
+      if (!revoked) return undefined;
+      await this.outbox.record(tenantId, { type: 'pool_credential.revoked', environment: null, subject: { kind: 'pool_credential', id }, cause, data: { label: revoked.label } }, session);
+      return revoked;
+    });
   }
 }

@@ -7,8 +7,8 @@ import type { PoolService } from './pool.service.ts';
 export function poolRouter(pool: PoolService): Router {
   const router = Router();
   mountEndpoint(router, PublicApi.getPool, async ({ tenantId }) => ({ data: await pool.status(tenantId) }));
-  mountEndpoint(router, PublicApi.createPoolCredential, async ({ tenantId, body }) => ({ status: 201, data: await pool.issue(tenantId, body.label) }));
-  mountEndpoint(router, PublicApi.revokePoolCredential, async ({ tenantId, params }) => ({ data: await pool.revoke(tenantId, params.id) }));
+  mountEndpoint(router, PublicApi.createPoolCredential, async ({ tenantId, body, cause }) => ({ status: 201, data: await pool.issue(tenantId, body.label, cause) }));
+  mountEndpoint(router, PublicApi.revokePoolCredential, async ({ tenantId, params, cause }) => ({ data: await pool.revoke(tenantId, params.id, cause) }));
   return router;
 }
 

@@ -1,3 +1,4 @@
+import type { EventCause } from '@envengine/event-log';
 import type { RedisConnection } from '@envengine/redis-connections';
 import { generatePoolToken, hashToken, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { generatePoolPassword, poolRedisUsername, sha256Hex, tenantAttemptQueue, type PoolAclRegistry } from '@envengine/attempt-queues';
@@ -33,7 +34,7 @@ export class PoolService {
    * The ACL user exists before the row that makes it known, so a reader of the row always
    * finds a working user; if the row cannot be written the user is taken away again.
    */
-  async issue(tenantId: string, label: string | undefined): Promise<PoolCredentialIssued> {
+  async issue(tenantId: string, label: string | undefined, cause: EventCause): Promise<PoolCredentialIssued> {
     const id = newId('pcr');
     const token = generatePoolToken();
     const password = generatePoolPassword();
@@ -50,7 +51,7 @@ export class PoolService {
         redis_password_sha256: passwordSha256,
         created_at: createdAt,
         revoked_at: null,
-      });
+      }, cause);
     } catch (error) {
       await this.acl.revoke(username).catch(() => undefined);
       throw error;
@@ -63,8 +64,8 @@ export class PoolService {
    * connections are closed by Redis, and the keys its workers were given to the engine's
    * store are taken away (by a sweep, if the store is away now).
    */
-  async revoke(tenantId: string, id: string): Promise<{ id: string; revoked_at: string }> {
-    const revoked = await this.credentials.revoke(tenantId, id);
+  async revoke(tenantId: string, id: string, cause: EventCause): Promise<{ id: string; revoked_at: string }> {
+    const revoked = await this.credentials.revoke(tenantId, id, cause);
     if (!revoked) throw notFound(`Pool credential "${id}"`);
     await this.acl.revoke(revoked.redis_username);
     // Gateways drop the token from their caches at once (their TTL bounds a missed message).

@@ -1,6 +1,8 @@
 import type { ClientSession, Connection } from 'mongoose';
 import { ApiError } from '@envengine/service-kit';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { inTransaction, type TenantScopedModel } from '@envengine/tenant-data';
+import { aboutRun } from './run-events.ts';
 import { ACTIVE_RUN, CANCELED_ASSETS, UNFINISHED_ASSETS } from './attempt-records.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
 
@@ -12,6 +14,7 @@ export interface TeardownFence {
     environmentId: string,
     request: { force: boolean; purge_data: boolean; reason: string },
     session: ClientSession,
+    cause: EventCause,
     expiredBy?: Date,
   ): Promise<boolean>;
 }
@@ -27,6 +30,7 @@ export class RunTeardown {
     private readonly runs: TenantScopedModel<RunDocument>,
     private readonly attempts: TenantScopedModel<AttemptDocument>,
     private readonly environments: TeardownFence,
+    private readonly outbox: EventOutbox,
   ) {}
 
   /**
@@ -42,6 +46,7 @@ export class RunTeardown {
     tenantId: string,
     environmentId: string,
     request: { force: boolean; purge_data: boolean; reason: string },
+    cause: EventCause,
     expiredBy?: Date,
   ): Promise<AttemptDocument[] | null> {
     return inTransaction(this.connection, async (session) => {
@@ -52,14 +57,14 @@ export class RunTeardown {
           `${running} attempt${running === 1 ? ' is' : 's are'} running in this environment; cancel ${running === 1 ? 'it' : 'them'} first, or delete with ?force=true to cancel ${running === 1 ? 'it' : 'them'}.`,
         );
       }
-      if (!(await this.environments.markDeleting(tenantId, environmentId, request, session, expiredBy))) return null;
-      return this.cancelAllOf(tenantId, environmentId, request.reason, session);
+      if (!(await this.environments.markDeleting(tenantId, environmentId, request, session, cause, expiredBy))) return null;
+      return this.cancelAllOf(tenantId, environmentId, request.reason, session, cause);
     });
   }
 
   /** Cancels every unfinished run and attempt of an environment being torn down (again, for any that raced its start). */
-  cancelAll(tenantId: string, environmentId: string, reason: string): Promise<AttemptDocument[]> {
-    return inTransaction(this.connection, (session) => this.cancelAllOf(tenantId, environmentId, reason, session));
+  cancelAll(tenantId: string, environmentId: string, reason: string, cause: EventCause): Promise<AttemptDocument[]> {
+    return inTransaction(this.connection, (session) => this.cancelAllOf(tenantId, environmentId, reason, session, cause));
   }
 
   /** Up to `limit` run ids of an environment (its tear-down removes them batch by batch). */
@@ -75,7 +80,7 @@ export class RunTeardown {
     return { runs, attempts };
   }
 
-  private async cancelAllOf(tenantId: string, environmentId: string, reason: string, session: ClientSession): Promise<AttemptDocument[]> {
+  private async cancelAllOf(tenantId: string, environmentId: string, reason: string, session: ClientSession, cause: EventCause): Promise<AttemptDocument[]> {
     const now = new Date();
     const open = await this.attempts.find(tenantId, { environment_id: environmentId, status: { $in: ['queued', 'running'] } }, { session });
     await this.attempts.updateMany(
@@ -84,11 +89,23 @@ export class RunTeardown {
       { $set: { status: 'canceled', finished_at: now, current_asset: null, error: reason, ...CANCELED_ASSETS } },
       { session, arrayFilters: UNFINISHED_ASSETS },
     );
-    await this.runs.updateMany(
+    // The runs read and canceled in this transaction: each of them gets its event, and no other.
+    const ending = await this.runs.find(
       tenantId,
       { environment_id: environmentId, status: { $in: ACTIVE_RUN } },
+      { session, projection: { _id: 1, environment_id: 1, environment_name: 1, trigger: 1 } },
+    );
+    if (ending.length === 0) return open;
+    await this.runs.updateMany(
+      tenantId,
+      { _id: { $in: ending.map((run) => run._id) }, status: { $in: ACTIVE_RUN } },
       { $set: { status: 'canceled', finished_at: now, error: reason } },
       { session },
+    );
+    await this.outbox.recordMany(
+      tenantId,
+      ending.map((run) => ({ type: 'run.canceled', ...aboutRun(run), cause, data: { trigger: run.trigger, reason: 'environment_deleted' } })),
+      session,
     );
     return open;
   }

@@ -3,7 +3,9 @@ import type { ClientSession, Connection } from 'mongoose';
 import type { Executor, FinishAttemptRequest, QuotaLimits, RunTrigger, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, notFound, quotaExceeded } from '@envengine/service-kit';
+import { ENGINE_CAUSE, type EventCause, type EventOutbox } from '@envengine/event-log';
 import { inTransaction, type TenantQuotas } from '@envengine/tenant-data';
+import { aboutAttempt, aboutRun, runQueued } from './run-events.ts';
 import type { RunAssetSpec } from './run-plan.ts';
 import { ACTIVE_RUN, CANCELED_ASSETS, leaseSuperseded, newAttempt, UNFINISHED_ASSETS } from './attempt-records.ts';
 import { RunTeardown, type TeardownFence } from './run-teardown.ts';
@@ -86,17 +88,19 @@ export class RunRepository extends RunQueries {
    * @param environments the placement scope's environments, read and fenced inside this
    * repository's transactions.
    * @param quotas the placement scope's per-tenant quota documents (queued runs).
+   * @param outbox the placement scope's events: every run transition writes its own in its transaction.
    */
   constructor(
     private readonly connection: Connection,
     private readonly environments: EnvironmentFences,
     private readonly quotas: TenantQuotas,
+    private readonly outbox: EventOutbox,
   ) {
     super(connection);
     this.slots = new RunSlots(this.runs, this.attempts, environments);
-    this.scheduledRuns = new ScheduledRunBatch(this.runs, this.attempts, environments, quotas);
+    this.scheduledRuns = new ScheduledRunBatch(this.runs, this.attempts, environments, quotas, outbox);
     this.shares = new RunnerShares(connection, this.attempts);
-    this.teardown = new RunTeardown(connection, this.runs, this.attempts, environments);
+    this.teardown = new RunTeardown(connection, this.runs, this.attempts, environments, outbox);
   }
 
   override async ensureIndexes(): Promise<void> {
@@ -118,7 +122,7 @@ export class RunRepository extends RunQueries {
    * add. `striped`: whether the run was admitted through an admission stripe (false: the
    * environment has none yet, or the run needed the environment's own document).
    */
-  async create(tenantId: string, input: NewRun): Promise<{ run: RunDocument; attempt: AttemptDocument; striped: boolean }> {
+  async create(tenantId: string, input: NewRun, cause: EventCause): Promise<{ run: RunDocument; attempt: AttemptDocument; striped: boolean }> {
     const now = new Date();
     const run: Omit<RunDocument, 'tenant_id'> = {
       _id: newId('run', now.getTime()),
@@ -156,6 +160,7 @@ export class RunRepository extends RunQueries {
       const attempt = newAttempt(run._id, input.environment.id, 1, input.environment.executor, input.assets.map((asset) => asset.key), now, waiting);
       const storedRun = await this.runs.insert(tenantId, { ...run, waiting_for_slot: waiting }, { session });
       const storedAttempt = await this.attempts.insert(tenantId, attempt, { session });
+      await this.outbox.record(tenantId, runQueued(storedRun, cause), session);
       return { run: storedRun, attempt: storedAttempt, striped: admission.striped };
     });
   }
@@ -198,7 +203,7 @@ export class RunRepository extends RunQueries {
    * caller's kind, known from its credential: a pool's worker starts only `remote`
    * attempts and the engine's runner only `local` ones; another kind's attempt is 404.
    */
-  async start(tenantId: string, attemptId: string, executor: Executor, worker: WorkerIdentity, startKey: string | null): Promise<{ attempt: AttemptDocument; run: RunDocument; replayed: boolean }> {
+  async start(tenantId: string, attemptId: string, executor: Executor, worker: WorkerIdentity, startKey: string | null, cause: EventCause): Promise<{ attempt: AttemptDocument; run: RunDocument; replayed: boolean }> {
     const now = new Date();
     const attempt = await this.attempts.findOneAndUpdate(
       tenantId,
@@ -228,7 +233,14 @@ export class RunRepository extends RunQueries {
       if (!retried) throw await this.refusal(tenantId, attemptId, 'is not waiting to start', executor);
       return { attempt: retried, run: (await this.findRun(tenantId, retried.run_id))!, replayed: true };
     }
-    const run = await this.runs.findOneAndUpdate(tenantId, { _id: attempt.run_id, status: 'queued' }, { $set: { status: 'running', started_at: now } });
+    // The run starts with its first attempt's start (a retry's finds it running): that transition and its event, together.
+    const run = await inTransaction(this.connection, async (session) => {
+      const started = await this.runs.findOneAndUpdate(tenantId, { _id: attempt.run_id, status: 'queued' }, { $set: { status: 'running', started_at: now } }, { session });
+      if (started) {
+        await this.outbox.record(tenantId, { type: 'run.started', ...aboutRun(started), cause, data: { attempt: attempt.number, executor: attempt.executor, worker: worker.name } }, session);
+      }
+      return started;
+    });
     return { attempt, run: run ?? (await this.findRun(tenantId, attempt.run_id))!, replayed: false };
   }
 
@@ -270,7 +282,7 @@ export class RunRepository extends RunQueries {
    * The worker's final report. On failure the run gets a new attempt while attempts
    * remain (placed afresh, for the assets no attempt has materialized), else it fails.
    */
-  async finish(check: LeaseCheck, report: FinishAttemptRequest): Promise<Transition> {
+  async finish(check: LeaseCheck, report: FinishAttemptRequest, cause: EventCause): Promise<Transition> {
     return inTransaction(this.connection, async (session) => {
       const current = await this.attempts.findOne(check.tenantId, { _id: check.attemptId }, { session });
       if (!current) throw notFound(`Attempt "${check.attemptId}"`);
@@ -291,12 +303,13 @@ export class RunRepository extends RunQueries {
           check.tenantId,
           { _id: attempt.run_id, status: { $in: ACTIVE_RUN } },
           { $set: { status: 'succeeded', finished_at: new Date(), error: null } },
-          { session, projection: { trigger: 1 } },
+          { session, projection: { trigger: 1, environment_id: 1, environment_name: 1 } },
         );
         if (!run) return { attempt, dispatch: [], ended: null, retried: null };
+        await this.outbox.record(check.tenantId, { type: 'run.succeeded', ...aboutRun(run), cause, data: { trigger: run.trigger, attempt: attempt.number } }, session);
         return { attempt, dispatch: await this.slots.fill(check.tenantId, attempt.environment_id, session), ended: { trigger: run.trigger, outcome: 'succeeded' }, retried: null };
       }
-      return { attempt, ...(await this.retryOrFail(check.tenantId, attempt, report.error ?? 'the attempt failed', session)) };
+      return { attempt, ...(await this.retryOrFail(check.tenantId, attempt, report.error ?? 'the attempt failed', session, cause)) };
     });
   }
 
@@ -322,12 +335,12 @@ export class RunRepository extends RunQueries {
         { session },
       );
       if (!attempt) return undefined;
-      return { attempt, ...(await this.retryOrFail(tenantId, attempt, attempt.error!, session)) };
+      return { attempt, ...(await this.retryOrFail(tenantId, attempt, attempt.error!, session, ENGINE_CAUSE, { worker: before?.worker ?? null })) };
     });
   }
 
   /** Cancels a run that has not finished, and its unfinished attempt; 409 once it has. `admitted`: runs given the slot it freed. */
-  async cancel(tenantId: string, runId: string): Promise<{ run: RunDocument; canceled: AttemptDocument[]; admitted: AttemptDocument[] }> {
+  async cancel(tenantId: string, runId: string, cause: EventCause): Promise<{ run: RunDocument; canceled: AttemptDocument[]; admitted: AttemptDocument[] }> {
     return inTransaction(this.connection, async (session) => {
       const now = new Date();
       const run = await this.runs.findOneAndUpdate(
@@ -341,6 +354,7 @@ export class RunRepository extends RunQueries {
         if (!existing) throw notFound(`Run "${runId}"`);
         throw new ApiError('run_finished', `Run "${runId}" has already finished (${existing.status}).`);
       }
+      await this.outbox.record(tenantId, { type: 'run.canceled', ...aboutRun(run), cause, data: { trigger: run.trigger, reason: 'request' } }, session);
       const open = await this.attempts.find(tenantId, { run_id: runId, status: { $in: ['queued', 'running'] } }, { session });
       await this.attempts.updateMany(
         tenantId,
@@ -399,10 +413,13 @@ export class RunRepository extends RunQueries {
   }
 
   /** A failed attempt's retry, or, once attempts are spent, the run's failure and the runs given the slot it freed. */
-  private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession): Promise<AfterFailure> {
+  private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession, cause: EventCause, lost?: { worker: string | null }): Promise<AfterFailure> {
     const nothing: AfterFailure = { dispatch: [], ended: null, retried: null };
     const run = await this.runs.findOne(tenantId, { _id: failed.run_id }, { session });
     if (!run || !ACTIVE_RUN.includes(run.status)) return nothing;
+    if (lost) {
+      await this.outbox.record(tenantId, { type: 'attempt.lost', ...aboutAttempt(failed, run), cause, data: { run_id: run._id, attempt: failed.number, worker: lost.worker, error } }, session);
+    }
     if (run.attempt_count >= run.max_attempts) {
       const ended = await this.runs.updateOne(
         tenantId,
@@ -411,6 +428,7 @@ export class RunRepository extends RunQueries {
         { session },
       );
       if (ended.matched !== 1) return nothing;
+      await this.outbox.record(tenantId, { type: 'run.failed', ...aboutRun(run), cause, data: { trigger: run.trigger, attempt: failed.number, error } }, session);
       return { dispatch: await this.slots.fill(tenantId, run.environment_id, session), ended: { trigger: run.trigger, outcome: 'failed' }, retried: null };
     }
     // Placed afresh: the environment's executor now, not the failed attempt's.
@@ -423,6 +441,11 @@ export class RunRepository extends RunQueries {
     const bumped = await this.runs.updateOne(tenantId, { _id: run._id, attempt_count: run.attempt_count }, { $set: { attempt_count: number } }, { session });
     if (bumped.matched !== 1) return nothing;
     const retry = await this.attempts.insert(tenantId, next, { session });
+    await this.outbox.record(
+      tenantId,
+      { type: 'attempt.retried', ...aboutAttempt(retry, run), cause, data: { run_id: run._id, attempt: number, executor: retry.executor, previous_error: error } },
+      session,
+    );
     return { dispatch: [retry], ended: null, retried: retry };
   }
 

@@ -7,9 +7,9 @@ import type { RunsService } from './runs.service.ts';
 export function runsRouter(runs: RunsService): Router {
   const router = Router();
 
-  mountEndpoint(router, PublicApi.createRun, async ({ tenantId, params, body, requestId }) => ({
+  mountEndpoint(router, PublicApi.createRun, async ({ tenantId, params, body, cause }) => ({
     status: 201,
-    data: await runs.create(tenantId, params.name, body, requestId),
+    data: await runs.create(tenantId, params.name, body, cause),
   }));
 
   mountEndpoint(router, PublicApi.listRuns, async ({ tenantId, params, query }) => ({ data: await runs.list(tenantId, params.name, query) }));
@@ -20,7 +20,7 @@ export function runsRouter(runs: RunsService): Router {
     data: await runs.logs(tenantId, params.id, query.after, query.limit),
   }));
 
-  mountEndpoint(router, PublicApi.cancelRun, async ({ tenantId, params }) => ({ data: await runs.cancel(tenantId, params.id) }));
+  mountEndpoint(router, PublicApi.cancelRun, async ({ tenantId, params, cause }) => ({ data: await runs.cancel(tenantId, params.id, cause) }));
 
   return router;
 }

@@ -1,3 +1,4 @@
+import type { EventCause } from '@envengine/event-log';
 import type { PlacementMetrics } from '@envengine/service-metrics';
 import {
   CreateRunRequest,
@@ -49,7 +50,8 @@ export class RunsService {
    * A manual run: the environment's active deployment at this moment is the one it
    * executes against. (A schedule's ticks make theirs in batches: `createForTicks`.)
    */
-  async create(tenantId: string, environmentName: string, request: CreateRunRequest, requestId?: string): Promise<Run> {
+  async create(tenantId: string, environmentName: string, request: CreateRunRequest, cause: EventCause): Promise<Run> {
+    const requestId = cause.requestId ?? undefined;
     const environment = await this.environment(tenantId, environmentName);
     // A deleting environment is refused inside the run's transaction (the fence a racing delete meets too).
     if (!environment.active_deployment_id) {
@@ -71,7 +73,7 @@ export class RunsService {
         assets: plan.assets,
         maxAttempts: request.max_attempts,
         timeoutSeconds: request.timeout_seconds ?? null,
-      })
+      }, cause)
       .catch((error: unknown) => {
         throw error instanceof EnvironmentDeletingError ? environmentDeleting(environmentName) : error;
       });
@@ -133,8 +135,8 @@ export class RunsService {
   }
 
   /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
-  async cancel(tenantId: string, runId: string): Promise<Run> {
-    const { run, canceled, admitted } = await this.runs.cancel(tenantId, runId);
+  async cancel(tenantId: string, runId: string, cause: EventCause): Promise<Run> {
+    const { run, canceled, admitted } = await this.runs.cancel(tenantId, runId, cause);
     this.options.metrics.runsFinished.inc({ trigger: run.trigger, outcome: 'canceled' });
     await this.dispatcher.withdraw(canceled);
     await this.dispatcher.dispatchAll(admitted);

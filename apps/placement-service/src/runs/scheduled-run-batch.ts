@@ -1,3 +1,5 @@
+import { SCHEDULE_CAUSE, type EventOutbox } from '@envengine/event-log';
+import { runQueued } from './run-events.ts';
 import type { ClientSession } from 'mongoose';
 import type { Environment, QuotaLimits, RunStatus } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
@@ -79,6 +81,7 @@ export class ScheduledRunBatch {
     private readonly attempts: TenantScopedModel<AttemptDocument>,
     private readonly environments: TickBatchFence,
     private readonly quotas: TenantQuotas,
+    private readonly outbox: EventOutbox,
   ) {}
 
   /** The ticks' outcomes (by schedule id; a tick no longer due has none) and the new runs' first attempts, which need their queue add. */
@@ -159,6 +162,7 @@ export class ScheduledRunBatch {
     if (runs.length === 0) return [];
     await this.runs.insertManyOwned(runs.map((doc) => ({ tenantId, doc })), { session });
     await this.attempts.insertManyOwned(attempts.map((doc) => ({ tenantId, doc })), { session });
+    await this.outbox.recordMany(tenantId, runs.map((run) => runQueued(run, SCHEDULE_CAUSE)), session);
     return attempts.map((attempt) => ({ ...attempt, tenant_id: tenantId }));
   }
 

@@ -16,12 +16,12 @@ export function schedulesRouter(schedules: SchedulesService): Router {
     data: await schedules.next(tenantId, params.name, params.schedule, query, requestId),
   }));
 
-  mountEndpoint(router, PublicApi.pauseSchedules, async ({ tenantId, params, body }) => ({
-    data: await schedules.pause(tenantId, params.name, body.reason ?? undefined),
+  mountEndpoint(router, PublicApi.pauseSchedules, async ({ tenantId, params, body, cause }) => ({
+    data: await schedules.pause(tenantId, params.name, body.reason ?? undefined, cause),
   }));
 
-  mountEndpoint(router, PublicApi.resumeSchedules, async ({ tenantId, params }) => ({
-    data: await schedules.resume(tenantId, params.name),
+  mountEndpoint(router, PublicApi.resumeSchedules, async ({ tenantId, params, cause }) => ({
+    data: await schedules.resume(tenantId, params.name, cause),
   }));
 
   return router;

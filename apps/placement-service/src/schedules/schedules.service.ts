@@ -1,3 +1,4 @@
+import type { EventCause } from '@envengine/event-log';
 import { notFound } from '@envengine/service-kit';
 import {
   ScheduleTickOutcome,
@@ -88,8 +89,8 @@ export class SchedulesService {
   }
 
   /** Sets the flag: from its return on, no tick of the environment makes a run (each is recorded `skipped_paused`). */
-  async pause(tenantId: string, environmentName: string, reason: string | undefined): Promise<Environment> {
-    const environment = await this.environments.pauseSchedules(tenantId, environmentName, reason);
+  async pause(tenantId: string, environmentName: string, reason: string | undefined, cause: EventCause): Promise<Environment> {
+    const environment = await this.environments.pauseSchedules(tenantId, environmentName, reason, cause);
     if (!environment) throw notFound(`Environment "${environmentName}"`);
     return environment;
   }
@@ -98,9 +99,9 @@ export class SchedulesService {
    * Clears the flag and, in the same transaction, moves each schedule to its first fire
    * time after now: the next run is the next tick after the resume, with no catch-up.
    */
-  async resume(tenantId: string, environmentName: string): Promise<Environment> {
+  async resume(tenantId: string, environmentName: string, cause: EventCause): Promise<Environment> {
     const now = new Date();
-    const resumed = await this.environments.resumeSchedules(tenantId, environmentName, (environmentId, session) => this.stored.restartFrom(tenantId, environmentId, now, session));
+    const resumed = await this.environments.resumeSchedules(tenantId, environmentName, cause, (environmentId, session) => this.stored.restartFrom(tenantId, environmentId, now, session));
     if (!resumed) throw notFound(`Environment "${environmentName}"`);
     await this.loops.changed(this.stored.shardOf(resumed.id));
     return resumed;

@@ -27,8 +27,8 @@ export function workerApiRouter(service: WorkerApiService): Router {
     data: { superseded: await service.heartbeat(tenantId, body, credentialOf(header)) },
   }));
 
-  mountEndpoint(router, PublicApi.startAttempt, async ({ tenantId, params, body, header }) => ({
-    data: await service.start(tenantId, params.id, body.worker, body.start_key ?? null, credentialOf(header)),
+  mountEndpoint(router, PublicApi.startAttempt, async ({ tenantId, params, body, header, cause }) => ({
+    data: await service.start(tenantId, params.id, body.worker, body.start_key ?? null, credentialOf(header), cause),
   }));
 
   mountEndpoint(router, PublicApi.appendAttemptLogs, async ({ tenantId, params, body, header }) => ({
@@ -52,8 +52,8 @@ export function workerApiRouter(service: WorkerApiService): Router {
     data: await service.recordMaterialization(leaseCheck(tenantId, params.id, header), params.key, body),
   }));
 
-  mountEndpoint(router, PublicApi.finishAttempt, async ({ tenantId, params, body, header }) => ({
-    data: await service.finish(leaseCheck(tenantId, params.id, header), body),
+  mountEndpoint(router, PublicApi.finishAttempt, async ({ tenantId, params, body, header, cause }) => ({
+    data: await service.finish(leaseCheck(tenantId, params.id, header), body, cause),
   }));
 
   mountEndpoint(router, PublicApi.releaseAttempt, async ({ tenantId, params, header }) => ({

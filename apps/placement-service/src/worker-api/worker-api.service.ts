@@ -1,3 +1,4 @@
+import type { EventCause } from '@envengine/event-log';
 import type { PlacementMetrics } from '@envengine/service-metrics';
 import { countTransition } from '../runs/run-metrics.ts';
 import type {
@@ -47,10 +48,10 @@ export class WorkerApiService {
     private readonly storeKeys?: PoolStoreKeys,
   ) {}
 
-  async start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string | null, credentialId: string | null): Promise<AttemptStarted> {
+  async start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string | null, credentialId: string | null, cause: EventCause): Promise<AttemptStarted> {
     // The caller's kind comes from its credential, never from what the worker says it is.
     const callerExecutor = credentialId === null ? 'local' : 'remote';
-    const { attempt, run, replayed } = await this.runs.start(tenantId, attemptId, callerExecutor, worker, startKey);
+    const { attempt, run, replayed } = await this.runs.start(tenantId, attemptId, callerExecutor, worker, startKey, cause);
     if (!replayed) this.metrics.dispatchToRunning.observe({ executor: attempt.executor }, Math.max(0, (attempt.started_at!.getTime() - attempt.dispatched_at.getTime()) / 1000));
     const lease = attempt.lease!;
     // The worker is known to be alive from now on, even before its first heartbeat.
@@ -216,8 +217,8 @@ export class WorkerApiService {
     return materialization;
   }
 
-  async finish(check: LeaseCheck, report: FinishAttemptRequest): Promise<Attempt> {
-    const transition = await this.runs.finish(check, report);
+  async finish(check: LeaseCheck, report: FinishAttemptRequest, cause: EventCause): Promise<Attempt> {
+    const transition = await this.runs.finish(check, report, cause);
     countTransition(this.metrics, transition);
     await this.dispatcher.dispatchAll(transition.dispatch);
     this.dispatcher.ended([transition.attempt]);

@@ -1,0 +1,18 @@
+import { Router } from 'express';
+import { InternalApi, PublicApi } from '@envengine/contracts';
+import type { AuditLog } from '@envengine/event-log';
+import { mountEndpoint } from '@envengine/service-kit';
+
+/** The tenant's audit log (DESIGN.md §5 "Events, audit log and webhooks"). */
+export function eventsRouter(auditLog: AuditLog): Router {
+  const router = Router();
+  mountEndpoint(router, PublicApi.listEvents, async ({ tenantId, query }) => ({ data: await auditLog.list(tenantId, query) }));
+  return router;
+}
+
+/** Where the other scopes' outbox relays hand their events to the audit log. */
+export function eventsInternalRouter(auditLog: AuditLog): Router {
+  const router = Router();
+  mountEndpoint(router, InternalApi.publishEvents, async ({ body }) => ({ data: await auditLog.store(body.events) }));
+  return router;
+}

@@ -1,0 +1,133 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+import { EngineEvent, type EventListQuery, type EventSubject, type EventType, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
+import { modelFor } from '@envengine/service-kit';
+import { TenantScopedModel, type TenantFilter } from '@envengine/tenant-data';
+
+/** An event as the audit log keeps it: every scope's, published by their relays. */
+interface AuditEventDocument {
+  _id: string;
+  tenant_id: string;
+  type: EventType;
+  time: Date;
+  environment: { id: string; name: string } | null;
+  subject: EventSubject;
+  actor: string;
+  request_id: string | null;
+  data: Record<string, unknown>;
+}
+
+const RETENTION_INDEX = 'time_retention';
+
+const auditEventSchema = new Schema<AuditEventDocument>(
+  {
+    _id: { type: String, required: true },
+    tenant_id: { type: String, required: true },
+    type: { type: String, required: true },
+    time: { type: Date, required: true },
+    environment: { type: new Schema({ id: String, name: String }, { _id: false }), default: null },
+    subject: { type: new Schema({ kind: String, id: String }, { _id: false }), required: true },
+    actor: { type: String, required: true },
+    request_id: { type: String, default: null },
+    data: { type: Schema.Types.Mixed, required: true },
+  },
+  { versionKey: false, collection: 'events', minimize: false },
+);
+// One index per filter of GET /events, each ending in the id the pages are cut by.
+auditEventSchema.index({ tenant_id: 1, _id: -1 });
+auditEventSchema.index({ tenant_id: 1, 'environment.name': 1, _id: -1 });
+auditEventSchema.index({ tenant_id: 1, type: 1, _id: -1 });
+auditEventSchema.index({ tenant_id: 1, 'subject.id': 1, _id: -1 });
+
+/**
+ * The tenant's audit log: every scope's events, stored once per id whatever number of
+ * times a relay sends them, kept for the operator's retention (a TTL index on the event's
+ * time) and never removed with their environment, so that its deletion stays visible.
+ */
+export class AuditLog {
+  private readonly model: Model<AuditEventDocument>;
+  private readonly events: TenantScopedModel<AuditEventDocument>;
+
+  constructor(connection: Connection) {
+    this.model = modelFor(connection, 'AuditEvent', auditEventSchema);
+    this.events = new TenantScopedModel(this.model);
+  }
+
+  /** The indexes, and the retention index set to `retentionDays` (changed in place when the setting changed). */
+  async ensureIndexes(retentionDays: number): Promise<void> {
+    await this.events.ensureIndexes();
+    const seconds = Math.round(retentionDays * 86_400);
+    const existing = (await this.model.collection.indexes()).find((index) => index.name === RETENTION_INDEX);
+    if (existing?.expireAfterSeconds === seconds) return;
+    // Made again rather than changed with collMod, which a scope's user (readWrite) may not run.
+    if (existing) {
+      await this.model.collection.dropIndex(RETENTION_INDEX).catch((error: { codeName?: string }) => {
+        if (error.codeName !== 'IndexNotFound') throw error;
+      });
+    }
+    await this.model.collection.createIndex({ time: 1 }, { name: RETENTION_INDEX, expireAfterSeconds: seconds });
+  }
+
+  /** Stores a relay's batch; an event already stored (a batch sent again) is counted, not stored twice. */
+  async store(batch: readonly RecordedEvent[]): Promise<PublishEventsResult> {
+    try {
+      await this.events.insertManyOwned(batch.map((event) => ({ tenantId: event.tenant_id, doc: auditDocument(event) })));
+      return { stored: batch.length, duplicates: 0 };
+    } catch (error) {
+      const duplicates = duplicateCount(error);
+      if (duplicates === undefined) throw error;
+      return { stored: batch.length - duplicates, duplicates };
+    }
+  }
+
+  /** The tenant's events matching `query`: newest first, or oldest first after `query.after`. */
+  async list(tenantId: string, query: EventListQuery): Promise<EngineEvent[]> {
+    const filter: TenantFilter<AuditEventDocument> = {};
+    if (query.environment !== undefined) filter['environment.name'] = query.environment;
+    if (query.type !== undefined) {
+      filter.type = query.type.endsWith('.*') ? { $regex: `^${query.type.slice(0, -2).replaceAll('.', '\\.')}\\.` } : query.type;
+    }
+    if (query.subject !== undefined) filter['subject.id'] = query.subject;
+    if (query.since !== undefined || query.until !== undefined) {
+      filter.time = { ...(query.since ? { $gte: new Date(query.since) } : {}), ...(query.until ? { $lt: new Date(query.until) } : {}) };
+    }
+    const ids = { ...(query.cursor ? { $lt: query.cursor } : {}), ...(query.after ? { $gt: query.after } : {}) };
+    if (Object.keys(ids).length > 0) filter._id = ids;
+    const rows = await this.events.find(tenantId, filter, { sort: { _id: query.after ? 1 : -1 }, limit: query.limit });
+    return rows.map(publicEvent);
+  }
+}
+
+function auditDocument(event: RecordedEvent): Omit<AuditEventDocument, 'tenant_id'> {
+  return {
+    _id: event.id,
+    type: event.type,
+    time: new Date(event.time),
+    environment: event.environment,
+    subject: event.subject,
+    actor: event.actor,
+    request_id: event.request_id,
+    data: event.data,
+  };
+}
+
+function publicEvent(row: AuditEventDocument): EngineEvent {
+  return EngineEvent.parse({
+    id: row._id,
+    type: row.type,
+    time: row.time.toISOString(),
+    environment: row.environment?.name ?? null,
+    subject: row.subject,
+    actor: row.actor,
+    request_id: row.request_id,
+    data: row.data,
+  });
+}
+
+/** How many of an unordered insert's failures were ids already stored; undefined if any was something else. */
+function duplicateCount(error: unknown): number | undefined {
+  const writeErrors = (error as { writeErrors?: unknown }).writeErrors;
+  const list = Array.isArray(writeErrors) ? writeErrors : (error as { code?: unknown }).code === 11000 ? [error] : [];
+  if (list.length === 0) return undefined;
+  const codes = list.map((entry: { code?: unknown; err?: { code?: unknown } }) => entry.code ?? entry.err?.code);
+  return codes.every((code) => code === 11000) ? list.length : undefined;
+}

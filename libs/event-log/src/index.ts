@@ -1,0 +1,3 @@
+export * from './event-outbox.ts';
+export * from './outbox-relay.ts';
+export * from './audit-log.ts';
