@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { AssetListing, Binding, Deployment, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
+import { AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { decodeParquet } from '@envengine/materialization-storage';
 import { createTenant, until, type TestTenant } from '@envengine/test-harness';
@@ -470,6 +470,38 @@ describe('envctl against the stack', () => {
     expect(json(deleted)).toEqual({ name: 'scratch' });
     expectExit(await envctl(['env', 'get', 'scratch']), 4);
     expectExit(await envctl(['env', 'delete', 'scratch', '--yes']), 4);
+  });
+
+  it('lists the events of what it did (the deleted environment\'s too), and tails new ones as NDJSON until stopped', async () => {
+    const listed = await envctl(['events', 'list', '--env', 'scratch', '--limit', '10']);
+    expectExit(listed, 0);
+    const scratch = z.array(EngineEvent).parse(json(listed));
+    expect(scratch.map((event) => [event.type, event.actor])).toEqual([
+      ['environment.deleted', tenant.tokenId],
+      ['environment.created', tenant.tokenId],
+    ]);
+    expectExit(await envctl(['events', 'list', '--type', 'nothing.*']), 2);
+
+    // tail: the last event first, then each new one as it happens.
+    const tail = spawn(process.execPath, [CLI, 'events', 'tail', '--last', '1', '--type', 'schedules.*'], { env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines: EngineEvent[] = [];
+    let pending = '';
+    tail.stdout.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const complete = pending.split('\n');
+      pending = complete.pop()!;
+      for (const line of complete) if (line.trim() !== '') lines.push(EngineEvent.parse(JSON.parse(line)));
+    });
+    try {
+      await until(async () => lines.length, (count) => count === 1, 20_000, 50);
+      expect(lines[0]).toMatchObject({ type: 'schedules.resumed', environment: 'dev' });
+      expectExit(await envctl(['env', 'pause', 'dev', '--reason', 'tailed']), 0);
+      expectExit(await envctl(['env', 'resume', 'dev']), 0);
+      await until(async () => lines.length, (count) => count >= 3, 20_000, 50);
+      expect(lines.slice(1).map((event) => event.type)).toEqual(['schedules.paused', 'schedules.resumed']);
+    } finally {
+      tail.kill('SIGINT');
+    }
   });
 
   it('takes the token from a flag over the environment over the config file written by login (mode 0600)', async () => {

@@ -10,6 +10,7 @@ import { bindingCommands } from './commands/bindings.ts';
 import { deployCommand } from './commands/deploy.ts';
 import { deploymentCommands } from './commands/deployments.ts';
 import { environmentCommands } from './commands/environments.ts';
+import { eventCommands } from './commands/events.ts';
 import { packCommand } from './commands/pack.ts';
 import { poolCommands } from './commands/pool.ts';
 import { quotaCommands } from './commands/quotas.ts';
@@ -32,6 +33,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...scheduleCommands,
   ...poolCommands,
   ...quotaCommands,
+  ...eventCommands,
   workerCommand,
 ];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { idTimestamp, newId } from './index.ts';
+import { idFloorAt, idTimestamp, newId } from './index.ts';
 
 describe('newId', () => {
   it('prefixes the kind and encodes the creation time', () => {
@@ -18,5 +18,17 @@ describe('newId', () => {
     const first = newId('run', Date.now() + 10_000);
     const second = newId('run', Date.now());
     expect(second > first).toBe(true);
+  });
+});
+
+describe('idFloorAt', () => {
+  it('sorts before every id of its millisecond and after every earlier one', () => {
+    const at = 1_700_000_000_500;
+    const floor = idFloorAt('evt', at);
+    expect(idTimestamp(floor)).toBe(at);
+    expect(newId('evt') > floor).toBe(true);
+    expect(`evt_${newId('evt').slice(4, 14).replace(/./g, '0')}zzzzzzzzzzzzzzzz` < floor).toBe(true);
+    expect(idFloorAt('evt', at - 1) < floor).toBe(true);
+    expect(floor).toMatch(/^evt_[0-9a-z]{26}$/);
   });
 });

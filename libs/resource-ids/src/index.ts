@@ -61,3 +61,8 @@ export function idTimestamp(id: string): number {
   for (const char of encoded) ms = ms * 32 + ALPHABET.indexOf(char);
   return ms;
 }
+
+/** The least id of `kind` made at `ms` or later: ids after it (as strings) were made at or after that millisecond. */
+export function idFloorAt(kind: ResourceKind, ms: number): string {
+  return `${kind}_${encodeTime(Math.max(0, Math.floor(ms)))}${ALPHABET[0]!.repeat(RANDOM_LENGTH)}`;
+}
