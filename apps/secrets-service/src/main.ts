@@ -1,3 +1,4 @@
+import { EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { LocalSecretStore } from '@envengine/local-secret-store';
 import { PlacementClient } from '@envengine/service-clients';
 import { privateApiOf, runInternalService } from '@envengine/service-kit';
@@ -16,29 +17,47 @@ import { secretsPublicApi } from './public-api.ts';
 
 const config = loadSecretsConfig(process.env);
 const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+let relay: OutboxRelay | undefined;
 
 await runInternalService({
   service: 'secrets-service',
   config,
-  routes: async ({ mongo }) => {
+  routes: async ({ mongo, log }) => {
     const localStore = new LocalSecretStore(mongo, config.keyring);
     const rows = new SecretRowRepository(mongo);
     const bindingRows = new BindingRepository(mongo);
     const audit = new SecretAuditRepository(mongo);
-    await Promise.all([localStore.ensureIndexes(), rows.ensureIndexes(), bindingRows.ensureIndexes(), audit.ensureIndexes()]);
+    const outbox = new EventOutbox(mongo);
+    // The scope's events go to the audit log, which the placement-service keeps. The relay
+    // looks as soon as a transaction that recorded one has ended (`outbox.onRecorded`).
+    relay = new OutboxRelay({ outbox, connection: mongo, log, publish: async (events) => void (await placement.publishEvents(events)) });
+    await Promise.all([
+      localStore.ensureIndexes(),
+      rows.ensureIndexes(),
+      bindingRows.ensureIndexes(),
+      audit.ensureIndexes(),
+      outbox.ensureIndexes(),
+      relay.ensureIndexes(),
+    ]);
 
     const backends = new SecretBackends([localStore], localStore.name);
     const environments = new EnvironmentDirectory(placement);
     const quotas = new TenantQuotas(mongo);
     await quotas.ensureIndexes();
-    const secrets = new SecretsService(mongo, rows, backends, audit, quotas);
+    const secrets = new SecretsService(mongo, rows, backends, audit, quotas, outbox);
     return {
-      api: secretsPublicApi({ environments, secrets, bindings: new BindingsService(bindingRows, rows) }),
+      api: secretsPublicApi({ environments, secrets, bindings: new BindingsService(mongo, bindingRows, rows, outbox) }),
       privateApi: privateApiOf(
         secretsInternalApi({ secrets, bindings: bindingRows, audit, resolver: new BindingResolver(bindingRows, rows, backends, audit) }),
         { internal: config.INTERNAL_CREDENTIAL, resolver: config.RESOLVER_CREDENTIAL },
       ),
     };
   },
-  onStop: () => placement.close(),
+  onStop: async () => {
+    // The batch in hand is sent before the client it goes through is closed.
+    await relay?.stop();
+    await placement.close();
+  },
 });
+// Once the service serves: rows left pending by a previous run leave now too.
+relay?.start();

@@ -1,8 +1,7 @@
-import type { Connection } from 'mongoose';
+import type { ClientSession, Connection } from 'mongoose';
 import type { PutBindingRequest } from '@envengine/contracts';
 import { randomBytes } from 'node:crypto';
 import { newId } from '@envengine/resource-ids';
-import { isDuplicateKeyError } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
 import { bindingSchema, type BindingDocument } from './binding.schema.ts';
 
@@ -26,44 +25,41 @@ export class BindingRepository {
     return (await this.bindings.findOne(tenantId, { environment_id: environmentId, name })) ?? undefined;
   }
 
-  /** Replaces the whole binding in one atomic upsert, creating it when absent; `created` tells which. */
+  /**
+   * Replaces the whole binding in one atomic upsert, creating it when absent; `created`
+   * tells which. Inside the caller's transaction: two first PUTs at once may meet on the
+   * unique key (a duplicate-key error), and the caller runs its transaction again.
+   */
   async replace(
     tenantId: string,
     environmentId: string,
     name: string,
     binding: PutBindingRequest,
+    session: ClientSession,
   ): Promise<{ doc: BindingDocument; created: boolean }> {
     const revision = randomBytes(9).toString('base64url');
     const now = new Date();
-    const upsert = () =>
-      this.bindings.findOneAndUpdate(
-        tenantId,
-        { environment_id: environmentId, name },
-        {
-          $set: {
-            revision,
-            config_json: JSON.stringify(binding.config),
-            secret_refs: Object.entries(binding.secret_refs).map(([setting, secret]) => ({ setting, secret })),
-            mode: binding.mode,
-            updated_at: now,
-          },
-          $setOnInsert: { _id: newId('bnd'), first_revision: revision, inserted_at: now },
+    const doc = await this.bindings.findOneAndUpdate(
+      tenantId,
+      { environment_id: environmentId, name },
+      {
+        $set: {
+          revision,
+          config_json: JSON.stringify(binding.config),
+          secret_refs: Object.entries(binding.secret_refs).map(([setting, secret]) => ({ setting, secret })),
+          mode: binding.mode,
+          updated_at: now,
         },
-        { upsert: true },
-      );
-    let doc: BindingDocument | null;
-    try {
-      doc = await upsert();
-    } catch (error) {
-      // Two first PUTs at once: one insert wins, the other replaces what it inserted.
-      if (!isDuplicateKeyError(error)) throw error;
-      doc = await upsert();
-    }
+        $setOnInsert: { _id: newId('bnd'), first_revision: revision, inserted_at: now },
+      },
+      { upsert: true, session },
+    );
     return { doc: doc!, created: doc!.first_revision === revision };
   }
 
-  remove(tenantId: string, environmentId: string, name: string): Promise<boolean> {
-    return this.bindings.deleteOne(tenantId, { environment_id: environmentId, name });
+  /** Removes the binding inside the caller's transaction; whether there was one. */
+  remove(tenantId: string, environmentId: string, name: string, session: ClientSession): Promise<boolean> {
+    return this.bindings.deleteOne(tenantId, { environment_id: environmentId, name }, { session });
   }
 
   /** Removes every binding of an environment (its tear-down); how many. */

@@ -13,15 +13,15 @@ export function bindingsRouter(environments: EnvironmentDirectory, bindings: Bin
     return { data: await bindings.list(tenantId, environment) };
   });
 
-  mountEndpoint(router, PublicApi.putBinding, async ({ tenantId, params, body, requestId }) => {
+  mountEndpoint(router, PublicApi.putBinding, async ({ tenantId, params, body, requestId, cause }) => {
     const environment = await environments.requireWritable(tenantId, params.name, requestId);
-    const { binding, created } = await bindings.put(tenantId, environment, params.connection, body);
+    const { binding, created } = await bindings.put(tenantId, environment, params.connection, body, cause);
     return { status: created ? 201 : 200, data: binding };
   });
 
-  mountEndpoint(router, PublicApi.deleteBinding, async ({ tenantId, params, requestId }) => {
+  mountEndpoint(router, PublicApi.deleteBinding, async ({ tenantId, params, requestId, cause }) => {
     const environment = await environments.requireWritable(tenantId, params.name, requestId);
-    await bindings.delete(tenantId, environment, params.connection);
+    await bindings.delete(tenantId, environment, params.connection, cause);
     return { data: { name: params.connection } };
   });
 

@@ -1,5 +1,8 @@
+import type { Connection } from 'mongoose';
 import type { Binding, PutBindingRequest } from '@envengine/contracts';
-import { ApiError, notFound } from '@envengine/service-kit';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
+import { ApiError, isDuplicateKeyError, notFound } from '@envengine/service-kit';
+import { inTransaction } from '@envengine/tenant-data';
 import type { EnvironmentRef } from '../environments/environment-directory.ts';
 import type { SecretRowRepository } from '../secrets/secret-row.repository.ts';
 import type { BindingDocument } from './binding.schema.ts';
@@ -17,11 +20,16 @@ export function toBinding(doc: BindingDocument, liveSecrets: ReadonlySet<string>
   };
 }
 
-/** Bindings of an environment: settings and the names of the secrets they use. */
+/**
+ * Bindings of an environment: settings and the names of the secrets they use. Each change
+ * is one transaction with its event.
+ */
 export class BindingsService {
   constructor(
+    private readonly connection: Connection,
     private readonly bindings: BindingRepository,
     private readonly secrets: SecretRowRepository,
+    private readonly outbox: EventOutbox,
   ) {}
 
   async list(tenantId: string, environment: EnvironmentRef): Promise<Binding[]> {
@@ -37,6 +45,7 @@ export class BindingsService {
     environment: EnvironmentRef,
     name: string,
     binding: PutBindingRequest,
+    cause: EventCause,
   ): Promise<{ binding: Binding; created: boolean }> {
     const refs = Object.entries(binding.secret_refs);
     const live = await this.secrets.findByNames(tenantId, environment.id, refs.map(([, secret]) => secret));
@@ -50,13 +59,31 @@ export class BindingsService {
         })),
       });
     }
-    const { doc, created } = await this.bindings.replace(tenantId, environment.id, name, binding);
-    return { binding: toBinding(doc, new Set(live.keys())), created };
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const { doc, created } = await inTransaction(this.connection, async (session) => {
+          const replaced = await this.bindings.replace(tenantId, environment.id, name, binding, session);
+          await this.outbox.record(
+            tenantId,
+            { type: 'binding.set', environment, subject: { kind: 'binding', id: name }, cause, data: { mode: binding.mode, created: replaced.created } },
+            session,
+          );
+          return replaced;
+        });
+        return { binding: toBinding(doc, new Set(live.keys())), created };
+      } catch (error) {
+        // Two first PUTs at once: one insert wins, the other runs again and replaces what it inserted.
+        if (!isDuplicateKeyError(error) || attempt >= 3) throw error;
+      }
+    }
   }
 
-  async delete(tenantId: string, environment: EnvironmentRef, name: string): Promise<void> {
-    if (!(await this.bindings.remove(tenantId, environment.id, name))) {
-      throw notFound(`Binding "${name}" of environment "${environment.name}"`);
-    }
+  async delete(tenantId: string, environment: EnvironmentRef, name: string, cause: EventCause): Promise<void> {
+    const removed = await inTransaction(this.connection, async (session) => {
+      if (!(await this.bindings.remove(tenantId, environment.id, name, session))) return false;
+      await this.outbox.record(tenantId, { type: 'binding.deleted', environment, subject: { kind: 'binding', id: name }, cause, data: {} }, session);
+      return true;
+    });
+    if (!removed) throw notFound(`Binding "${name}" of environment "${environment.name}"`);
   }
 }

@@ -13,15 +13,15 @@ export function secretsRouter(environments: EnvironmentDirectory, secrets: Secre
     return { data: await secrets.list(tenantId, environment) };
   });
 
-  mountEndpoint(router, PublicApi.putSecret, async ({ tenantId, params, body, requestId }) => {
+  mountEndpoint(router, PublicApi.putSecret, async ({ tenantId, params, body, requestId, cause }) => {
     const environment = await environments.requireWritable(tenantId, params.name, requestId);
-    const { row, created } = await secrets.put(tenantId, environment, params.secret, body.value);
+    const { row, created } = await secrets.put(tenantId, environment, params.secret, body.value, cause);
     return { status: created ? 201 : 200, data: row };
   });
 
-  mountEndpoint(router, PublicApi.deleteSecret, async ({ tenantId, params, requestId }) => {
+  mountEndpoint(router, PublicApi.deleteSecret, async ({ tenantId, params, requestId, cause }) => {
     const environment = await environments.requireWritable(tenantId, params.name, requestId);
-    await secrets.delete(tenantId, environment, params.secret, requestId);
+    await secrets.delete(tenantId, environment, params.secret, cause);
     return { data: { name: params.secret } };
   });
 

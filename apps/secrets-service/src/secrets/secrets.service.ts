@@ -1,5 +1,6 @@
 import type { Connection } from 'mongoose';
 import type { SecretRow, SecretsQuotas } from '@envengine/contracts';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { isDuplicateKeyError, notFound, quotaExceeded } from '@envengine/service-kit';
 import { inTransaction, type TenantQuotas } from '@envengine/tenant-data';
 import type { EnvironmentRef } from '../environments/environment-directory.ts';
@@ -7,6 +8,9 @@ import type { SecretAuditRepository } from '../resolution/secret-audit.repositor
 import type { SecretBackends } from './secret-backend.ts';
 import type { SecretRowDocument } from './secret-row.schema.ts';
 import type { SecretRowRepository } from './secret-row.repository.ts';
+
+/** The cause of a public request's change: it always has a request id (a retirement's audit row names it). */
+type RequestCause = EventCause & { requestId: string };
 
 export function toSecretRow(doc: SecretRowDocument): SecretRow {
   return { name: doc.name, backend: doc.backend, version: doc.version, rotated_at: doc.rotated_at.toISOString() };
@@ -16,7 +20,8 @@ export function toSecretRow(doc: SecretRowDocument): SecretRow {
  * Writing, listing and retiring secrets. Each change is one transaction: a write moves
  * the row to its next version and stores that version's value together; a deletion
  * removes the row, destroys every value and records the retirement together. A crash at
- * any point leaves the secret as it was before, or entirely changed.
+ * any point leaves the secret as it was before, or entirely changed. A request's change
+ * writes its event (name and version, never the value) in that same transaction.
  */
 export class SecretsService {
   constructor(
@@ -26,6 +31,7 @@ export class SecretsService {
     private readonly audit: SecretAuditRepository,
     /** The secrets scope's per-tenant quota documents (secrets per environment). */
     private readonly quotas: TenantQuotas,
+    private readonly outbox: EventOutbox,
   ) {}
 
   /** The secrets quota's limit and the tenant's use by environment id, for `GET /quotas`. */
@@ -39,7 +45,7 @@ export class SecretsService {
   }
 
   /** Writes the next version; `created` is true for version 1. A new name past the environment's quota is 429. */
-  async put(tenantId: string, environment: EnvironmentRef, name: string, value: string): Promise<{ row: SecretRow; created: boolean }> {
+  async put(tenantId: string, environment: EnvironmentRef, name: string, value: string, cause: EventCause): Promise<{ row: SecretRow; created: boolean }> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         // Behind the tenant's quota document: two new secrets of the tenant take turns, so neither misses the other in the count.
@@ -53,6 +59,11 @@ export class SecretsService {
           const at = new Date();
           const next = await this.rows.nextVersion(tenantId, environment.id, name, this.backends.defaultName, at, session);
           await this.backends.get(next.backend).store(tenantId, next._id, next.version, value, at, session);
+          await this.outbox.record(
+            tenantId,
+            { type: next.version === 1 ? 'secret.created' : 'secret.rotated', environment, subject: { kind: 'secret', id: name }, cause, data: { version: next.version } },
+            session,
+          );
           return next;
         });
         return { row: toSecretRow(row), created: row.version === 1 };
@@ -64,15 +75,16 @@ export class SecretsService {
   }
 
   /** Retires the secret in its backend and removes its row; 404 when there is none. */
-  async delete(tenantId: string, environment: EnvironmentRef, name: string, requestId: string): Promise<void> {
+  async delete(tenantId: string, environment: EnvironmentRef, name: string, cause: RequestCause): Promise<void> {
     const removed = await inTransaction(this.connection, async (session) => {
       const row = await this.rows.removeByName(tenantId, environment.id, name, session);
       if (!row) return null;
       await this.backends.get(row.backend).retire(tenantId, row._id, session);
       await this.audit.recordRetirement(
-        { tenantId, environmentId: environment.id, secret: row.name, secretId: row._id, lastVersion: row.version, requestId },
+        { tenantId, environmentId: environment.id, secret: row.name, secretId: row._id, lastVersion: row.version, requestId: cause.requestId },
         session,
       );
+      await this.outbox.record(tenantId, { type: 'secret.deleted', environment, subject: { kind: 'secret', id: row.name }, cause, data: {} }, session);
       return row;
     });
     if (!removed) throw notFound(`Secret "${name}" of environment "${environment.name}"`);
@@ -81,6 +93,7 @@ export class SecretsService {
   /**
    * An environment's tear-down: each secret retired as a delete retires it (row removed,
    * every version destroyed in its backend, in one transaction); how many, and versions.
+   * No event per secret: the environment's own `environment.deleted` stands for them.
    */
   async retireAll(tenantId: string, environmentId: string): Promise<{ secrets: number; versions: number }> {
     let retired = 0;
