@@ -5,6 +5,7 @@ import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BundleRepository, DeploymentRepository } from '@envengine/deployment-data';
 import { BUNDLE_UNPACKED_DEFAULTS } from '@envengine/contracts';
+import { EventOutbox } from '@envengine/event-log';
 import { createTenant, deployProject, makeBundle, startTestStack, until, type TestStack, type TestTenant } from '@envengine/test-harness';
 
 const shared = inject('stack');
@@ -88,7 +89,7 @@ describe('the bundle sweep and a deployment naming the bundle take turns (the re
   beforeAll(async () => {
     connection = await mongoose.createConnection(shared.mongoUrl, { dbName: `bundle_sweep_${randomBytes(4).toString('hex')}` }).asPromise();
     bundles = new BundleRepository(connection);
-    deployments = new DeploymentRepository(connection, bundles);
+    deployments = new DeploymentRepository(connection, bundles, new EventOutbox(connection));
     await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes()]);
   });
 

@@ -1,3 +1,4 @@
+import { EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { PlacementClient } from '@envengine/service-clients';
 import { PeriodicSweep, privateApiOf, runInternalService, type Logger, temporalClientConnectionOptions, temporalClientInterceptors } from '@envengine/service-kit';
 import { ingestMetrics, sweepMetrics, type SweepMetrics } from '@envengine/service-metrics';
@@ -19,6 +20,7 @@ const workflows = new WorkflowStarter({
 });
 
 let bundleSweep: PeriodicSweep | undefined;
+let relay: OutboxRelay | undefined;
 /** Bundles looked at per transaction batch of the sweep. */
 const BUNDLE_SWEEP_BATCH = 100;
 
@@ -55,10 +57,16 @@ await runInternalService({
   service: 'deployment-service',
   config,
   routes: async ({ mongo, log, metrics }) => {
+    const outbox = new EventOutbox(mongo);
+    // The scope's events (written here and by the workflow-worker, which shares this
+    // database) go to the audit log, which the placement-service keeps. The worker cannot
+    // nudge this relay: its poll finds the worker's rows.
+    relay = new OutboxRelay({ outbox, connection: mongo, log, publish: async (events) => void (await placement.publishEvents(events)) });
     const bundles = new BundleRepository(mongo);
-    const deployments = new DeploymentRepository(mongo, bundles);
-    const materializations = new MaterializationRepository(mongo);
-    await Promise.all([bundles.ensureIndexes(), deployments.ensureIndexes(), materializations.ensureIndexes()]);
+    const deployments = new DeploymentRepository(mongo, bundles, outbox);
+    const materializations = new MaterializationRepository(mongo, outbox);
+    await Promise.all([outbox.ensureIndexes(), relay.ensureIndexes(), bundles.ensureIndexes(), deployments.ensureIndexes(), materializations.ensureIndexes()]);
+    relay.start();
     bundleSweep = unusedBundleSweep(bundles, deployments, log, sweepMetrics(metrics));
     bundleSweep.start();
 
@@ -78,6 +86,7 @@ await runInternalService({
   },
   onStop: async () => {
     bundleSweep?.stop();
+    await relay?.stop();
     await workflows.close();
     await placement.close();
   },

@@ -21,6 +21,7 @@ import { PoolStoreKeys } from './pool/pool-store-keys.ts';
 import { startPoolGate } from './pool/pool-gate.ts';
 import type { RedisGate } from '@envengine/redis-gate';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
+import { countRunEvents } from './runs/run-metrics.ts';
 import { DispatchReconciler } from './runs/dispatch-reconciler.ts';
 import { LeaseReaper } from './runs/lease-reaper.ts';
 import { RunRepository } from './runs/run.repository.ts';
@@ -73,17 +74,13 @@ await runInternalService({
     const quotas = new TenantQuotas(mongo);
     const outbox = new EventOutbox(mongo);
     const auditLog = new AuditLog(mongo);
-    // The placement scope's own events go straight to the audit log, in this database too.
-    relay = new OutboxRelay({ outbox, connection: mongo, log, publish: async (events) => void (await auditLog.store(events)) });
-    await Promise.all([outbox.ensureIndexes(), auditLog.ensureIndexes(config.EVENT_RETENTION_DAYS), relay.ensureIndexes()]);
-    relay.start();
     const environments = new EnvironmentRepository(mongo, quotas, outbox);
     const runs = new RunRepository(mongo, environments, quotas, outbox);
     const workers = new WorkerRegistry(mongo);
     const logs = new AttemptLogRepository(mongo);
     const credentials = new PoolCredentialRepository(mongo, outbox);
     const storedSchedules = new StoredSchedulesRepository(mongo, config.SCHEDULE_TICK_SHARDS);
-    await Promise.all([quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), storedSchedules.ensureIndexes()]);
+    await Promise.all([outbox.ensureIndexes(), auditLog.ensureIndexes(config.EVENT_RETENTION_DAYS), quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), storedSchedules.ensureIndexes()]);
 
     const acl = new PoolAclRegistry(redis);
     // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
@@ -94,6 +91,19 @@ await runInternalService({
     })), log);
 
     const metrics = placementMetrics(registry, { queued: () => runs.queuedCounts(), liveWorkers: () => workers.liveCounts(config.ATTEMPT_LEASE_TTL_MS) });
+    // The placement scope's own events go straight to the audit log, in this database too,
+    // and are counted as they go: the run metrics' one observer (runs/run-metrics.ts).
+    relay = new OutboxRelay({
+      outbox,
+      connection: mongo,
+      log,
+      publish: async (events) => {
+        await auditLog.store(events);
+        countRunEvents(metrics, events);
+      },
+    });
+    await relay.ensureIndexes();
+    relay.start();
     // The engine runner's slots: the live runners' own count (each reports its CONCURRENCY), or the configured least.
     const runnerSlots = new TtlCache<number>({ ttlMs: 2_000, maxEntries: 1 });
     const runnerShares =
@@ -109,7 +119,6 @@ await runInternalService({
     const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, {
       queueReady: () => redis.status === 'ready',
       workerLivenessMs: config.ATTEMPT_LEASE_TTL_MS,
-      metrics,
     });
     const lifecycle = new EnvironmentLifecycle(
       environments,

@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { LegacyTemporalSchedules } from '@envengine/environment-schedules';
+import { EventOutbox } from '@envengine/event-log';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalClientConnectionOptions, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { startTracing } from '@envengine/tracing';
@@ -42,12 +43,15 @@ const clients = {
   secrets: new SecretsClient({ origins: config.SECRETS_SERVICE_URL, credential }),
 };
 
-// The deployment scope's collections, shared with the deployment-service.
+// The deployment scope's collections, shared with the deployment-service. Its event outbox
+// too: an ingest's outcome, an activation and a quarantine write their event there in their
+// own transaction; the deployment-service's relay publishes them (its poll finds them).
 const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+const outbox = new EventOutbox(mongo);
 const bundles = new BundleRepository(mongo);
-const deployments = new DeploymentRepository(mongo, bundles);
-const materializations = new MaterializationRepository(mongo);
-await Promise.all([deployments.ensureIndexes(), bundles.ensureIndexes(), materializations.ensureIndexes()]);
+const deployments = new DeploymentRepository(mongo, bundles, outbox);
+const materializations = new MaterializationRepository(mongo, outbox);
+await Promise.all([outbox.ensureIndexes(), deployments.ensureIndexes(), bundles.ensureIndexes(), materializations.ensureIndexes()]);
 
 // Retries until Temporal answers: the worker may start before it.
 let connection: NativeConnection | undefined;

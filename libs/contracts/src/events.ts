@@ -32,7 +32,7 @@ const EVENT_PAYLOADS = {
   'run.succeeded': z.object(RunEnded),
   'run.failed': z.object({ ...RunEnded, error: z.string() }),
   'run.canceled': z.object({ trigger: RunTrigger, reason: z.enum(['request', 'environment_deleted']) }),
-  'attempt.lost': z.object({ run_id: z.string(), attempt: z.number().int().positive(), worker: z.string().nullable(), error: z.string() }),
+  'attempt.lost': z.object({ run_id: z.string(), attempt: z.number().int().positive(), executor: Executor, worker: z.string().nullable(), error: z.string() }),
   'attempt.retried': z.object({ run_id: z.string(), attempt: z.number().int().positive(), executor: Executor, previous_error: z.string() }),
   'environment.created': z.object({ executor: Executor, preview: z.boolean() }),
   'environment.updated': z.object({ fields: z.array(z.string()) }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GitInfo, ValidationItem } from './deployments.ts';
+import { EventActor } from './events.ts';
 
 // The inputs of the deployment workflows: ids and small values, never documents. Checked
 // where a workflow is started (deployment-service, workflow-worker) and where it begins
@@ -20,6 +21,17 @@ export const EnvironmentScope = z.strictObject({
 export type EnvironmentScope = z.infer<typeof EnvironmentScope>;
 
 /**
+ * Who caused a workflow's changes: the API token (`tok_…`) and request that started it,
+ * which the events it records name. Absent (the engine's own work, or a workflow started
+ * before causes were carried), its events name `engine`.
+ */
+export const WorkflowCause = z.strictObject({
+  actor: EventActor,
+  request_id: z.string().min(1).max(200).nullable(),
+});
+export type WorkflowCause = z.infer<typeof WorkflowCause>;
+
+/**
  * The ingest's input. The manifest was stored under the deployment id before the workflow
  * started; the activity that validates it reads it from there.
  */
@@ -37,10 +49,16 @@ export const IngestInput = EnvironmentScope.extend({
   createdBy: z.string().nullable(),
   /** Problems with the ingest fields beside the manifest; they fail the deployment. */
   fieldErrors: z.array(ValidationItem),
+  /** The request that asked for the ingest (and its activation). */
+  cause: WorkflowCause.optional(),
 });
 export type IngestInput = z.infer<typeof IngestInput>;
 
-export const ActivateInput = EnvironmentScope.extend({ deploymentId: DeploymentId });
+export const ActivateInput = EnvironmentScope.extend({
+  deploymentId: DeploymentId,
+  /** The request that asked for the activation (an ingest's, or a rollback's). */
+  cause: WorkflowCause.optional(),
+});
 export type ActivateInput = z.infer<typeof ActivateInput>;
 
 /** What an environment's activation workflow is asked to do, and whom it answers. */
@@ -48,6 +66,8 @@ export const ActivationRequest = z.strictObject({
   deploymentId: DeploymentId,
   /** The workflow run waiting for the outcome (an ingest or an `activate-…` workflow). */
   replyTo: z.object({ workflowId: z.string().min(1), runId: z.string().min(1) }),
+  /** The request that asked for it, handed on to the activation's events. */
+  cause: WorkflowCause.optional(),
 });
 export type ActivationRequest = z.infer<typeof ActivationRequest>;
 

@@ -19,7 +19,14 @@ const { requestActivation } = proxyLocalActivities<DeploymentActivities>({
 export async function activateDeployment(raw: ActivateInput): Promise<Recheck> {
   const input = workflowInput(ActivateInput, raw, 'activateDeployment');
   const { recheck } = await awaitActivation(
-    (request) => requestActivation({ tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName, ...request }),
+    (request) =>
+      requestActivation({
+        tenantId: input.tenantId,
+        environmentId: input.environmentId,
+        environmentName: input.environmentName,
+        ...request,
+        ...(input.cause ? { cause: input.cause } : {}),
+      }),
     input.deploymentId,
   );
   return recheck;

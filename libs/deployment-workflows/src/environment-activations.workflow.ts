@@ -58,6 +58,7 @@ export async function environmentActivations(raw: EnvironmentActivationsInput): 
         environmentId: input.environmentId,
         environmentName: input.environmentName,
         deploymentId: request.deploymentId,
+        ...(request.cause ? { cause: request.cause } : {}),
       });
       outcome = { deploymentId: request.deploymentId, ok: true, recheck };
     } catch (error) {

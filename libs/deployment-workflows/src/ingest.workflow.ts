@@ -31,7 +31,14 @@ export async function ingestDeployment(raw: IngestInput): Promise<IngestOutcome>
   if (status !== 'ready' || !input.activate) return { deploymentId: input.deploymentId, status, recheck: null };
   const { recheck } = await awaitActivation(
     (request) =>
-      requestActivation({ tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName, ...request }),
+      requestActivation({
+        tenantId: input.tenantId,
+        environmentId: input.environmentId,
+        environmentName: input.environmentName,
+        ...request,
+        // The activation's events name the request that asked for the ingest.
+        ...(input.cause ? { cause: input.cause } : {}),
+      }),
     input.deploymentId,
   );
   return { deploymentId: input.deploymentId, status, recheck };

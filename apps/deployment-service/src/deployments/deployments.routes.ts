@@ -8,8 +8,8 @@ export function deploymentsRouter(deployments: DeploymentsService): Router {
   const router = Router();
 
   // The body is checked by the ingest itself: what fails it still makes a failed row.
-  mountEndpoint(router, PublicApi.createDeployment, async ({ tenantId, params, body, requestId }) => {
-    const outcome = await deployments.ingest(tenantId, params.name, body, requestId);
+  mountEndpoint(router, PublicApi.createDeployment, async ({ tenantId, params, body, requestId, cause }) => {
+    const outcome = await deployments.ingest(tenantId, params.name, body, requestId, cause);
     return outcome.status === 202 ? { status: 202, data: outcome.row } : { status: outcome.status, data: outcome.row };
   });
 
@@ -21,7 +21,7 @@ export function deploymentsRouter(deployments: DeploymentsService): Router {
     data: await deployments.get(tenantId, params.id, requestId),
   }));
 
-  mountEndpoint(router, PublicApi.activateDeployment, async ({ tenantId, params }) => ({ data: await deployments.activate(tenantId, params.id) }));
+  mountEndpoint(router, PublicApi.activateDeployment, async ({ tenantId, params, cause }) => ({ data: await deployments.activate(tenantId, params.id, cause) }));
 
   return router;
 }

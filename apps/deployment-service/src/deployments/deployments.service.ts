@@ -8,6 +8,7 @@ import {
   type Environment,
   type Recheck,
   type ValidationItem,
+  WorkflowCause,
 } from '@envengine/contracts';
 import type { IngestInput } from '@envengine/deployment-workflows';
 import { newId } from '@envengine/resource-ids';
@@ -31,6 +32,22 @@ export function toDeployment(doc: DeploymentDocument, activeId: string | null, r
     inserted_at: doc.inserted_at.toISOString(),
     ...(recheck ? { recheck } : {}),
   };
+}
+
+/** Who asked, as the route's handler is told it. */
+export interface RequestCause {
+  actor: string;
+  requestId: string;
+}
+
+/**
+ * The cause a workflow carries to the events of its changes. An actor that is not one an
+ * event can name (never from the gateway) is left out: its events then name `engine`,
+ * rather than the deploy failing on it.
+ */
+export function workflowCauseOf(cause: RequestCause): { cause?: WorkflowCause } {
+  const parsed = WorkflowCause.safeParse({ actor: cause.actor, request_id: cause.requestId });
+  return parsed.success ? { cause: parsed.data } : {};
 }
 
 /** Ingest, activation and reads of deployments; validation and activation run as workflows. */
@@ -71,6 +88,7 @@ export class DeploymentsService {
     environmentName: string,
     body: unknown,
     requestId: string,
+    cause: RequestCause,
   ): Promise<{ status: 201 | 422; row: Deployment } | { status: 202; row: DeploymentPending }> {
     const arrivedAt = Date.now();
     const gate = IngestGate.safeParse(body);
@@ -101,6 +119,7 @@ export class DeploymentsService {
       allowContractChanges: fields?.allow_contract_changes ?? stringsOf((body as { allow_contract_changes?: unknown }).allow_contract_changes),
       createdBy: fields?.created_by ?? null,
       fieldErrors,
+      ...workflowCauseOf(cause),
     };
     await this.deployments.storeManifest(tenantId, input.deploymentId, environment.id, input.bundleRef, gate.data.manifest);
     let outcome;
@@ -120,7 +139,7 @@ export class DeploymentsService {
     return { status: row.status === 'ready' ? 201 : 422, row: toDeployment(row, activeId, outcome.recheck ?? undefined) };
   }
 
-  async activate(tenantId: string, id: string): Promise<Deployment> {
+  async activate(tenantId: string, id: string, cause: RequestCause): Promise<Deployment> {
     const arrivedAt = Date.now();
     const row = await this.deployments.find(tenantId, id);
     if (!row) throw notFound(`Deployment ${id}`);
@@ -137,6 +156,7 @@ export class DeploymentsService {
         tenantId,
         environmentId: row.environment_id,
         environmentName: row.environment_name,
+        ...workflowCauseOf(cause),
       }, arrivedAt);
       return toDeployment(row, row._id, recheck);
     } catch (error) {

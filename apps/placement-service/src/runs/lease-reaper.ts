@@ -1,5 +1,4 @@
 import type { PlacementMetrics } from '@envengine/service-metrics';
-import { countTransition } from './run-metrics.ts';
 import { PeriodicSweep, type Logger } from '@envengine/service-kit';
 import type { AttemptDispatcher } from './attempt-dispatcher.ts';
 import type { RunRepository } from './run.repository.ts';
@@ -47,7 +46,6 @@ export class LeaseReaper {
         { attempt_id: attempt._id, run_id: attempt.run_id, worker: attempt.worker, last_heartbeat_at: attempt.last_heartbeat_at },
         'attempt lost: its worker stopped heartbeating',
       );
-      countTransition(this.metrics, transition, true);
       await this.dispatcher.dispatchAll(transition.dispatch);
       this.dispatcher.ended([transition.attempt]);
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientSession, Connection } from 'mongoose';
-import type { Executor, FinishAttemptRequest, QuotaLimits, RunTrigger, WorkerIdentity } from '@envengine/contracts';
+import type { Executor, FinishAttemptRequest, QuotaLimits, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, notFound, quotaExceeded } from '@envengine/service-kit';
 import { ENGINE_CAUSE, type EventCause, type EventOutbox } from '@envengine/event-log';
@@ -47,27 +47,19 @@ export class EnvironmentDeletingError extends Error {
   }
 }
 
-/** A run that reached its terminal status in a transition (for the metrics). */
-export interface EndedRun {
-  trigger: RunTrigger;
-  outcome: 'succeeded' | 'failed' | 'canceled';
-}
-
 /**
  * A run after a transition: the attempts that now need a queue add (a retry, or runs given
- * the slot it freed), the run's end if it ended, and the retry if one was made.
+ * the slot it freed), and the retry if one was made. (What ended, its events say.)
  */
 export interface Transition {
   attempt: AttemptDocument;
   dispatch: AttemptDocument[];
-  ended: EndedRun | null;
   retried: AttemptDocument | null;
 }
 
 /** What follows a failed or lost attempt: its retry, or the run's failure and the runs given its slot. */
 interface AfterFailure {
   dispatch: AttemptDocument[];
-  ended: EndedRun | null;
   retried: AttemptDocument | null;
 }
 
@@ -305,9 +297,9 @@ export class RunRepository extends RunQueries {
           { $set: { status: 'succeeded', finished_at: new Date(), error: null } },
           { session, projection: { trigger: 1, environment_id: 1, environment_name: 1 } },
         );
-        if (!run) return { attempt, dispatch: [], ended: null, retried: null };
+        if (!run) return { attempt, dispatch: [], retried: null };
         await this.outbox.record(check.tenantId, { type: 'run.succeeded', ...aboutRun(run), cause, data: { trigger: run.trigger, attempt: attempt.number } }, session);
-        return { attempt, dispatch: await this.slots.fill(check.tenantId, attempt.environment_id, session), ended: { trigger: run.trigger, outcome: 'succeeded' }, retried: null };
+        return { attempt, dispatch: await this.slots.fill(check.tenantId, attempt.environment_id, session), retried: null };
       }
       return { attempt, ...(await this.retryOrFail(check.tenantId, attempt, report.error ?? 'the attempt failed', session, cause)) };
     });
@@ -414,11 +406,11 @@ export class RunRepository extends RunQueries {
 
   /** A failed attempt's retry, or, once attempts are spent, the run's failure and the runs given the slot it freed. */
   private async retryOrFail(tenantId: string, failed: AttemptDocument, error: string, session: ClientSession, cause: EventCause, lost?: { worker: string | null }): Promise<AfterFailure> {
-    const nothing: AfterFailure = { dispatch: [], ended: null, retried: null };
+    const nothing: AfterFailure = { dispatch: [], retried: null };
     const run = await this.runs.findOne(tenantId, { _id: failed.run_id }, { session });
     if (!run || !ACTIVE_RUN.includes(run.status)) return nothing;
     if (lost) {
-      await this.outbox.record(tenantId, { type: 'attempt.lost', ...aboutAttempt(failed, run), cause, data: { run_id: run._id, attempt: failed.number, worker: lost.worker, error } }, session);
+      await this.outbox.record(tenantId, { type: 'attempt.lost', ...aboutAttempt(failed, run), cause, data: { run_id: run._id, attempt: failed.number, executor: failed.executor, worker: lost.worker, error } }, session);
     }
     if (run.attempt_count >= run.max_attempts) {
       const ended = await this.runs.updateOne(
@@ -429,7 +421,7 @@ export class RunRepository extends RunQueries {
       );
       if (ended.matched !== 1) return nothing;
       await this.outbox.record(tenantId, { type: 'run.failed', ...aboutRun(run), cause, data: { trigger: run.trigger, attempt: failed.number, error } }, session);
-      return { dispatch: await this.slots.fill(tenantId, run.environment_id, session), ended: { trigger: run.trigger, outcome: 'failed' }, retried: null };
+      return { dispatch: await this.slots.fill(tenantId, run.environment_id, session), retried: null };
     }
     // Placed afresh: the environment's executor now, not the failed attempt's.
     const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
@@ -446,7 +438,7 @@ export class RunRepository extends RunQueries {
       { type: 'attempt.retried', ...aboutAttempt(retry, run), cause, data: { run_id: run._id, attempt: number, executor: retry.executor, previous_error: error } },
       session,
     );
-    return { dispatch: [retry], ended: null, retried: retry };
+    return { dispatch: [retry], retried: retry };
   }
 
   private async refusal(tenantId: string, attemptId: string, why: string, executor?: Executor): Promise<ApiError> {

@@ -1,5 +1,4 @@
 import type { EventCause } from '@envengine/event-log';
-import type { PlacementMetrics } from '@envengine/service-metrics';
 import {
   CreateRunRequest,
   type DeploymentRunSpec,
@@ -25,7 +24,6 @@ export interface RunsServiceOptions {
   queueReady: () => boolean;
   /** A worker that reported within this long counts as alive (the lease TTL). */
   workerLivenessMs: number;
-  metrics: PlacementMetrics;
 }
 
 /** Runs of the caller's environments: created against the active deployment, read, canceled. */
@@ -77,7 +75,6 @@ export class RunsService {
       .catch((error: unknown) => {
         throw error instanceof EnvironmentDeletingError ? environmentDeleting(environmentName) : error;
       });
-    this.options.metrics.runsStarted.inc({ trigger: 'manual' });
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
     // A run waiting for a slot goes on its queue when an earlier run ends.
     if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
@@ -97,7 +94,6 @@ export class RunsService {
     if (!this.options.queueReady()) throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; the ticks wait for it.');
     const { outcomes, attempts } = await this.runs.scheduledRuns.create(tenantId, ticks, { ...hooks, planOf: (environment, job) => this.tickPlanOf(tenantId, environment, job) });
     if (attempts.length > 0) {
-      this.options.metrics.runsStarted.inc({ trigger: 'schedule' }, attempts.length);
       // Stored first; if the adds fail the runs are still queued and the reconciler delivers them.
       await this.dispatcher.dispatchNew(attempts.filter((attempt) => !attempt.waiting_for_slot));
     }
@@ -136,8 +132,7 @@ export class RunsService {
 
   /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
   async cancel(tenantId: string, runId: string, cause: EventCause): Promise<Run> {
-    const { run, canceled, admitted } = await this.runs.cancel(tenantId, runId, cause);
-    this.options.metrics.runsFinished.inc({ trigger: run.trigger, outcome: 'canceled' });
+    const { canceled, admitted } = await this.runs.cancel(tenantId, runId, cause);
     await this.dispatcher.withdraw(canceled);
     await this.dispatcher.dispatchAll(admitted);
     return this.get(tenantId, runId);

@@ -1,6 +1,5 @@
 import type { EventCause } from '@envengine/event-log';
 import type { PlacementMetrics } from '@envengine/service-metrics';
-import { countTransition } from '../runs/run-metrics.ts';
 import type {
   AppendLogsRequest,
   Attempt,
@@ -219,7 +218,6 @@ export class WorkerApiService {
 
   async finish(check: LeaseCheck, report: FinishAttemptRequest, cause: EventCause): Promise<Attempt> {
     const transition = await this.runs.finish(check, report, cause);
-    countTransition(this.metrics, transition);
     await this.dispatcher.dispatchAll(transition.dispatch);
     this.dispatcher.ended([transition.attempt]);
     return toAttempt(transition.attempt);

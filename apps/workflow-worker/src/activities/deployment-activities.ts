@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { ActivationRequest, EnvironmentActivationsInput, ManifestV1, type ActivateInput, type Recheck, type ValidationItem } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, ManifestV1, type ActivateInput, type Recheck, type ValidationItem, type WorkflowCause } from '@envengine/contracts';
+import { ENGINE_CAUSE, type EventCause } from '@envengine/event-log';
 import type { ActivationMetrics } from '@envengine/service-metrics';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import {
@@ -56,6 +57,11 @@ function finalIfNotFound(error: unknown): never {
   throw error;
 }
 
+/** Who the events of a workflow's changes name: the request that started it, or the engine. */
+export function eventCauseOf(cause: WorkflowCause | undefined): EventCause {
+  return cause ? { actor: cause.actor, requestId: cause.request_id } : ENGINE_CAUSE;
+}
+
 /**
  * Every I/O step of the ingest and activation workflows. Each is safe to retry: the row
  * is written once under its id, a request to activate is idempotent in effect, the
@@ -106,11 +112,12 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
           created_by: input.createdBy,
         },
         new Date(),
+        eventCauseOf(input.cause),
       );
       return { status, errors: errors.length, warnings: warnings.length };
     },
 
-    async requestActivation({ tenantId, environmentId, environmentName, deploymentId, replyTo }) {
+    async requestActivation({ tenantId, environmentId, environmentName, deploymentId, replyTo, cause }) {
       // No activation workflow is started again behind a tear-down, which ended it.
       const environment = await placement.findEnvironment(tenantId, environmentName);
       if (environment?.id !== environmentId || environment.status === 'deleting') {
@@ -124,7 +131,7 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
         taskQueue: deps.taskQueue,
         args: [args],
         signal: activationRequested,
-        signalArgs: [ActivationRequest.parse({ deploymentId, replyTo })],
+        signalArgs: [ActivationRequest.parse({ deploymentId, replyTo, ...(cause ? { cause } : {}) })],
         memo: { ...memo },
         typedSearchAttributes: searchAttributesOf(scope),
       });
@@ -143,16 +150,33 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
     },
   };
 
-  /** The activation itself: re-check, schedules, then the pointer. */
-  async function activateOnce({ tenantId, environmentId, environmentName, deploymentId }: ActivateInput): Promise<Recheck> {
+  /**
+   * The activation itself: re-check, schedules, then the pointer; last, the deployment
+   * scope records it (the row becomes the environment's active one) with its event. A retry
+   * after that record committed finds it there and records nothing twice.
+   */
+  async function activateOnce({ tenantId, environmentId, environmentName, deploymentId, cause }: ActivateInput): Promise<Recheck> {
     const row = await deployments.find(tenantId, deploymentId);
     if (!row) throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} does not exist`, 'NotFound');
     if (row.status !== 'ready') throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${row.status}`, 'NotReady');
+    const eventCause = eventCauseOf(cause);
+    const environment = { id: environmentId, name: environmentName };
     const manifest = await deployments.manifest(tenantId, deploymentId);
-    const recheck = await recheckStoredColumns(materializations, { tenantId, environmentId, deploymentId, manifest });
+    const recheck = await recheckStoredColumns(materializations, { tenantId, environment, deploymentId, manifest, cause: eventCause });
     // Before the pointer moves: a failure here fails the activation with the pointer where it was.
     await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId);
+    // Where the pointer was, asked of the placement-service only when this scope has recorded
+    // no activation of the environment yet (one activated before activations were recorded here).
+    const recorded = await deployments.recordedActive(tenantId, environmentId);
+    const before = recorded === undefined ? await placement.findEnvironment(tenantId, environmentName).catch(finalIfNotFound) : undefined;
     await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
+    await deployments.recordActivation(tenantId, {
+      environment,
+      deploymentId,
+      recheck,
+      pointerBefore: before?.id === environmentId ? before.active_deployment_id : null,
+      cause: eventCause,
+    });
     return recheck;
   }
 }

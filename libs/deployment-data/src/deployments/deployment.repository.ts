@@ -1,5 +1,6 @@
 import { Schema, type ClientSession, type Connection } from 'mongoose';
-import type { DeploymentValidation, GitInfo } from '@envengine/contracts';
+import type { DeploymentValidation, GitInfo, Recheck } from '@envengine/contracts';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { isDuplicateKeyError } from '@envengine/service-kit';
 import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 import type { BundleRepository } from '../bundles/bundle.repository.ts';
@@ -18,6 +19,14 @@ export interface DeploymentDocument {
   allow_contract_changes: string[];
   created_by: string | null;
   inserted_at: Date;
+  /**
+   * Whether this is the deployment the environment was last activated to, as this scope
+   * recorded it (the pointer itself is the placement-service's): one per environment at
+   * most. Absent on rows written before activations were recorded here.
+   */
+  active?: boolean;
+  /** When an activation last made it the active one. */
+  activated_at?: Date | null;
 }
 
 /**
@@ -36,7 +45,21 @@ interface ManifestDocument {
 }
 
 /** The row an ingest writes once it has validated. */
-export type DeploymentRecord = Omit<DeploymentDocument, '_id' | 'tenant_id' | 'inserted_at'> & { id: string };
+export type DeploymentRecord = Omit<DeploymentDocument, '_id' | 'tenant_id' | 'inserted_at' | 'active' | 'activated_at'> & { id: string };
+
+/** An activation that moved the environment's pointer, as the deployment scope records it. */
+export interface ActivationRecord {
+  environment: { id: string; name: string };
+  deploymentId: string;
+  recheck: Recheck;
+  /**
+   * The deployment the pointer named before, as the placement-service answered it before
+   * the move: used only when this scope has no active row of the environment (one
+   * activated before activations were recorded here).
+   */
+  pointerBefore: string | null;
+  cause: EventCause;
+}
 
 const deploymentSchema = new Schema<DeploymentDocument>(
   {
@@ -59,6 +82,8 @@ const deploymentSchema = new Schema<DeploymentDocument>(
     allow_contract_changes: { type: [String], required: true },
     created_by: { type: String, default: null },
     inserted_at: { type: Date, required: true },
+    active: { type: Boolean },
+    activated_at: { type: Date },
   },
   { versionKey: false, collection: 'deployments' },
 );
@@ -66,6 +91,8 @@ const deploymentSchema = new Schema<DeploymentDocument>(
 deploymentSchema.index({ tenant_id: 1, environment_id: 1, _id: -1 });
 // The bundle sweep's question: does a deployment name this bundle?
 deploymentSchema.index({ tenant_id: 1, bundle_ref: 1 });
+// An environment's active deployment, as activations recorded it: one at most.
+deploymentSchema.index({ tenant_id: 1, environment_id: 1 }, { unique: true, partialFilterExpression: { active: true }, name: 'active_per_environment' });
 
 const manifestSchema = new Schema<ManifestDocument>(
   {
@@ -87,10 +114,14 @@ export class DeploymentRepository {
   private readonly rows: TenantScopedModel<DeploymentDocument>;
   private readonly manifests: TenantScopedModel<ManifestDocument>;
 
-  /** @param bundles the same scope's bundles: a stored manifest marks the bundle it names as referenced. */
+  /**
+   * @param bundles the same scope's bundles: a stored manifest marks the bundle it names as referenced.
+   * @param outbox the scope's event outbox: an ingest's outcome and an activation write their event in their own transaction.
+   */
   constructor(
     private readonly connection: Connection,
     private readonly bundles: BundleRepository,
+    private readonly outbox: EventOutbox,
   ) {
     this.rows = TenantScopedModel.of(connection, 'Deployment', deploymentSchema);
     this.manifests = TenantScopedModel.of(connection, 'DeploymentManifest', manifestSchema);
@@ -126,14 +157,71 @@ export class DeploymentRepository {
     return doc ? (JSON.parse(doc.manifest_json) as unknown) : undefined;
   }
 
-  /** Inserts the row under its id; a retried activity finds it there and changes nothing. */
-  async recordOnce(tenantId: string, record: DeploymentRecord, insertedAt: Date): Promise<void> {
+  /**
+   * Inserts the row under its id with its event (`deployment.ready` or `deployment.failed`)
+   * in one transaction; a retried activity finds the row there and changes nothing, nor
+   * records a second event. Whether this call wrote it.
+   */
+  async recordOnce(tenantId: string, record: DeploymentRecord, insertedAt: Date, cause: EventCause): Promise<boolean> {
     const { id, ...fields } = record;
+    const environment = { id: record.environment_id, name: record.environment_name };
+    const subject = { kind: 'deployment' as const, id };
     try {
-      await this.rows.insert(tenantId, { _id: id, ...fields, inserted_at: insertedAt });
+      await inTransaction(this.connection, async (session) => {
+        await this.rows.insert(tenantId, { _id: id, ...fields, inserted_at: insertedAt }, { session });
+        await this.outbox.record(
+          tenantId,
+          record.status === 'ready'
+            ? { type: 'deployment.ready', environment, subject, cause, data: { bundle_ref: record.bundle_ref, warnings: record.validation.warnings.length } }
+            : { type: 'deployment.failed', environment, subject, cause, data: { bundle_ref: record.bundle_ref, error_codes: [...new Set(record.validation.errors.map((error) => error.code))] } },
+          session,
+        );
+      });
+      return true;
     } catch (error) {
       if (!isDuplicateKeyError(error)) throw error;
+      return false;
     }
+  }
+
+  /**
+   * Records that an activation moved the environment's pointer to the deployment: it
+   * becomes the environment's active row (the one before it no longer is), with its
+   * `deployment.activated` event, in one transaction. Nothing changes, and no event is
+   * written, when it is the active row already (a retried activation, or one of the
+   * deployment the environment already ran), or when the row is gone (a tear-down).
+   * Whether this call changed it.
+   */
+  async recordActivation(tenantId: string, activation: ActivationRecord): Promise<boolean> {
+    const { environment, deploymentId, recheck, cause } = activation;
+    return inTransaction(this.connection, async (session) => {
+      // One after the other: a transaction's session runs one operation at a time.
+      const current = await this.rows.findOne(tenantId, { environment_id: environment.id, active: true }, { session, projection: { _id: 1 } });
+      if (current?._id === deploymentId) return false;
+      const target = await this.rows.findOne(tenantId, { _id: deploymentId, environment_id: environment.id, status: 'ready' }, { session, projection: { _id: 1 } });
+      if (!target) return false;
+      // The one before first: the index holds one active row per environment.
+      if (current) await this.rows.updateOne(tenantId, { _id: current._id, active: true }, { $set: { active: false } }, { session });
+      await this.rows.updateOne(tenantId, { _id: deploymentId }, { $set: { active: true, activated_at: new Date() } }, { session });
+      const previous = current?._id ?? (activation.pointerBefore !== deploymentId ? activation.pointerBefore : null);
+      await this.outbox.record(
+        tenantId,
+        {
+          type: 'deployment.activated',
+          environment,
+          subject: { kind: 'deployment', id: deploymentId },
+          cause,
+          data: { previous_deployment_id: previous, checked: recheck.checked, quarantined: [...recheck.quarantined] },
+        },
+        session,
+      );
+      return true;
+    });
+  }
+
+  /** The environment's active deployment as activations recorded it here; undefined before the first one recorded. */
+  async recordedActive(tenantId: string, environmentId: string): Promise<string | undefined> {
+    return (await this.rows.findOne(tenantId, { environment_id: environmentId, active: true }, { projection: { _id: 1 } }))?._id;
   }
 
   async find(tenantId: string, id: string): Promise<DeploymentDocument | undefined> {

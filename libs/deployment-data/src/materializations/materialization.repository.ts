@@ -1,8 +1,9 @@
 import { Schema, type Connection } from 'mongoose';
 import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { newId } from '@envengine/resource-ids';
 import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
-import { TenantScopedModel } from '@envengine/tenant-data';
+import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
 
 interface MaterializationDocument {
   _id: string;
@@ -62,7 +63,11 @@ function toMaterialization(doc: MaterializationDocument): Materialization {
 export class MaterializationRepository {
   private readonly materializations: TenantScopedModel<MaterializationDocument>;
 
-  constructor(connection: Connection) {
+  /** @param outbox the scope's event outbox: a quarantine writes its event in its own transaction. */
+  constructor(
+    private readonly connection: Connection,
+    private readonly outbox: EventOutbox,
+  ) {
     this.materializations = TenantScopedModel.of(connection, 'Materialization', materializationSchema);
   }
 
@@ -149,13 +154,40 @@ export class MaterializationRepository {
     return doc ? toMaterialization(doc) : undefined;
   }
 
-  /** Marks a materialization quarantined in place, naming why and which deployment found it. */
-  async quarantine(tenantId: string, id: string, reason: string, deploymentId: string): Promise<void> {
-    await this.materializations.updateOne(
-      tenantId,
-      { _id: id, status: 'latest' },
-      { $set: { status: 'quarantined', quarantine: { reason, deployment_id: deploymentId, at: new Date() } } },
-    );
+  /**
+   * Marks a materialization quarantined in place, naming why and which deployment found
+   * it, with its `materialization.quarantined` event, in one transaction. One quarantined
+   * already (a retried activation) stays as it is, and no second event is written.
+   * Whether this call quarantined it.
+   */
+  async quarantine(
+    tenantId: string,
+    id: string,
+    reason: string,
+    deploymentId: string,
+    context: { environment: { id: string; name: string }; cause: EventCause },
+  ): Promise<boolean> {
+    return inTransaction(this.connection, async (session) => {
+      const quarantined = await this.materializations.findOneAndUpdate(
+        tenantId,
+        { _id: id, environment_id: context.environment.id, status: 'latest' },
+        { $set: { status: 'quarantined', quarantine: { reason, deployment_id: deploymentId, at: new Date() } } },
+        { session, projection: { asset_key: 1 } },
+      );
+      if (!quarantined) return false;
+      await this.outbox.record(
+        tenantId,
+        {
+          type: 'materialization.quarantined',
+          environment: context.environment,
+          subject: { kind: 'materialization', id },
+          cause: context.cause,
+          data: { asset: quarantined.asset_key, deployment_id: deploymentId, reason },
+        },
+        session,
+      );
+      return true;
+    });
   }
 
   /** Removes the environment's materialization records (its tear-down; the files stay unless purged first); how many. */
