@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AttemptStarted, EngineEvent, PoolCredentialIssued, Run, type EventType } from '@envengine/contracts';
-import { createTenant, startTestStack, until, type ApiClient, type ApiResponse, type TestStack, type TestTenant } from '@envengine/test-harness';
-import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS, waitForRun } from './runs-fixtures.ts';
+import { createTenant, deployProject, startTestStack, until, type ApiClient, type ApiResponse, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, deployRunsProject, issueCredential, RUN_TEST_SETTINGS, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 
@@ -182,6 +182,30 @@ describe('events: every change of the placement scope, in the audit log', () => 
     // Every run ended once, whatever path ended it.
     const endings = teardownEvents.filter((event) => ['run.succeeded', 'run.failed', 'run.canceled'].includes(event.type));
     expect(new Set(endings.map((event) => event.subject.id)).size).toBe(endings.length);
+  });
+});
+
+describe('events of the schedules', () => {
+  it("records a paused schedule's skipped ticks, by the schedule", async () => {
+    const tenant = await createTenant(stack, 'events-ticks');
+    const lake = join(stack.dataDir, 'lake', tenant.tenantId);
+    await deployProject(tenant.api, {
+      environment: 'ticks',
+      storagePrefix: `file://${lake}`,
+      executor: 'local',
+      // Made paused (a preview): every tick of its per-second schedule is skipped.
+      settings: { kind: 'preview' },
+      bindings: { warehouse: {}, gate: { config: { open: false } } },
+      files: ASSET_CODE,
+      manifest: { ...runsManifest(), schedules: [{ name: 'every_second', job: 'all', cron: '* * * * * *', timezone: 'UTC' }] },
+    });
+    const skipped = await until(() => allEvents(tenant.api, '&type=schedule.tick_skipped'), (events) => events.length >= 2, 30_000, 100);
+    for (const event of skipped) {
+      expect(event).toMatchObject({ environment: 'ticks', subject: { kind: 'schedule', id: 'every_second' }, actor: 'schedule', request_id: null, data: { reason: 'paused', running_run_id: null } });
+    }
+    expect(new Set(skipped.map((event) => (event.data as { tick: string }).tick)).size).toBe(skipped.length);
+    expect((await tenant.api.get('/environments/ticks/runs')).body.data).toEqual([]);
+    expect((await tenant.api.delete('/environments/ticks')).status).toBe(200);
   });
 });
 

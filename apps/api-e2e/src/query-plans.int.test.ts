@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { callResolve, createTenant, makeBundle, manifestOf, recordMaterialization, type TestTenant } from '@envengine/test-harness';
+import { callResolve, createTenant, makeBundle, manifestOf, recordMaterialization, until, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
 
@@ -88,6 +88,11 @@ describe('query plans of the request paths', () => {
     expect((await api.post('/environments/prod/runs', { assets: ['orders'] })).status).toBe(201);
     expect((await api.delete('/environments/prod?force=true&purge_data=true')).status).toBe(200);
     expect((await api.delete('/environments/pr')).status).toBe(200);
+    // The audit log, by each of its filters (the relays' reads and writes ran all along).
+    const [newest] = (await until(() => api.get('/events?limit=1'), (answer) => answer.body.data.length === 1, 20_000, 50)).body.data as Array<{ id: string }>;
+    for (const query of ['', '&environment=prod', '&type=run.*', '&type=secret.rotated', `&subject=${environmentId}`, `&cursor=${newest!.id}`, `&after=${newest!.id}`, '&since=2026-01-01T00:00:00Z']) {
+      expect((await api.get(`/events?limit=5${query}`)).status).toBe(200);
+    }
 
     const entries: ProfileEntry[] = [];
     for (const name of databases()) {

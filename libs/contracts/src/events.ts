@@ -4,15 +4,16 @@ import { RunTrigger } from './runs.ts';
 
 /**
  * Who caused an event: an API token (`tok_…`), a schedule's tick, the engine itself (the
- * reaper, a tear-down, a workflow), or a pool's worker (`worker:<pool>`).
+ * reaper, a tear-down, a workflow), a pool's worker (`worker:<pool>`), or an operator (the
+ * admin command: the API token store has no API of its own).
  */
 export const EventActor = z
   .string()
-  .regex(/^(tok_[0-9a-z]{1,64}|schedule|engine|worker:[^\s]{1,200})$/)
-  .describe('`tok_…` (an API token), `schedule`, `engine` or `worker:<pool>`.');
+  .regex(/^(tok_[0-9a-z]{1,64}|schedule|engine|operator|worker:[^\s]{1,200})$/)
+  .describe('`tok_…` (an API token), `schedule`, `engine`, `operator` (the admin command) or `worker:<pool>`.');
 export type EventActor = z.infer<typeof EventActor>;
 
-export const EventSubjectKind = z.enum(['run', 'attempt', 'environment', 'pool_credential', 'secret', 'binding', 'deployment', 'materialization']);
+export const EventSubjectKind = z.enum(['run', 'attempt', 'environment', 'pool_credential', 'secret', 'binding', 'deployment', 'materialization', 'schedule', 'token']);
 export type EventSubjectKind = z.infer<typeof EventSubjectKind>;
 
 /** What an event is about: the resource's kind and its id (a secret and a binding: their name). */
@@ -40,8 +41,13 @@ const EVENT_PAYLOADS = {
   'placement.changed': z.object({ executor: Executor, previous: Executor }),
   'schedules.paused': z.object({}),
   'schedules.resumed': z.object({}),
+  // A tick of a schedule (subject: its name) that made no run: paused, its last run still going, or a quota full.
+  'schedule.tick_skipped': z.object({ tick: z.string(), reason: z.enum(['paused', 'overlap', 'quota']), running_run_id: z.string().nullable() }),
   'pool_credential.created': z.object({ label: z.string().nullable() }),
   'pool_credential.revoked': z.object({ label: z.string().nullable() }),
+  // The gateway's API tokens, made and revoked by an operator (subject id: the token's id), never the token or its hash.
+  'token.created': z.object({ label: z.string() }),
+  'token.revoked': z.object({ label: z.string() }),
   // The secrets scope: a secret by name (subject id) and version, never its value.
   'secret.created': z.object({ version: z.number().int().positive() }),
   'secret.rotated': z.object({ version: z.number().int().positive() }),
@@ -67,7 +73,7 @@ const EventId = z.string().regex(/^evt_[0-9a-z]{26}$/, { message: 'must be an ev
 const eventFields = {
   id: EventId,
   time: z.iso.datetime(),
-  /** The environment's name, or null for an event of none (a pool credential). */
+  /** The environment's name, or null for an event of none (a pool credential, an API token). */
   environment: z.string().nullable(),
   subject: EventSubject,
   actor: EventActor,
@@ -100,7 +106,7 @@ export const EventTypeFilter = z
 export const EventListQuery = z.strictObject({
   environment: z.string().min(1).max(100).optional(),
   type: EventTypeFilter.optional(),
-  /** A subject's id: a run, an attempt, an environment (`env_…`), a pool credential, a secret's or binding's name. */
+  /** A subject's id: a run, an attempt, an environment (`env_…`), a pool credential, an API token (`tok_…`), a secret's or binding's name. */
   subject: z.string().min(1).max(200).optional(),
   since: z.iso.datetime().optional(),
   until: z.iso.datetime().optional(),

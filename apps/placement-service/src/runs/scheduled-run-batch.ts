@@ -1,12 +1,12 @@
-import { SCHEDULE_CAUSE, type EventOutbox } from '@envengine/event-log';
-import { runQueued } from './run-events.ts';
 import type { ClientSession } from 'mongoose';
 import type { Environment, QuotaLimits, RunStatus } from '@envengine/contracts';
+import { SCHEDULE_CAUSE, type EventOutbox, type NewEvent } from '@envengine/event-log';
 import { newId } from '@envengine/resource-ids';
 import type { TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
 import { newAttempt } from './attempt-records.ts';
 import type { RunAssetSpec } from './run-plan.ts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
+import { runQueued } from './run-events.ts';
 
 const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
 
@@ -110,6 +110,7 @@ export class ScheduledRunBatch {
       }
       const made = await this.admit(tenantId, wanted, environments, limits, hooks, session, outcomes);
       await hooks.record(outcomes, session);
+      await this.outbox.recordMany(tenantId, skippedTickEvents(live, outcomes, environments), session);
       return { outcomes, attempts: made };
     });
   }
@@ -253,4 +254,22 @@ function newScheduledRun(tick: TickRunRequest, environment: Environment, plan: T
     finished_at: null,
     error: null,
   };
+}
+
+/** The ticks that made no run, as events: what a user paging on a missed nightly run wants to hear of. */
+function skippedTickEvents(ticks: readonly TickRunRequest[], outcomes: ReadonlyMap<string, TickRunOutcome>, environments: ReadonlyMap<string, Environment>): Array<NewEvent<'schedule.tick_skipped'>> {
+  const events: Array<NewEvent<'schedule.tick_skipped'>> = [];
+  for (const tick of ticks) {
+    const outcome = outcomes.get(tick.scheduleId);
+    const environment = environments.get(tick.environmentId);
+    if (!environment || (outcome?.result !== 'paused' && outcome?.result !== 'overlap' && outcome?.result !== 'quota')) continue;
+    events.push({
+      type: 'schedule.tick_skipped',
+      environment: { id: environment.id, name: environment.name },
+      subject: { kind: 'schedule', id: tick.schedule },
+      cause: SCHEDULE_CAUSE,
+      data: { tick: tick.key, reason: outcome.result, running_run_id: outcome.result === 'overlap' ? outcome.runId : null },
+    });
+  }
+  return events;
 }
