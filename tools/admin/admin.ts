@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { connectRedis } from '@envengine/redis-connections';
-import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { OPERATOR_CAUSE, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { redisAclFile } from '@envengine/backing-servers';
 import {
   ROTATABLE_CREDENTIAL_FILES,
@@ -39,6 +39,10 @@ const USAGE = `usage:
 Connects to MONGO_URL and, to tell running gateways about a revocation at once, REDIS_URL;
 by default to the servers of the local stack (npm start) as their administrator, with the
 credentials in its data directory (ENVENGINE_DATA_DIR, default .envengine/credentials/).
+
+token create and token revoke record the tenant's token.created and token.revoked events
+(actor operator; a revoke of a token revoked before records nothing), which a running
+gateway publishes to the audit log (GET /api/v1/events) within a second.
 
 credentials init makes the credentials files if missing (npm start does too) and Redis's
 ACL file for docker-compose.yml (redis-users.acl, hashes only); see .env.example.
@@ -138,20 +142,23 @@ await withTokenStore(mongoUrl, dbName, async (tokens) => {
   switch (verb) {
     case 'create': {
       if (!values.tenant) throw new Error('--tenant is required');
-      const { tenant, token } = await issueToken(tokens, values.tenant, values.label ?? 'admin');
+      // Recorded as the operator's token.created; the running gateway's relay publishes it.
+      const { tenant, token } = await issueToken(tokens, values.tenant, values.label ?? 'admin', OPERATOR_CAUSE);
       console.log(`token id: ${token.id}\ntenant:   ${tenant.name} (${tenant.id})\ntoken:    ${token.token}\n\nThe token is shown once; only its hash is stored.`);
       return;
     }
     case 'revoke': {
       if (!argument) throw new Error('give the token id (tok_...) to revoke');
-      const revoked = await tokens.revoke(argument);
+      const revoked = await tokens.revoke(argument, OPERATOR_CAUSE);
       if (!revoked) throw new Error(`no token with id ${argument}`);
+      // Told again even when it was revoked before (nothing recorded then): a gateway that missed it drops it now.
+      const already = revoked.revoked ? '' : ` (already revoked at ${revoked.record.revoked_at})`;
       const redis = connectRedis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 3000 });
       try {
         const gateways = await redis.publish(TOKEN_REVOKED_CHANNEL, revoked.tokenHash);
-        console.log(`revoked ${argument}; ${gateways} running gateway(s) told`);
+        console.log(`revoked ${argument}${already}; ${gateways} running gateway(s) told`);
       } catch (error) {
-        console.log(`revoked ${argument}; Redis unreachable (${(error as Error).message}), gateways drop it within their cache TTL`);
+        console.log(`revoked ${argument}${already}; Redis unreachable (${(error as Error).message}), gateways drop it within their cache TTL`);
       } finally {
         redis.disconnect();
       }

@@ -34,12 +34,20 @@ async function materializedFiles(tenant: TestTenant, environment: string): Promi
   return assets.flatMap((asset) => (asset.latest_materialization ? [fileURLToPath(asset.latest_materialization.location)] : []));
 }
 
-/** Every document of the engine's databases whose JSON names one of `ids`, as `<db>.<collection>: <json>`. */
+/**
+ * The events of a deleted environment: they outlive it by design (its deletion stays
+ * visible in the audit log), each scope's outbox keeping a published row for an hour and
+ * the audit log for EVENT_RETENTION_DAYS.
+ */
+const EVENT_COLLECTIONS = new Set(['event_outbox', 'events']);
+
+/** Every document of the engine's databases, but for its events, whose JSON names one of `ids`, as `<db>.<collection>: <json>`. */
 async function documentsNaming(mongo: MongoClient, info: StackInfo, ids: string[]): Promise<string[]> {
   const found: string[] = [];
   for (const database of Object.values(info.databases)) {
     const db = mongo.db(database);
     for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
+      if (EVENT_COLLECTIONS.has(name)) continue;
       for (const doc of await db.collection(name).find({}).toArray()) {
         const json = JSON.stringify(doc);
         if (ids.some((id) => json.includes(id))) found.push(`${database}.${name}: ${json.slice(0, 300)}`);
@@ -116,6 +124,9 @@ describe('environment lifecycle through the gateway', () => {
     for (const run of runs) expect((await tenant.api.get(`/runs/${run.id}`)).status).toBe(404);
     expect(await documentsNaming(mongo, stack, ids)).toEqual([]);
     expect(await redisEntriesNaming(redis, attemptIds)).toEqual([]);
+    // Its events outlive it: the audit log still shows its deletion, by whom.
+    const deletion = await until(() => tenant.api.get(`/events?environment=${name}&type=environment.deleted`), (answer) => answer.body.data.length === 1, 20_000, 50);
+    expect(deletion.body.data[0]).toMatchObject({ subject: { kind: 'environment', id: environment.id }, actor: tenant.tokenId, request_id: deleted.headers.get('x-request-id') });
     // Without ?purge_data=true the files stay.
     for (const file of files) expect(existsSync(file)).toBe(true);
     // The activation workflow is ended too: nothing can activate a deployment of it any more.

@@ -83,7 +83,7 @@ describe('events by operation: every operation of the public API, driven once th
   it('records exactly the events of its row, under its request id and its caller, for each one', async () => {
     const api = tenant.api;
     const driven: Array<{ operation: Operation; response: ApiResponse; actor: string }> = [];
-    const drive = async (operation: Operation, call: Promise<ApiResponse>, actor = tenant.tokenId): Promise<ApiResponse<any>> => {
+    const drive = async <T,>(operation: Operation, call: Promise<ApiResponse<T>>, actor = tenant.tokenId): Promise<ApiResponse<T>> => {
       const response = await call;
       expect(response.status, `${operation}: ${response.text}`).toBeLessThan(300);
       driven.push({ operation, response, actor });

@@ -1,6 +1,7 @@
 import { createMetricsRegistry, exposition } from '@envengine/service-metrics';
 import { connectRedis } from '@envengine/redis-connections';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { PlacementClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, startHttpServer, stopOnSignals } from '@envengine/service-kit';
 import { startTracing } from '@envengine/tracing';
@@ -17,10 +18,15 @@ const tracing = startTracing('gateway', config);
 const log = createLogger('gateway', config.LOG_LEVEL);
 
 const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
-const tokens = new ApiTokenRepository(mongo);
-await tokens.ensureIndexes();
+const outbox = new EventOutbox(mongo);
+const tokens = new ApiTokenRepository(mongo, outbox);
 
 const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
+// The tokens' events (token.created, token.revoked), which the admin command writes to this
+// database's outbox and exits: the relay of the gateways (one at a time, by its lease)
+// finds them at its poll and hands them to the audit log, which the placement-service keeps.
+const relay = new OutboxRelay({ outbox, connection: mongo, log, publish: async (events) => void (await placement.publishEvents(events)) });
+await Promise.all([tokens.ensureIndexes(), relay.ensureIndexes()]);
 // API tokens live in the gateway's database; pool tokens belong to the placement scope's pools.
 const authenticator = new TokenAuthenticator(
   {
@@ -94,11 +100,15 @@ const app = createGatewayApp({
 const server = await startHttpServer(app, config.HOST, config.PORT);
 const metricsServer = await startHealthServer({ service: 'gateway', host: config.METRICS_HOST, port: config.METRICS_PORT, readiness, metrics: () => exposition(metrics) });
 log.info({ port: server.port, metrics_port: metricsServer.port, metrics_host: config.METRICS_HOST }, 'gateway listening');
+// Once the gateway serves: rows left pending (the admin command's, a previous run's) leave now too.
+relay.start();
 
 stopOnSignals(log, async () => {
   await server.close();
   await metricsServer.close();
   await forwarder.close();
+  // The batch in hand is sent before the client it goes through is closed.
+  await relay.stop();
   await placement.close();
   subscriber.disconnect();
   rateLimits.disconnect();

@@ -1,6 +1,8 @@
 import { Schema, type Connection, type Model } from 'mongoose';
+import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { newId } from '@envengine/resource-ids';
 import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
+import { inTransaction } from '@envengine/tenant-data';
 import { generateToken, hashToken } from './token-codec.ts';
 
 /** Revocations are broadcast on this Redis channel so gateways drop cached tokens at once. */
@@ -8,6 +10,9 @@ export const TOKEN_REVOKED_CHANNEL = 'envengine:api-tokens:revoked';
 
 /** Each token's rate-limit buckets, shared by the gateways: the only Redis keys a gateway may touch. */
 export const RATE_LIMIT_KEY_PREFIX = 'envengine:rate:';
+
+/** The cause of what the admin command does: an operator (the token store has no API of its own). */
+export const OPERATOR_CAUSE: EventCause = { actor: 'operator', requestId: null };
 
 interface TenantDocument {
   _id: string;
@@ -41,6 +46,14 @@ export interface ApiTokenRecord {
 export interface IssuedToken extends ApiTokenRecord {
   /** The token itself: shown once, never stored. */
   token: string;
+}
+
+export interface RevokedToken {
+  record: ApiTokenRecord;
+  /** For the revocation's broadcast to the gateways; never in an event. */
+  tokenHash: string;
+  /** False when the token had been revoked before: nothing changed and nothing was recorded. */
+  revoked: boolean;
 }
 
 const tenantSchema = new Schema<TenantDocument>(
@@ -77,19 +90,29 @@ function toRecord(doc: ApiTokenDocument): ApiTokenRecord {
   };
 }
 
-/** Tenants and their API tokens, kept in the gateway's database. */
+/**
+ * Tenants and their API tokens, kept in the gateway's database. Issuing and revoking a
+ * token record its event (`token.created`, `token.revoked`) in the gateway's outbox, in
+ * the same transaction; the gateway's relay publishes it to the audit log.
+ */
 export class ApiTokenRepository {
   private readonly tenants: Model<TenantDocument>;
   private readonly tokens: Model<ApiTokenDocument>;
 
-  constructor(connection: Connection) {
+  /** `outbox`: the event outbox of the same connection (the gateway's database). */
+  constructor(
+    private readonly connection: Connection,
+    private readonly outbox: EventOutbox,
+  ) {
     this.tenants = connection.models.Tenant ?? connection.model<TenantDocument>('Tenant', tenantSchema);
     this.tokens = connection.models.ApiToken ?? connection.model<ApiTokenDocument>('ApiToken', apiTokenSchema);
   }
 
+  /** Its collections and the outbox's, made before any transaction writes them. */
   async ensureIndexes(): Promise<void> {
     await ensureCollectionAndIndexes(this.tenants);
     await ensureCollectionAndIndexes(this.tokens);
+    await this.outbox.ensureIndexes();
   }
 
   /** The tenant with this name, or undefined. */
@@ -113,17 +136,26 @@ export class ApiTokenRepository {
     }
   }
 
-  async issueToken(tenantId: string, label: string): Promise<IssuedToken> {
+  /** A new token of the tenant, and its `token.created` event (the label only: never the token or its hash). */
+  async issueToken(tenantId: string, label: string, cause: EventCause): Promise<IssuedToken> {
     const token = generateToken();
-    const doc = await this.tokens.create({
+    const doc: ApiTokenDocument = {
       _id: newId('tok'),
       tenant_id: tenantId,
       label,
       token_hash: hashToken(token),
       created_at: new Date(),
       revoked_at: null,
+    };
+    await inTransaction(this.connection, async (session) => {
+      await this.tokens.create([doc], { session });
+      await this.outbox.record(
+        tenantId,
+        { type: 'token.created', environment: null, subject: { kind: 'token', id: doc._id }, cause, data: { label } },
+        session,
+      );
     });
-    return { ...toRecord(doc.toObject()), token };
+    return { ...toRecord(doc), token };
   }
 
   /** The tenant a live token belongs to, or undefined for an unknown or revoked token. */
@@ -132,12 +164,27 @@ export class ApiTokenRepository {
     return doc ? { tokenId: doc._id, tenantId: doc.tenant_id } : undefined;
   }
 
-  /** Marks the token revoked; returns its hash so callers can broadcast the revocation. */
-  async revoke(tokenId: string): Promise<{ record: ApiTokenRecord; tokenHash: string } | undefined> {
-    const doc = await this.tokens
-      .findOneAndUpdate({ _id: tokenId }, { $set: { revoked_at: new Date() } }, { returnDocument: 'after' })
-      .lean();
-    return doc ? { record: toRecord(doc), tokenHash: doc.token_hash } : undefined;
+  /**
+   * Marks an active token revoked and records `token.revoked`, in one transaction; a token
+   * revoked before is left as it was (its revocation time kept) and records nothing.
+   * Returns its hash so callers can broadcast the revocation; undefined for an unknown id.
+   */
+  async revoke(tokenId: string, cause: EventCause): Promise<RevokedToken | undefined> {
+    return inTransaction(this.connection, async (session) => {
+      const revoked = await this.tokens
+        .findOneAndUpdate({ _id: tokenId, revoked_at: null }, { $set: { revoked_at: new Date() } }, { returnDocument: 'after', session })
+        .lean();
+      if (revoked) {
+        await this.outbox.record(
+          revoked.tenant_id,
+          { type: 'token.revoked', environment: null, subject: { kind: 'token', id: revoked._id }, cause, data: { label: revoked.label } },
+          session,
+        );
+        return { record: toRecord(revoked), tokenHash: revoked.token_hash, revoked: true };
+      }
+      const before = await this.tokens.findOne({ _id: tokenId }).session(session).lean();
+      return before ? { record: toRecord(before), tokenHash: before.token_hash, revoked: false } : undefined;
+    });
   }
 
   async list(): Promise<Array<ApiTokenRecord & { tenant_name: string }>> {

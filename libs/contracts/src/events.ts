@@ -96,12 +96,12 @@ export const EngineEvent = z.discriminatedUnion(
   EVENT_TYPES.map((type) => variantOf(type)) as unknown as [EventVariant<EventType>, ...EventVariant<EventType>[]],
 ) as unknown as z.ZodType<EngineEvent>;
 
-/** `type=run.failed` (one type) or `type=run.*` (every type under a prefix). */
-export const EventTypeFilter = z
-  .string()
-  .refine((value) => (EVENT_TYPES as string[]).includes(value) || (value.endsWith('.*') && EVENT_TYPES.some((type) => type.startsWith(value.slice(0, -1)))), {
-    message: `must be an event type (${EVENT_TYPES.join(', ')}) or a prefix of one followed by .* (run.*)`,
-  });
+const EVENT_TYPE_PREFIXES = [...new Set(EVENT_TYPES.map((type) => `${type.slice(0, type.indexOf('.'))}.*`))];
+
+/** `type=run.failed` (one type) or `type=run.*` (every type under a prefix): an enum, so the document lists them. */
+export const EventTypeFilter = z.enum([...EVENT_TYPES, ...EVENT_TYPE_PREFIXES] as [string, ...string[]], {
+  message: `must be an event type (${EVENT_TYPES.join(', ')}) or a prefix of them followed by .* (${EVENT_TYPE_PREFIXES.join(', ')})`,
+});
 
 export const EventListQuery = z.strictObject({
   environment: z.string().min(1).max(100).optional(),

@@ -1,7 +1,11 @@
 import mongoose from 'mongoose';
-import { ApiTokenRepository, type IssuedToken, type Tenant } from '@envengine/api-tokens';
+import { ApiTokenRepository, OPERATOR_CAUSE, type IssuedToken, type Tenant } from '@envengine/api-tokens';
+import { EventOutbox, type EventCause } from '@envengine/event-log';
 
-/** Opens the gateway's token store, runs `work`, and closes it again. */
+/**
+ * Opens the gateway's token store, runs `work`, and closes it again. What `work` changes
+ * is recorded in the gateway's outbox; the running gateway's relay publishes it.
+ */
 export async function withTokenStore<T>(
   mongoUrl: string,
   dbName: string,
@@ -10,7 +14,7 @@ export async function withTokenStore<T>(
   const connection = mongoose.createConnection(mongoUrl, { dbName, serverSelectionTimeoutMS: 5000 });
   try {
     await connection.asPromise();
-    const tokens = new ApiTokenRepository(connection);
+    const tokens = new ApiTokenRepository(connection, new EventOutbox(connection));
     await tokens.ensureIndexes();
     return await work(tokens);
   } finally {
@@ -18,12 +22,13 @@ export async function withTokenStore<T>(
   }
 }
 
-/** A new token for the named tenant (created if missing). */
+/** A new token for the named tenant (created if missing); its event's actor is `operator` unless `cause` says otherwise. */
 export async function issueToken(
   tokens: ApiTokenRepository,
   tenantName: string,
   label: string,
+  cause: EventCause = OPERATOR_CAUSE,
 ): Promise<{ tenant: Tenant; token: IssuedToken }> {
   const tenant = await tokens.ensureTenant(tenantName);
-  return { tenant, token: await tokens.issueToken(tenant.id, label) };
+  return { tenant, token: await tokens.issueToken(tenant.id, label, cause) };
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { connectRedis } from '@envengine/redis-connections';
-import { TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { OPERATOR_CAUSE, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
 import { issueToken, withTokenStore } from '@envengine/dev-stack';
 import { PUBLIC_API_BASE } from '@envengine/contracts';
 import { ApiClient } from './api-client.ts';
@@ -40,9 +40,12 @@ export async function anotherTokenOf(stack: StackInfo, tenant: TestTenant): Prom
   return new ApiClient(`${stack.gatewayUrl}${PUBLIC_API_BASE}`, token.token);
 }
 
-/** Revokes a token as the admin command does: in the store, then broadcast to gateways. */
+/**
+ * Revokes a token as the admin command does: in the store (with its `token.revoked` event,
+ * actor `operator`, the first time only), then broadcast to gateways.
+ */
 export async function revokeToken(stack: StackInfo, tokenId: string): Promise<void> {
-  const revoked = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => tokens.revoke(tokenId));
+  const revoked = await withTokenStore(stack.mongoUrl, stack.databases.gateway, (tokens) => tokens.revoke(tokenId, OPERATOR_CAUSE));
   if (!revoked) throw new Error(`no token ${tokenId}`);
   const redis = connectRedis(stack.redisUrl, { maxRetriesPerRequest: 1 });
   try {
