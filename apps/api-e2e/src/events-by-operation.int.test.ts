@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { ATTEMPT_LEASE_HEADER, AttemptStarted, EngineEvent, PoolCredentialIssued, PublicApi, Run, type EventType } from '@envengine/contracts';
+import { ATTEMPT_LEASE_HEADER, AttemptStarted, PoolCredentialIssued, PublicApi, Run, type EventType } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { anotherTokenOf, createTenant, makeBundle, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+import { readEventPages } from './events-fixtures.ts';
 import { ASSET_CODE, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -66,8 +67,6 @@ const EVENTS_OF: { readonly [K in keyof typeof PublicApi]: readonly EventType[] 
 };
 
 type Operation = keyof typeof PublicApi;
-
-const BEFORE_ALL_EVENTS = `evt_${'0'.repeat(26)}`;
 
 describe('events by operation: every operation of the public API, driven once through the gateway', () => {
   let tenant: TestTenant;
@@ -179,15 +178,7 @@ describe('events by operation: every operation of the public API, driven once th
     const requestId = (response: ApiResponse) => response.headers.get('x-request-id')!;
     // The last change's event is in once every scope's relay has caught up with what came before it.
     const events = await until(
-      async () => {
-        const all: EngineEvent[] = [];
-        for (let after = BEFORE_ALL_EVENTS; ; ) {
-          const page = (await reader.get(`/events?limit=500&after=${after}`)).body.data as EngineEvent[];
-          all.push(...page.map((event) => EngineEvent.parse(event)));
-          if (page.length < 500) return all;
-          after = page.at(-1)!.id;
-        }
-      },
+      async () => (await readEventPages(reader)).events,
       (all) => driven.every(({ operation, response }) => all.filter((event) => event.request_id === requestId(response)).length >= EVENTS_OF[operation].length)
         && all.some((event) => event.request_id === requestId(deleted)),
       30_000,

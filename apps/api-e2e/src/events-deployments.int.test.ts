@@ -7,30 +7,9 @@ import { BundleRepository, DeploymentRepository, MaterializationRepository, type
 import { ENGINE_CAUSE, EventOutbox } from '@envengine/event-log';
 import { createTenant, makeBundle, manifestOf, recordMaterialization, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 
+import { allEvents } from './events-fixtures.ts';
+
 const stack = inject('stack');
-
-/** Below every event id: `after` it, the log reads oldest first from its start. */
-const BEFORE_ALL_EVENTS = `evt_${'0'.repeat(26)}`;
-
-/**
- * Every event of the tenant matching `query`, oldest first, read page by page; but for its
- * API tokens' (`token.created` of the token the harness issued it): what the test did, not its setup.
- */
-async function allEvents(api: ApiClient, query = ''): Promise<EngineEvent[]> {
-  return (await everyEvent(api, query)).filter((event) => !event.type.startsWith('token.'));
-}
-
-async function everyEvent(api: ApiClient, query: string): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for (;;) {
-    const after = events.at(-1)?.id ?? BEFORE_ALL_EVENTS;
-    const response = await api.get(`/events?limit=500&after=${after}${query}`);
-    expect(response.status, response.text).toBe(200);
-    const page = (response.body.data as unknown[]).map((event) => EngineEvent.parse(event));
-    events.push(...page);
-    if (page.length < 500) return events;
-  }
-}
 
 const SCOPE_TYPES = ['deployment.ready', 'deployment.failed', 'deployment.activated', 'materialization.quarantined'];
 

@@ -1,46 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { EngineEvent, type EventType } from '@envengine/contracts';
+import type { EventType } from '@envengine/contracts';
 import { createTenant, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
+
+import { readEventPages, withoutTokenEvents, type EventPages } from './events-fixtures.ts';
 
 const stack = inject('stack');
 
-/** Below every event id: `after` it, the log reads oldest first from its start. */
-const BEFORE_ALL_EVENTS = `evt_${'0'.repeat(26)}`;
-
-interface EventPages {
-  events: EngineEvent[];
-  /** Each event as the API sent it (not as parsed, which would drop a field off the contract). */
-  rawEvents: string[];
-  /** Each page's body as sent. */
-  pageTexts: string[];
-}
-
-/**
- * Every event of the tenant, oldest first, read page by page; `query` adds filters. The
- * events leave out its API tokens' (`token.created` of the token the harness issued it):
- * what the test did, not its setup; the pages' texts keep them, for the scans.
- */
+/** The tenant's events and pages, but for its API tokens' events (the pages' texts keep them, for the scans). */
 async function allEvents(api: ApiClient, query = ''): Promise<EventPages> {
-  const pages = await everyEvent(api, query);
-  const kept = pages.events.map((event) => !event.type.startsWith('token.'));
-  return { events: pages.events.filter((_, index) => kept[index]), rawEvents: pages.rawEvents.filter((_, index) => kept[index]), pageTexts: pages.pageTexts };
+  return withoutTokenEvents(await readEventPages(api, query));
 }
 
-async function everyEvent(api: ApiClient, query: string): Promise<EventPages> {
-  const pages: EventPages = { events: [], rawEvents: [], pageTexts: [] };
-  for (;;) {
-    const after = pages.events.at(-1)?.id ?? BEFORE_ALL_EVENTS;
-    const response = await api.get(`/events?limit=500&after=${after}${query}`);
-    expect(response.status, response.text).toBe(200);
-    const page = response.body.data as unknown[];
-    pages.events.push(...page.map((event) => EngineEvent.parse(event)));
-    pages.rawEvents.push(...page.map((event) => JSON.stringify(event)));
-    pages.pageTexts.push(response.text);
-    if (page.length < 500) return pages;
-  }
-}
 
 const requestIdOf = (response: ApiResponse) => response.headers.get('x-request-id');
 const occurrences = (text: string, needle: string) => text.split(needle).length - 1;

@@ -1,34 +1,13 @@
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { hashToken, OPERATOR_CAUSE } from '@envengine/api-tokens';
-import { EngineEvent } from '@envengine/contracts';
 import { issueToken, withTokenStore } from '@envengine/dev-stack';
-import { anotherTokenOf, createTenant, revokeToken, until, type ApiClient, type TestTenant } from '@envengine/test-harness';
+import { anotherTokenOf, createTenant, revokeToken, until, type TestTenant } from '@envengine/test-harness';
+
+import { readEventPages as allEvents } from './events-fixtures.ts';
 
 const stack = inject('stack');
 
-/** Below every event id: `after` it, the log reads oldest first from its start. */
-const BEFORE_ALL_EVENTS = `evt_${'0'.repeat(26)}`;
-
-interface EventPages {
-  events: EngineEvent[];
-  /** Each page's body as sent. */
-  pageTexts: string[];
-}
-
-/** Every event of the tenant, oldest first, read page by page; `query` adds filters. */
-async function allEvents(api: ApiClient, query = ''): Promise<EventPages> {
-  const pages: EventPages = { events: [], pageTexts: [] };
-  for (;;) {
-    const after = pages.events.at(-1)?.id ?? BEFORE_ALL_EVENTS;
-    const response = await api.get(`/events?limit=500&after=${after}${query}`);
-    expect(response.status, response.text).toBe(200);
-    const page = response.body.data as unknown[];
-    pages.events.push(...page.map((event) => EngineEvent.parse(event)));
-    pages.pageTexts.push(response.text);
-    if (page.length < 500) return pages;
-  }
-}
 
 const occurrences = (texts: readonly string[], needle: string) => texts.reduce((sum, text) => sum + text.split(needle).length - 1, 0);
 

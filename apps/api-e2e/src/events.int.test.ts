@@ -3,32 +3,10 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AttemptStarted, EngineEvent, PoolCredentialIssued, Run, type EventType } from '@envengine/contracts';
 import { createTenant, deployProject, startTestStack, until, type ApiClient, type ApiResponse, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { allEvents } from './events-fixtures.ts';
 import { ASSET_CODE, deployRunsProject, issueCredential, RUN_TEST_SETTINGS, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
-
-/** Below every event id: `after` it, the log reads oldest first from its start. */
-const BEFORE_ALL_EVENTS = `evt_${'0'.repeat(26)}`;
-
-/**
- * Every event of the tenant, oldest first, read page by page; but for its API tokens'
- * (`token.created` of the token the harness issued it): what the test did, not its setup.
- */
-async function allEvents(api: ApiClient, query = ''): Promise<EngineEvent[]> {
-  return (await everyEvent(api, query)).filter((event) => !event.type.startsWith('token.'));
-}
-
-async function everyEvent(api: ApiClient, query: string): Promise<EngineEvent[]> {
-  const events: EngineEvent[] = [];
-  for (;;) {
-    const after = events.at(-1)?.id ?? BEFORE_ALL_EVENTS;
-    const response = await api.get(`/events?limit=500&after=${after}${query}`);
-    expect(response.status).toBe(200);
-    const page = (response.body.data as unknown[]).map((event) => EngineEvent.parse(event));
-    events.push(...page);
-    if (page.length < 500) return events;
-  }
-}
 
 /** Waits until the audit log holds `count` events matching `query` (the relay's lag), and answers them. */
 async function eventsWhen(api: ApiClient, count: number, query = ''): Promise<EngineEvent[]> {

@@ -18,16 +18,6 @@ const { requestActivation } = proxyLocalActivities<DeploymentActivities>({
  */
 export async function activateDeployment(raw: ActivateInput): Promise<Recheck> {
   const input = workflowInput(ActivateInput, raw, 'activateDeployment');
-  const { recheck } = await awaitActivation(
-    (request) =>
-      requestActivation({
-        tenantId: input.tenantId,
-        environmentId: input.environmentId,
-        environmentName: input.environmentName,
-        ...request,
-        ...(input.cause ? { cause: input.cause } : {}),
-      }),
-    input.deploymentId,
-  );
+  const { recheck } = await awaitActivation(requestActivation, input, input.deploymentId);
   return recheck;
 }

@@ -1,6 +1,6 @@
 import { ApplicationFailure, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { activationFinished, activationRequested, unansweredActivations } from './activation-signals.ts';
-import { ActivationRequest, EnvironmentActivationsInput } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, type EnvironmentScope, type WorkflowCause } from '@envengine/contracts';
 import { workflowInput } from './workflow-input.ts';
 import { DEFAULT_ACTIVATION_RETRY, type ActivationOutcome, type DeploymentActivities } from './definitions.ts';
 
@@ -84,11 +84,13 @@ export async function environmentActivations(raw: EnvironmentActivationsInput): 
 }
 
 /**
- * Asks the environment's activation workflow to activate `deploymentId` and waits for the
- * outcome: the recheck report, or a failure naming why the activation did not happen.
+ * Asks the environment's activation workflow (through the `requestActivation` activity) to
+ * activate `deploymentId` and waits for the outcome: the recheck report, or a failure
+ * naming why the activation did not happen. The activation's events name `scope.cause`.
  */
 export async function awaitActivation(
-  request: (input: ActivationRequest) => Promise<void>,
+  requestActivation: DeploymentActivities['requestActivation'],
+  scope: EnvironmentScope & { cause?: WorkflowCause },
   deploymentId: string,
 ): Promise<ActivationOutcome & { ok: true }> {
   let outcome: ActivationOutcome | undefined;
@@ -96,7 +98,14 @@ export async function awaitActivation(
     if (finished.deploymentId === deploymentId) outcome = finished;
   });
   const { workflowId, runId } = workflowInfo();
-  await request({ deploymentId, replyTo: { workflowId, runId } });
+  await requestActivation({
+    tenantId: scope.tenantId,
+    environmentId: scope.environmentId,
+    environmentName: scope.environmentName,
+    deploymentId,
+    replyTo: { workflowId, runId },
+    ...(scope.cause ? { cause: scope.cause } : {}),
+  });
   if (!(await condition(() => outcome !== undefined, '10 minutes'))) {
     throw ApplicationFailure.nonRetryable(`activation of ${deploymentId} did not finish within 10 minutes`, 'ActivationTimedOut');
   }

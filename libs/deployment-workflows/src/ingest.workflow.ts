@@ -29,17 +29,7 @@ export async function ingestDeployment(raw: IngestInput): Promise<IngestOutcome>
   // Patched: an ingest started before this change replays without the command.
   if (patched(INGEST_OUTCOME_PATCH)) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.ingestOutcome, value: status }]);
   if (status !== 'ready' || !input.activate) return { deploymentId: input.deploymentId, status, recheck: null };
-  const { recheck } = await awaitActivation(
-    (request) =>
-      requestActivation({
-        tenantId: input.tenantId,
-        environmentId: input.environmentId,
-        environmentName: input.environmentName,
-        ...request,
-        // The activation's events name the request that asked for the ingest.
-        ...(input.cause ? { cause: input.cause } : {}),
-      }),
-    input.deploymentId,
-  );
+  // The activation's events name the request that asked for the ingest (`input.cause`).
+  const { recheck } = await awaitActivation(requestActivation, input, input.deploymentId);
   return { deploymentId: input.deploymentId, status, recheck };
 }

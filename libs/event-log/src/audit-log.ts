@@ -1,35 +1,16 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { EngineEvent, type EventListQuery, type EventSubject, type EventType, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
+import { EngineEvent, type EventListQuery, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
 import { modelFor } from '@envengine/service-kit';
+import { eventDocumentFields, type EventDocument } from './event-document.ts';
 import { TenantScopedModel, type TenantFilter } from '@envengine/tenant-data';
 
 /** An event as the audit log keeps it: every scope's, published by their relays. */
-interface AuditEventDocument {
-  _id: string;
-  tenant_id: string;
-  type: EventType;
-  time: Date;
-  environment: { id: string; name: string } | null;
-  subject: EventSubject;
-  actor: string;
-  request_id: string | null;
-  data: Record<string, unknown>;
-}
+type AuditEventDocument = EventDocument;
 
 const RETENTION_INDEX = 'time_retention';
 
 const auditEventSchema = new Schema<AuditEventDocument>(
-  {
-    _id: { type: String, required: true },
-    tenant_id: { type: String, required: true },
-    type: { type: String, required: true },
-    time: { type: Date, required: true },
-    environment: { type: new Schema({ id: String, name: String }, { _id: false }), default: null },
-    subject: { type: new Schema({ kind: String, id: String }, { _id: false }), required: true },
-    actor: { type: String, required: true },
-    request_id: { type: String, default: null },
-    data: { type: Schema.Types.Mixed, required: true },
-  },
+  eventDocumentFields,
   { versionKey: false, collection: 'events', minimize: false },
 );
 // One index per filter of GET /events, each ending in the id the pages are cut by.

@@ -1,19 +1,11 @@
 import { Schema, type ClientSession, type Connection } from 'mongoose';
 import { eventPayloadSchema, type EventActor, type EventData, type EventSubject, type EventType, type RecordedEvent } from '@envengine/contracts';
+import { eventDocumentFields, type EventDocument } from './event-document.ts';
 import { newId } from '@envengine/resource-ids';
 import { TenantScopedModel } from '@envengine/tenant-data';
 
 /** An event row of a scope's outbox: written in its change's transaction, `pending` until its relay has published it. */
-export interface OutboxDocument {
-  _id: string;
-  tenant_id: string;
-  type: EventType;
-  time: Date;
-  environment: { id: string; name: string } | null;
-  subject: EventSubject;
-  actor: EventActor;
-  request_id: string | null;
-  data: Record<string, unknown>;
+export interface OutboxDocument extends EventDocument {
   /** Present (true) until published; the relay's index holds only these rows. */
   pending?: true;
   published_at: Date | null;
@@ -24,15 +16,7 @@ const PUBLISHED_KEPT_SECONDS = 3600;
 
 const outboxSchema = new Schema<OutboxDocument>(
   {
-    _id: { type: String, required: true },
-    tenant_id: { type: String, required: true },
-    type: { type: String, required: true },
-    time: { type: Date, required: true },
-    environment: { type: new Schema({ id: String, name: String }, { _id: false }), default: null },
-    subject: { type: new Schema({ kind: String, id: String }, { _id: false }), required: true },
-    actor: { type: String, required: true },
-    request_id: { type: String, default: null },
-    data: { type: Schema.Types.Mixed, required: true },
+    ...eventDocumentFields,
     pending: { type: Boolean },
     published_at: { type: Date, default: null },
   },
