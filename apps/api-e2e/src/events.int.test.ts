@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { AttemptStarted, EngineEvent, PoolCredentialIssued, Run, type EventType } from '@envengine/contracts';
+import { AttemptStarted, EngineEvent, INTERNAL_HEADERS, PoolCredentialIssued, Run, type EventType } from '@envengine/contracts';
 import { createTenant, deployProject, startTestStack, until, type ApiClient, type ApiResponse, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { allEvents } from './events-fixtures.ts';
 import { ASSET_CODE, deployRunsProject, issueCredential, RUN_TEST_SETTINGS, runsManifest, waitForRun } from './runs-fixtures.ts';
@@ -32,7 +32,9 @@ describe('events: every change of the placement scope, in the audit log', () => 
     expect(created.status).toBe(201);
     changes.push(['environment.created', created]);
     changes.push(['environment.updated', await tenant.api.patch('/environments/ev', { strict: true })]);
-    changes.push(['placement.changed', await tenant.api.post('/environments/ev/placement', { executor: 'remote' })]);
+    // A caller's own actor or tenant header is never taken: the gateway names the caller.
+    const forged = { headers: { [INTERNAL_HEADERS.actor]: 'engine', [INTERNAL_HEADERS.tenantId]: other.tenantId } };
+    changes.push(['placement.changed', await tenant.api.post('/environments/ev/placement', { executor: 'remote' }, forged)]);
     expect((await tenant.api.post('/environments/ev/placement', { executor: 'remote' })).status).toBe(200);
     changes.push(['schedules.paused', await tenant.api.post('/environments/ev/schedules/pause', { reason: 'testing events' })]);
     expect((await tenant.api.post('/environments/ev/schedules/pause', {})).status).toBe(200);
