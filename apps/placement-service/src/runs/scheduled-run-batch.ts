@@ -19,6 +19,8 @@ export interface TickRunRequest {
   job: string;
   /** The tick's key: its fire time in the schedule's zone (what makes its run unique). */
   key: string;
+  /** The outcome of the schedule's tick before this one, if any (a skip is an event only when it begins). */
+  previousOutcome?: string | null;
 }
 
 /** What became of one tick. */
@@ -256,13 +258,21 @@ function newScheduledRun(tick: TickRunRequest, environment: Environment, plan: T
   };
 }
 
-/** The ticks that made no run, as events: what a user paging on a missed nightly run wants to hear of. */
+const SKIP_OUTCOMES = { paused: 'skipped_paused', overlap: 'skipped_overlap', quota: 'skipped_quota' } as const;
+
+/**
+ * The ticks that made no run, as events: what a user paging on a missed nightly run wants to
+ * hear of. Only the first of a run of skips for the same reason: a per-second schedule left
+ * paused (or behind a run that never ends) records one event, not one a second, so no
+ * tenant's schedules can flood the relay every scope's events share.
+ */
 function skippedTickEvents(ticks: readonly TickRunRequest[], outcomes: ReadonlyMap<string, TickRunOutcome>, environments: ReadonlyMap<string, Environment>): Array<NewEvent<'schedule.tick_skipped'>> {
   const events: Array<NewEvent<'schedule.tick_skipped'>> = [];
   for (const tick of ticks) {
     const outcome = outcomes.get(tick.scheduleId);
     const environment = environments.get(tick.environmentId);
     if (!environment || (outcome?.result !== 'paused' && outcome?.result !== 'overlap' && outcome?.result !== 'quota')) continue;
+    if (tick.previousOutcome === SKIP_OUTCOMES[outcome.result]) continue;
     events.push({
       type: 'schedule.tick_skipped',
       environment: { id: environment.id, name: environment.name },

@@ -176,7 +176,7 @@ function plannedTick(doc: StoredScheduleDocument, now: number): PlannedTick {
     doc,
     dueAt,
     plan,
-    request: { scheduleId: doc._id, environmentId: doc.environment_id, schedule: doc.name, job: doc.job, key: tickKeyOf(plan.fireAt, doc.timezone) },
+    request: { scheduleId: doc._id, environmentId: doc.environment_id, schedule: doc.name, job: doc.job, key: tickKeyOf(plan.fireAt, doc.timezone), previousOutcome: doc.last_tick?.outcome ?? null },
   };
 }
 
