@@ -44,6 +44,8 @@ const ACROSS_TENANTS_ALLOWED = [
   'apps/placement-service/src/environments/environment.repository.ts',
   // The tick loops: a shard's due schedules, of every tenant (each then ticked under its own tenant).
   'apps/placement-service/src/schedules/stored-schedules.repository.ts',
+  // The webhook sweep: streams of every tenant with a delivery due whose queue job was lost (each then worked under its own tenant).
+  'apps/placement-service/src/webhooks/webhook-delivery.repository.ts',
 ];
 
 const RAW_DRIVER = [

@@ -1,5 +1,6 @@
 import mongoose from 'mongoose';
-import { generateMasterKeyText, LocalSecretStore, MasterKeyring } from '@envengine/local-secret-store';
+import { LocalSecretStore } from '@envengine/local-secret-store';
+import { generateMasterKeyText, MasterKeyring } from '@envengine/sealed-values';
 
 /** `master-key new`: a fresh key, printed once, in the form SECRETS_MASTER_KEY takes. */
 export function printNewMasterKey(): void {

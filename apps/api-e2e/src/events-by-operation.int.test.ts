@@ -35,6 +35,14 @@ const EVENTS_OF: { readonly [K in keyof typeof PublicApi]: readonly EventType[] 
   createPoolCredential: ['pool_credential.created'],
   revokePoolCredential: ['pool_credential.revoked'],
   listEvents: [],
+  createWebhook: ['webhook.created'],
+  listWebhooks: [],
+  getWebhook: [],
+  updateWebhook: ['webhook.updated'],
+  deleteWebhook: ['webhook.deleted'],
+  rotateWebhookSecret: ['webhook.secret_rotated'],
+  testWebhook: ['webhook.test'],
+  listWebhookDeliveries: [],
   workerHeartbeat: [],
   startAttempt: ['run.started'],
   appendAttemptLogs: [],
@@ -170,6 +178,15 @@ describe('events by operation: every operation of the public API, driven once th
     await drive('deleteSecret', api.delete('/environments/tbl/secrets/pw'));
     await drive('getQuotas', api.get('/quotas'));
     await drive('listEvents', api.get('/events?limit=1'));
+    // Nothing listens on the discard port: its deliveries fail, which is no event of a request.
+    const webhook = (await drive('createWebhook', api.post('/webhooks', { url: 'http://127.0.0.1:9/table', events: ['run.*'] }))).body.data as { id: string };
+    await drive('listWebhooks', api.get('/webhooks'));
+    await drive('getWebhook', api.get(`/webhooks/${webhook.id}`));
+    await drive('updateWebhook', api.patch(`/webhooks/${webhook.id}`, { events: ['run.failed'] }));
+    await drive('rotateWebhookSecret', api.post(`/webhooks/${webhook.id}/secret/rotate`));
+    await drive('testWebhook', api.post(`/webhooks/${webhook.id}/test`));
+    await drive('listWebhookDeliveries', api.get(`/webhooks/${webhook.id}/deliveries`));
+    await drive('deleteWebhook', api.delete(`/webhooks/${webhook.id}`));
     const deleted = await drive('deleteEnvironment', api.delete('/environments/tbl?force=true'));
 
     // Every operation was driven, each once.

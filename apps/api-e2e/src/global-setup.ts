@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPENAPI_COVERAGE_DIR_VARIABLE, openApiCoverage, startTestStack, type StackInfo, type TestStack } from '@envengine/test-harness';
 import { RUN_TEST_SETTINGS } from './runs-fixtures.ts';
+import { WEBHOOK_TEST_SETTINGS } from './webhook-fixtures.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,7 +20,7 @@ export async function setup(project: TestProject): Promise<void> {
   // test processes note which operations they drove, reported at the end.
   coverageDir = mkdtempSync(join(tmpdir(), 'envengine-openapi-coverage-'));
   process.env[OPENAPI_COVERAGE_DIR_VARIABLE] = coverageDir;
-  stack = await startTestStack({ env: RUN_TEST_SETTINGS, objectStore: true });
+  stack = await startTestStack({ env: { ...RUN_TEST_SETTINGS, ...WEBHOOK_TEST_SETTINGS }, objectStore: true });
   project.provide('stack', stack.info);
 }
 

@@ -1,8 +1,16 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { redisUrlSetting } from '@envengine/redis-connections';
+import { EngineNetworkGuard } from '@envengine/egress-rules';
+import { MasterKeyring } from '@envengine/sealed-values';
 import { DEFAULT_TASK_QUEUE } from '@envengine/contracts';
 import { InternalCredential, internalServiceConfigSchema, parseConfig, PortFromEnv, PositiveIntFromEnv, temporalConfigShape, ServiceOriginsFromEnv } from '@envengine/service-kit';
+
+/** A comma-separated list; empty when unset. */
+const CommaList = z
+  .string()
+  .default('')
+  .transform((text) => text.split(',').map((part) => part.trim()).filter(Boolean));
 
 const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb: 'envengine_placement' }).extend({
   REDIS_URL: redisUrlSetting('attempts are queued in Redis'),
@@ -98,9 +106,42 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
   ENGINE_S3_IAM_URL: z.url({ message: 'must be the http(s) endpoint of the object store\'s IAM API' }).optional(),
   /** The store's endpoint as workers on other hosts reach it. Default: ENGINE_S3_URL. */
   PUBLIC_S3_URL: z.url({ message: 'must be an http(s) URL' }).optional(),
+  /** base64 of 32 bytes: seals the webhooks' signing secrets at rest (`npm run -s admin -- master-key new`). */
+  WEBHOOKS_MASTER_KEY: z.string({ message: 'is required (base64 of 32 random bytes)' }).min(1),
+  /** Comma-separated keys that still open signing secrets sealed before a change of WEBHOOKS_MASTER_KEY. */
+  WEBHOOKS_PREVIOUS_MASTER_KEYS: z.string().default(''),
+  /**
+   * Addresses or CIDR ranges on the engine's own network that webhooks may target anyway
+   * (comma-separated), e.g. a receiver of the operator's on a private address. None by default.
+   */
+  WEBHOOK_TARGETS_ALLOWED: CommaList,
+  /** DNS servers (`host` or `host:port`, comma-separated) that webhook targets are resolved with; the system's resolver when empty. */
+  WEBHOOK_DNS_SERVERS: CommaList,
+  /** How long one delivery attempt may take, connection included. */
+  WEBHOOK_TIMEOUT_MS: PositiveIntFromEnv(10_000),
+  /** The first retry's wait; each next one is four times longer (webhooks/retry-schedule.ts). */
+  WEBHOOK_RETRY_FIRST_DELAY_MS: PositiveIntFromEnv(5_000),
+  /** How long a delivery is retried; one failing past it disables its webhook (a day). */
+  WEBHOOK_RETRY_WINDOW_MS: PositiveIntFromEnv(86_400_000),
+  /** How long a rotated-out signing secret still signs, beside the new one. */
+  WEBHOOK_SECRET_OVERLAP_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
+  /** Webhook streams (a webhook's deliveries of one environment) sent at once by this replica. */
+  WEBHOOK_DELIVERY_CONCURRENCY: PositiveIntFromEnv(16),
 }).refine((config) => !config.ENGINE_S3_URL || (config.ENGINE_S3_ADMIN_ACCESS_KEY && config.ENGINE_S3_ADMIN_SECRET_KEY), {
   message: 'ENGINE_S3_ADMIN_ACCESS_KEY and ENGINE_S3_ADMIN_SECRET_KEY are required with ENGINE_S3_URL',
   path: ['ENGINE_S3_ADMIN_ACCESS_KEY'],
+}).transform((config, ctx) => {
+  try {
+    const webhooksKeyring = MasterKeyring.fromText(config.WEBHOOKS_MASTER_KEY, config.WEBHOOKS_PREVIOUS_MASTER_KEYS);
+    new EngineNetworkGuard({ allowed: config.WEBHOOK_TARGETS_ALLOWED });
+    // The key text is not kept: only the parsed keyring leaves this function.
+    const { WEBHOOKS_MASTER_KEY: _active, WEBHOOKS_PREVIOUS_MASTER_KEYS: _previous, ...rest } = config;
+    return { ...rest, webhooksKeyring };
+  } catch (error) {
+    const path = /IP address|prefix length/.test((error as Error).message) ? 'WEBHOOK_TARGETS_ALLOWED' : 'WEBHOOKS_MASTER_KEY';
+    ctx.addIssue({ code: 'custom', path: [path], message: (error as Error).message });
+    return z.NEVER;
+  }
 });
 
 export type PlacementConfig = z.infer<typeof placementConfigSchema>;

@@ -4,7 +4,7 @@ import type { EnvironmentLifecycle } from './environment-lifecycle/environment-l
 import { environmentsInternalRouter } from './environment-lifecycle/environments.internal-routes.ts';
 import type { MaterializationPurge } from './environment-lifecycle/materialization-purge.ts';
 import type { EnvironmentRepository } from './environments/environment.repository.ts';
-import type { AuditLog } from '@envengine/event-log';
+import type { PublishEventsResult, RecordedEvent } from '@envengine/contracts';
 import { eventsInternalRouter } from './events/events.routes.ts';
 import { poolInternalRouter } from './pool/pool.routes.ts';
 import type { PoolService } from './pool/pool.service.ts';
@@ -19,7 +19,8 @@ export interface PlacementInternalApiDeps {
   pool: PoolService;
   schedules: SchedulesService;
   ticker: ScheduleTicker;
-  auditLog: AuditLog;
+  /** Into the audit log, then to the webhooks. */
+  publishEvents: (events: RecordedEvent[]) => Promise<PublishEventsResult>;
 }
 
 /** The placement scope's part of `/internal/v1` (InternalApi's `service: 'placement'` routes). */
@@ -29,7 +30,7 @@ export function placementInternalApi(deps: PlacementInternalApiDeps): InternalMo
   internal.use(poolInternalRouter(deps.pool));
   internal.use(schedulesInternalRouter(deps.schedules));
   internal.use(scheduleTicksRouter(deps.ticker));
-  internal.use(eventsInternalRouter(deps.auditLog));
+  internal.use(eventsInternalRouter(deps.publishEvents));
   // Same credential as the gateway's, but under a prefix the gateway never forwards to.
   return [{ credential: 'internal', routes: internal }];
 }

@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { BullMQOtel } from 'bullmq-otel';
-import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
+import { ENVIRONMENT_RETIRED_CHANNEL, type RecordedEvent } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
 import { AuditLog, EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { TenantQuotas } from '@envengine/tenant-data';
@@ -37,6 +37,12 @@ import { EngineObjectStore } from './storage/engine-object-store.ts';
 import { placementInternalApi } from './internal-api.ts';
 import { placementPublicApi } from './public-api.ts';
 import { QuotasService } from './quotas/quotas.service.ts';
+import { EngineNetworkGuard } from '@envengine/egress-rules';
+import { WebhookDeliveryRepository } from './webhooks/webhook-delivery.repository.ts';
+import { WebhookDispatch } from './webhooks/webhook-dispatch.ts';
+import { WebhookRepository } from './webhooks/webhook.repository.ts';
+import { WebhookSender } from './webhooks/webhook-sender.ts';
+import { WebhooksService } from './webhooks/webhooks.service.ts';
 
 const config = loadPlacementConfig(process.env);
 
@@ -53,6 +59,11 @@ const temporal = new Client({ connection: temporalConnection, namespace: config.
 let sweeps: Array<{ start(): void; stop(): void }> = [];
 let poolGate: RedisGate | undefined;
 let relay: OutboxRelay | undefined;
+let webhookDispatch: WebhookDispatch | undefined;
+/** The webhooks' queue worker blocks on Redis: a connection of its own, retrying for ever as BullMQ's workers need. */
+const webhookRedis = connectRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
+/** How often streams whose queue job was lost (Redis flushed, a job failed) are offered again. */
+const WEBHOOK_SWEEP_MS = 10_000;
 /** How often a revoked pool credential's store keys that could not be taken away at once are tried again. */
 const STORE_KEYS_SWEEP_MS = 60_000;
 const engineStore = config.ENGINE_S3_URL
@@ -80,7 +91,9 @@ await runInternalService({
     const logs = new AttemptLogRepository(mongo);
     const credentials = new PoolCredentialRepository(mongo, outbox);
     const storedSchedules = new StoredSchedulesRepository(mongo, config.SCHEDULE_TICK_SHARDS);
-    await Promise.all([outbox.ensureIndexes(), auditLog.ensureIndexes(config.EVENT_RETENTION_DAYS), quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), storedSchedules.ensureIndexes()]);
+    const webhooks = new WebhookRepository(mongo, quotas, outbox);
+    const webhookDeliveries = new WebhookDeliveryRepository(mongo);
+    await Promise.all([outbox.ensureIndexes(), auditLog.ensureIndexes(config.EVENT_RETENTION_DAYS), quotas.ensureIndexes(), environments.ensureIndexes(), runs.ensureIndexes(), workers.ensureIndexes(), logs.ensureIndexes(), credentials.ensureIndexes(), storedSchedules.ensureIndexes(), webhooks.ensureIndexes(), webhookDeliveries.ensureIndexes()]);
 
     const acl = new PoolAclRegistry(redis);
     // ACL users live in Redis's memory: after a Redis restart they are made again from the rows.
@@ -93,17 +106,38 @@ await runInternalService({
     const metrics = placementMetrics(registry, { queued: () => runs.queuedCounts(), liveWorkers: () => workers.liveCounts(config.ATTEMPT_LEASE_TTL_MS) });
     // The placement scope's own events go straight to the audit log, in this database too,
     // and are counted as they go: the run metrics' one observer (runs/run-metrics.ts).
+    webhookRedis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis error (webhook queue)'));
+    const webhookGuard = new EngineNetworkGuard({ allowed: config.WEBHOOK_TARGETS_ALLOWED, dnsServers: config.WEBHOOK_DNS_SERVERS });
+    webhookDispatch = new WebhookDispatch(
+      webhookRedis,
+      webhooks,
+      webhookDeliveries,
+      new WebhookSender(webhookGuard, config.WEBHOOK_TIMEOUT_MS),
+      config.webhooksKeyring,
+      { retry: { firstDelayMs: config.WEBHOOK_RETRY_FIRST_DELAY_MS, windowMs: config.WEBHOOK_RETRY_WINDOW_MS }, concurrency: config.WEBHOOK_DELIVERY_CONCURRENCY },
+      metrics,
+      log,
+    );
+    const dispatch = webhookDispatch;
+    /** Every scope's events: into the audit log, then to the webhooks that want them. */
+    const publishEvents = async (events: RecordedEvent[]) => {
+      const stored = await auditLog.store(events);
+      await dispatch.fanOut(events);
+      return stored;
+    };
     relay = new OutboxRelay({
       outbox,
       connection: mongo,
       log,
       publish: async (events) => {
-        await auditLog.store(events);
+        await publishEvents(events);
         countRunEvents(metrics, events);
       },
     });
     await relay.ensureIndexes();
     relay.start();
+    webhookDispatch.start();
+    const webhookSweep = new PeriodicSweep('webhooks', WEBHOOK_SWEEP_MS, () => dispatch.sweep(), log, metrics);
     // The engine runner's slots: the live runners' own count (each reports its CONCURRENCY), or the configured least.
     const runnerSlots = new TtlCache<number>({ ttlMs: 2_000, maxEntries: 1 });
     const runnerShares =
@@ -114,7 +148,7 @@ await runInternalService({
             maxPerTenant: config.LOCAL_MAX_PER_TENANT ?? null,
           });
     const dispatcher = new AttemptDispatcher(runs, queues, log, runnerShares);
-    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS, metrics)];
+    sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS, metrics), webhookSweep];
     for (const sweep of sweeps) sweep.start();
     const runsService = new RunsService(environments, runs, workers, logs, deployments, dispatcher, {
       queueReady: () => redis.status === 'ready',
@@ -160,20 +194,23 @@ await runInternalService({
       runs: runsService,
       schedules,
       pool,
-      quotas: new QuotasService(quotas, environments, runs, deployments, secrets),
+      quotas: new QuotasService(quotas, environments, runs, deployments, secrets, webhooks),
       workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
       }, metrics, storeKeys),
       outputs: new MaterializationReader(environments, runs, deployments, secrets, engineStore),
       auditLog,
+      webhooks: new WebhooksService(mongo, webhooks, webhookDeliveries, outbox, webhookGuard, config.webhooksKeyring, { secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_HOURS * 3_600_000 }),
     });
-    const internal = placementInternalApi({ environments, lifecycle, purge: new MaterializationPurge(environments, engineStore, log), pool, schedules, ticker, auditLog });
+    const internal = placementInternalApi({ environments, lifecycle, purge: new MaterializationPurge(environments, engineStore, log), pool, schedules, ticker, publishEvents });
     return { api, privateApi: privateApiOf(internal, { internal: config.INTERNAL_CREDENTIAL }) };
   },
   onStop: async () => {
     for (const sweep of sweeps) sweep.stop();
     await relay?.stop();
+    await webhookDispatch?.stop();
+    webhookRedis.disconnect();
     await poolGate?.close();
     await queues.close();
     redis.disconnect();

@@ -14,6 +14,8 @@ import { runsRouter } from './runs/runs.routes.ts';
 import type { RunsService } from './runs/runs.service.ts';
 import { schedulesRouter } from './schedules/schedules.routes.ts';
 import type { SchedulesService } from './schedules/schedules.service.ts';
+import { webhooksRouter } from './webhooks/webhooks.routes.ts';
+import type { WebhooksService } from './webhooks/webhooks.service.ts';
 import { workerApiRouter } from './worker-api/worker-api.routes.ts';
 import type { WorkerApiService } from './worker-api/worker-api.service.ts';
 
@@ -28,6 +30,7 @@ export interface PlacementPublicApiDeps {
   workerApi: WorkerApiService;
   outputs: MaterializationReader;
   auditLog: AuditLog;
+  webhooks: WebhooksService;
 }
 
 /** The placement scope's part of `/api/v1` (its routes are PublicApi's `service: 'placement'` endpoints). */
@@ -41,5 +44,6 @@ export function placementPublicApi(deps: PlacementPublicApiDeps): Router {
   api.use(workerApiRouter(deps.workerApi));
   api.use(outputsRouter(deps.outputs));
   api.use(eventsRouter(deps.auditLog));
+  api.use(webhooksRouter(deps.webhooks));
   return api;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MasterKeyring } from '@envengine/local-secret-store';
+import { MasterKeyring } from '@envengine/sealed-values';
 import { internalServiceConfigSchema, InternalCredential, parseConfig, ServiceOriginsFromEnv } from '@envengine/service-kit';
 
 const secretsConfigSchema = internalServiceConfigSchema({ port: 8083, mongoDb: 'envengine_secrets' })

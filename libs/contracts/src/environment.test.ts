@@ -131,6 +131,8 @@ describe('httpStatusFor', () => {
       environments_quota_exceeded: 429,
       bundle_bytes_quota_exceeded: 429,
       secrets_per_environment_quota_exceeded: 429,
+      webhooks_quota_exceeded: 429,
+      webhook_target_refused: 422,
       unavailable: 503,
       internal_error: 500,
     };

@@ -42,6 +42,9 @@ export const ErrorCode = z.enum([
   'environments_quota_exceeded',
   'bundle_bytes_quota_exceeded',
   'secrets_per_environment_quota_exceeded',
+  'webhooks_quota_exceeded',
+  /** A webhook URL whose address is on the engine's own network (loopback, private, link-local, the engine's host). */
+  'webhook_target_refused',
   'unavailable',
   'internal_error',
 ]);
@@ -91,6 +94,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'invalid_request':
     case 'unknown_secret':
     case 'idempotency_key_reused':
+    case 'webhook_target_refused':
       return 422;
     case 'not_found':
     case 'environment_expired':
@@ -119,6 +123,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'environments_quota_exceeded':
     case 'bundle_bytes_quota_exceeded':
     case 'secrets_per_environment_quota_exceeded':
+    case 'webhooks_quota_exceeded':
       return 429;
     case 'unavailable':
       return 503;

@@ -13,7 +13,7 @@ export const EventActor = z
   .describe('`tok_…` (an API token), `schedule`, `engine`, `operator` (the admin command) or `worker:<pool>`.');
 export type EventActor = z.infer<typeof EventActor>;
 
-export const EventSubjectKind = z.enum(['run', 'attempt', 'environment', 'pool_credential', 'secret', 'binding', 'deployment', 'materialization', 'schedule', 'token']);
+export const EventSubjectKind = z.enum(['run', 'attempt', 'environment', 'pool_credential', 'secret', 'binding', 'deployment', 'materialization', 'schedule', 'token', 'webhook']);
 export type EventSubjectKind = z.infer<typeof EventSubjectKind>;
 
 /** What an event is about: the resource's kind and its id (a secret and a binding: their name). */
@@ -59,6 +59,15 @@ const EVENT_PAYLOADS = {
   'deployment.failed': z.object({ bundle_ref: z.string(), error_codes: z.array(z.string()) }),
   'deployment.activated': z.object({ previous_deployment_id: z.string().nullable(), checked: z.number().int().nonnegative(), quarantined: z.array(z.string()) }),
   'materialization.quarantined': z.object({ asset: z.string(), deployment_id: z.string(), reason: z.string() }),
+  // Webhooks (subject id: the webhook's id), never their secret.
+  'webhook.created': z.object({ url: z.string(), events: z.array(z.string()) }),
+  'webhook.updated': z.object({ fields: z.array(z.string()) }),
+  'webhook.deleted': z.object({}),
+  'webhook.secret_rotated': z.object({ previous_secret_expires_at: z.string() }),
+  // A day of failed deliveries: the delivery that failed last, and its last error.
+  'webhook.disabled': z.object({ reason: z.enum(['failing']), delivery_id: z.string(), last_error: z.string() }),
+  // `POST /webhooks/:id/test`: delivered to that webhook alone, whatever its filters.
+  'webhook.test': z.object({}),
 } as const;
 
 export type EventType = keyof typeof EVENT_PAYLOADS;
@@ -96,7 +105,7 @@ export const EngineEvent = z.discriminatedUnion(
   EVENT_TYPES.map((type) => variantOf(type)) as unknown as [EventVariant<EventType>, ...EventVariant<EventType>[]],
 ) as unknown as z.ZodType<EngineEvent>;
 
-const EVENT_TYPE_PREFIXES = [...new Set(EVENT_TYPES.map((type) => `${type.slice(0, type.indexOf('.'))}.*`))];
+export const EVENT_TYPE_PREFIXES = [...new Set(EVENT_TYPES.map((type) => `${type.slice(0, type.indexOf('.'))}.*`))];
 
 /** `type=run.failed` (one type) or `type=run.*` (every type under a prefix): an enum, so the document lists them. */
 export const EventTypeFilter = z.enum([...EVENT_TYPES, ...EVENT_TYPE_PREFIXES] as [string, ...string[]], {

@@ -22,3 +22,4 @@ export * from './tokens.ts';
 export * from './manifest.ts';
 export * from './quoted-values.ts';
 export * from './events.ts';
+export * from './webhooks.ts';

@@ -34,6 +34,18 @@ import { PARQUET_MEDIA_TYPE, PUBLIC_API_BASE, type RouteContract } from './route
 import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialPathParams, PoolCredentialRevoked, PoolStatus } from './pool.ts';
 import { Attempt, CancelRunRequest, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
 import { Quotas } from './quotas.ts';
+import {
+  CreateWebhookRequest,
+  UpdateWebhookRequest,
+  Webhook,
+  WebhookCreated,
+  WebhookDeleted,
+  WebhookDelivery,
+  WebhookDeliveryListQuery,
+  WebhookPathParams,
+  WebhookSecretRotated,
+  WebhookTestSent,
+} from './webhooks.ts';
 import { Schedule, ScheduleNextFireTimes, ScheduleNextQuery, SchedulePathParams } from './schedules.ts';
 import { DeletedResource, PutSecretRequest, SecretPathParams, SecretRow } from './secrets.ts';
 import {
@@ -245,6 +257,51 @@ export const PublicApi = {
     method: 'get', path: '/events', service: 'placement', tag: 'Events', auth: 'api_token',
     summary: "List the tenant's events (its audit log), newest first; with `after`, those after an event, oldest first",
     query: EventListQuery, responses: { 200: z.array(EngineEvent) }, errors: [],
+  }),
+
+  // Webhooks
+  createWebhook: endpoint({
+    method: 'post', path: '/webhooks', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: 'Subscribe a URL to events (its signing secret is shown once)',
+    description: 'Deliveries follow the Standard Webhooks specification: `webhook-id` (the event id), `webhook-timestamp` and `webhook-signature` (HMAC-SHA256 under the secret). A target on the engine\'s own network (loopback, private, link-local, the engine\'s host) is refused here and at each delivery, on the address its name resolves to then.',
+    body: CreateWebhookRequest, headers: [IDEMPOTENCY_HEADER],
+    responses: { 201: WebhookCreated }, errors: ['webhook_target_refused', 'webhooks_quota_exceeded'],
+  }),
+  listWebhooks: endpoint({
+    method: 'get', path: '/webhooks', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: "List the tenant's webhooks (never their secrets)",
+    responses: { 200: z.array(Webhook) }, errors: [],
+  }),
+  getWebhook: endpoint({
+    method: 'get', path: '/webhooks/:id', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: 'Get a webhook',
+    params: WebhookPathParams, responses: { 200: Webhook }, errors: ['not_found'],
+  }),
+  updateWebhook: endpoint({
+    method: 'patch', path: '/webhooks/:id', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: 'Change a webhook: its URL, its events, or enable and disable it',
+    params: WebhookPathParams, body: UpdateWebhookRequest,
+    responses: { 200: Webhook }, errors: ['not_found', 'webhook_target_refused'],
+  }),
+  deleteWebhook: endpoint({
+    method: 'delete', path: '/webhooks/:id', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: 'Delete a webhook (its deliveries not yet sent are skipped)',
+    params: WebhookPathParams, responses: { 200: WebhookDeleted }, errors: ['not_found'],
+  }),
+  rotateWebhookSecret: endpoint({
+    method: 'post', path: '/webhooks/:id/secret/rotate', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: 'Give a webhook a new signing secret (shown once); deliveries are signed by both until the previous one expires',
+    params: WebhookPathParams, responses: { 200: WebhookSecretRotated }, errors: ['not_found'],
+  }),
+  testWebhook: endpoint({
+    method: 'post', path: '/webhooks/:id/test', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: 'Send a `webhook.test` event to this webhook alone',
+    params: WebhookPathParams, responses: { 202: WebhookTestSent }, errors: ['not_found'],
+  }),
+  listWebhookDeliveries: endpoint({
+    method: 'get', path: '/webhooks/:id/deliveries', service: 'placement', tag: 'Webhooks', auth: 'api_token',
+    summary: "A webhook's deliveries, newest first, each with its attempts' status and latency",
+    params: WebhookPathParams, query: WebhookDeliveryListQuery, responses: { 200: z.array(WebhookDelivery) }, errors: ['not_found'],
   }),
 
   // The worker API (pool tokens)

@@ -6,7 +6,7 @@ import type { ErrorCode } from './errors.ts';
  * scope that owns that work: queued runs and environments by the placement scope, stored
  * bundle bytes by the deployment scope, secrets by the secrets scope.
  */
-export const QUOTA_NAMES = ['queued_runs', 'queued_runs_per_environment', 'environments', 'bundle_bytes', 'secrets_per_environment'] as const;
+export const QUOTA_NAMES = ['queued_runs', 'queued_runs_per_environment', 'environments', 'bundle_bytes', 'secrets_per_environment', 'webhooks'] as const;
 export const QuotaName = z.enum(QUOTA_NAMES);
 export type QuotaName = z.infer<typeof QuotaName>;
 
@@ -22,6 +22,7 @@ export const QUOTA_RULES = {
   environments: { scope: 'placement', errorCode: 'environments_quota_exceeded', retryAfterSeconds: 3600 },
   bundle_bytes: { scope: 'deployment', errorCode: 'bundle_bytes_quota_exceeded', retryAfterSeconds: 3600 },
   secrets_per_environment: { scope: 'secrets', errorCode: 'secrets_per_environment_quota_exceeded', retryAfterSeconds: 3600 },
+  webhooks: { scope: 'placement', errorCode: 'webhooks_quota_exceeded', retryAfterSeconds: 3600 },
 } as const satisfies Record<QuotaName, { scope: 'placement' | 'deployment' | 'secrets'; errorCode: ErrorCode; retryAfterSeconds: number }>;
 
 export type QuotaLimits = Record<QuotaName, number>;
@@ -37,6 +38,8 @@ export const DEFAULT_QUOTA_LIMITS: QuotaLimits = {
   environments: 200,
   bundle_bytes: 20 * 1024 ** 3,
   secrets_per_environment: 1000,
+  // Each event is sent to every webhook that wants it: this bounds one tenant's fan-out.
+  webhooks: 25,
 };
 
 /** What the operator may set for one tenant: any subset of the limits; `null` goes back to the default. */
@@ -84,6 +87,7 @@ export const Quotas = z.object({
   environments: TenantQuotaUse,
   bundle_bytes: TenantQuotaUse,
   secrets_per_environment: EnvironmentQuotaUse,
+  webhooks: TenantQuotaUse,
 });
 export type Quotas = z.infer<typeof Quotas>;
 

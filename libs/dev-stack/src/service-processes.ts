@@ -105,6 +105,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   // A key given in the environment wins; otherwise the one kept in the data directory.
   const masterKey = process.env.SECRETS_MASTER_KEY ?? loadOrCreateMasterKey(options.dataDir);
   const previousMasterKeys = process.env.SECRETS_PREVIOUS_MASTER_KEYS ?? '';
+  const webhooksMasterKey = process.env.WEBHOOKS_MASTER_KEY ?? loadOrCreateMasterKey(options.dataDir, 'webhooks-master-key');
   // Stacks on one Temporal server must not take each other's workflow tasks.
   const deploymentsTaskQueue = options.ports === 'default' ? 'deployments' : `deployments-${randomBytes(4).toString('hex')}`;
   const replicaCount = options.replicas ?? 1;
@@ -142,6 +143,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       const store = options.objectStore;
       return {
         RESOLVER_CREDENTIAL: resolverCredential,
+        WEBHOOKS_MASTER_KEY: webhooksMasterKey,
         // It issues each tenant keys to the engine's store that reach only that tenant's objects.
         ...(store ? { ENGINE_S3_URL: store.url, ENGINE_S3_IAM_URL: store.iamUrl, ENGINE_S3_ADMIN_ACCESS_KEY: store.admin.accessKeyId, ENGINE_S3_ADMIN_SECRET_KEY: store.admin.secretAccessKey } : {}),
       };

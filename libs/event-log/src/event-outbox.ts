@@ -69,22 +69,26 @@ export class EventOutbox {
   }
 
   /** Writes an event in `session`'s transaction (the change's own). */
-  async record<K extends EventType>(tenantId: string, event: NewEvent<K>, session: ClientSession): Promise<void> {
-    await this.recordMany(tenantId, [event], session);
+  /** Writes one event in `session`'s transaction; its id. */
+  async record<K extends EventType>(tenantId: string, event: NewEvent<K>, session: ClientSession): Promise<string> {
+    const [id] = await this.recordMany(tenantId, [event], session);
+    return id!;
   }
 
-  /** Writes several events of one tenant in `session`'s transaction, in this order. */
-  async recordMany(tenantId: string, events: ReadonlyArray<NewEvent<EventType>>, session: ClientSession): Promise<void> {
-    if (events.length === 0) return;
+  /** Writes several events of one tenant in `session`'s transaction, in this order; their ids. */
+  async recordMany(tenantId: string, events: ReadonlyArray<NewEvent<EventType>>, session: ClientSession): Promise<string[]> {
+    if (events.length === 0) return [];
     const now = Date.now();
+    const rows = events.map((event) => outboxRow(event, now));
     await this.rows.insertManyOwned(
-      events.map((event) => ({ tenantId, doc: outboxRow(event, now) })),
+      rows.map((doc) => ({ tenantId, doc })),
       { session },
     );
     // After the session ends (committed, or aborted: then the relay finds nothing new).
     session.once('ended', () => {
       for (const listener of this.committedListeners) listener();
     });
+    return rows.map((row) => row._id);
   }
 
   /** Pending rows of every tenant, oldest first (the relay's read). */

@@ -1,8 +1,7 @@
 import { Schema, type ClientSession, type Connection, type Model } from 'mongoose';
 import { ensureCollectionAndIndexes, modelFor } from '@envengine/service-kit';
 import { TenantScopedModel } from '@envengine/tenant-data';
-import { openValue, rewrapDataKey, sealValue, type SealedValue } from './envelope-crypto.ts';
-import type { MasterKeyring } from './master-keyring.ts';
+import { openValue, rewrapDataKey, sealValue, type MasterKeyring, type SealedValue } from '@envengine/sealed-values';
 
 /** The name a secret row carries when this store holds its value. */
 export const LOCAL_BACKEND_NAME = 'local';

@@ -21,7 +21,7 @@ const EXECUTORS = ['local', 'remote'] as const;
 /** `ScheduleTickOutcome` of the contracts: a schedule's tick, by what came of it. */
 const TICK_OUTCOMES = ['run_created', 'late', 'skipped_overlap', 'skipped_paused', 'skipped_quota', 'missed'] as const;
 /** The periodic sweeps: the placement-service's lease reaper, dispatch reconciler and revoked credentials' store keys, the deployment-service's unused bundles. */
-export const SWEEPS = ['reap', 'reconcile', 'bundles', 'store_keys'] as const;
+export const SWEEPS = ['reap', 'reconcile', 'bundles', 'store_keys', 'webhooks'] as const;
 export type SweepName = (typeof SWEEPS)[number];
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -87,6 +87,12 @@ export function placementMetrics(registry: MetricsRegistry, collect: { queued: (
       registers: [registry],
     }),
     ...sweepMetrics(registry),
+    webhookAttempts: new Counter({
+      name: 'envengine_webhook_attempts_total',
+      help: 'Webhook delivery attempts, by outcome: delivered (a 2xx), failed (retried later), gave_up (the last try failed: the webhook was disabled), refused (a target on the engine\'s own network; retried too).',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     scheduleTicks: new Counter({
       name: 'envengine_schedule_ticks_total',
       help: 'Schedule ticks, by outcome: run_created, late (its run made over a minute after the fire time), skipped_overlap, skipped_paused, skipped_quota (the queued-runs quota was full), missed (a fire time passed while the engine was down or behind; only the latest fires).',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { REFUSED_RANGES, refusedRoutes } from './sandbox-network.ts';
+import { REFUSED_RANGES } from '@envengine/egress-rules';
+import { refusedRoutes } from './sandbox-network.ts';
 
 describe('refusedRoutes', () => {
   it('makes every private, link-local, CGNAT and multicast range and each host address unreachable', () => {

@@ -7,34 +7,15 @@
 // to. Only slirp4netns's own DNS forwarder (10.0.2.3) stays reachable in 10.0.0.0/8.
 // docs/decisions.md says why slirp4netns rather than pasta.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { networkInterfaces } from 'node:os';
 import type { Readable } from 'node:stream';
+import { hostAddresses, REFUSED_RANGES } from '@envengine/egress-rules';
 
-/** Never reachable with public egress (besides every address of the engine host). */
-export const REFUSED_RANGES = [
-  '0.0.0.0/8',
-  '10.0.0.0/8',
-  '100.64.0.0/10',
-  '169.254.0.0/16',
-  '172.16.0.0/12',
-  '192.168.0.0/16',
-  '198.18.0.0/15',
-  '224.0.0.0/3',
-];
 /** slirp4netns's network in the sandbox: the tap's own /24, with its DNS forwarder at .3. */
 const SLIRP_TAP = 'tap0';
 const SETUP_TIMEOUT_MS = 10_000;
 
 /** The sandbox's /etc/resolv.conf: slirp4netns's DNS forwarder. */
 export const RESOLV_CONF = 'nameserver 10.0.2.3\noptions timeout:2 attempts:2\n';
-
-/** The engine host's own IPv4 addresses: refused one by one, as they may be public. */
-export function hostAddresses(): string[] {
-  return Object.values(networkInterfaces())
-    .flat()
-    .filter((address) => address !== undefined && address.family === 'IPv4' && !address.internal)
-    .map((address) => address!.address);
-}
 
 /** The `ip -batch` lines that make the refused destinations unreachable in the child's namespace. */
 export function refusedRoutes(hostIps: readonly string[]): string {

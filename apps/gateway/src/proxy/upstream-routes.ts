@@ -11,7 +11,7 @@ const ROUTES: ReadonlyArray<readonly [RegExp, Upstream]> = [
   [/^\/environments\/[^/]+\/(?:deployments|assets)(?:\/|$)/, 'deployment'],
   [/^\/(?:deployments|bundles)(?:\/|$)/, 'deployment'],
   [/^\/worker\/bundles(?:\/|$)/, 'deployment'],
-  [/^\/(?:environments|placement|runs|pool|worker|quotas|events)(?:\/|$)/, 'placement'],
+  [/^\/(?:environments|placement|runs|pool|worker|quotas|events|webhooks)(?:\/|$)/, 'placement'],
 ];
 
 export function upstreamFor(path: string): Upstream | undefined {

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { InternalApi, PublicApi } from '@envengine/contracts';
+import { InternalApi, PublicApi, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
 import type { AuditLog } from '@envengine/event-log';
 import { mountEndpoint } from '@envengine/service-kit';
 
@@ -10,9 +10,9 @@ export function eventsRouter(auditLog: AuditLog): Router {
   return router;
 }
 
-/** Where the other scopes' outbox relays hand their events to the audit log. */
-export function eventsInternalRouter(auditLog: AuditLog): Router {
+/** Where the other scopes' outbox relays hand their events to the audit log (`publish`: into it, then to the webhooks). */
+export function eventsInternalRouter(publish: (events: RecordedEvent[]) => Promise<PublishEventsResult>): Router {
   const router = Router();
-  mountEndpoint(router, InternalApi.publishEvents, async ({ body }) => ({ data: await auditLog.store(body.events) }));
+  mountEndpoint(router, InternalApi.publishEvents, async ({ body }) => ({ data: await publish(body.events) }));
   return router;
 }

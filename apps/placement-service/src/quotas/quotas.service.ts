@@ -3,6 +3,7 @@ import type { DeploymentClient, SecretsClient } from '@envengine/service-clients
 import type { TenantQuotas } from '@envengine/tenant-data';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
+import type { WebhookRepository } from '../webhooks/webhook.repository.ts';
 
 /**
  * `GET /quotas`: this scope's quotas (queued runs, environments) read here, the others'
@@ -15,15 +16,17 @@ export class QuotasService {
     private readonly runs: RunRepository,
     private readonly deployments: DeploymentClient,
     private readonly secrets: SecretsClient,
+    private readonly webhooks: WebhookRepository,
   ) {}
 
   async get(tenantId: string, requestId?: string): Promise<Quotas> {
-    const [limits, environments, queued, deployment, secrets] = await Promise.all([
+    const [limits, environments, queued, deployment, secrets, webhooks] = await Promise.all([
       this.quotas.limits(tenantId),
       this.environments.list(tenantId),
       this.runs.queuedRunCounts(tenantId),
       this.deployments.quotas(tenantId, requestId),
       this.secrets.quotas(tenantId, requestId),
+      this.webhooks.count(tenantId),
     ]);
     return {
       queued_runs: { limit: limits.queued_runs, used: queued.total },
@@ -38,6 +41,7 @@ export class QuotasService {
           return count === undefined ? [] : [[environment.name, count]];
         })),
       ),
+      webhooks: { limit: limits.webhooks, used: webhooks },
     };
   }
 }
