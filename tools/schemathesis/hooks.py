@@ -61,6 +61,10 @@ STATE_DEPENDENT_REFUSALS = [
     ("PUT /environments/{name}/bindings/{connection}", "invalid_request", "secret_refs.", "is also a key of config"),
     # A connection whose binding names a secret that is gone.
     ("POST /worker/attempts/{id}/connections/{name}", "unknown_secret", None, None),
+    # A webhook's host must resolve, and not onto the engine's own network: what a name
+    # resolves to, and which addresses the operator allows (WEBHOOK_TARGETS_ALLOWED).
+    ("POST /webhooks", "webhook_target_refused", "url", ""),
+    ("PATCH /webhooks/{id}", "webhook_target_refused", "url", ""),
 ]
 
 

@@ -77,6 +77,7 @@ describe('per-tenant quotas, through the gateway', () => {
       environments: { limit: DEFAULT_QUOTA_LIMITS.environments, used: 0 },
       bundle_bytes: { limit: DEFAULT_QUOTA_LIMITS.bundle_bytes, used: 0 },
       secrets_per_environment: { limit: DEFAULT_QUOTA_LIMITS.secrets_per_environment, used: 0, by_environment: {} },
+      webhooks: { limit: DEFAULT_QUOTA_LIMITS.webhooks, used: 0 },
     });
   });
 
@@ -260,6 +261,20 @@ describe('per-tenant quotas, through the gateway', () => {
     const listed = (await tenant.api.get('/environments/prod/secrets')).body as { data: Array<{ name: string }> };
     expect(listed.data.map((row) => row.name)).toEqual(['a', 'b']);
     expect((await quotasOf(tenant)).secrets_per_environment).toEqual({ limit: 2, used: 2, by_environment: { prod: 2, dev: 1 } });
+  });
+
+  it('refuses a webhook past the tenant’s webhooks, and takes one again once one is deleted', async () => {
+    const tenant = await createTenant(stack, 'quota-webhooks');
+    await setQuotas(tenant, { webhooks: 2 });
+    const create = () => tenant.api.post('/webhooks', { url: 'http://203.0.113.9/hook', events: ['run.failed'] });
+    const first = await create();
+    expect(first.status, first.text).toBe(201);
+    expect((await create()).status).toBe(201);
+    expectRefusedBy(await create(), 'webhooks_quota_exceeded');
+    expect(((await tenant.api.get('/webhooks')).body.data as unknown[]).length).toBe(2);
+    expect((await quotasOf(tenant)).webhooks).toEqual({ limit: 2, used: 2 });
+    expect((await tenant.api.delete(`/webhooks/${first.body.data.id}`)).status).toBe(200);
+    expect((await create()).status).toBe(201);
   });
 
   it('answers the admin command clearly for an unknown tenant', async () => {

@@ -176,12 +176,14 @@ describe('webhooks: signed deliveries of events, retried, in order, to receivers
       expect(ErrorBody.parse(response.body).error.code).toBe(code);
       return ErrorBody.parse(response.body).error;
     };
-    for (const url of ['http://10.0.0.5/hook', 'http://127.0.0.2:8080/hook', 'http://[::1]/hook', 'http://169.254.169.254/latest/meta-data', 'https://192.168.1.1/', 'http://[::ffff:10.1.1.1]/']) {
+    for (const url of ['http://10.0.0.5/hook', 'http://127.0.0.2:8080/hook', 'http://169.254.169.254/latest/meta-data', 'https://192.168.1.1/', 'http://100.64.0.1/']) {
       const error = await refused({ url, events: ['*'] }, 'webhook_target_refused', 422);
       expect(error.message).toMatch(/engine's own network/);
     }
     await refused({ url: 'http://no-such-host.invalid/hook', events: ['*'] }, 'webhook_target_refused', 422);
     await refused({ url: 'ftp://example.com/hook', events: ['*'] }, 'invalid_request', 422);
+    await refused({ url: 'http://[::1]/hook', events: ['*'] }, 'invalid_request', 422);
+    await refused({ url: 'http://0/hook', events: ['*'] }, 'invalid_request', 422);
     await refused({ url: 'http://user:pw@203.0.113.7/hook', events: ['*'] }, 'invalid_request', 422);
     await refused({ url: 'http://203.0.113.7/hook', events: [] }, 'invalid_request', 422);
     await refused({ url: 'http://203.0.113.7/hook', events: ['run.exploded'] }, 'invalid_request', 422);

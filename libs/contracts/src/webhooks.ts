@@ -17,18 +17,24 @@ export function webhookWants(filters: readonly string[], type: string): boolean 
   return filters.some((filter) => filter === '*' || filter === type || (filter.endsWith('.*') && type.startsWith(filter.slice(0, -1))));
 }
 
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+const PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})';
 /**
- * A webhook's target: an `https://` or `http://` URL without credentials or a fragment.
- * Whether its address is one the engine sends to is checked by the service (on create and
- * at every delivery, on the address its name resolves to).
+ * `http(s)://`, a host name (its last label begins with a letter) or an IPv4 address, an
+ * optional port, then a path and query: no user, password or fragment. Exactly what a URL
+ * parser takes as such, so the document's pattern and the server agree.
+ */
+const WEBHOOK_URL_PATTERN = new RegExp(`^https?://(?:${OCTET}(?:\\.${OCTET}){3}|(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*)(?::${PORT})?(?:[/?][^#\\s]*)?$`);
+
+/**
+ * A webhook's target. Whether its address is one the engine sends to is checked by the
+ * service, on create and at every delivery, on the address its name resolves to then.
  */
 export const WebhookUrl = z
-  .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+  .string()
   .max(2000)
-  .refine((url) => {
-    const parsed = new URL(url);
-    return parsed.username === '' && parsed.password === '' && parsed.hash === '';
-  }, { message: 'must not carry a user, a password or a fragment' });
+  .regex(WEBHOOK_URL_PATTERN, { message: 'must be an http(s) URL of a host name or IPv4 address, with no user, password or fragment' })
+  .refine((url) => URL.canParse(url), { message: 'must be a URL' });
 
 export const CreateWebhookRequest = z.strictObject({
   url: WebhookUrl,
@@ -47,7 +53,8 @@ export const UpdateWebhookRequest = z
     enabled: z.boolean().optional(),
     description: z.string().max(500).optional(),
   })
-  .refine((body) => Object.keys(body).length > 0, { message: 'must change at least one field' });
+  .refine((body) => Object.keys(body).length > 0, { message: 'names at least one field to change (url, events, enabled, description)' })
+  .meta({ minProperties: 1 });
 export type UpdateWebhookRequest = z.infer<typeof UpdateWebhookRequest>;
 
 export const WebhookPathParams = z.object({ id: WebhookId });
