@@ -76,6 +76,8 @@ for (const profile of profiles) {
     env: {
       RATE_LIMIT_PER_SECOND: '10000000',
       RATE_LIMIT_BURST: '10000000',
+      // The runs suite's webhook receiver is in the bench process, on the loopback.
+      WEBHOOK_TARGETS_ALLOWED: '127.0.0.1',
       ...(cpuProfile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(dataDir, 'profiles')}` } : {}),
     },
   });

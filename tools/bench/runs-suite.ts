@@ -234,6 +234,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   const unsandboxed: { rows: LatencyRow[]; cpu: Array<{ inFlight: number; cpu: Record<string, number> }> } = { rows: [], cpu: [] };
   let drain: string[];
   let emit: string[];
+  let webhookLines: string[];
   let spawnFloor: number[];
   /** Dispatch at 1 and 10 in flight, then throughput, on the worker running now; raw BullMQ beside it when asked. */
   const measure = async (into: { rows: LatencyRow[]; cpu: Array<{ inFlight: number; cpu: Record<string, number> }> }, withRaw: boolean, label: string) => {
@@ -275,6 +276,8 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       console.error(`  throughput round, ${mode}: ${round.rows[1]!.perSecond.toFixed(1)} runs/s`);
     }
 
+    webhookLines = await withAndWithoutWebhook();
+
     spawnFloor = await sandboxedSpawnFloor(dataDir, 20);
 
     await worker.process.stop();
@@ -291,6 +294,78 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     await poolEvents.close();
     for (const client of redisClients) client.disconnect();
     counter.close();
+  }
+
+  /**
+   * Throughput with a webhook subscribed to every run event (a receiver in this process, on
+   * the loopback), against the same rounds with it disabled, alternating; and each event's
+   * lag from its time (recorded in its change's transaction) to its delivery's arrival.
+   */
+  async function withAndWithoutWebhook(): Promise<string[]> {
+    const lags: number[] = [];
+    const succeededDelivered = new Set<string>();
+    let arrivals: Array<() => void> = [];
+    const receiver = createServer((request, response) => {
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => (body += chunk));
+      request.on('end', () => {
+        const arrived = Date.now();
+        const event = (JSON.parse(body) as { data: { type: string; time: string; subject: { id: string } } }).data;
+        lags.push(arrived - Date.parse(event.time));
+        if (event.type === 'run.succeeded') succeededDelivered.add(event.subject.id);
+        response.end();
+        for (const wake of arrivals.splice(0)) wake();
+      });
+    });
+    receiver.listen(0, '127.0.0.1');
+    await once(receiver, 'listening');
+    const created = await api.post('/webhooks', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/events`, events: ['run.*'], environment: ENVIRONMENT });
+    if (created.status !== 201) throw new Error(`creating the bench's webhook answered ${created.status}: ${created.text}`);
+    const webhookId = created.body.data.id as string;
+    const rounds: Record<'none' | 'webhook', number[]> = { none: [], webhook: [] };
+    let lastLagCount = 0;
+    const roundLags: number[] = [];
+    try {
+      for (const mode of ['none', 'webhook', 'none', 'webhook', 'none', 'webhook'] as const) {
+        const enabled = await api.patch(`/webhooks/${webhookId}`, { enabled: mode === 'webhook' });
+        if (enabled.status !== 200) throw new Error(`switching the bench's webhook answered ${enabled.status}`);
+        await dispatchRows(1, 10);
+        const round = await dispatchRows(3 * POOL_CONCURRENCY, 300, ` (${mode === 'webhook' ? 'a webhook on every run event' : 'no webhook'})`);
+        rounds[mode].push(round.rows[1]!.perSecond);
+        console.error(`  throughput round, ${mode}: ${round.rows[1]!.perSecond.toFixed(1)} runs/s`);
+        if (mode === 'webhook') {
+          // Evidence, not time: every run of the round has its run.succeeded delivered.
+          const ids = round.runs.flatMap((entry) => (entry.run ? [entry.run.id] : []));
+          const deadline = Date.now() + 120_000;
+          while (!ids.every((id) => succeededDelivered.has(id)) && Date.now() < deadline) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, 1_000);
+              arrivals.push(() => (clearTimeout(timer), resolve()));
+            });
+          }
+          const missing = ids.filter((id) => !succeededDelivered.has(id)).length;
+          if (missing > 0) throw new Error(`${missing} runs' run.succeeded never reached the bench's webhook`);
+          roundLags.push(...lags.slice(lastLagCount));
+        }
+        lastLagCount = lags.length;
+      }
+    } finally {
+      await api.delete(`/webhooks/${webhookId}`);
+      arrivals = [];
+      receiver.close();
+    }
+    const ratio = median(rounds.webhook) / median(rounds.none);
+    console.error(`  webhook: ${ratio.toFixed(2)}x, lag p50 ${percentile(roundLags, 50).toFixed(0)} ms, p99 ${percentile(roundLags, 99).toFixed(0)} ms`);
+    return [
+      `A webhook subscribed to every run event of the environment (\`run.*\`: queued, started, succeeded; three deliveries per run, one stream, so in order), its receiver in the bench on the loopback, against the same rounds with the webhook disabled (target: ≥ 0.9x, issue 40). Every event is in the transactional outbox in both: it cannot be turned off.`,
+      '',
+      '| measure | with the webhook | without | ratio |',
+      '|---|---:|---:|---:|',
+      `| empty runs/s at ${3 * POOL_CONCURRENCY} in flight, median of ${rounds.webhook.length} alternating rounds (${rounds.webhook.map((value) => value.toFixed(1)).join(', ')} against ${rounds.none.map((value) => value.toFixed(1)).join(', ')}) | ${median(rounds.webhook).toFixed(1)} | ${median(rounds.none).toFixed(1)} | ${ratio.toFixed(2)}x (${ratio >= 0.9 ? 'met' : 'missed'}) |`,
+      '',
+      `Event lag, from the event's \`time\` (taken in its change's transaction) to the delivery's arrival at the receiver (same clock), over ${roundLags.length} deliveries of the webhook rounds: p50 ${percentile(roundLags, 50).toFixed(0)} ms, p90 ${percentile(roundLags, 90).toFixed(0)} ms, p99 ${percentile(roundLags, 99).toFixed(0)} ms. It holds the outbox relay (nudged on commit), the audit log's write, the fan-out into deliveries, the queue and the POST; a round's burst of 900 deliveries in one stream goes one at a time.`,
+    ];
   }
 
   async function queuedThenDrained(): Promise<string[]> {
@@ -428,6 +503,8 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     ...[...cpuPerRun.map((entry) => ['bwrap', entry] as const), ...unsandboxed.cpu.map((entry) => ['off', entry] as const)].map(
       ([mode, { inFlight, cpu }]) => `| ${mode} | ${inFlight} | ${cpuNames.map((name) => cpu[name]!.toFixed(1)).join(' | ')} | ${Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(1)} |`,
     ),
+    '',
+    ...webhookLines,
     '',
     ...drain,
     '',

@@ -86,7 +86,7 @@ describe('docker-compose.yml', () => {
     for (const name of [
       'MONGO_ADMIN_PASSWORD', 'MONGO_GATEWAY_PASSWORD', 'MONGO_PLACEMENT_PASSWORD', 'MONGO_DEPLOYMENT_PASSWORD', 'MONGO_SECRETS_PASSWORD',
       'MONGO_REPLICA_SET_KEY', 'REDIS_ADMIN_PASSWORD', 'REDIS_GATEWAY_PASSWORD', 'REDIS_PLACEMENT_PASSWORD', 'REDIS_RUNNER_PASSWORD',
-      'INTERNAL_CREDENTIAL', 'RESOLVER_CREDENTIAL', 'ENVENGINE_SECRETS_MASTER_KEY', 'S3_ADMIN_ACCESS_KEY', 'S3_ADMIN_SECRET_KEY',
+      'INTERNAL_CREDENTIAL', 'RESOLVER_CREDENTIAL', 'ENVENGINE_SECRETS_MASTER_KEY', 'ENVENGINE_WEBHOOKS_MASTER_KEY', 'S3_ADMIN_ACCESS_KEY', 'S3_ADMIN_SECRET_KEY',
     ]) {
       expect(composeText, name).toMatch(new RegExp(`\\$\\{${name}:\\?`));
       expect(composeText, name).not.toMatch(new RegExp(`\\$\\{${name}:-`));
@@ -154,6 +154,8 @@ describe('docker-compose.yml', () => {
   it('takes the master key from outside the file and shares the resolver credential with the workers', () => {
     const secrets = compose.services['secrets-service']?.environment ?? {};
     expect(secrets.SECRETS_MASTER_KEY).toMatch(/^\$\{ENVENGINE_SECRETS_MASTER_KEY:\?/);
+    // The webhooks' signing secrets are sealed by a key of the placement-service's own.
+    expect(compose.services['placement-service']?.environment?.WEBHOOKS_MASTER_KEY).toMatch(/^\$\{ENVENGINE_WEBHOOKS_MASTER_KEY:\?/);
     expect(secrets.PLACEMENT_SERVICE_URL).toMatch(/^http:\/\//);
     expect(secrets.RESOLVER_CREDENTIAL).toBeTruthy();
     expect(secrets.RESOLVER_CREDENTIAL).not.toBe(secrets.INTERNAL_CREDENTIAL);

@@ -8,10 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow } from '@envengine/contracts';
+import { AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow, Webhook, WebhookCreated, WebhookDelivery } from '@envengine/contracts';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { decodeParquet } from '@envengine/materialization-storage';
 import { createTenant, until, type TestTenant } from '@envengine/test-harness';
+import { WebhookReceiver } from './webhook-fixtures.ts';
 
 const stack = inject('stack');
 const CLI = join(WORKSPACE_ROOT, 'dist', 'apps', 'cli', 'main.js');
@@ -501,6 +503,35 @@ describe('envctl against the stack', () => {
       expect(lines.slice(1).map((event) => event.type)).toEqual(['schedules.paused', 'schedules.resumed']);
     } finally {
       tail.kill('SIGINT');
+    }
+  });
+
+  it('makes a webhook that a receiver verifies, lists it without its secret, shows its deliveries, and deletes it', async () => {
+    const receiver = await WebhookReceiver.start();
+    try {
+      const created = await envctl(['webhooks', 'create', '--target', receiver.url('/cli'), '--event', 'webhook.*', '--event', 'run.failed']);
+      expectExit(created, 0);
+      const webhook = WebhookCreated.parse(json(created));
+      expect(webhook.events).toEqual(['webhook.*', 'run.failed']);
+      const listed = await envctl(['webhooks', 'list']);
+      expectExit(listed, 0);
+      expect(listed.stdout).not.toContain(webhook.secret);
+      expect(z.array(Webhook).parse(json(listed)).map((row) => row.id)).toContain(webhook.id);
+      const sent = await envctl(['webhooks', 'test', webhook.id]);
+      expectExit(sent, 0);
+      const [delivery] = await receiver.waitFor('/cli', (deliveries) => deliveries.length >= 1);
+      expect(() => new StandardWebhook(webhook.secret).verify(delivery!.body, delivery!.headers as Record<string, string>)).not.toThrow();
+      const deliveries = await until(async () => z.array(WebhookDelivery).parse(json(await envctl(['webhooks', 'deliveries', webhook.id]))), (rows) => rows[0]?.status === 'delivered', 20_000, 100);
+      expect(deliveries[0]).toMatchObject({ event_type: 'webhook.test', event_id: (json(sent) as { event_id: string }).event_id });
+      const table = await envctl(['webhooks', 'deliveries', webhook.id, '--output', 'table']);
+      expect(table.stdout).toMatch(/webhook\.test\s+-\s+delivered\s+1\s+200 in \d+ ms/);
+      expectExit(await envctl(['webhooks', 'disable', webhook.id]), 0);
+      expectExit(await envctl(['webhooks', 'create', '--target', receiver.url('/cli')]), 2);
+      expectExit(await envctl(['webhooks', 'create', '--target', 'http://10.1.2.3/x', '--event', '*']), 2);
+      expectExit(await envctl(['webhooks', 'delete', webhook.id]), 0);
+      expectExit(await envctl(['webhooks', 'delete', webhook.id]), 4);
+    } finally {
+      await receiver.close();
     }
   });
 

@@ -11,6 +11,7 @@ import { deployCommand } from './commands/deploy.ts';
 import { deploymentCommands } from './commands/deployments.ts';
 import { environmentCommands } from './commands/environments.ts';
 import { eventCommands } from './commands/events.ts';
+import { webhookCommands } from './commands/webhooks.ts';
 import { packCommand } from './commands/pack.ts';
 import { poolCommands } from './commands/pool.ts';
 import { quotaCommands } from './commands/quotas.ts';
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...poolCommands,
   ...quotaCommands,
   ...eventCommands,
+  ...webhookCommands,
   workerCommand,
 ];
 

@@ -1,6 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { EngineEvent, type EventListQuery, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
-import { modelFor } from '@envengine/service-kit';
+import { duplicatesOfInsert, modelFor } from '@envengine/service-kit';
 import { eventDocumentFields, type EventDocument } from './event-document.ts';
 import { TenantScopedModel, type TenantFilter } from '@envengine/tenant-data';
 
@@ -54,7 +54,7 @@ export class AuditLog {
       await this.events.insertManyOwned(batch.map((event) => ({ tenantId: event.tenant_id, doc: auditDocument(event) })));
       return { stored: batch.length, duplicates: 0 };
     } catch (error) {
-      const duplicates = duplicateCount(error);
+      const duplicates = duplicatesOfInsert(error);
       if (duplicates === undefined) throw error;
       return { stored: batch.length - duplicates, duplicates };
     }
@@ -102,13 +102,4 @@ function publicEvent(row: AuditEventDocument): EngineEvent {
     request_id: row.request_id,
     data: row.data,
   });
-}
-
-/** How many of an unordered insert's failures were ids already stored; undefined if any was something else. */
-function duplicateCount(error: unknown): number | undefined {
-  const writeErrors = (error as { writeErrors?: unknown }).writeErrors;
-  const list = Array.isArray(writeErrors) ? writeErrors : (error as { code?: unknown }).code === 11000 ? [error] : [];
-  if (list.length === 0) return undefined;
-  const codes = list.map((entry: { code?: unknown; err?: { code?: unknown } }) => entry.code ?? entry.err?.code);
-  return codes.every((code) => code === 11000) ? list.length : undefined;
 }

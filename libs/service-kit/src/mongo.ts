@@ -67,6 +67,18 @@ export function isDuplicateKeyError(error: unknown, field?: string): boolean {
   return typeof keyPattern === 'object' && keyPattern !== null && field in keyPattern;
 }
 
+/**
+ * How many of an unordered insert's failures were documents already stored (E11000), when
+ * every failure was one; undefined if any was something else (then the caller throws it).
+ */
+export function duplicatesOfInsert(error: unknown): number | undefined {
+  const writeErrors = (error as { writeErrors?: unknown }).writeErrors;
+  const list = Array.isArray(writeErrors) ? writeErrors : (error as { code?: unknown }).code === 11000 ? [error] : [];
+  if (list.length === 0) return undefined;
+  const codes = list.map((entry: { code?: unknown; err?: { code?: unknown } }) => entry.code ?? entry.err?.code);
+  return codes.every((code) => code === 11000) ? list.length : undefined;
+}
+
 /** The connection's model of that name, compiled from `schema` the first time it is asked for. */
 export function modelFor<T>(connection: Connection, name: string, schema: Schema<T>): Model<T> {
   return (connection.models[name] as Model<T> | undefined) ?? connection.model<T>(name, schema);

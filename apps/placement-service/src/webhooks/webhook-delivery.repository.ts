@@ -1,5 +1,6 @@
 import { Schema, type Connection } from 'mongoose';
 import type { WebhookDeliveryListQuery, WebhookDeliveryStatus } from '@envengine/contracts';
+import { duplicatesOfInsert } from '@envengine/service-kit';
 import { TenantScopedModel, type TenantFilter } from '@envengine/tenant-data';
 
 export interface DeliveryAttemptDocument {
@@ -96,7 +97,7 @@ export class WebhookDeliveryRepository {
     try {
       await this.deliveries.insertManyOwned(deliveries.map(({ tenant_id, ...doc }) => ({ tenantId: tenant_id, doc: { ...doc, status: 'pending', attempts: [], next_attempt_at: null } })));
     } catch (error) {
-      if (!onlyDuplicates(error)) throw error;
+      if (duplicatesOfInsert(error) === undefined) throw error;
     }
   }
 
@@ -146,10 +147,4 @@ export class WebhookDeliveryRepository {
     if (query.cursor) filter._id = { $lt: query.cursor };
     return this.deliveries.find(tenantId, filter, { sort: { _id: -1 }, limit: query.limit, projection: { body: 0 } });
   }
-}
-
-function onlyDuplicates(error: unknown): boolean {
-  const writeErrors = (error as { writeErrors?: Array<{ code?: number; err?: { code?: number } }> }).writeErrors;
-  if (Array.isArray(writeErrors) && writeErrors.length > 0) return writeErrors.every((entry) => (entry.code ?? entry.err?.code) === 11000);
-  return (error as { code?: unknown }).code === 11000;
 }
