@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AttemptStarted, EngineEvent, INTERNAL_HEADERS, PoolCredentialIssued, Run, type EventType } from '@envengine/contracts';
 import { createTenant, deployProject, startTestStack, until, type ApiClient, type ApiResponse, type TestStack, type TestTenant } from '@envengine/test-harness';
 import { allEvents } from './events-fixtures.ts';
+import { WEBHOOK_TEST_SETTINGS, WebhookReceiver } from './webhook-fixtures.ts';
 import { ASSET_CODE, deployRunsProject, issueCredential, RUN_TEST_SETTINGS, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -204,7 +205,7 @@ describe('the outbox relay across a kill -9', () => {
   let mongo: MongoClient;
 
   beforeAll(async () => {
-    own = await startTestStack({ env: RUN_TEST_SETTINGS, mongoTtlMonitorSeconds: 1 });
+    own = await startTestStack({ env: { ...RUN_TEST_SETTINGS, ...WEBHOOK_TEST_SETTINGS }, mongoTtlMonitorSeconds: 1 });
     mongo = await MongoClient.connect(own.info.mongoUrl);
   });
 
@@ -213,8 +214,14 @@ describe('the outbox relay across a kill -9', () => {
     await own?.stop();
   });
 
-  it('publishes what was committed before the kill, once per event id, also when a batch is sent twice', async () => {
+  it('publishes what was committed before the kill, once per event id, also when a batch is sent twice; a webhook receives each once', async () => {
     const tenant = await createTenant(own.info, 'relay');
+    const receiver = await WebhookReceiver.start();
+    const webhook = await tenant.api.post('/webhooks', { url: receiver.url('/relay'), events: ['environment.created'] });
+    expect(webhook.status, webhook.text).toBe(201);
+    // Its own event published first: what follows is the environments'.
+    await until(() => allEvents(tenant.api, '&type=webhook.created'), (events) => events.length === 1, 20_000, 50);
+    const created = '&type=environment.created';
     const placement = mongo.db(own.info.databases['placement-service']);
     // Another relay holds the lease: this one commits events and cannot publish them.
     await placement.collection('event_relay_leases').updateOne(
@@ -227,10 +234,10 @@ describe('the outbox relay across a kill -9', () => {
       const created = await tenant.api.post('/environments', { name, storage_prefix: `file://${own.info.dataDir}/lake/${name}`, executor: 'local' });
       expect(created.status, created.text).toBe(201);
     }
-    const outbox = placement.collection<{ _id: string; pending?: boolean }>('event_outbox');
-    const committed = await outbox.find({ tenant_id: tenant.tenantId }).toArray();
+    const outbox = placement.collection<{ _id: string; type: string; pending?: boolean }>('event_outbox');
+    const committed = await outbox.find({ tenant_id: tenant.tenantId, type: 'environment.created' }).toArray();
     expect(committed.map((row) => row.pending)).toEqual([true, true, true]);
-    expect(await allEvents(tenant.api)).toEqual([]);
+    expect(await allEvents(tenant.api, created)).toEqual([]);
 
     const pid = own.services.processes['placement-service'].pid!;
     process.kill(pid, 'SIGKILL');
@@ -238,14 +245,25 @@ describe('the outbox relay across a kill -9', () => {
     await placement.collection('event_relay_leases').deleteOne({ _id: 'relay' as never });
     await own.services.restart('placement-service');
 
-    const published = await eventsWhen(tenant.api, 3);
+    const published = await eventsWhen(tenant.api, 3, created);
     expect(published.map((event) => [event.type, event.environment])).toEqual(names.map((name) => ['environment.created', name]));
     expect(published.map((event) => event.id)).toEqual(committed.map((row) => row._id));
 
     // A relay killed after its publish and before its mark sends the batch again: still one event per id.
     await outbox.updateMany({ tenant_id: tenant.tenantId }, { $set: { pending: true } });
     await until(() => outbox.countDocuments({ tenant_id: tenant.tenantId, pending: true }), (left) => left === 0, 20_000, 50);
-    expect((await allEvents(tenant.api)).map((event) => event.id)).toEqual(committed.map((row) => row._id));
+    expect((await allEvents(tenant.api, created)).map((event) => event.id)).toEqual(committed.map((row) => row._id));
+
+    // The webhook: each event delivered once as the receiver sees it. The batch sent again
+    // made no second delivery (its publish, marked only once done, includes the fan-out).
+    try {
+      await receiver.waitFor('/relay', (deliveries) => deliveries.length >= 3);
+      const deliveries = (await tenant.api.get(`/webhooks/${webhook.body.data.id}/deliveries`)).body.data as Array<{ event_id: string; status: string }>;
+      expect(deliveries.map((delivery) => delivery.event_id).sort()).toEqual(committed.map((row) => row._id).sort());
+      expect(receiver.at('/relay').map((delivery) => delivery.headers['webhook-id']).sort()).toEqual(committed.map((row) => row._id).sort());
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('removes events older than EVENT_RETENTION_DAYS with the TTL index', async () => {

@@ -76,6 +76,20 @@ describe('secret canary', () => {
     await record('delete again', api.delete('/environments/prod/secrets/canary'));
     await record('dangling listing', api.get('/environments/prod/bindings'));
     await record('resolve dangling', callResolve(stack, { tenantId: owner.tenantId, body: { environment_id: environmentId, binding: 'warehouse' } }));
+
+    // A webhook's signing secrets are canaries too: shown once at create and rotation (those
+    // answers are not recorded), then never again, and stored only sealed. A delivery is tried
+    // (nothing listens on the discard port) so that the sender's path runs.
+    const webhook = await api.post('/webhooks', { url: 'http://127.0.0.1:9/canary', events: ['secret.*'] });
+    expect(webhook.status, webhook.text).toBe(201);
+    const rotated = await api.post(`/webhooks/${webhook.body.data.id}/secret/rotate`);
+    expect(rotated.status).toBe(200);
+    for (const secret of [webhook.body.data.secret as string, rotated.body.data.secret as string]) canaries.push(secret, secret.slice('whsec_'.length));
+    await record('webhook read', api.get(`/webhooks/${webhook.body.data.id}`));
+    await record('webhooks listed', api.get('/webhooks'));
+    await record('webhook test', api.post(`/webhooks/${webhook.body.data.id}/test`));
+    await until(async () => (await api.get(`/webhooks/${webhook.body.data.id}/deliveries`)).body.data as Array<{ attempts: unknown[] }>, (rows) => (rows[0]?.attempts.length ?? 0) > 0, 20_000, 100);
+    await record('webhook deliveries', api.get(`/webhooks/${webhook.body.data.id}/deliveries`));
     expect(responses.length).toBeGreaterThan(25);
   });
 

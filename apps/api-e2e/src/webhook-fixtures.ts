@@ -31,6 +31,7 @@ export interface ReceivedDelivery {
 export class WebhookReceiver {
   readonly received: ReceivedDelivery[] = [];
   private answers = new Map<string, (count: number) => number>();
+  private delays = new Map<string, number>();
   private waiters: Array<() => void> = [];
 
   private constructor(private readonly server: Server) {}
@@ -46,8 +47,11 @@ export class WebhookReceiver {
         const count = receiver.received.filter((delivery) => delivery.path === path).length;
         const status = receiver.answers.get(path)?.(count) ?? 200;
         receiver.received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), status });
-        response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not now');
         for (const wake of receiver.waiters.splice(0)) wake();
+        const answer = () => response.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not now');
+        const delay = receiver.delays.get(path);
+        if (delay === undefined) answer();
+        else setTimeout(answer, delay);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -61,6 +65,11 @@ export class WebhookReceiver {
   /** How the requests to `path` are answered: by their number there, from 0. */
   answer(path: string, status: (count: number) => number): void {
     this.answers.set(path, status);
+  }
+
+  /** Answers each request to `path` only after `ms`: a slow receiver. */
+  slow(path: string, ms: number): void {
+    this.delays.set(path, ms);
   }
 
   at(path: string): ReceivedDelivery[] {

@@ -149,7 +149,9 @@ describe('webhooks: signed deliveries of events, retried, in order, to receivers
     expect((await tenant.api.patch(`/webhooks/${failing.id}`, { enabled: true })).status).toBe(200);
     expect((await tenant.api.patch(`/environments/${name}`, { max_concurrent_runs: 5 })).status).toBe(200);
     await receiver.waitFor('/failing', (deliveries) => deliveries.some((delivery) => delivery.status === 200));
-    expect(receiver.at('/witness').length).toBeGreaterThanOrEqual(5);
+    // The witness, enabled throughout, got every one of them (its own stream: awaited, not assumed).
+    await receiver.waitFor('/witness', (deliveries) => deliveries.length >= 5);
+    expect(typesOf(receiver.at('/witness'))).toEqual(['environment.updated', 'environment.updated', 'environment.updated', 'environment.updated', 'environment.updated']);
     expect(witness.enabled).toBe(true);
   });
 
@@ -249,21 +251,48 @@ describe('webhooks: signed deliveries of events, retried, in order, to receivers
   });
 });
 
-describe('webhooks: a name that resolves to the engine\'s network after create is refused at delivery (a stack of its own)', () => {
+describe('webhooks on a stack of their own: one delivery worker, and DNS the test answers', () => {
   let own: TestStack;
   let dns: TestDnsServer;
   let tenant: TestTenant;
+  let receiver: WebhookReceiver;
 
   beforeAll(async () => {
     dns = await TestDnsServer.start();
+    receiver = await WebhookReceiver.start();
     // Its own Redis too: the shared stack's placement-service takes the webhook queue's jobs of the Redis it uses.
-    own = await startTestStack({ mongoUrl: stack.mongoUrl, temporalAddress: stack.temporalAddress, env: { ...WEBHOOK_TEST_SETTINGS, WEBHOOK_DNS_SERVERS: dns.address } });
-    tenant = await createTenant(own.info, 'webhooks-dns');
+    own = await startTestStack({
+      mongoUrl: stack.mongoUrl,
+      temporalAddress: stack.temporalAddress,
+      env: { ...WEBHOOK_TEST_SETTINGS, WEBHOOK_DNS_SERVERS: dns.address, WEBHOOK_DELIVERY_CONCURRENCY: '1' },
+    });
+    tenant = await createTenant(own.info, 'webhooks-own');
   });
 
   afterAll(async () => {
     await own?.stop();
+    await receiver?.close();
     await dns?.close();
+  });
+
+  it("a stream with a long backlog to a slow receiver takes turns with the others: another environment's event does not wait for it all", async () => {
+    receiver.slow('/backlog', 250);
+    const lake = join(own.info.dataDir, 'lake', tenant.tenantId);
+    for (const name of ['busy', 'quiet']) expect((await tenant.api.post('/environments', { name, storage_prefix: `file://${lake}-${name}`, executor: 'local' })).status).toBe(201);
+    await createWebhook(tenant.api, { url: receiver.url('/backlog'), events: ['environment.updated'], environment: 'busy' });
+    const quiet = await createWebhook(tenant.api, { url: receiver.url('/quiet'), events: ['webhook.test'] });
+    const backlog = 16;
+    for (let runs = 1; runs <= backlog; runs += 1) expect((await tenant.api.patch('/environments/busy', { max_concurrent_runs: runs })).status).toBe(200);
+    expect((await tenant.api.post(`/webhooks/${quiet.id}/test`)).status).toBe(202);
+    await receiver.waitFor('/backlog', (deliveries) => deliveries.length >= backlog, 30_000);
+    await receiver.waitFor('/quiet', (deliveries) => deliveries.length >= 1, 30_000);
+    // One worker slot: the quiet stream's delivery went between the busy stream's, not after them all.
+    const order = receiver.received.filter((delivery) => delivery.path === '/backlog' || delivery.path === '/quiet').map((delivery) => delivery.path);
+    expect(order.indexOf('/quiet')).toBeLessThan(order.lastIndexOf('/backlog'));
+    // And the busy stream stayed in order across its turns.
+    expect(receiver.at('/backlog')).toHaveLength(backlog);
+    const ids = receiver.at('/backlog').map((delivery) => String(delivery.headers['webhook-id']));
+    expect(ids).toEqual([...ids].sort());
   });
 
   it('accepts the name while it resolves to a public address, then refuses each delivery once it resolves to a private one', async () => {

@@ -112,8 +112,9 @@ export class WebhookDeliveryRepository {
     return (await this.streams.updateOne(tenantId, { _id: streamId, generation }, { $inc: { generation: 1 } })).modified === 1;
   }
 
-  nextPending(tenantId: string, streamId: string): Promise<WebhookDeliveryDocument | null> {
-    return this.deliveries.findOne(tenantId, { stream_id: streamId, status: 'pending' }, { sort: { _id: 1 } });
+  /** The stream's oldest pending deliveries, in order. */
+  nextPending(tenantId: string, streamId: string, limit: number): Promise<WebhookDeliveryDocument[]> {
+    return this.deliveries.find(tenantId, { stream_id: streamId, status: 'pending' }, { sort: { _id: 1 }, limit });
   }
 
   async hasPending(tenantId: string, streamId: string): Promise<boolean> {

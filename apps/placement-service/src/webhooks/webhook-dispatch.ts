@@ -19,6 +19,13 @@ import { openSigningSecret } from './webhook-signing.ts';
 const WEBHOOK_QUEUE = '{webhooks}';
 /** Streams the sweep re-offers at once. */
 const SWEEP_BATCH = 500;
+/**
+ * How long one job sends a stream's backlog before it goes to the back of the queue, so that
+ * a long backlog (or a slow receiver) takes its turn with the other streams, not a worker slot.
+ */
+const STREAM_TURN_MS = 2_000;
+/** Deliveries of a stream read at once (in order), with its webhook read once for them. */
+const DELIVERY_BATCH = 25;
 
 export interface WebhookDispatchOptions {
   retry: RetrySchedule;
@@ -134,6 +141,7 @@ export class WebhookDispatch {
   async stop(): Promise<void> {
     await this.worker?.close();
     await this.queue.close();
+    this.sender.close();
   }
 
   /** Sends a stream's pending deliveries in order; a failure's back-off delays the job, and the rest of the stream with it. */
@@ -141,9 +149,10 @@ export class WebhookDispatch {
     const { tenant_id: tenantId, stream_id: streamId, generation } = WebhookStreamJob.parse(job.data);
     // Only the current generation's job works a stream: one at a time, so in order.
     if ((await this.deliveries.generation(tenantId, streamId)) !== generation) return;
+    const turnEnds = Date.now() + STREAM_TURN_MS;
     for (;;) {
-      const delivery = await this.deliveries.nextPending(tenantId, streamId);
-      if (!delivery) {
+      const batch = await this.deliveries.nextPending(tenantId, streamId, DELIVERY_BATCH);
+      if (batch.length === 0) {
         // Nothing left: the next delivery's offer makes the next generation's job. One made
         // between the look and the end of this generation is offered here.
         if (await this.deliveries.endGeneration(tenantId, streamId, generation)) {
@@ -151,34 +160,41 @@ export class WebhookDispatch {
         }
         return;
       }
-      if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > Date.now()) return this.waitUntil(job, token, delivery.next_attempt_at.getTime());
-      const webhook = await this.webhooks.find(tenantId, delivery.webhook_id);
-      if (!webhook || (!webhook.enabled && delivery.event_type !== 'webhook.test')) {
-        await this.deliveries.skipPending(tenantId, delivery.webhook_id, { _id: delivery._id });
-        continue;
-      }
-      const at = new Date();
-      const outcome = await this.sender.send({ url: webhook.url, messageId: delivery.event_id, body: delivery.body, secrets: this.signingSecrets(webhook) });
-      const attempt = { at, status_code: outcome.statusCode, latency_ms: outcome.latencyMs, error: outcome.error };
-      if (outcome.ok) {
-        await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'delivered', nextAttemptAt: null });
-        this.metrics.webhookAttempts.inc({ outcome: 'delivered' });
-        continue;
-      }
-      const delay = delayAfterFailure(this.options.retry, delivery.attempts.length + 1);
-      if (delay === undefined) {
-        await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'failed', nextAttemptAt: null });
-        this.metrics.webhookAttempts.inc({ outcome: 'gave_up' });
-        if (delivery.event_type !== 'webhook.test' && (await this.webhooks.disableFailing(tenantId, webhook._id, delivery._id, outcome.error ?? 'failed'))) {
-          this.log.warn({ tenant_id: tenantId, webhook_id: webhook._id, delivery_id: delivery._id }, 'webhook disabled: its delivery failed for the retry window');
-          await this.deliveries.skipPending(tenantId, webhook._id);
+      // A stream is one webhook's: read once per batch, so a change (a PATCH, a rotation, a
+      // delete) applies from the next batch on.
+      const webhook = await this.webhooks.find(tenantId, batch[0]!.webhook_id);
+      const secrets = webhook ? this.signingSecrets(webhook) : [];
+      for (const delivery of batch) {
+        if (Date.now() > turnEnds) return this.waitUntil(job, token, Date.now());
+        if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > Date.now()) return this.waitUntil(job, token, delivery.next_attempt_at.getTime());
+        if (!webhook || (!webhook.enabled && delivery.event_type !== 'webhook.test')) {
+          await this.deliveries.skipPending(tenantId, delivery.webhook_id, { _id: delivery._id });
+          continue;
         }
-        continue;
+        const at = new Date();
+        const outcome = await this.sender.send({ url: webhook.url, messageId: delivery.event_id, body: delivery.body, secrets });
+        const attempt = { at, status_code: outcome.statusCode, latency_ms: outcome.latencyMs, error: outcome.error };
+        if (outcome.ok) {
+          await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'delivered', nextAttemptAt: null });
+          this.metrics.webhookAttempts.inc({ outcome: 'delivered' });
+          continue;
+        }
+        const delay = delayAfterFailure(this.options.retry, delivery.attempts.length + 1);
+        if (delay === undefined) {
+          await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'failed', nextAttemptAt: null });
+          this.metrics.webhookAttempts.inc({ outcome: 'gave_up' });
+          if (delivery.event_type !== 'webhook.test' && (await this.webhooks.disableFailing(tenantId, webhook._id, delivery._id, outcome.error ?? 'failed'))) {
+            this.log.warn({ tenant_id: tenantId, webhook_id: webhook._id, delivery_id: delivery._id }, 'webhook disabled: its delivery failed for the retry window');
+            await this.deliveries.skipPending(tenantId, webhook._id);
+          }
+          // The rest of the batch was skipped with it, or is read again.
+          break;
+        }
+        const nextAttemptAt = new Date(Date.now() + delay);
+        await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'pending', nextAttemptAt });
+        this.metrics.webhookAttempts.inc({ outcome: outcome.refused ? 'refused' : 'failed' });
+        return this.waitUntil(job, token, nextAttemptAt.getTime());
       }
-      const nextAttemptAt = new Date(Date.now() + delay);
-      await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'pending', nextAttemptAt });
-      this.metrics.webhookAttempts.inc({ outcome: outcome.refused ? 'refused' : 'failed' });
-      return this.waitUntil(job, token, nextAttemptAt.getTime());
     }
   }
 

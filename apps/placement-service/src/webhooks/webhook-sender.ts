@@ -1,5 +1,5 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { EngineNetworkGuard } from '@envengine/egress-rules';
 import { signatureHeader } from './webhook-signing.ts';
@@ -32,10 +32,24 @@ const ANSWER_READ_BYTES = 64 * 1024;
  * could lead onto the engine's network); a 3xx is a failure.
  */
 export class WebhookSender {
+  /**
+   * Keep-alive connections, each made to an address the guard checked when it connected (a
+   * name that resolves elsewhere later gets a new connection only through the guard again).
+   */
+  private readonly agents: { http: HttpAgent; https: HttpsAgent };
+
   constructor(
     private readonly guard: EngineNetworkGuard,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    const options = { keepAlive: true, maxSockets: 8, maxFreeSockets: 4, timeout: timeoutMs, lookup: guard.lookup };
+    this.agents = { http: new HttpAgent(options), https: new HttpsAgent(options) };
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
 
   async send(message: SendRequest): Promise<SendOutcome> {
     const started = performance.now();
@@ -67,15 +81,18 @@ export class WebhookSender {
   }
 
   private post(url: URL, headers: Record<string, string>, body: string): Promise<number> {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const secure = url.protocol === 'https:';
+    const send = secure ? httpsRequest : httpRequest;
     return new Promise<number>((resolve, reject) => {
-      const request = send(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, lookup: this.guard.lookup, agent: false }, (answer: IncomingMessage) => {
+      const request = send(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: secure ? this.agents.https : this.agents.http }, (answer: IncomingMessage) => {
         let read = 0;
         answer.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read > ANSWER_READ_BYTES) answer.destroy();
         });
         // The status is what counts; the body is read only to end the exchange.
+        // Read to its end, so that the connection is kept for the next delivery.
+        answer.on('end', () => resolve(answer.statusCode ?? 0));
         answer.on('error', () => resolve(answer.statusCode ?? 0));
         answer.on('close', () => resolve(answer.statusCode ?? 0));
       });
