@@ -8,6 +8,7 @@ import type { Recheck } from '@envengine/contracts';
 import {
   activationRequested,
   ENVIRONMENT_ACTIVATIONS_WORKFLOW,
+  EXPIRY_NOTICE_MS,
   environmentActivationsWorkflowId,
   type ActivateInput,
   type DeploymentActivities,
@@ -311,9 +312,14 @@ describe('deployment workflows', () => {
   it('an expiry timer fires at the stored expiry: a moved expiry is slept until, a later one answered is slept until, null ends it', async () => {
     const scope = { tenantId: 'ten_wf', environmentId: `env_${randomBytes(6).toString('hex')}`, environmentName: 'pr-2' };
     const calls: Array<{ at: number; asked: string }> = [];
+    const notices: Array<{ at: number; asked: string }> = [];
     const storedExpiry = new Date(Date.now() + 1500).toISOString();
     const expired = await withWorker(
       {
+        noticeEnvironmentExpiry: async ({ expiresAt }) => {
+          notices.push({ at: Date.now(), asked: expiresAt });
+          return { noticed: true };
+        },
         // The placement-service's answer: the first time, that the stored expiry is later (a deploy whose signal was lost); then expired.
         expireEnvironment: async ({ expiresAt }) => {
           calls.push({ at: Date.now(), asked: expiresAt });
@@ -339,6 +345,40 @@ describe('deployment workflows', () => {
     expect(calls[0]!.at).toBeGreaterThanOrEqual(Date.parse(expired));
     expect(calls[1]!.asked).toBe(storedExpiry);
     expect(calls[1]!.at).toBeGreaterThanOrEqual(Date.parse(storedExpiry));
+    // Less than the notice's hour left: each instant slept until was noticed at once, once, before its expiry.
+    const noticed = notices.map((notice) => notice.asked);
+    expect(new Set(noticed).size).toBe(noticed.length);
+    expect(notices.find((notice) => notice.asked === expired)!.at).toBeLessThanOrEqual(calls[0]!.at);
+    expect(notices.find((notice) => notice.asked === storedExpiry)!.at).toBeLessThanOrEqual(calls[1]!.at);
+  });
+
+  it('an expiry timer gives its notice an hour before the expiry, not sooner', async () => {
+    const scope = { tenantId: 'ten_wf', environmentId: `env_${randomBytes(6).toString('hex')}`, environmentName: 'pr-3' };
+    const notices: Array<{ at: number; asked: string }> = [];
+    let expireCalls = 0;
+    const expiresAt = new Date(Date.now() + EXPIRY_NOTICE_MS + 1500).toISOString();
+    await withWorker(
+      {
+        noticeEnvironmentExpiry: async ({ expiresAt: asked }) => {
+          notices.push({ at: Date.now(), asked });
+          return { noticed: true };
+        },
+        expireEnvironment: async () => {
+          expireCalls += 1;
+          return { expired: true, expires_at: null };
+        },
+      },
+      async (taskQueue) => {
+        const handle = await client.workflow.start('environmentExpiry', { taskQueue, workflowId: `expiry-${scope.environmentId}`, args: [{ ...scope, expiresAt }] });
+        await until(async () => notices.length, (count) => count >= 1, 30_000, 20);
+        await handle.signal('expiryMoved', null);
+        await handle.result();
+      },
+    );
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.asked).toBe(expiresAt);
+    expect(notices[0]!.at).toBeGreaterThanOrEqual(Date.parse(expiresAt) - EXPIRY_NOTICE_MS);
+    expect(expireCalls).toBe(0);
   });
 
   it('a tick loop outlives a pass that failed every retry: it ticks again, woken by a change or after its pause', async () => {

@@ -8,6 +8,7 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DeletedEnvironmentResponse, Environment, EnvironmentResponse, INTERNAL_HEADERS, Run } from '@envengine/contracts';
 import { createTenant, deployProject, startTestStack, uniqueName, until, type StackInfo, type TestStack, type TestTenant } from '@envengine/test-harness';
+import { allEvents } from './events-fixtures.ts';
 import { ASSET_CODE, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
@@ -300,6 +301,20 @@ describe('environment lifecycle through the gateway', () => {
     await timer.result();
     expect((await timer.describe()).status.name).toBe('COMPLETED');
     for (const file of files) expect(existsSync(file)).toBe(false);
+    // Each expiry the timer slept towards was noticed once (less than an hour was left of each),
+    // the last one for the instant it expired at, before the deletion; by the engine.
+    const lifecycle = await until(
+      () => allEvents(tenant.api, `&environment=${name}`),
+      (events) => events.some((event) => event.type === 'environment.deleted'),
+      30_000,
+      200,
+    );
+    const notices = lifecycle.filter((event) => event.type === 'environment.expiring');
+    const noticedFor = notices.map((event) => (event.data as { expires_at: string }).expires_at);
+    expect(new Set(noticedFor).size).toBe(noticedFor.length);
+    expect(noticedFor.at(-1)).toBe(expiresAt);
+    expect(notices.every((event) => event.actor === 'engine' && event.subject.id === environment.id)).toBe(true);
+    expect(lifecycle.findIndex((event) => event.type === 'environment.expiring' && (event.data as { expires_at: string }).expires_at === expiresAt)).toBeLessThan(lifecycle.findIndex((event) => event.type === 'environment.deleted'));
     // Only the record that answers environment_expired names it, and goes by itself after a week.
     const left = await documentsNaming(mongo, stack, [environment.id]);
     expect(left).toHaveLength(1);

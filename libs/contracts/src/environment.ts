@@ -185,6 +185,13 @@ export type PurgeFilesResult = z.infer<typeof PurgeFilesResult>;
 export const ExpireEnvironmentResult = z.object({ expired: z.boolean(), expires_at: z.iso.datetime().nullable() });
 export type ExpireEnvironmentResult = z.infer<typeof ExpireEnvironmentResult>;
 
+/** Internal: the expiry timer's notice that a TTL lapses soon, for the instant it was armed for. */
+export const ExpiryNoticeRequest = z.object({ expires_at: z.iso.datetime() });
+export type ExpiryNoticeRequest = z.infer<typeof ExpiryNoticeRequest>;
+/** `noticed`: the event was recorded now (false: the expiry moved, the environment went, or it was recorded before). */
+export const ExpiryNoticeResult = z.object({ noticed: z.boolean() });
+export type ExpiryNoticeResult = z.infer<typeof ExpiryNoticeResult>;
+
 /** Internal: the tear-down's last step, the environment's document removed. */
 export const EnvironmentRemoved = z.object({ removed: z.number() });
 export type EnvironmentRemoved = z.infer<typeof EnvironmentRemoved>;

@@ -38,6 +38,8 @@ const EVENT_PAYLOADS = {
   'environment.created': z.object({ executor: Executor, preview: z.boolean() }),
   'environment.updated': z.object({ fields: z.array(z.string()) }),
   'environment.deleted': z.object({ purge_data: z.boolean(), expired: z.boolean() }),
+  // A preview's TTL lapses within the hour (at once when less was left): the instant it will.
+  'environment.expiring': z.object({ expires_at: z.string() }),
   'placement.changed': z.object({ executor: Executor, previous: Executor }),
   'schedules.paused': z.object({}),
   'schedules.resumed': z.object({}),

@@ -18,6 +18,8 @@ import {
   EnvironmentPathParams,
   EnvironmentRemoved,
   ExpireEnvironmentResult,
+  ExpiryNoticeRequest,
+  ExpiryNoticeResult,
   PurgeFilesRequest,
   PurgeFilesResult,
   TeardownStepReport,
@@ -78,6 +80,11 @@ export const InternalApi = {
     method: 'post', path: '/environments/:id/expire', service: 'placement', credential: 'internal',
     summary: 'The expiry timer fired: the tear-down begins unless a deploy moved the expiry',
     params: EnvironmentIdParams, responses: { 200: ExpireEnvironmentResult },
+  }),
+  noticeEnvironmentExpiry: internalEndpoint({
+    method: 'post', path: '/environments/:id/expiry-notice', service: 'placement', credential: 'internal',
+    summary: "The expiry timer's notice: records environment.expiring once for the instant it was armed for, if that is still the expiry",
+    params: EnvironmentIdParams, body: ExpiryNoticeRequest, responses: { 200: ExpiryNoticeResult },
   }),
   removeEnvironmentRuns: internalEndpoint({
     method: 'post', path: '/environments/:id/teardown/runs', service: 'placement', credential: 'internal',

@@ -127,6 +127,9 @@ export interface ScheduleTickActivities {
   tickSchedules(input: { shard: number }): Promise<TickShardResult>;
 }
 
+/** How long before a TTL lapses its expiry timer records `environment.expiring` (at once when less is left). */
+export const EXPIRY_NOTICE_MS = 3_600_000;
+
 /** The activities of an environment's tear-down and expiry; each is idempotent, so a retry or a resumed tear-down repeats it safely. */
 export interface EnvironmentLifecycleActivities {
   /** Ends the environment's activation and expiry workflows, so nothing activates or expires it while it goes. */
@@ -149,6 +152,8 @@ export interface EnvironmentLifecycleActivities {
   removeEnvironment(input: EnvironmentScope): Promise<void>;
   /** The TTL's timer fired: begins the tear-down unless a deploy moved the expiry (then the new instant). */
   expireEnvironment(input: EnvironmentExpiryInput): Promise<ExpireEnvironmentResult>;
+  /** The TTL lapses within the notice: records `environment.expiring` once for that expiry, if it still is the environment's. */
+  noticeEnvironmentExpiry(input: EnvironmentExpiryInput): Promise<{ noticed: boolean }>;
 }
 
 /** The type of an activity's failure when a service it called stayed unreachable: the caller of the workflow answers 503, not 500. */

@@ -1,10 +1,10 @@
-import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { EnvironmentExpiryInput, type ExpireEnvironmentResult } from '@envengine/contracts';
 import { workflowInput } from './workflow-input.ts';
-import type { EnvironmentLifecycleActivities } from './definitions.ts';
+import { EXPIRY_NOTICE_MS, type EnvironmentLifecycleActivities } from './definitions.ts';
 import { expiryMoved } from './lifecycle-signals.ts';
 
-const { expireEnvironment } = proxyActivities<EnvironmentLifecycleActivities>({
+const { expireEnvironment, noticeEnvironmentExpiry } = proxyActivities<EnvironmentLifecycleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 100 },
 });
@@ -14,12 +14,15 @@ const { expireEnvironment } = proxyActivities<EnvironmentLifecycleActivities>({
  * a poller. It sleeps until the expiry; each deploy signals the new instant and the sleep
  * starts over. When it wakes, the placement-service decides against the stored expiry
  * (the record of truth: a signal lost in flight cannot expire an environment early) and
- * begins the tear-down, or answers the later instant to sleep until.
+ * begins the tear-down, or answers the later instant to sleep until. An hour before the
+ * expiry (at once when less is left) it records `environment.expiring`, once per instant.
  */
 export async function environmentExpiry(raw: EnvironmentExpiryInput): Promise<void> {
   const input = workflowInput(EnvironmentExpiryInput, raw, 'environmentExpiry');
   let expiresAt: string | null = input.expiresAt;
   let moved = false;
+  /** The expiry whose notice was given (the placement-service records it once per instant anyway). */
+  let noticedFor: string | null = null;
   setHandler(expiryMoved, (next) => {
     expiresAt = next;
     moved = true;
@@ -29,6 +32,14 @@ export async function environmentExpiry(raw: EnvironmentExpiryInput): Promise<vo
     // Each deploy adds a signal and a timer: a long-lived preview's history starts afresh.
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof environmentExpiry>({ ...input, expiresAt });
+    }
+    // Timers started before the notice existed replay without it.
+    if (noticedFor !== expiresAt && patched('expiry-notice')) {
+      const untilNotice = Date.parse(expiresAt) - EXPIRY_NOTICE_MS - Date.now();
+      moved = false;
+      if (untilNotice > 0 && (await condition(() => moved, untilNotice))) continue;
+      await noticeEnvironmentExpiry({ ...input, expiresAt });
+      noticedFor = expiresAt;
     }
     // At least a second between checks: a clock behind Temporal's may answer an instant already past.
     const wait = Math.max(1_000, Date.parse(expiresAt) - Date.now());

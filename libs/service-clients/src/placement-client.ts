@@ -4,6 +4,7 @@ import {
   PublicApi,
   type Environment,
   type ExpireEnvironmentResult,
+  type ExpiryNoticeResult,
   type PoolTokenOwner,
   type PublishEventsResult,
   type RecordedEvent,
@@ -58,6 +59,11 @@ export class PlacementClient {
   /** Internal: the expiry timer fired (the placement-service decides against the stored expiry). */
   expire(tenantId: string, environmentId: string): Promise<ExpireEnvironmentResult> {
     return this.http.request(InternalApi.expireEnvironment, { tenantId, params: { id: environmentId } });
+  }
+
+  /** Internal: the expiry timer's notice that the TTL lapses soon (records `environment.expiring` once). */
+  noticeExpiry(tenantId: string, environmentId: string, expiresAt: string): Promise<ExpiryNoticeResult> {
+    return this.http.request(InternalApi.noticeEnvironmentExpiry, { tenantId, params: { id: environmentId }, body: { expires_at: expiresAt } });
   }
 
   /** Internal, a tear-down step: the environment's runs canceled and removed. */

@@ -17,6 +17,7 @@ export function environmentsInternalRouter(environments: EnvironmentRepository, 
   mountEndpoint(router, InternalApi.extendEnvironmentTtl, async ({ tenantId, params }) => ({ data: await lifecycle.extendTtl(tenantId, params.name) }));
   // The steps of the lifecycle workflows on this scope's data.
   mountEndpoint(router, InternalApi.expireEnvironment, async ({ tenantId, params }) => ({ data: await lifecycle.expire(tenantId, params.id) }));
+  mountEndpoint(router, InternalApi.noticeEnvironmentExpiry, async ({ tenantId, params, body }) => ({ data: { noticed: await environments.noticeExpiry(tenantId, params.id, new Date(body.expires_at)) } }));
   mountEndpoint(router, InternalApi.removeEnvironmentRuns, async ({ tenantId, params }) => ({ data: await lifecycle.removeRuns(tenantId, params.id) }));
   mountEndpoint(router, InternalApi.purgeEnvironmentFiles, async ({ tenantId, params, body }) => ({
     data: await purge.removePage(tenantId, params.id, body.after),

@@ -3,7 +3,7 @@ import type { CreateEnvironmentRequest, Environment, Executor, PatchEnvironmentR
 import { newId } from '@envengine/resource-ids';
 import { ApiError, environmentDeleting, isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
 import { fileStorageDirectoryOf } from '@envengine/materialization-storage';
-import { type EventCause, type EventOutbox, type NewEvent } from '@envengine/event-log';
+import { ENGINE_CAUSE, type EventCause, type EventOutbox, type NewEvent } from '@envengine/event-log';
 import type { EventType } from '@envengine/contracts';
 import { EngineFence, inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
 import { AdmissionStripes } from './admission-stripes.ts';
@@ -214,6 +214,25 @@ export class EnvironmentRepository {
   /** A batch of ticks' fence (`admitRun` for many environments at once): the admission count of each that admits scheduled runs, written. */
   fenceScheduledRuns(tenantId: string, ids: string[], session: ClientSession): Promise<number> {
     return this.environments.updateMany(tenantId, { _id: { $in: ids }, status: 'active', schedules_paused: false }, { $inc: { run_admissions: 1 } }, { session });
+  }
+
+  /**
+   * Records `environment.expiring` for the expiry `expiresAt`, once: only while it is still the
+   * environment's expiry and it is active (the precondition is the update's filter, so a
+   * retried notice, or a deploy that moved the expiry meanwhile, records nothing).
+   */
+  noticeExpiry(tenantId: string, id: string, expiresAt: Date): Promise<boolean> {
+    return inTransaction(this.connection, async (session) => {
+      const noticed = await this.environments.findOneAndUpdate(
+        tenantId,
+        { _id: id, status: 'active', expires_at: expiresAt, expiry_noticed_for: { $ne: expiresAt } },
+        { $set: { expiry_noticed_for: expiresAt } },
+        { session },
+      );
+      if (!noticed) return false;
+      await this.outbox.record(tenantId, { type: 'environment.expiring', ...aboutEnvironment(noticed), cause: ENGINE_CAUSE, data: { expires_at: expiresAt.toISOString() } }, session);
+      return true;
+    });
   }
 
   async findById(tenantId: string, id: string): Promise<Environment | undefined> {

@@ -23,6 +23,8 @@ export interface EnvironmentDocument {
   expires_at: Date | null;
   /** Whether the TTL's tear-down purges the files; absent on environments made before it existed (true). */
   purge_data_on_expiry?: boolean;
+  /** The expiry whose `environment.expiring` was recorded (a deploy moving the expiry arms a new notice). */
+  expiry_noticed_for?: Date | null;
   max_concurrent_runs: number | null;
   /** A `file://` prefix's directory with a trailing slash (`fileStorageDirectoryOf`), to find overlaps; null for another scheme. */
   storage_directory?: string | null;
@@ -55,6 +57,7 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     ttl_hours: { type: Number, default: null },
     expires_at: { type: Date, default: null },
     purge_data_on_expiry: { type: Boolean, default: true },
+    expiry_noticed_for: { type: Date, default: null },
     max_concurrent_runs: { type: Number, default: null },
     storage_directory: { type: String, default: null },
     run_admissions: { type: Number, default: 0 },

@@ -100,6 +100,10 @@ export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLif
       await placement.removeEnvironment(tenantId, environmentId);
     },
 
+    async noticeEnvironmentExpiry({ tenantId, environmentId, expiresAt }) {
+      return placement.noticeExpiry(tenantId, environmentId, expiresAt);
+    },
+
     async expireEnvironment({ tenantId, environmentId }) {
       try {
         return await placement.expire(tenantId, environmentId);
