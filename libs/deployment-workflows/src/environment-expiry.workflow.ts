@@ -35,11 +35,14 @@ export async function environmentExpiry(raw: EnvironmentExpiryInput): Promise<vo
     }
     // Timers started before the notice existed replay without it.
     if (noticedFor !== expiresAt && patched('expiry-notice')) {
-      const untilNotice = Date.parse(expiresAt) - EXPIRY_NOTICE_MS - Date.now();
+      const noticing: string = expiresAt;
+      const untilNotice = Date.parse(noticing) - EXPIRY_NOTICE_MS - Date.now();
       moved = false;
       if (untilNotice > 0 && (await condition(() => moved, untilNotice))) continue;
-      await noticeEnvironmentExpiry({ ...input, expiresAt });
-      noticedFor = expiresAt;
+      await noticeEnvironmentExpiry({ ...input, expiresAt: noticing });
+      noticedFor = noticing;
+      // A signal during the notice may have moved or cleared the expiry: look again.
+      continue;
     }
     // At least a second between checks: a clock behind Temporal's may answer an instant already past.
     const wait = Math.max(1_000, Date.parse(expiresAt) - Date.now());
