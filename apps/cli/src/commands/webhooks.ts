@@ -29,6 +29,19 @@ function deliveryRow(delivery: WebhookDelivery): string[] {
 
 const ID = { args: 'ID', positionals: { min: 1, max: 1 } } as const;
 
+/** `webhooks enable|disable ID`: one PATCH of `enabled`. */
+function toggle(word: 'enable' | 'disable', summary: string, enabled: boolean): CommandSpec {
+  return {
+    path: ['webhooks', word],
+    summary,
+    ...ID,
+    async run(ctx, { positionals }) {
+      const { data } = await (await ctx.api()).request(PublicApi.updateWebhook, { params: { id: positionals[0]! }, body: requestBody(UpdateWebhookRequest, { enabled }) });
+      ctx.out.data(data, () => `${enabled ? 'Enabled' : 'Disabled'} ${data.id}.`);
+    },
+  };
+}
+
 export const webhookCommands: CommandSpec[] = [
   {
     path: ['webhooks', 'create'],
@@ -63,24 +76,8 @@ export const webhookCommands: CommandSpec[] = [
       ctx.out.data(data, () => ctx.out.table(['WEBHOOK', 'URL', 'EVENTS', 'ENVIRONMENT', 'STATE'], data.map(webhookRow)));
     },
   },
-  {
-    path: ['webhooks', 'enable'],
-    summary: 'enable a webhook again (one disabled after a day of failures too)',
-    ...ID,
-    async run(ctx, { positionals }) {
-      const { data } = await (await ctx.api()).request(PublicApi.updateWebhook, { params: { id: positionals[0]! }, body: requestBody(UpdateWebhookRequest, { enabled: true }) });
-      ctx.out.data(data, () => `Enabled ${data.id}.`);
-    },
-  },
-  {
-    path: ['webhooks', 'disable'],
-    summary: "stop a webhook's deliveries until it is enabled again",
-    ...ID,
-    async run(ctx, { positionals }) {
-      const { data } = await (await ctx.api()).request(PublicApi.updateWebhook, { params: { id: positionals[0]! }, body: requestBody(UpdateWebhookRequest, { enabled: false }) });
-      ctx.out.data(data, () => `Disabled ${data.id}.`);
-    },
-  },
+  toggle('enable', 'enable a webhook again (one disabled after a day of failures too)', true),
+  toggle('disable', "stop a webhook's deliveries until it is enabled again", false),
   {
     path: ['webhooks', 'delete'],
     summary: 'delete a webhook (its deliveries not yet sent are skipped)',
