@@ -46,10 +46,15 @@ function publicEvent(event: RecordedEvent): EngineEvent {
   return { id: event.id, type: event.type, time: event.time, environment: event.environment?.name ?? null, subject: event.subject, actor: event.actor, request_id: event.request_id, data: event.data } as EngineEvent;
 }
 
+/**
+ * A `webhook.test` tries its webhook whatever its state: it goes to it disabled too, and its
+ * failure never disables it (one tests a webhook to fix it before enabling it).
+ */
+const isTest = (type: string) => type === 'webhook.test';
+
 /** Which of the tenant's webhooks an event goes to. */
 export function webhooksFor(event: RecordedEvent, webhooks: readonly WebhookDocument[]): WebhookDocument[] {
-  // A test goes to its webhook alone, disabled or not: one tries a webhook before enabling it.
-  if (event.type === 'webhook.test') return webhooks.filter((webhook) => webhook._id === event.subject.id);
+  if (isTest(event.type)) return webhooks.filter((webhook) => webhook._id === event.subject.id);
   const time = new Date(event.time);
   return webhooks.filter(
     (webhook) =>
@@ -167,7 +172,7 @@ export class WebhookDispatch {
       for (const delivery of batch) {
         if (Date.now() > turnEnds) return this.waitUntil(job, token, Date.now());
         if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > Date.now()) return this.waitUntil(job, token, delivery.next_attempt_at.getTime());
-        if (!webhook || (!webhook.enabled && delivery.event_type !== 'webhook.test')) {
+        if (!webhook || (!webhook.enabled && !isTest(delivery.event_type))) {
           await this.deliveries.skipPending(tenantId, delivery.webhook_id, { _id: delivery._id });
           continue;
         }
@@ -183,7 +188,7 @@ export class WebhookDispatch {
         if (delay === undefined) {
           await this.deliveries.recordAttempt(tenantId, delivery._id, attempt, { status: 'failed', nextAttemptAt: null });
           this.metrics.webhookAttempts.inc({ outcome: 'gave_up' });
-          if (delivery.event_type !== 'webhook.test' && (await this.webhooks.disableFailing(tenantId, webhook._id, delivery._id, outcome.error ?? 'failed'))) {
+          if (!isTest(delivery.event_type) && (await this.webhooks.disableFailing(tenantId, webhook._id, delivery._id, outcome.error ?? 'failed'))) {
             this.log.warn({ tenant_id: tenantId, webhook_id: webhook._id, delivery_id: delivery._id }, 'webhook disabled: its delivery failed for the retry window');
             await this.deliveries.skipPending(tenantId, webhook._id);
           }
