@@ -44,7 +44,7 @@ export interface CallOptions {
 /** The exit code for an error code of the API (DESIGN.md §4), from its status. */
 export function exitCodeForApiError(code: ErrorCode | undefined, status: number): ExitCode {
   const effective = code ? httpStatusFor(code) : status;
-  if (effective === 401) return ExitCode.auth;
+  if (effective === 401 || effective === 403) return ExitCode.auth;
   if (effective === 404) return ExitCode.notFound;
   if (effective === 400 || effective === 413 || effective === 422) return ExitCode.usage;
   if (effective === 503 || effective === 502 || effective === 504 || effective >= 500) return ExitCode.unreachable;

@@ -18,6 +18,7 @@ import { quotaCommands } from './commands/quotas.ts';
 import { runCommands } from './commands/runs.ts';
 import { scheduleCommands } from './commands/schedules.ts';
 import { secretCommands } from './commands/secrets.ts';
+import { tokenCommands } from './commands/tokens.ts';
 import { workerCommand } from './commands/worker.ts';
 
 /** Every command, in the order `envctl --help` lists them. */
@@ -36,6 +37,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...quotaCommands,
   ...eventCommands,
   ...webhookCommands,
+  ...tokenCommands,
   workerCommand,
 ];
 

@@ -5,7 +5,7 @@ export const ExitCode = {
   failed: 1,
   /** The command line or the input it named is wrong (also the API's 400/413/422 about that input). */
   usage: 2,
-  /** No token, or the API refused it. */
+  /** No token, or the API refused it (401), or it lacks the scope or environment asked for (403). */
   auth: 3,
   notFound: 4,
   /** The server could not be reached, or answered that it is unavailable. */

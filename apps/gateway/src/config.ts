@@ -36,6 +36,10 @@ const GatewayConfigSchema = z.object({
   FAILED_AUTH_BURST: PositiveIntFromEnv(300),
   /** How long a token lookup is trusted before the database is asked again. */
   AUTH_CACHE_TTL_MS: PositiveIntFromEnv(30_000),
+  /** Live API tokens (not revoked, not expired) one tenant may hold; past it `POST /tokens` is 429 `tokens_quota_exceeded`. */
+  TOKENS_PER_TENANT: PositiveIntFromEnv(100),
+  /** How often each token's `last_used_at` is written (the uses seen since, in one batch). */
+  TOKEN_USAGE_FLUSH_MS: PositiveIntFromEnv(30_000),
   /** Connections kept open to each replica of each internal service. */
   UPSTREAM_CONNECTIONS: PositiveIntFromEnv(64),
   /** Services that wait on workflows answer before this (their waits default to it minus a margin). */

@@ -24,9 +24,11 @@ import type { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { requestFingerprint } from './idempotency/request-fingerprint.ts';
-import { methodsAllowedOn, publicRouteOf } from './proxy/public-routes.ts';
-import type { BufferedResponse, ForwardRequest, UpstreamForwarder } from './proxy/upstream-forwarder.ts';
-import { upstreamFor, type Upstream } from './proxy/upstream-routes.ts';
+import { authorizeOperation } from './auth/operation-access.ts';
+import { methodsAllowedOn, operationOf, publicRouteOf } from './proxy/public-routes.ts';
+import type { BufferedResponse, ForwardRequest, Upstream, UpstreamForwarder } from './proxy/upstream-forwarder.ts';
+import type { GatewayOperationId, tokenOperations } from './tokens/token-operations.ts';
+import type { TokenUsage } from './tokens/token-usage.ts';
 
 export interface GatewayDependencies {
   log: Logger;
@@ -37,6 +39,10 @@ export interface GatewayDependencies {
   /** Per client address, for requests whose token is refused: each costs a lookup. */
   failedAuthLimiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
+  /** The operations the gateway serves itself (API tokens). */
+  gatewayOperations: ReturnType<typeof tokenOperations>;
+  /** Where each API token's use is noted for its `last_used_at`. */
+  tokenUsage: Pick<TokenUsage, 'seen'>;
   idempotency: IdempotencyStore;
   /** How long a repeat waits for the first request with its key to finish. */
   idempotencyWaitMs: number;
@@ -97,8 +103,33 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
       if (allowed.length > 0 && !allowed.includes(req.method)) {
         throw new ApiError('method_not_allowed', `${req.path} answers ${allowed.join(', ')}, not ${req.method}.`, { headers: { Allow: allowed.join(', ') } });
       }
-      const upstream = allowed.length > 0 ? upstreamFor(req.path) : undefined;
-      if (!upstream) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
+      const operation = operationOf(req.method, req.path);
+      if (!operation) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
+      authorizeOperation(caller, operation);
+      if (caller.poolCredentialId === undefined) deps.tokenUsage.seen(caller.tokenId);
+
+      const service = operation.endpoint.service;
+      if (service === 'gateway') {
+        if (req.headers['idempotency-key'] !== undefined) {
+          // Its answer holds a token, which is kept only as a hash: there is nothing to replay.
+          throw new ApiError('invalid_request', `${operation.operationId} takes no Idempotency-Key: its answer holds a token, which is never stored.`, {
+            details: [{ path: 'Idempotency-Key', message: 'is not taken by this route' }],
+          });
+        }
+        const body = methodHasBody(req.method) ? await readRequestBody(req, deps.jsonBodyLimitBytes) : undefined;
+        const handle = deps.gatewayOperations[operation.operationId as GatewayOperationId];
+        const result = await handle({
+          operation,
+          caller,
+          body: body && body.length > 0 ? body : undefined,
+          contentType: req.headers['content-type'],
+          cause: { actor: caller.tokenId, requestId: context.requestId },
+        });
+        res.status(result.status).json({ data: result.data });
+        return;
+      }
+      const upstream: Upstream = service;
+      const environments = caller.environments.toHeader();
 
       if (isBundleUpload(req)) {
         // Streamed through with a limit of its own; an upload is content-addressed, so a
@@ -111,6 +142,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
           tenantId: caller.tenantId,
           requestId: context.requestId,
           actor: caller.tokenId,
+          environments,
         };
         await deps.forwarder.forwardUpload(upstream, upload, req, deps.bundleBodyLimitBytes, res);
         return;
@@ -129,6 +161,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         requestId: context.requestId,
         poolCredentialId: caller.poolCredentialId,
         actor: caller.poolCredentialId === undefined ? caller.tokenId : `worker:${caller.poolCredentialId}`,
+        environments,
       };
       const idempotencyKey = req.method === 'POST' ? idempotencyKeyOf(req) : undefined;
       if (idempotencyKey === undefined) {

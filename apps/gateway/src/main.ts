@@ -1,6 +1,7 @@
 import { createMetricsRegistry, exposition } from '@envengine/service-metrics';
 import { connectRedis } from '@envengine/redis-connections';
 import { ApiTokenRepository, TOKEN_REVOKED_CHANNEL } from '@envengine/api-tokens';
+import { EnvironmentAccess } from '@envengine/contracts';
 import { EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { PlacementClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, startHttpServer, stopOnSignals } from '@envengine/service-kit';
@@ -12,6 +13,9 @@ import { createGatewayApp } from './gateway-app.ts';
 import { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
 import { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
+import { tokenOperations } from './tokens/token-operations.ts';
+import { TokenUsage } from './tokens/token-usage.ts';
+import { TokensService } from './tokens/tokens.service.ts';
 
 const config = loadGatewayConfig(process.env);
 const tracing = startTracing('gateway', config);
@@ -31,9 +35,13 @@ await Promise.all([tokens.ensureIndexes(), relay.ensureIndexes()]);
 const authenticator = new TokenAuthenticator(
   {
     findActiveByHash: async (tokenHash, kind) => {
-      if (kind === 'api') return tokens.findActiveByHash(tokenHash);
+      if (kind === 'api') {
+        const found = await tokens.findActiveByHash(tokenHash);
+        // Made once per lookup and cached: each request only reads them.
+        return found && { tenantId: found.tenantId, tokenId: found.tokenId, scopes: new Set(found.scopes), environments: new EnvironmentAccess(found.environments), expiresAt: found.expiresAt };
+      }
       const owner = await placement.poolTokenOwner(tokenHash);
-      return owner && { tenantId: owner.tenant_id, tokenId: owner.credential_id, poolCredentialId: owner.credential_id };
+      return owner && { tenantId: owner.tenant_id, tokenId: owner.credential_id, poolCredentialId: owner.credential_id, scopes: new Set(), environments: EnvironmentAccess.ALL, expiresAt: null };
     },
   },
   config.AUTH_CACHE_TTL_MS,
@@ -68,6 +76,21 @@ const forwarder = new UpstreamForwarder(
   { connections: config.UPSTREAM_CONNECTIONS, timeoutMs: config.UPSTREAM_TIMEOUT_MS },
 );
 
+const tokenUsage = new TokenUsage(
+  (usedAt) => tokens.recordUse(usedAt),
+  (error) => log.warn({ err: error.message }, "could not record tokens' last use; kept for the next write"),
+);
+tokenUsage.start(config.TOKEN_USAGE_FLUSH_MS);
+const tokensService = new TokensService(
+  tokens,
+  async (tokenHash) => {
+    authenticator.forget(tokenHash);
+    // The other gateways drop it at once; were Redis away, their cache's TTL bounds it.
+    await rateLimits.publish(TOKEN_REVOKED_CHANNEL, tokenHash).catch((error: Error) => log.warn({ err: error.message }, 'could not broadcast a token revocation'));
+  },
+  config.TOKENS_PER_TENANT,
+);
+
 const metrics = createMetricsRegistry('gateway');
 const readiness = {
   mongodb: () => pingMongo(mongo),
@@ -90,6 +113,8 @@ const app = createGatewayApp({
   ),
   failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
+  gatewayOperations: tokenOperations(tokensService),
+  tokenUsage,
   idempotency,
   idempotencyWaitMs: config.UPSTREAM_TIMEOUT_MS,
   readiness,
@@ -107,6 +132,7 @@ stopOnSignals(log, async () => {
   await server.close();
   await metricsServer.close();
   await forwarder.close();
+  await tokenUsage.stop();
   // The batch in hand is sent before the client it goes through is closed.
   await relay.stop();
   await placement.close();

@@ -1,4 +1,5 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type ClientSession, type Connection, type Model } from 'mongoose';
+import { Scope, roleOf, scopesInOrder, type ApiToken, type Role } from '@envengine/contracts';
 import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { newId } from '@envengine/resource-ids';
 import { ensureCollectionAndIndexes, isDuplicateKeyError } from '@envengine/service-kit';
@@ -18,6 +19,8 @@ interface TenantDocument {
   _id: string;
   name: string;
   created_at: Date;
+  /** Written by every mint, so that two mints of one tenant conflict and the count of live tokens holds its limit. */
+  token_mints?: number;
 }
 
 interface ApiTokenDocument {
@@ -27,6 +30,39 @@ interface ApiTokenDocument {
   token_hash: string;
   created_at: Date;
   revoked_at: Date | null;
+  /** Absent on a token made before scopes: it has all of them, as it always had. */
+  scopes?: Scope[];
+  /** The environments it is limited to (names and `prefix*`), or null for every one. */
+  environments?: string[] | null;
+  /** The token that minted it; null for the operator's admin command. */
+  created_by?: string | null;
+  expires_at?: Date | null;
+  last_used_at?: Date | null;
+}
+
+/** What a token may do, as the gateway checks it on each request. */
+export interface TokenGrant {
+  scopes: Scope[];
+  /** Null for every environment of the tenant. */
+  environments: string[] | null;
+  expiresAt: Date | null;
+}
+
+/** A live token as the gateway resolves it. */
+export interface ActiveToken {
+  tokenId: string;
+  tenantId: string;
+  scopes: Scope[];
+  environments: string[] | null;
+  /** Epoch milliseconds, or null for a token that does not expire. */
+  expiresAt: number | null;
+}
+
+/** A tenant already holds as many live tokens as it may (`tokens_quota_exceeded`). */
+export class TokenLimitReached extends Error {
+  constructor(readonly limit: number) {
+    super(`the tenant holds ${limit} live tokens, its limit`);
+  }
 }
 
 export interface Tenant {
@@ -74,11 +110,17 @@ const apiTokenSchema = new Schema<ApiTokenDocument>(
     token_hash: { type: String, required: true },
     created_at: { type: Date, required: true },
     revoked_at: { type: Date, default: null },
+    scopes: { type: [String], default: undefined },
+    environments: { type: [String], default: undefined },
+    created_by: { type: String, default: null },
+    expires_at: { type: Date, default: null },
+    last_used_at: { type: Date, default: null },
   },
   { versionKey: false, collection: 'api_tokens' },
 );
 apiTokenSchema.index({ token_hash: 1 }, { unique: true });
 apiTokenSchema.index({ tenant_id: 1 });
+tenantSchema.add({ token_mints: { type: Number, default: undefined } });
 
 function toRecord(doc: ApiTokenDocument): ApiTokenRecord {
   return {
@@ -88,6 +130,31 @@ function toRecord(doc: ApiTokenDocument): ApiTokenRecord {
     created_at: doc.created_at.toISOString(),
     revoked_at: doc.revoked_at ? doc.revoked_at.toISOString() : null,
   };
+}
+
+function scopesOf(doc: Pick<ApiTokenDocument, 'scopes'>): Scope[] {
+  return doc.scopes ? scopesInOrder(doc.scopes) : [...Scope.options];
+}
+
+/** A token as the public API shows it: never the token or its hash. */
+export function toApiToken(doc: ApiTokenDocument): ApiToken {
+  const scopes = scopesOf(doc);
+  return {
+    id: doc._id,
+    name: doc.label,
+    role: roleOf(scopes),
+    scopes,
+    environments: doc.environments ?? null,
+    created_at: doc.created_at.toISOString(),
+    created_by: doc.created_by ?? null,
+    last_used_at: doc.last_used_at ? doc.last_used_at.toISOString() : null,
+    expires_at: doc.expires_at ? doc.expires_at.toISOString() : null,
+  };
+}
+
+/** A token's grant, as stored: the event's data and the list show it. */
+function grantData(grant: TokenGrant): { scopes: Scope[]; role: Role | null; environments: string[] | null; expires_at: string | null } {
+  return { scopes: grant.scopes, role: roleOf(grant.scopes), environments: grant.environments, expires_at: grant.expiresAt?.toISOString() ?? null };
 }
 
 /**
@@ -136,8 +203,51 @@ export class ApiTokenRepository {
     }
   }
 
-  /** A new token of the tenant, and its `token.created` event (the label only: never the token or its hash). */
+  /**
+   * A new admin token of the tenant (the operator's admin command), and its `token.created`
+   * event (its name and grant only: never the token or its hash).
+   */
   async issueToken(tenantId: string, label: string, cause: EventCause): Promise<IssuedToken> {
+    const { doc, token } = await inTransaction(this.connection, (session) =>
+      this.insert(session, tenantId, label, { scopes: [...Scope.options], environments: null, expiresAt: null }, null, cause),
+    );
+    return { ...toRecord(doc), token };
+  }
+
+  /**
+   * A token minted by another of the tenant's tokens (`POST /api/v1/tokens`): the caller has
+   * checked that the grant is within its own. Refused with TokenLimitReached when the tenant
+   * holds `limit` live tokens (unexpired and not revoked); the tenant's document is written
+   * first, so that two mints at once conflict and one counts again.
+   */
+  async mint(
+    tenantId: string,
+    name: string,
+    grant: TokenGrant,
+    createdBy: string,
+    cause: EventCause,
+    limit: number,
+  ): Promise<{ token: string; record: ApiToken }> {
+    const { doc, token } = await inTransaction(this.connection, async (session) => {
+      await this.tenants.updateOne({ _id: tenantId }, { $inc: { token_mints: 1 } }, { session });
+      const now = new Date();
+      const live = await this.tokens
+        .countDocuments({ tenant_id: tenantId, revoked_at: null, $or: [{ expires_at: null }, { expires_at: { $gt: now } }] })
+        .session(session);
+      if (live >= limit) throw new TokenLimitReached(limit);
+      return this.insert(session, tenantId, name, grant, createdBy, cause);
+    });
+    return { token, record: toApiToken(doc) };
+  }
+
+  private async insert(
+    session: ClientSession,
+    tenantId: string,
+    label: string,
+    grant: TokenGrant,
+    createdBy: string | null,
+    cause: EventCause,
+  ): Promise<{ doc: ApiTokenDocument; token: string }> {
     const token = generateToken();
     const doc: ApiTokenDocument = {
       _id: newId('tok'),
@@ -146,22 +256,74 @@ export class ApiTokenRepository {
       token_hash: hashToken(token),
       created_at: new Date(),
       revoked_at: null,
+      scopes: scopesInOrder(grant.scopes),
+      environments: grant.environments,
+      created_by: createdBy,
+      expires_at: grant.expiresAt,
+      last_used_at: null,
     };
-    await inTransaction(this.connection, async (session) => {
-      await this.tokens.create([doc], { session });
-      await this.outbox.record(
-        tenantId,
-        { type: 'token.created', environment: null, subject: { kind: 'token', id: doc._id }, cause, data: { label } },
-        session,
-      );
-    });
-    return { ...toRecord(doc), token };
+    await this.tokens.create([doc], { session });
+    await this.outbox.record(
+      tenantId,
+      { type: 'token.created', environment: null, subject: { kind: 'token', id: doc._id }, cause, data: { label, ...grantData(grant) } },
+      session,
+    );
+    return { doc, token };
   }
 
-  /** The tenant a live token belongs to, or undefined for an unknown or revoked token. */
-  async findActiveByHash(tokenHash: string): Promise<{ tokenId: string; tenantId: string } | undefined> {
-    const doc = await this.tokens.findOne({ token_hash: tokenHash, revoked_at: null }, { _id: 1, tenant_id: 1 }).lean();
-    return doc ? { tokenId: doc._id, tenantId: doc.tenant_id } : undefined;
+  /** The tenant and grant of a live token, or undefined for an unknown or revoked one (an expired one is found: the gateway names it). */
+  async findActiveByHash(tokenHash: string): Promise<ActiveToken | undefined> {
+    const doc = await this.tokens
+      .findOne({ token_hash: tokenHash, revoked_at: null }, { _id: 1, tenant_id: 1, scopes: 1, environments: 1, expires_at: 1 })
+      .lean();
+    if (!doc) return undefined;
+    return {
+      tokenId: doc._id,
+      tenantId: doc.tenant_id,
+      scopes: scopesOf(doc),
+      environments: doc.environments ?? null,
+      expiresAt: doc.expires_at ? doc.expires_at.getTime() : null,
+    };
+  }
+
+  /** The tenant's live tokens (not revoked; expired ones too, until revoked), oldest first. */
+  async listForTenant(tenantId: string): Promise<ApiToken[]> {
+    const docs = await this.tokens.find({ tenant_id: tenantId, revoked_at: null }).sort({ _id: 1 }).limit(10_000).lean();
+    return docs.map(toApiToken);
+  }
+
+  /** One live token of the tenant, or undefined. */
+  async findForTenant(tenantId: string, tokenId: string): Promise<ApiToken | undefined> {
+    const doc = await this.tokens.findOne({ _id: tokenId, tenant_id: tenantId, revoked_at: null }).lean();
+    return doc ? toApiToken(doc) : undefined;
+  }
+
+  /**
+   * Revokes one live token of the tenant and records `token.revoked`, in one transaction;
+   * undefined when the tenant has no such live token (another tenant's is not touched).
+   */
+  async revokeForTenant(tenantId: string, tokenId: string, cause: EventCause): Promise<{ revokedAt: Date; tokenHash: string } | undefined> {
+    return inTransaction(this.connection, async (session) => {
+      const revoked = await this.tokens
+        .findOneAndUpdate({ _id: tokenId, tenant_id: tenantId, revoked_at: null }, { $set: { revoked_at: new Date() } }, { returnDocument: 'after', session })
+        .lean();
+      if (!revoked) return undefined;
+      await this.outbox.record(
+        tenantId,
+        { type: 'token.revoked', environment: null, subject: { kind: 'token', id: revoked._id }, cause, data: { label: revoked.label } },
+        session,
+      );
+      return { revokedAt: revoked.revoked_at!, tokenHash: revoked.token_hash };
+    });
+  }
+
+  /** Moves each token's `last_used_at` forward to when a gateway last let it in (never back). */
+  async recordUse(usedAt: ReadonlyMap<string, Date>): Promise<void> {
+    if (usedAt.size === 0) return;
+    await this.tokens.bulkWrite(
+      [...usedAt].map(([tokenId, at]) => ({ updateOne: { filter: { _id: tokenId }, update: { $max: { last_used_at: at } } } })),
+      { ordered: false },
+    );
   }
 
   /**

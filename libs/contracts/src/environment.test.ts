@@ -105,6 +105,8 @@ describe('httpStatusFor', () => {
   it('maps every error code to the status of DESIGN.md §4', () => {
     const expected: Record<ErrorCode, number> = {
       unauthorized: 401,
+      token_expired: 401,
+      insufficient_scope: 403,
       invalid_json: 400,
       invalid_request: 422,
       not_found: 404,
@@ -132,6 +134,7 @@ describe('httpStatusFor', () => {
       bundle_bytes_quota_exceeded: 429,
       secrets_per_environment_quota_exceeded: 429,
       webhooks_quota_exceeded: 429,
+      tokens_quota_exceeded: 429,
       webhook_target_refused: 422,
       unavailable: 503,
       internal_error: 500,

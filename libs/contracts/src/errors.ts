@@ -3,6 +3,10 @@ import { z } from 'zod';
 /** Every `error.code` the public API can answer with (DESIGN.md §4). */
 export const ErrorCode = z.enum([
   'unauthorized',
+  /** An API token past its `expires_at`. */
+  'token_expired',
+  /** A token without the scope the operation needs (the message names it), or limited to environments where the operation spans the tenant. */
+  'insufficient_scope',
   'invalid_json',
   'invalid_request',
   'not_found',
@@ -43,6 +47,7 @@ export const ErrorCode = z.enum([
   'bundle_bytes_quota_exceeded',
   'secrets_per_environment_quota_exceeded',
   'webhooks_quota_exceeded',
+  'tokens_quota_exceeded',
   /** A webhook URL whose address is on the engine's own network (loopback, private, link-local, the engine's host). */
   'webhook_target_refused',
   'unavailable',
@@ -88,7 +93,10 @@ function assertUnreachable(value: never): never {
 export function httpStatusFor(code: ErrorCode): number {
   switch (code) {
     case 'unauthorized':
+    case 'token_expired':
       return 401;
+    case 'insufficient_scope':
+      return 403;
     case 'invalid_json':
       return 400;
     case 'invalid_request':
@@ -124,6 +132,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'bundle_bytes_quota_exceeded':
     case 'secrets_per_environment_quota_exceeded':
     case 'webhooks_quota_exceeded':
+    case 'tokens_quota_exceeded':
       return 429;
     case 'unavailable':
       return 503;

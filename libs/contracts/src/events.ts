@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Role, Scope } from './access.ts';
 import { Executor } from './environment.ts';
 import { RunTrigger } from './runs.ts';
 
@@ -48,7 +49,14 @@ const EVENT_PAYLOADS = {
   'pool_credential.created': z.object({ label: z.string().nullable() }),
   'pool_credential.revoked': z.object({ label: z.string().nullable() }),
   // The gateway's API tokens, made and revoked by an operator (subject id: the token's id), never the token or its hash.
-  'token.created': z.object({ label: z.string() }),
+  'token.created': z.object({
+    label: z.string(),
+    // Its grant (absent on events recorded before scopes).
+    scopes: z.array(Scope).optional(),
+    role: Role.nullable().optional(),
+    environments: z.array(z.string()).nullable().optional(),
+    expires_at: z.string().nullable().optional(),
+  }),
   'token.revoked': z.object({ label: z.string() }),
   // The secrets scope: a secret by name (subject id) and version, never its value.
   'secret.created': z.object({ version: z.number().int().positive() }),

@@ -18,6 +18,7 @@ export * from './quotas.ts';
 export * from './route-contract.ts';
 export * from './public-api.ts';
 export * from './internal-api.ts';
+export * from './access.ts';
 export * from './tokens.ts';
 export * from './manifest.ts';
 export * from './quoted-values.ts';

@@ -10,4 +10,6 @@ export const INTERNAL_HEADERS = {
   actor: 'x-envengine-actor',
   /** Set on worker API calls made with a pool token: the pool credential's id. */
   poolCredential: 'x-envengine-pool-credential',
+  /** Set when the API token is limited to environments: its patterns, comma-separated (EnvironmentAccess). */
+  environments: 'x-envengine-environments',
 } as const;

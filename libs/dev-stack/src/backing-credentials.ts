@@ -52,7 +52,8 @@ export function redisEngineUsers(credentials: Credentials['redis']): RedisUser[]
       password: credentials.REDIS_GATEWAY_PASSWORD,
       rules: [
         'resetkeys', 'resetchannels', `~${RATE_LIMIT_KEY_PREFIX}*`, `&${TOKEN_REVOKED_CHANNEL}`,
-        '-@all', '+subscribe', '+unsubscribe', '+ping', '+info', '+client|setname', ...REDIS_CLUSTER_CLIENT_COMMANDS.map((command) => `+${command}`),
+        // Publish: a revocation made through the API reaches the other gateways.
+        '-@all', '+subscribe', '+unsubscribe', '+publish', '+ping', '+info', '+client|setname', ...REDIS_CLUSTER_CLIENT_COMMANDS.map((command) => `+${command}`),
         // The rate-limit script and what it calls (a script gets no command its user lacks).
         '+evalsha', '+eval', '+time', '+hmget', '+hset', '+pexpire',
       ],

@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { EngineEvent, type EventListQuery, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
+import { EngineEvent, EnvironmentAccess, type EventListQuery, type PublishEventsResult, type RecordedEvent } from '@envengine/contracts';
 import { duplicatesOfInsert, modelFor } from '@envengine/service-kit';
 import { eventDocumentFields, type EventDocument } from './event-document.ts';
 import { TenantScopedModel, type TenantFilter } from '@envengine/tenant-data';
@@ -60,10 +60,20 @@ export class AuditLog {
     }
   }
 
-  /** The tenant's events matching `query`: newest first, or oldest first after `query.after`. */
-  async list(tenantId: string, query: EventListQuery): Promise<EngineEvent[]> {
+  /**
+   * The tenant's events matching `query`: newest first, or oldest first after `query.after`.
+   * `environments`: a caller limited to environments sees only their events (none of the
+   * tenant-wide ones: pool credentials, tokens, webhooks).
+   */
+  async list(tenantId: string, query: EventListQuery, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<EngineEvent[]> {
     const filter: TenantFilter<AuditEventDocument> = {};
     if (query.environment !== undefined) filter['environment.name'] = query.environment;
+    if (environments.restricted) {
+      const { names, prefixes } = environments.filter;
+      // Anchored prefixes: each a range of the index, not a scan.
+      const visible = [...(names.length > 0 ? [{ 'environment.name': { $in: names } }] : []), ...prefixes.map((prefix) => ({ 'environment.name': { $regex: `^${escapeRegex(prefix)}` } }))];
+      filter.$and = [{ $or: visible.length > 0 ? visible : [{ _id: { $exists: false } }] }];
+    }
     if (query.type !== undefined) {
       filter.type = query.type.endsWith('.*') ? { $regex: `^${query.type.slice(0, -2).replaceAll('.', '\\.')}\\.` } : query.type;
     }
@@ -102,4 +112,8 @@ function publicEvent(row: AuditEventDocument): EngineEvent {
     request_id: row.request_id,
     data: row.data,
   });
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

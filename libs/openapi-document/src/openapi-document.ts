@@ -18,6 +18,7 @@ import {
   PlacementResult,
   PoolCredentialIssued,
   PoolCredentialRevoked,
+  ApiToken,
   PoolStatus,
   PublicApi,
   ResolvedConnection,
@@ -57,6 +58,7 @@ const NAMED_SCHEMAS: Record<string, z.ZodType> = {
   PoolStatus,
   PoolCredentialIssued,
   PoolCredentialRevoked,
+  ApiToken,
   WorkerHeartbeatResponse,
   AttemptStarted,
   UpstreamLocation,
@@ -107,6 +109,11 @@ export function openApiPath(expressPath: string): string {
 /** Every refusal an endpoint can answer with: its own and those its input and method bring. */
 export function errorCodesOf(endpoint: Endpoint): ErrorCode[] {
   const codes = new Set<ErrorCode>([...EVERY_ROUTE_ERRORS, ...endpoint.errors]);
+  // An API token may lack the operation's scope, or have lapsed.
+  if (endpoint.auth === 'api_token') {
+    codes.add('insufficient_scope');
+    codes.add('token_expired');
+  }
   // A name that was a preview its TTL tore down answers `environment_expired` for a week, wherever it is looked up.
   if (endpoint.path === '/environments/:name' || endpoint.path.startsWith('/environments/:name/')) codes.add('environment_expired');
   if (endpoint.params || endpoint.query || endpoint.body || endpoint.headers?.length) codes.add('invalid_request');
@@ -265,7 +272,9 @@ export function buildOpenApiDocument(): OpenApiDocument {
       summary: endpoint.summary,
       ...(endpoint.description ? { description: endpoint.description } : {}),
       tags: [endpoint.tag],
-      security: [{ [endpoint.auth === 'pool_token' ? 'poolToken' : 'apiToken']: [] }],
+      // The scope an API token needs, as the requirement's list (OpenAPI 3.1 lets a bearer scheme name roles there).
+      security: [endpoint.auth === 'pool_token' ? { poolToken: [] } : { apiToken: [endpoint.scope!] }],
+      ...(endpoint.tenantWide ? { 'x-tenant-wide': true } : {}),
       ...(parameters.length > 0 ? { parameters } : {}),
       responses,
     };
@@ -312,7 +321,13 @@ export function buildOpenApiDocument(): OpenApiDocument {
     paths,
     components: {
       securitySchemes: {
-        apiToken: { type: 'http', scheme: 'bearer', description: 'An API token of the tenant (admin tokens create).' },
+        apiToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An API token of the tenant (POST /tokens, or the operator\'s admin command for the first). Each operation lists the scope it needs; ' +
+            'a token without it is refused 403 `insufficient_scope`. A token limited to environments finds no other (404), and is refused the operations marked `x-tenant-wide`.',
+        },
         poolToken: { type: 'http', scheme: 'bearer', description: 'A pool token (POST /pool/credentials): opens only /worker/….' },
       },
       schemas,

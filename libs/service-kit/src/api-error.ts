@@ -32,6 +32,13 @@ export function notFound(what: string): ApiError {
   return new ApiError('not_found', `${what} was not found.`);
 }
 
+/** A token limited to environments asking to make one outside them (403 `insufficient_scope`). */
+export function environmentOutsideToken(name: string, patterns: readonly string[]): ApiError {
+  return new ApiError('insufficient_scope', `This token is limited to ${patterns.join(', ')}, which do not include "${name}".`, {
+    details: [{ path: 'name', message: `outside ${patterns.join(', ')}` }],
+  });
+}
+
 /** The refusal of a write to an environment whose tear-down has begun (409 `environment_deleting`). */
 export function environmentDeleting(name: string): ApiError {
   return new ApiError('environment_deleting', `Environment "${name}" is being deleted; it takes no more changes.`);

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { detailsFromZodError } from '@envengine/contracts';
+import { detailsFromZodError, type EnvironmentAccess } from '@envengine/contracts';
 import type { z } from 'zod';
 import { ApiError } from './api-error.ts';
 import type { Logger } from '@envengine/process-kit';
@@ -13,6 +13,12 @@ export interface RouteInput<P, B, Q> {
   requestId: string;
   /** Who asked and in which request: what the events the request causes record. */
   cause: { actor: string; requestId: string };
+  /**
+   * The environments the caller's token may see. The gateway has checked a `:name` in the
+   * path; a route that finds an environment's resource by id, or lists across environments,
+   * checks it here (outside is `not_found`, as another tenant's).
+   */
+  environments: EnvironmentAccess;
   /** A request header's value (the first, when repeated), e.g. the worker API's attempt lease. */
   header: (name: string) => string | undefined;
   log: Logger;
@@ -78,6 +84,7 @@ export function defineRoute<
         query: query as Infer<Q>,
         tenantId: context.tenantId,
         cause: { actor: context.actor, requestId: context.requestId },
+        environments: context.environments,
         requestId: context.requestId,
         header: (name: string) => {
           const value = req.headers[name.toLowerCase()];

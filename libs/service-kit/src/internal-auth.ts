@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { INTERNAL_HEADERS } from '@envengine/contracts';
+import { EnvironmentAccess, INTERNAL_HEADERS } from '@envengine/contracts';
 import { unauthorized } from './api-error.ts';
 import { requestContext } from './request-context.ts';
 
@@ -30,6 +30,8 @@ export function requireInternalCaller(credential: string) {
     // Set by the gateway only; a service calling another is the engine.
     const actor = req.headers[INTERNAL_HEADERS.actor];
     if (typeof actor === 'string' && ACTOR_PATTERN.test(actor)) context.actor = actor;
+    const environments = req.headers[INTERNAL_HEADERS.environments];
+    if (environments !== undefined) context.environments = EnvironmentAccess.fromHeader(Array.isArray(environments) ? environments.join(',') : environments);
     next();
   };
 }

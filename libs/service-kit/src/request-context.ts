@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { INTERNAL_HEADERS } from '@envengine/contracts';
+import { EnvironmentAccess, INTERNAL_HEADERS } from '@envengine/contracts';
 import { activeTraceIds, type Logger } from '@envengine/process-kit';
 
 export interface RequestContext {
@@ -11,6 +11,8 @@ export interface RequestContext {
    * or `engine` for a service's own call: what the events the request causes record.
    */
   actor: string;
+  /** The environments the caller's token may see (the gateway's header); every one for the engine's own calls. */
+  environments: EnvironmentAccess;
   log: Logger;
 }
 
@@ -29,6 +31,7 @@ export function newRequestId(): string {
 class LazyRequestContext implements RequestContext {
   tenantId: string | undefined = undefined;
   actor = 'engine';
+  environments = EnvironmentAccess.ALL;
   private childLog: Logger | undefined;
 
   constructor(

@@ -17,11 +17,13 @@ export function deploymentsRouter(deployments: DeploymentsService): Router {
     data: await deployments.list(tenantId, params.name, { activeOnly: query.active === 'true', limit: query.limit, cursor: query.cursor }, requestId),
   }));
 
-  mountEndpoint(router, PublicApi.getDeployment, async ({ tenantId, params, requestId }) => ({
-    data: await deployments.get(tenantId, params.id, requestId),
+  mountEndpoint(router, PublicApi.getDeployment, async ({ tenantId, params, requestId, environments }) => ({
+    data: await deployments.get(tenantId, params.id, requestId, environments),
   }));
 
-  mountEndpoint(router, PublicApi.activateDeployment, async ({ tenantId, params, cause }) => ({ data: await deployments.activate(tenantId, params.id, cause) }));
+  mountEndpoint(router, PublicApi.activateDeployment, async ({ tenantId, params, cause, environments }) => ({
+    data: await deployments.activate(tenantId, params.id, cause, environments),
+  }));
 
   return router;
 }

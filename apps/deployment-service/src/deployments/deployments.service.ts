@@ -1,6 +1,7 @@
 import type { IngestMetrics } from '@envengine/service-metrics';
 import {
   detailsFromZodError,
+  EnvironmentAccess,
   IngestGate,
   IngestOptions,
   type Deployment,
@@ -139,10 +140,11 @@ export class DeploymentsService {
     return { status: row.status === 'ready' ? 201 : 422, row: toDeployment(row, activeId, outcome.recheck ?? undefined) };
   }
 
-  async activate(tenantId: string, id: string, cause: RequestCause): Promise<Deployment> {
+  /** `environments`: a token limited to environments finds no deployment of another (as another tenant's). */
+  async activate(tenantId: string, id: string, cause: RequestCause, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<Deployment> {
     const arrivedAt = Date.now();
     const row = await this.deployments.find(tenantId, id);
-    if (!row) throw notFound(`Deployment ${id}`);
+    if (!row || !environments.allows(row.environment_name)) throw notFound(`Deployment ${id}`);
     if (row.status !== 'ready') {
       throw new ApiError('deployment_not_ready', `Deployment ${id} is ${row.status}; only a ready deployment can be activated.`);
     }
@@ -167,9 +169,9 @@ export class DeploymentsService {
     }
   }
 
-  async get(tenantId: string, id: string, requestId: string): Promise<Deployment> {
+  async get(tenantId: string, id: string, requestId: string, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<Deployment> {
     const row = await this.deployments.find(tenantId, id);
-    if (!row) throw notFound(`Deployment ${id}`);
+    if (!row || !environments.allows(row.environment_name)) throw notFound(`Deployment ${id}`);
     const environment = await this.placement.findEnvironment(tenantId, row.environment_name, requestId);
     return toDeployment(row, environment?.active_deployment_id ?? null);
   }

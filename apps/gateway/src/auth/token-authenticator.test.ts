@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { generateToken, hashToken } from '@envengine/api-tokens';
 import { ApiError } from '@envengine/service-kit';
-import { TokenAuthenticator } from './token-authenticator.ts';
+import { EnvironmentAccess } from '@envengine/contracts';
+import { TokenAuthenticator, type Caller } from './token-authenticator.ts';
 
-function repositoryWith(known: Map<string, { tokenId: string; tenantId: string }>) {
+function repositoryWith(known: Map<string, Caller>) {
   let lookups = 0;
   return {
     get lookups() {
@@ -18,7 +19,7 @@ function repositoryWith(known: Map<string, { tokenId: string; tenantId: string }
 
 describe('TokenAuthenticator', () => {
   const token = generateToken();
-  const caller = { tokenId: 'tok_1', tenantId: 'ten_1' };
+  const caller: Caller = { tokenId: 'tok_1', tenantId: 'ten_1', scopes: new Set(['runs:read']), environments: EnvironmentAccess.ALL, expiresAt: null };
 
   it('answers a known token from cache until the TTL passes', async () => {
     let now = 0;
@@ -71,5 +72,18 @@ describe('TokenAuthenticator', () => {
     known.delete(hashToken(token));
     auth.forget(hashToken(token));
     await expect(auth.authenticate(`Bearer ${token}`)).rejects.toMatchObject({ code: 'unauthorized' });
+  });
+
+  it('refuses an expired token with token_expired, from the cache too, and never before its expiry', async () => {
+    let now = 1_000;
+    const expiring: Caller = { ...caller, expiresAt: 2_000 };
+    const repo = repositoryWith(new Map([[hashToken(token), expiring]]));
+    const auth = new TokenAuthenticator(repo, 60_000, 10, () => now);
+    await expect(auth.authenticate(`Bearer ${token}`)).resolves.toEqual(expiring);
+    now = 1_999;
+    await expect(auth.authenticate(`Bearer ${token}`)).resolves.toEqual(expiring);
+    now = 2_000;
+    await expect(auth.authenticate(`Bearer ${token}`)).rejects.toMatchObject({ code: 'token_expired' });
+    expect(repo.lookups).toBe(1);
   });
 });

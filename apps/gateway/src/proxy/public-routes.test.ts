@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { methodsAllowedOn, publicRouteOf } from './public-routes.ts';
+import { PublicApi } from '@envengine/contracts';
+import { methodsAllowedOn, operationOf, publicRouteOf } from './public-routes.ts';
 
 const route = (method: string, originalUrl: string) => publicRouteOf({ method, originalUrl });
 
@@ -35,5 +36,28 @@ describe('methodsAllowedOn', () => {
     expect(methodsAllowedOn('/runs/run_1/cancel')).toEqual(['POST']);
     expect(methodsAllowedOn('/nothing-here')).toEqual([]);
     expect(methodsAllowedOn('/environments/prod/extra/segment')).toEqual([]);
+  });
+});
+
+describe('operationOf', () => {
+  // Every public route, from the table the services mount their handlers from.
+  it.each(Object.entries(PublicApi).map(([operationId, endpoint]) => [operationId, endpoint] as const))(
+    '%s is matched with its params, and only a worker route takes a pool token',
+    (operationId, endpoint) => {
+      const path = endpoint.path.replace(/:([a-z_]+)/g, (_match, name: string) => `${name}_1`);
+      const matched = operationOf(endpoint.method.toUpperCase(), path);
+      expect(matched?.operationId).toBe(operationId);
+      for (const [name, value] of Object.entries(matched!.params)) expect(value).toBe(`${name}_1`);
+      expect(path.startsWith('/worker/')).toBe(endpoint.auth === 'pool_token');
+      expect(endpoint.scope === null).toBe(endpoint.auth === 'pool_token');
+    },
+  );
+
+  it('decodes params, takes HEAD as GET, and matches nothing else', () => {
+    expect(operationOf('GET', '/environments/pr%2D7')).toMatchObject({ operationId: 'getEnvironment', params: { name: 'pr-7' } });
+    expect(operationOf('HEAD', '/runs/run_1')?.operationId).toBe('getRun');
+    expect(operationOf('HEAD', '/bundles/sha256:ab')?.operationId).toBe('bundleExists');
+    expect(operationOf('GET', '/environments/%E0%A4%A')?.params).toEqual({ name: '%E0%A4%A' });
+    for (const path of ['/', '/environmentsx', '/environments-prod', '/workers', '/poolx', '/tokens/tok_1/x']) expect(operationOf('GET', path)).toBeUndefined();
   });
 });

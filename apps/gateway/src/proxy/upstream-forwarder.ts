@@ -2,10 +2,12 @@ import { injectTraceContext } from '@envengine/tracing';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
-import { INTERNAL_HEADERS } from '@envengine/contracts';
+import { INTERNAL_HEADERS, type ApiService } from '@envengine/contracts';
 import { ApiError } from '@envengine/service-kit';
 import { ReplicaPools } from '@envengine/replica-pools';
-import type { Upstream } from './upstream-routes.ts';
+
+/** A service the gateway forwards to: every one that serves public routes but the gateway itself (its tokens). */
+export type Upstream = Exclude<ApiService, 'gateway'>;
 
 /** Request headers a client may pass on to a service (`x-attempt-lease`: the worker API's fence). */
 const FORWARDED_REQUEST_HEADERS = ['content-type', 'accept', 'x-attempt-lease', 'range', 'if-range'] as const;
@@ -37,6 +39,8 @@ export interface ForwardRequest {
   poolCredentialId?: string;
   /** Who asked, recorded on the events the request causes: the token's id, or `worker:<pool credential>`. */
   actor: string;
+  /** The environments an API token is limited to (EnvironmentAccess's header); absent for none. */
+  environments?: string;
 }
 
 /**
@@ -145,6 +149,7 @@ export class UpstreamForwarder {
       [INTERNAL_HEADERS.actor]: request.actor,
     };
     if (request.poolCredentialId) headers[INTERNAL_HEADERS.poolCredential] = request.poolCredentialId;
+    if (request.environments !== undefined) headers[INTERNAL_HEADERS.environments] = request.environments;
     for (const name of FORWARDED_REQUEST_HEADERS) {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { PublicApi, type Environment } from '@envengine/contracts';
 import { storagePrefixProblem } from '@envengine/materialization-storage';
-import { ApiError, mountEndpoint, notFound } from '@envengine/service-kit';
+import { ApiError, environmentOutsideToken, mountEndpoint, notFound } from '@envengine/service-kit';
 import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 
@@ -14,9 +14,12 @@ function found(environment: Environment | undefined, name: string): Environment 
 export function environmentsRouter(environments: EnvironmentRepository, lifecycle: EnvironmentLifecycle, storageRootPath: string): Router {
   const router = Router();
 
-  mountEndpoint(router, PublicApi.listEnvironments, async ({ tenantId }) => ({ data: await environments.list(tenantId) }));
+  mountEndpoint(router, PublicApi.listEnvironments, async ({ tenantId, environments: access }) => ({
+    data: (await environments.list(tenantId)).filter((environment) => access.allows(environment.name)),
+  }));
 
-  mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body, cause }) => {
+  mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body, cause, environments: access }) => {
+    if (!access.allows(body.name)) throw environmentOutsideToken(body.name, access.patterns!);
     const problem = storagePrefixProblem(body.storage_prefix, storageRootPath);
     if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
     return { status: 201, data: await lifecycle.create(tenantId, body, cause) };

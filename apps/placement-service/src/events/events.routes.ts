@@ -6,7 +6,7 @@ import { mountEndpoint } from '@envengine/service-kit';
 /** The tenant's audit log (DESIGN.md §5 "Events, audit log and webhooks"). */
 export function eventsRouter(auditLog: AuditLog): Router {
   const router = Router();
-  mountEndpoint(router, PublicApi.listEvents, async ({ tenantId, query }) => ({ data: await auditLog.list(tenantId, query) }));
+  mountEndpoint(router, PublicApi.listEvents, async ({ tenantId, query, environments }) => ({ data: await auditLog.list(tenantId, query, environments) }));
   return router;
 }
 

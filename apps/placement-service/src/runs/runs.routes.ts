@@ -14,13 +14,15 @@ export function runsRouter(runs: RunsService): Router {
 
   mountEndpoint(router, PublicApi.listRuns, async ({ tenantId, params, query }) => ({ data: await runs.list(tenantId, params.name, query) }));
 
-  mountEndpoint(router, PublicApi.getRun, async ({ tenantId, params }) => ({ data: await runs.get(tenantId, params.id) }));
+  mountEndpoint(router, PublicApi.getRun, async ({ tenantId, params, environments }) => ({ data: await runs.get(tenantId, params.id, environments) }));
 
-  mountEndpoint(router, PublicApi.getRunLogs, async ({ tenantId, params, query }) => ({
-    data: await runs.logs(tenantId, params.id, query.after, query.limit),
+  mountEndpoint(router, PublicApi.getRunLogs, async ({ tenantId, params, query, environments }) => ({
+    data: await runs.logs(tenantId, params.id, query.after, query.limit, environments),
   }));
 
-  mountEndpoint(router, PublicApi.cancelRun, async ({ tenantId, params, cause }) => ({ data: await runs.cancel(tenantId, params.id, cause) }));
+  mountEndpoint(router, PublicApi.cancelRun, async ({ tenantId, params, cause, environments }) => ({
+    data: await runs.cancel(tenantId, params.id, cause, environments),
+  }));
 
   return router;
 }

@@ -1,6 +1,7 @@
 import type { EventCause } from '@envengine/event-log';
 import {
   CreateRunRequest,
+  EnvironmentAccess,
   type DeploymentRunSpec,
   type Environment,
   type Run,
@@ -118,20 +119,26 @@ export class RunsService {
     return this.withAttempts(tenantId, runs, attempts);
   }
 
-  async get(tenantId: string, runId: string): Promise<Run> {
+  /** `environments`: a token limited to environments finds no run of another (as another tenant's). */
+  async get(tenantId: string, runId: string, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<Run> {
     const run = await this.runs.findRun(tenantId, runId);
-    if (!run) throw notFound(`Run "${runId}"`);
+    if (!run || !environments.allows(run.environment_name)) throw notFound(`Run "${runId}"`);
     const [withAttempts] = await this.withAttempts(tenantId, [run], await this.runs.attemptsOf(tenantId, [run._id]));
     return withAttempts!;
   }
 
-  async logs(tenantId: string, runId: string, after: string | undefined, limit: number): Promise<RunLogLine[]> {
-    if (!(await this.runs.findRun(tenantId, runId))) throw notFound(`Run "${runId}"`);
+  async logs(tenantId: string, runId: string, after: string | undefined, limit: number, environments: EnvironmentAccess): Promise<RunLogLine[]> {
+    const run = await this.runs.findRun(tenantId, runId);
+    if (!run || !environments.allows(run.environment_name)) throw notFound(`Run "${runId}"`);
     return this.attemptLogs.lines(tenantId, runId, after, limit);
   }
 
   /** Cancels the run; a running attempt's worker learns it at its next heartbeat and kills the code. */
-  async cancel(tenantId: string, runId: string, cause: EventCause): Promise<Run> {
+  async cancel(tenantId: string, runId: string, cause: EventCause, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<Run> {
+    if (environments.restricted) {
+      const run = await this.runs.findRun(tenantId, runId);
+      if (!run || !environments.allows(run.environment_name)) throw notFound(`Run "${runId}"`);
+    }
     const { canceled, admitted } = await this.runs.cancel(tenantId, runId, cause);
     await this.dispatcher.withdraw(canceled);
     await this.dispatcher.dispatchAll(admitted);
