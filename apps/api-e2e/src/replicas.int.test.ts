@@ -57,7 +57,10 @@ describe('two replicas of every deployable (a stack of its own)', () => {
       // The default lease (15 s) and a long asset limit: 1,000 runs on a busy two-core machine
       // must not fail for a runner starved of CPU for four seconds (2 of 1,000 did in a CI
       // run with the suite's 4 s lease and limit); the lost-worker test waits for the lease.
-      env: { ...RUN_TEST_SETTINGS, ATTEMPT_LEASE_TTL_MS: '15000', ASSET_TIMEOUT_MS: '60000', RATE_LIMIT_PER_SECOND: '5000', RATE_LIMIT_BURST: '5000' },
+      env: { ...RUN_TEST_SETTINGS, ATTEMPT_LEASE_TTL_MS: '15000', ASSET_TIMEOUT_MS: '60000', RATE_LIMIT_PER_SECOND: '5000', RATE_LIMIT_BURST: '5000',
+        // Token lookups cached for ten minutes: a revocation that reaches the other gateway within the test did so by its broadcast, not by the cache running out.
+        AUTH_CACHE_TTL_MS: '600000',
+      },
     });
     tenant = await createTenant(stack.info, 'replicas');
     mongo = await new MongoClient(stack.info.mongoUrl).connect();
@@ -96,6 +99,21 @@ describe('two replicas of every deployable (a stack of its own)', () => {
     const environments = delta(await environmentGets(), environmentsBefore);
     expect(environments[0]).toBeGreaterThanOrEqual(20);
     expect(environments[1]).toBe(environments[0]);
+  });
+
+  it('a token revoked through one gateway is refused by both at once, though both had it cached', async () => {
+    const minted = await throughGateway(0).post('/tokens', { name: 'short-lived', role: 'viewer' });
+    expect(minted.status, minted.text).toBe(201);
+    const token = minted.body.data.token as string;
+    const through = (index: number) => throughGateway(index).withToken(token);
+    // Each gateway looks the token up once and caches it (for ten minutes here).
+    for (const index of [0, 1]) expect((await through(index).get('/environments')).status).toBe(200);
+
+    expect((await throughGateway(1).delete(`/tokens/${minted.body.data.id}`)).status).toBe(200);
+    // The gateway that revoked it refuses it at once; the other as soon as the broadcast arrives.
+    expect((await through(1).get('/environments')).status).toBe(401);
+    const other = await until(() => through(0).get('/environments'), (response) => response.status === 401, 20_000, 50);
+    expect(other.status).toBe(401);
   });
 
   it('holds a quota across both gateways and both placement-services, and both gateways show the same use', async () => {

@@ -90,6 +90,23 @@ describe('secret canary', () => {
     await record('webhook test', api.post(`/webhooks/${webhook.body.data.id}/test`));
     await until(async () => (await api.get(`/webhooks/${webhook.body.data.id}/deliveries`)).body.data as Array<{ attempts: unknown[] }>, (rows) => (rows[0]?.attempts.length ?? 0) > 0, 20_000, 100);
     await record('webhook deliveries', api.get(`/webhooks/${webhook.body.data.id}/deliveries`));
+
+    // An API token that a token mints is a canary too: shown once at create (not recorded), then
+    // kept only as a hash. It is used, refused a scope, listed, evented and revoked.
+    const minted = await api.post('/tokens', { name: 'canary', role: 'viewer', environments: ['prod'] });
+    expect(minted.status, minted.text).toBe(201);
+    const mintedToken = minted.body.data.token as string;
+    // The positive control: the one answer that shows it does hold it.
+    expect(minted.text).toContain(mintedToken);
+    canaries.push(mintedToken, mintedToken.slice('eek_'.length));
+    const viewer = api.withToken(mintedToken);
+    expect((await record('minted token used', viewer.get('/environments/prod'))).status).toBe(200);
+    expect((await record('minted token refused a scope', viewer.put('/environments/prod/secrets/x', { value: 'v' }))).status).toBe(403);
+    expect((await record('minted token outside its environments', viewer.get('/environments/other'))).status).toBe(404);
+    await record('tokens listed', api.get('/tokens'));
+    await record('token events', api.get('/events?type=token.*'));
+    expect((await record('minted token revoked', api.delete(`/tokens/${minted.body.data.id}`))).status).toBe(200);
+    expect((await record('revoked token refused', viewer.get('/environments/prod'))).status).toBe(401);
     expect(responses.length).toBeGreaterThan(25);
   });
 
