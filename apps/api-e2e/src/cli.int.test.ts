@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow, Webhook, WebhookCreated, WebhookDelivery } from '@envengine/contracts';
+import { ApiToken, ApiTokenCreated, AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow, Webhook, WebhookCreated, WebhookDelivery } from '@envengine/contracts';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { decodeParquet } from '@envengine/materialization-storage';
@@ -533,6 +533,28 @@ describe('envctl against the stack', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('makes a scoped token, lists it without the token, is refused beyond its scope (exit 3), and revokes it', async () => {
+    const created = await envctl(['tokens', 'create', 'dashboard', '--role', 'viewer', '--environment', 'dev*', '--expires-in-days', '30']);
+    expectExit(created, 0);
+    const token = ApiTokenCreated.parse(json(created));
+    expect(token).toMatchObject({ name: 'dashboard', role: 'viewer', environments: ['dev*'] });
+    const listed = await envctl(['tokens', 'list']);
+    expectExit(listed, 0);
+    expect(listed.stdout).not.toContain(token.token);
+    expect(z.array(ApiToken).parse(json(listed)).map((row) => row.id)).toContain(token.id);
+    const table = await envctl(['tokens', 'list', '--output', 'table']);
+    expect(table.stdout).toMatch(new RegExp(`${token.id}\\s+dashboard\\s+viewer\\s+dev\\*`));
+    // The viewer reads, and a write is refused with the scope it lacks (exit 3).
+    const asViewer = { env: { ENVCTL_TOKEN: token.token } };
+    expectExit(await envctl(['env', 'list'], asViewer), 0);
+    const refused = await envctl(['env', 'pause', 'dev'], asViewer);
+    expectExit(refused, 3);
+    expect(refused.stderr).toContain('schedules:write');
+    expectExit(await envctl(['tokens', 'create', 'x'], {}), 2);
+    expectExit(await envctl(['tokens', 'revoke', token.id]), 0);
+    expectExit(await envctl(['env', 'list'], asViewer), 3);
   });
 
   it('takes the token from a flag over the environment over the config file written by login (mode 0600)', async () => {

@@ -37,6 +37,9 @@ const EVENTS_OF: { readonly [K in keyof typeof PublicApi]: readonly EventType[] 
   listEvents: [],
   createWebhook: ['webhook.created'],
   listWebhooks: [],
+  createToken: ['token.created'],
+  listTokens: [],
+  revokeToken: ['token.revoked'],
   getWebhook: [],
   updateWebhook: ['webhook.updated'],
   deleteWebhook: ['webhook.deleted'],
@@ -187,6 +190,9 @@ describe('events by operation: every operation of the public API, driven once th
     await drive('testWebhook', api.post(`/webhooks/${webhook.id}/test`));
     await drive('listWebhookDeliveries', api.get(`/webhooks/${webhook.id}/deliveries`));
     await drive('deleteWebhook', api.delete(`/webhooks/${webhook.id}`));
+    const token = (await drive('createToken', api.post('/tokens', { name: 'table', role: 'viewer' }))).body.data as { id: string };
+    await drive('listTokens', api.get('/tokens'));
+    await drive('revokeToken', api.delete(`/tokens/${token.id}`));
     const deleted = await drive('deleteEnvironment', api.delete('/environments/tbl?force=true'));
 
     // Every operation was driven, each once.

@@ -55,7 +55,12 @@ describe('the OpenAPI document', () => {
 
   it('declares each refusal under the status the error code maps to', () => {
     const getEnvironment = document.paths['/environments/{name}']!.get!;
-    expect(Object.keys(getEnvironment.responses).sort()).toEqual(['200', '401', '404', '422', '429', '500', '503']);
+    expect(Object.keys(getEnvironment.responses).sort()).toEqual(['200', '401', '403', '404', '422', '429', '500', '503']);
+    // A token's own refusals: its expiry beside 401 unauthorized, its scope as 403.
+    expect(JSON.stringify(getEnvironment.responses['401'])).toContain('token_expired');
+    expect(JSON.stringify(getEnvironment.responses['403'])).toContain('insufficient_scope');
+    expect(getEnvironment.security).toEqual([{ apiToken: ['environments:read'] }]);
+    expect(document.paths['/worker/heartbeat']!.post!.security).toEqual([{ poolToken: [] }]);
     const createRun = document.paths['/environments/{name}/runs']!.post!;
     const conflict = JSON.stringify(createRun.responses['409']);
     expect(conflict).toContain('environment_deleting');
