@@ -1,6 +1,7 @@
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { hashToken, OPERATOR_CAUSE } from '@envengine/api-tokens';
+import { Scope } from '@envengine/contracts';
 import { issueToken, withTokenStore } from '@envengine/dev-stack';
 import { anotherTokenOf, createTenant, revokeToken, until, type TestTenant } from '@envengine/test-harness';
 
@@ -61,12 +62,14 @@ describe('events of API tokens', () => {
       50,
     );
 
+    // The admin command's tokens have every scope, for every environment, with no expiry.
+    const admin = { role: 'admin', scopes: [...Scope.options], environments: null, expires_at: null };
     expect(everything.events.map((event) => [event.type, event.subject, event.data])).toEqual([
-      ['token.created', { kind: 'token', id: tenant.tokenId }, { label: 'test' }],
-      ['token.created', { kind: 'token', id: issuedId }, { label: 'test' }],
-      ['token.created', { kind: 'token', id: doomedId }, { label: 'test' }],
+      ['token.created', { kind: 'token', id: tenant.tokenId }, { label: 'test', ...admin }],
+      ['token.created', { kind: 'token', id: issuedId }, { label: 'test', ...admin }],
+      ['token.created', { kind: 'token', id: doomedId }, { label: 'test', ...admin }],
       ['token.revoked', { kind: 'token', id: doomedId }, { label: 'test' }],
-      ['token.created', { kind: 'token', id: control.id }, { label: doomed.token }],
+      ['token.created', { kind: 'token', id: control.id }, { label: doomed.token, ...admin }],
     ]);
     for (const event of everything.events) {
       expect([event.type, event.actor, event.environment, event.request_id]).toEqual([event.type, 'operator', null, null]);

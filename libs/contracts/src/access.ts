@@ -59,12 +59,11 @@ export function roleOf(scopes: readonly Scope[]): Role | null {
  * `*` (`pr-*`). Only a trailing `*`, so that whether one pattern covers another is a
  * prefix test, and a Mongo filter is an anchored prefix that uses the index.
  */
-export const EnvironmentPattern = z
-  .string()
-  .max(64)
-  .refine((pattern) => RESOURCE_NAME_PATTERN.test(pattern.endsWith('*') ? pattern.slice(0, -1) : pattern), {
-    message: 'must be an environment name, or the beginning of one followed by "*" (e.g. "pr-*")',
-  });
+export const ENVIRONMENT_PATTERN_PATTERN = new RegExp(`${RESOURCE_NAME_PATTERN.source.slice(0, -1)}\\*?$`);
+
+export const EnvironmentPattern = z.string().regex(ENVIRONMENT_PATTERN_PATTERN, {
+  message: 'must be an environment name, or the beginning of one followed by "*" (e.g. "pr-*")',
+});
 
 /** The environments a caller may see: every one of its tenant's, or those its patterns match. */
 export class EnvironmentAccess {

@@ -20,7 +20,7 @@ export function apiTokensIn(text: string): string[] {
 /** `POST /api/v1/tokens`: a role or a list of scopes, never both; optionally limited to environments and an expiry. */
 export const CreateTokenRequest = z
   .strictObject({
-    name: z.string().trim().min(1).max(100),
+    name: z.string().min(1).max(100),
     role: Role.optional(),
     scopes: z.array(Scope).min(1).max(Scope.options.length).optional(),
     /** Names and `prefix*` patterns; absent for every environment of the tenant. */
@@ -31,7 +31,8 @@ export const CreateTokenRequest = z
     message: 'give either a role or a list of scopes',
     path: ['role'],
   })
-  .meta({ description: 'Either `role` or `scopes` (exactly one).' });
+  // The refinement, as the OpenAPI document states it.
+  .meta({ description: 'Either `role` or `scopes` (exactly one).', oneOf: [{ required: ['role'] }, { required: ['scopes'] }] });
 export type CreateTokenRequest = z.infer<typeof CreateTokenRequest>;
 
 /** An API token as `GET /api/v1/tokens` lists it: never the token or its hash. */
