@@ -55,7 +55,7 @@ describe('the OpenAPI document against the server (Schemathesis)', () => {
 
   it('finds no request the document allows and the server refuses, no answer the document does not declare, and no server error, in every operation and phase', async () => {
     // The tenant's API token for the public API, its pool token for the worker API (schemathesis.toml, by security scheme).
-    const run = await fuzz(tool, { ENVENGINE_API_TOKEN: tenant.token, ENVENGINE_POOL_TOKEN: poolToken }, [
+    const run = await fuzz(tool, { ENVENGINE_API_TOKEN: tenant.token, ENVENGINE_API_TOKEN_ID: tenant.tokenId, ENVENGINE_POOL_TOKEN: poolToken }, [
       `${stack.gatewayUrl}/api/v1/openapi.json`,
       '--checks', 'all',
       '--phases', 'examples,coverage,fuzzing,stateful',
@@ -70,5 +70,7 @@ describe('the OpenAPI document against the server (Schemathesis)', () => {
     expect(summary).toMatch(/Selected: (\d+)\/\1\n\s*Tested: \1/);
     expect(summary).toMatch(/✅ Stateful/);
     expect(summary).not.toMatch(/Failures:|Errors:/);
+    // Its API token lived through the run (POST /tokens and DELETE /tokens/{id} were fuzzed with it).
+    expect((await tenant.api.get('/environments')).status).toBe(200);
   }, 600_000);
 });
