@@ -26,7 +26,7 @@ import { DEFAULT_QUOTA_LIMITS } from '@envengine/contracts';
 import { printNewMasterKey, rewrapDataKeys } from './master-key.ts';
 
 const USAGE = `usage:
-  npm run admin -- token create --tenant <name> [--label <text>]
+  npm run admin -- token create --tenant <name> [--label <text>]   (an admin token: every scope; the tenant makes the rest with POST /api/v1/tokens)
   npm run admin -- token revoke <token id>
   npm run admin -- token list
   npm run admin -- quota show --tenant <name>
@@ -166,7 +166,9 @@ await withTokenStore(mongoUrl, dbName, async (tokens) => {
     }
     case 'list': {
       for (const token of await tokens.list()) {
-        console.log(`${token.id}  tenant=${token.tenant_name}  label=${token.label}  created=${token.created_at}  ${token.revoked_at ? `revoked=${token.revoked_at}` : 'active'}`);
+        const { role, scopes, environments, expires_at: expiresAt } = token.grant;
+        const grant = `scopes=${role ?? scopes.join(',')}  environments=${environments?.join(',') ?? 'all'}${expiresAt ? `  expires=${expiresAt}` : ''}`;
+        console.log(`${token.id}  tenant=${token.tenant_name}  label=${token.label}  ${grant}  created=${token.created_at}  ${token.revoked_at ? `revoked=${token.revoked_at}` : 'active'}`);
       }
       return;
     }

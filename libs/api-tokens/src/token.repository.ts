@@ -349,12 +349,13 @@ export class ApiTokenRepository {
     });
   }
 
-  async list(): Promise<Array<ApiTokenRecord & { tenant_name: string }>> {
+  /** Every tenant's tokens, for the operator's admin command. */
+  async list(): Promise<Array<ApiTokenRecord & { tenant_name: string; grant: ApiToken }>> {
     const [tokens, tenants] = await Promise.all([
       this.tokens.find({}).sort({ _id: 1 }).lean(),
       this.tenants.find({}).lean(),
     ]);
     const names = new Map(tenants.map((tenant) => [tenant._id, tenant.name]));
-    return tokens.map((doc) => ({ ...toRecord(doc), tenant_name: names.get(doc.tenant_id) ?? '?' }));
+    return tokens.map((doc) => ({ ...toRecord(doc), tenant_name: names.get(doc.tenant_id) ?? '?', grant: toApiToken(doc) }));
   }
 }
