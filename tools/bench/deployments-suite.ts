@@ -8,6 +8,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } 
 import { validateManifest } from '@envengine/manifest-rules';
 import { makeBundle, manifestOf } from '@envengine/test-harness';
 import { cpuSecondsOf, median, rssMegabytes, stackProcessGroups, type Bench } from './harness.ts';
+import { describeCalls, historyOf, retriesOf } from './history-split.ts';
 import type { SuiteContext } from './suite-context.ts';
 
 interface LatencyRun {
@@ -74,7 +75,23 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
   const manifest = manifestOf(
     keys.map((key, i) => ({ key, deps: i === 0 ? [] : [keys[i - 1]!], columns: [{ name: 'id', type: 'integer' }, { name: 'value', type: 'number', nullable: true }] })),
   );
-  const ingestInto = async (environment: string) => (await post(`/environments/${environment}/deployments`, { manifest, bundle_ref: bundleRef })).status === 201;
+  /** Each ingest's workflow and HTTP latency while `tracing` is set: where the slowest ones spent their time. */
+  let traced: Array<{ workflowId: string; latencyMs: number }> | undefined;
+  const ingestInto = async (environment: string) => {
+    const started = performance.now();
+    const response = await post(`/environments/${environment}/deployments`, { manifest, bundle_ref: bundleRef });
+    const body = (await response.json()) as { data?: { id?: string } };
+    if (traced && body.data?.id) traced.push({ workflowId: `ingest-${body.data.id}`, latencyMs: performance.now() - started });
+    return response.status === 201;
+  };
+  const split: string[] = [];
+  /** The slowest five calls and the median one of what was traced, each with the largest gaps of its history. */
+  const describeTraced = async (title: string) => {
+    const calls = [...(traced ?? [])].sort((a, b) => b.latencyMs - a.latencyMs);
+    traced = undefined;
+    const chosen = [...calls.slice(0, 5), calls[Math.floor(calls.length / 2)]!];
+    split.push('', title, '', '| workflow | HTTP ms | workflow span ms | outside it ms | largest gaps in its history |', '|---|---:|---:|---:|---|', ...(await describeCalls(client, chosen)));
+  };
 
   // The raw baseline: a worker in this process for the no-op workflow, on a queue of its own.
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -111,10 +128,14 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     };
     const ingest = (spread: number) => (i: number) => ingestInto(environments[i % spread]!);
     runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 1, 40, rawExecute));
+    traced = [];
     runs.push(await measureCalls('ingest through the gateway (5 assets, activate)', 1, 40, ingest(1)));
+    await describeTraced('Ingests at 1 in flight, the five slowest and the median:');
     runs.push(await measureCalls('activation through the gateway', 1, 40, activate(1)));
     runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 10, 150, rawExecute));
+    traced = [];
     runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, ingest(ENVIRONMENTS)));
+    await describeTraced(`Ingests at 10 in flight over ${ENVIRONMENTS} environments, the five slowest and the median:`);
     runs.push(await measureCalls(`activation through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, activate(ENVIRONMENTS)));
     runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 50, 300, rawExecute));
     runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 50, 300, ingest(ENVIRONMENTS)));
@@ -124,6 +145,10 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     const recent = (await (await fetch(`${api}/environments/${environments[0]}/deployments?limit=20`, { headers: auth })).json()) as { data: Array<{ id: string }> };
     const activateOneEnvironment = async (i: number) => (await post(`/deployments/${recent.data[i % recent.data.length]!.id}/activate`, {})).status === 200;
     runs.push(await measureCalls('activation through the gateway, all on one environment', 10, 100, activateOneEnvironment));
+    // Activity retries in the environments' activation workflows, over every run above.
+    const envIds = (await (await fetch(`${api}/environments`, { headers: auth })).json()) as { data: Array<{ id: string; name: string }> };
+    const retries = (await Promise.all(envIds.data.map(async (environment) => retriesOf(await historyOf(client, `activations-${environment.id}`).catch(() => []))))).flat();
+    split.push('', `Activity retries in the activation workflows (their latest runs): ${retries.length === 0 ? 'none' : retries.join('; ')}.`);
   } finally {
     worker.shutdown();
     await running;
@@ -171,5 +196,6 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     `Validation of a 2,000-asset manifest (a dependency chain, every asset with a schema), the pure rules the ingest runs: median ${median(validationMs).toFixed(0)} ms of 7 (max ${Math.max(...validationMs).toFixed(0)} ms).`,
     '',
     `workflow-worker RSS: ${idleRss.toFixed(0)} MB at idle (before the load above), ${loadedRss.toFixed(0)} MB after it.`,
+    ...split,
   ];
 }

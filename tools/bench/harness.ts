@@ -137,9 +137,12 @@ export class Bench {
    */
   async measurePair(baseline: Target, target: Target, connections = this.settings.connections): Promise<[Measurement, Measurement]> {
     const runs: [Measurement[], Measurement[]] = [[], []];
+    // The order alternates per round, so that a machine getting busier or quieter weighs on both.
     for (let round = 1; round <= this.settings.rounds; round += 1) {
-      runs[0].push(await this.measure({ ...baseline, name: `${baseline.name} (round ${round})` }, connections));
-      runs[1].push(await this.measure({ ...target, name: `${target.name} (round ${round})` }, connections));
+      for (const side of round % 2 === 1 ? [0, 1] as const : [1, 0] as const) {
+        const measured = side === 0 ? baseline : target;
+        runs[side].push(await this.measure({ ...measured, name: `${measured.name} (round ${round})` }, connections));
+      }
     }
     const summarize = (name: string, measurements: Measurement[]): Measurement => ({
       name,

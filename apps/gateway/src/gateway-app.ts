@@ -99,12 +99,15 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         });
       }
 
-      const allowed = methodsAllowedOn(req.path);
-      if (allowed.length > 0 && !allowed.includes(req.method)) {
-        throw new ApiError('method_not_allowed', `${req.path} answers ${allowed.join(', ')}, not ${req.method}.`, { headers: { Allow: allowed.join(', ') } });
-      }
       const operation = operationOf(req.method, req.path);
-      if (!operation) throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
+      if (!operation) {
+        // Only a request that matches no operation pays for the second scan: 405 for a path the API has, else 404.
+        const allowed = methodsAllowedOn(req.path);
+        if (allowed.length > 0) {
+          throw new ApiError('method_not_allowed', `${req.path} answers ${allowed.join(', ')}, not ${req.method}.`, { headers: { Allow: allowed.join(', ') } });
+        }
+        throw new ApiError('not_found', `No route matches ${req.method} ${req.originalUrl.split('?')[0]}.`);
+      }
       authorizeOperation(caller, operation);
       if (caller.poolCredentialId === undefined) deps.tokenUsage.seen(caller.tokenId);
 

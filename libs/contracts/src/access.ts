@@ -111,7 +111,7 @@ export class EnvironmentAccess {
   /** From that header; a malformed one gives a restriction that matches nothing, never none. */
   static fromHeader(value: string | undefined): EnvironmentAccess {
     if (value === undefined) return EnvironmentAccess.ALL;
-    const patterns = value.split(',').filter((pattern) => EnvironmentPattern.safeParse(pattern).success);
+    const patterns = value.split(',').filter((pattern) => ENVIRONMENT_PATTERN_PATTERN.test(pattern));
     return new EnvironmentAccess(patterns);
   }
 }
