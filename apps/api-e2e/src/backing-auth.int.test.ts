@@ -171,7 +171,7 @@ describe('Redis authenticates', () => {
     expect(Number(maxmemory)).toBe(256 * 1024 * 1024);
   });
 
-  it('gives the gateway its revocation channel and its rate-limit buckets, and nothing else', async () => {
+  it('gives the gateway its revocation channel (to hear and to tell: a token revoked through the API) and its rate-limit buckets, and nothing else', async () => {
     const gateway = redisAs(engineUser('gateway'));
     expect(await redisAnswer(gateway, 'GET', 'envengine:anything')).toMatch(/NOPERM/);
     // Scripts (the shared rate limit) reach the buckets' keys and no other, and run no
@@ -181,8 +181,9 @@ describe('Redis authenticates', () => {
     expect(await redisAnswer(gateway, 'EVAL', script, 1, 'envengine:anything', 'HSET')).toMatch(/NOPERM .*access one of the keys/);
     expect(await redisAnswer(gateway, 'EVAL', script, 1, `${RATE_LIMIT_KEY_PREFIX}{probe}`, 'SET')).toMatch(/can't run this command/);
     expect(await redisAnswer(gateway, 'SET', 'envengine:anything', '1')).toMatch(/NOPERM/);
-    expect(await redisAnswer(gateway, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'x')).toMatch(/NOPERM/);
+    expect(await redisAnswer(gateway, 'PUBLISH', TOKEN_REVOKED_CHANNEL, 'x')).toMatch(/^allowed: \d+$/);
     expect(await redisAnswer(gateway, 'PUBLISH', ENVIRONMENT_RETIRED_CHANNEL, 'x')).toMatch(/NOPERM/);
+    expect(await redisAnswer(gateway, 'PUBLISH', 'envengine:other-channel', 'x')).toMatch(/NOPERM/);
     for (const command of SERVER_COMMANDS) expect(`${command.join(' ')}: ${await redisAnswer(gateway, ...command)}`).toMatch(/: NOPERM/);
     expect(await aclAllowsDebug('gateway')).toMatch(/no permissions to run the 'debug' command/);
     // Subscriptions on connections of their own (a subscribed connection takes no other command).
