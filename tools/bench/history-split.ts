@@ -2,7 +2,7 @@
 // named by the event before and the event after it. What the deployments suite prints for
 // its slowest ingests and activations, beside the HTTP latency the client saw.
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 
 interface HistoryEvent {
   type: string;
@@ -12,7 +12,7 @@ interface HistoryEvent {
   lastFailure?: string;
 }
 
-const { EventType } = temporal.api.enums.v1;
+const { EventType } = proto.temporal.api.enums.v1;
 
 function millisOf(time: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
   return Number(time?.seconds ?? 0) * 1000 + (time?.nanos ?? 0) / 1e6;
