@@ -137,6 +137,11 @@ describe('a token limited to environments', () => {
       const response = await restricted.get(path);
       expect([path, response.status, response.body.error?.code]).toEqual([path, 404, 'not_found']);
     }
+    // Its quotas name no environment outside it (prod holds a queued run and a secret).
+    const quotas = (await restricted.get('/quotas')).body.data;
+    expect(Object.keys(quotas.queued_runs_per_environment.by_environment)).toEqual([]);
+    expect(Object.keys(quotas.secrets_per_environment.by_environment)).toEqual([]);
+    expect(Object.keys((await tenant.api.get('/quotas')).body.data.secrets_per_environment.by_environment)).toEqual(['prod']);
     // Answered exactly as for a name the tenant does not have.
     const missing = await restricted.get('/environments/prod');
     const absent = await tenant.api.get('/environments/nothing-here');
