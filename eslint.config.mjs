@@ -11,7 +11,7 @@ const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => (name.startsW
 // child bundles without the storage drivers). Repeated in every block that sets
 // `no-restricted-imports`, since a later block's setting replaces an earlier one's.
 const DEEP_IMPORT_PATTERNS = [
-  { group: ['@envengine/*/*', '!@envengine/*/testing', '!@envengine/materialization-storage/codec'], message: 'Import a lib through its public entry.' },
+  { group: ['@envengine/*/*', '!@envengine/*/testing', '!@envengine/materialization-storage/codec', '!@envengine/contracts/workflow-inputs'], message: 'Import a lib through its public entry.' },
   // Nx refuses an app's path but cannot resolve an app's bare package name (apps export nothing).
   { group: readdirSync(new URL('apps', import.meta.url)).map((app) => `@envengine/${app}`), message: 'An app is never imported: share the code through a lib.' },
 ];
@@ -208,6 +208,10 @@ export default tseslint.config(
           paths: [
             ...NODE_BUILTINS.map((name) => ({ name, message: 'Workflow code cannot use Node built-ins; do it in an activity.' })),
             ...['mongoose', 'mongodb', 'ioredis', 'bullmq', 'express', 'undici', 'pino', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'].map((name) => ({ name, message: 'Workflow code cannot do I/O; do it in an activity.' })),
+            // Every module a workflow imports is evaluated again for each workflow it starts
+            // (the SDK isolates their state): the contracts' whole entry built every schema of
+            // the API each time, most of a workflow task's CPU. Types cost nothing.
+            { name: '@envengine/contracts', allowTypeImports: true, message: 'Import values from @envengine/contracts/workflow-inputs: the whole entry is evaluated again for every workflow.' },
           ],
         },
       ],

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ResourceName } from './names.ts';
 import { ManifestV1 } from './manifest.ts';
+import { GitInfo, ValidationItem } from './deployment-fields.ts';
 
 /** `sha256:` and the 64 lowercase hex digits of the bundle's SHA-256. */
 export const BUNDLE_REF_PATTERN = /^sha256:[0-9a-f]{64}$/;
@@ -11,14 +12,7 @@ export type BundleUploaded = z.infer<typeof BundleUploaded>;
 
 export const BundlePathParams = z.object({ ref: BundleRef });
 
-export const GitInfo = z.strictObject({
-  branch: z.string().min(1, { message: 'must not be empty' }).max(255),
-  sha: z.string().min(1, { message: 'must not be empty' }).max(255),
-});
-export type GitInfo = z.infer<typeof GitInfo>;
-
-export const ValidationItem = z.object({ code: z.string(), path: z.string(), message: z.string() });
-export type ValidationItem = z.infer<typeof ValidationItem>;
+export { GitInfo, ValidationItem } from './deployment-fields.ts';
 
 export const DeploymentValidation = z.object({ errors: z.array(ValidationItem), warnings: z.array(ValidationItem) });
 export type DeploymentValidation = z.infer<typeof DeploymentValidation>;

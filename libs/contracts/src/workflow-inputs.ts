@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { GitInfo, ValidationItem } from './deployments.ts';
-import { EventActor } from './events.ts';
+import { GitInfo, ValidationItem } from './deployment-fields.ts';
+import { EventActor } from './event-actor.ts';
 
 // The inputs of the deployment workflows: ids and small values, never documents. Checked
 // where a workflow is started (deployment-service, workflow-worker) and where it begins

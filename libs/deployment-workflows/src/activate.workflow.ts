@@ -1,5 +1,6 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
-import { ActivateInput, type Recheck } from '@envengine/contracts';
+import type { Recheck } from '@envengine/contracts';
+import { ActivateInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import type { DeploymentActivities } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';

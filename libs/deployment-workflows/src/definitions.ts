@@ -35,7 +35,7 @@ export {
   environmentTeardownWorkflowId,
   SCHEDULE_TICKS_WORKFLOW,
   scheduleTicksWorkflowId,
-} from '@envengine/contracts';
+} from '@envengine/contracts/workflow-inputs';
 export const INGEST_WORKFLOW = 'ingestDeployment';
 export const ACTIVATE_WORKFLOW = 'activateDeployment';
 export const ENVIRONMENT_ACTIVATIONS_WORKFLOW = 'environmentActivations';

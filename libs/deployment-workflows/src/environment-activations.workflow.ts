@@ -1,6 +1,6 @@
 import { ApplicationFailure, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { activationFinished, activationRequested, unansweredActivations } from './activation-signals.ts';
-import { ActivationRequest, EnvironmentActivationsInput, type EnvironmentScope, type WorkflowCause } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, type EnvironmentScope, type WorkflowCause } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import { DEFAULT_ACTIVATION_RETRY, type ActivationOutcome, type DeploymentActivities } from './definitions.ts';
 

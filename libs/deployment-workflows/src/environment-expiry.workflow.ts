@@ -1,5 +1,6 @@
 import { condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import { EnvironmentExpiryInput, type ExpireEnvironmentResult } from '@envengine/contracts';
+import type { ExpireEnvironmentResult } from '@envengine/contracts';
+import { EnvironmentExpiryInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import { EXPIRY_NOTICE_MS, type EnvironmentLifecycleActivities } from './definitions.ts';
 import { expiryMoved } from './lifecycle-signals.ts';

@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import { EnvironmentTeardownInput } from '@envengine/contracts';
+import { EnvironmentTeardownInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import type { EnvironmentLifecycleActivities } from './definitions.ts';
 

@@ -1,5 +1,5 @@
 import { patched, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
-import { IngestInput } from '@envengine/contracts';
+import { IngestInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import { SEARCH_ATTRIBUTES, type DeploymentActivities, type IngestOutcome } from './definitions.ts';
 import { awaitActivation } from './environment-activations.workflow.ts';

@@ -1,5 +1,6 @@
 import { ActivityFailure, condition, continueAsNew, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
-import { ScheduleTicksInput, type TickShardResult } from '@envengine/contracts';
+import type { TickShardResult } from '@envengine/contracts';
+import { ScheduleTicksInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import type { ScheduleTickActivities } from './definitions.ts';
 import { schedulesChanged } from './lifecycle-signals.ts';
