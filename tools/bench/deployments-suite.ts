@@ -139,7 +139,9 @@ export async function deploymentsSuite(bench: Bench, { stack, auth }: SuiteConte
     runs.push(await measureCalls(`activation through the gateway, over ${ENVIRONMENTS} environments`, 10, 150, activate(ENVIRONMENTS)));
     runs.push(await measureCalls('raw client.workflow.execute, one no-op activity', 50, 300, rawExecute));
     runs.push(await measureCalls(`ingest through the gateway, over ${ENVIRONMENTS} environments`, 50, 300, ingest(ENVIRONMENTS)));
+    traced = [];
     runs.push(await measureCalls('ingest through the gateway, all on one environment', 10, 100, ingest(1)));
+    await describeTraced('Ingests at 10 in flight, all on one environment (their activations wait in one line), the five slowest and the median:');
     // Twenty different deployments of one environment, so no two concurrent calls activate the same one
     // (those would share one workflow: `activate-<deployment id>`).
     const recent = (await (await fetch(`${api}/environments/${environments[0]}/deployments?limit=20`, { headers: auth })).json()) as { data: Array<{ id: string }> };

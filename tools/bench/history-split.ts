@@ -21,12 +21,40 @@ function millisOf(time: { seconds?: unknown; nanos?: number | null } | null | un
 /** A workflow's events (its latest run), oldest first. */
 export async function historyOf(client: Client, workflowId: string): Promise<HistoryEvent[]> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).map((event) => ({
+  const events = (history.events ?? []).map((event) => ({
     type: (EventType[event.eventType ?? 0] ?? String(event.eventType)).replace(/^EVENT_TYPE_/, ''),
     atMs: millisOf(event.eventTime),
     attempt: event.activityTaskStartedEventAttributes?.attempt ?? undefined,
     lastFailure: event.activityTaskStartedEventAttributes?.lastFailure?.message ?? undefined,
   }));
+  // A local activity runs inside a workflow task: its marker, recorded when the task
+  // completes, says when it finished and at which attempt, which splits that task's time.
+  const finished = (history.events ?? []).flatMap((event) => {
+    const marker = localActivityMarkerOf(event.markerRecordedEventAttributes?.details?.['data']?.payloads?.[0]?.data);
+    return marker ? [{ type: `${marker.activity_type} done${marker.attempt > 1 ? ` (attempt ${marker.attempt})` : ''}`, atMs: millisOf(marker.complete_time), attempt: undefined, lastFailure: undefined }] : [];
+  });
+  return [...events, ...finished].sort((a, b) => a.atMs - b.atMs);
+}
+
+interface LocalActivityMarker {
+  attempt: number;
+  activity_type: string;
+  complete_time: { seconds?: unknown; nanos?: number | null } | null;
+}
+
+/** The Core SDK's `LocalActivityMarkerData`, as JSON in the marker's `data` payload (serde's form of complete_time: seconds and nanos, or an RFC 3339 string). */
+function localActivityMarkerOf(data: Uint8Array | null | undefined): LocalActivityMarker | null {
+  if (!data) return null;
+  try {
+    const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as { attempt?: number; activity_type?: string; complete_time?: string | { seconds?: number; nanos?: number } };
+    if (typeof parsed.activity_type !== 'string' || !parsed.complete_time) return null;
+    const time = parsed.complete_time;
+    if (typeof time !== 'string') return { attempt: parsed.attempt ?? 1, activity_type: parsed.activity_type, complete_time: time };
+    const at = Date.parse(time);
+    return { attempt: parsed.attempt ?? 1, activity_type: parsed.activity_type, complete_time: { seconds: Math.floor(at / 1000), nanos: (at % 1000) * 1e6 } };
+  } catch {
+    return null;
+  }
 }
 
 /** Each gap between consecutive events, as `BEFORE → AFTER` and its milliseconds. */
