@@ -7,7 +7,7 @@ import proto from '@temporalio/proto';
 interface HistoryEvent {
   type: string;
   atMs: number;
-  /** An activity task's attempt (ActivityTaskStarted), and the failure of the one before. */
+  /** An activity task's attempt (ActivityTaskStarted, or a local activity's marker), and the failure of the one before (a local activity's: its name). */
   attempt?: number;
   lastFailure?: string;
 }
@@ -31,7 +31,9 @@ export async function historyOf(client: Client, workflowId: string): Promise<His
   // completes, says when it finished and at which attempt, which splits that task's time.
   const finished = (history.events ?? []).flatMap((event) => {
     const marker = localActivityMarkerOf(event.markerRecordedEventAttributes?.details?.['data']?.payloads?.[0]?.data);
-    return marker ? [{ type: `${marker.activity_type} done${marker.attempt > 1 ? ` (attempt ${marker.attempt})` : ''}`, atMs: millisOf(marker.complete_time), attempt: undefined, lastFailure: undefined }] : [];
+    return marker
+      ? [{ type: `${marker.activity_type} done${marker.attempt > 1 ? ` (attempt ${marker.attempt})` : ''}`, atMs: millisOf(marker.complete_time), attempt: marker.attempt, lastFailure: `local activity ${marker.activity_type}` }]
+      : [];
   });
   return [...events, ...finished].sort((a, b) => a.atMs - b.atMs);
 }
@@ -67,7 +69,7 @@ export function spanOf(events: readonly HistoryEvent[]): number {
   return events.length === 0 ? 0 : events.at(-1)!.atMs - events[0]!.atMs;
 }
 
-/** Activity tasks started more than once, with the failure that made the retry. */
+/** Activities (remote or local) that took more than one attempt, with the failure that made the retry where the history keeps it. */
 export function retriesOf(events: readonly HistoryEvent[]): string[] {
   return events.filter((event) => (event.attempt ?? 1) > 1).map((event) => `attempt ${event.attempt}: ${event.lastFailure ?? '?'}`);
 }
