@@ -31,29 +31,19 @@ export async function historyOf(client: Client, workflowId: string): Promise<His
   // completes, says when it finished and at which attempt, which splits that task's time.
   const finished = (history.events ?? []).flatMap((event) => {
     const marker = localActivityMarkerOf(event.markerRecordedEventAttributes?.details?.['data']?.payloads?.[0]?.data);
-    return marker
-      ? [{ type: `${marker.activity_type} done${marker.attempt > 1 ? ` (attempt ${marker.attempt})` : ''}`, atMs: millisOf(marker.complete_time), attempt: marker.attempt, lastFailure: `local activity ${marker.activity_type}` }]
-      : [];
+    return marker ? [{ type: `${marker.activityType} done${marker.attempt > 1 ? ` (attempt ${marker.attempt})` : ''}`, atMs: marker.atMs, attempt: marker.attempt, lastFailure: `local activity ${marker.activityType}` }] : [];
   });
   return [...events, ...finished].sort((a, b) => a.atMs - b.atMs);
 }
 
-interface LocalActivityMarker {
-  attempt: number;
-  activity_type: string;
-  complete_time: { seconds?: unknown; nanos?: number | null } | null;
-}
-
-/** The Core SDK's `LocalActivityMarkerData`, as JSON in the marker's `data` payload (serde's form of complete_time: seconds and nanos, or an RFC 3339 string). */
-function localActivityMarkerOf(data: Uint8Array | null | undefined): LocalActivityMarker | null {
+/** The Core SDK's `LocalActivityMarkerData`, as JSON in the marker's `data` payload (complete_time in serde's form: seconds and nanos, or an RFC 3339 string). */
+function localActivityMarkerOf(data: Uint8Array | null | undefined): { activityType: string; attempt: number; atMs: number } | null {
   if (!data) return null;
   try {
     const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as { attempt?: number; activity_type?: string; complete_time?: string | { seconds?: number; nanos?: number } };
-    if (typeof parsed.activity_type !== 'string' || !parsed.complete_time) return null;
     const time = parsed.complete_time;
-    if (typeof time !== 'string') return { attempt: parsed.attempt ?? 1, activity_type: parsed.activity_type, complete_time: time };
-    const at = Date.parse(time);
-    return { attempt: parsed.attempt ?? 1, activity_type: parsed.activity_type, complete_time: { seconds: Math.floor(at / 1000), nanos: (at % 1000) * 1e6 } };
+    if (typeof parsed.activity_type !== 'string' || !time) return null;
+    return { activityType: parsed.activity_type, attempt: parsed.attempt ?? 1, atMs: typeof time === 'string' ? Date.parse(time) : millisOf(time) };
   } catch {
     return null;
   }

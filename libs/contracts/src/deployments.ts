@@ -12,7 +12,7 @@ export type BundleUploaded = z.infer<typeof BundleUploaded>;
 
 export const BundlePathParams = z.object({ ref: BundleRef });
 
-export { GitInfo, ValidationItem } from './deployment-fields.ts';
+export { GitInfo, ValidationItem };
 
 export const DeploymentValidation = z.object({ errors: z.array(ValidationItem), warnings: z.array(ValidationItem) });
 export type DeploymentValidation = z.infer<typeof DeploymentValidation>;

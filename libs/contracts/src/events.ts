@@ -4,7 +4,7 @@ import { Executor } from './environment.ts';
 import { RunTrigger } from './runs.ts';
 import { EventActor } from './event-actor.ts';
 
-export { EventActor } from './event-actor.ts';
+export { EventActor };
 
 export const EventSubjectKind = z.enum(['run', 'attempt', 'environment', 'pool_credential', 'secret', 'binding', 'deployment', 'materialization', 'schedule', 'token', 'webhook']);
 export type EventSubjectKind = z.infer<typeof EventSubjectKind>;
