@@ -3,7 +3,7 @@
 // with an empty job, with the OS sandbox and again with SANDBOX=off in the same run; runs
 // per second; 1,000 runs queued with no worker, then drained (no loss, no duplicate); a
 // 100,000-row ctx.emit against hyparquet-writer in this process.
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -236,6 +236,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   let emit: string[];
   let webhookLines: string[];
   let spawnFloor: number[];
+  let bwrapFloor: SpawnCost;
   /** Dispatch at 1 and 10 in flight, then throughput, on the worker running now; raw BullMQ beside it when asked. */
   const measure = async (into: { rows: LatencyRow[]; cpu: Array<{ inFlight: number; cpu: Record<string, number> }> }, withRaw: boolean, label: string) => {
     // Warm-up: the worker fetches and unpacks the bundle once; connections and JIT warm up.
@@ -279,6 +280,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     webhookLines = await withAndWithoutWebhook();
 
     spawnFloor = await sandboxedSpawnFloor(dataDir, 20);
+    bwrapFloor = await bareBubblewrapFloor(30);
 
     await worker.process.stop();
     drain = await queuedThenDrained();
@@ -494,6 +496,8 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
         `| ${inFlight} | ${stage(runs, (e) => e.postedAt, (e) => ms(e.run.inserted_at))} | ${stage(runs, (e) => ms(e.run.inserted_at), (e) => ms(e.run.attempts[0]!.started_at))} | ${stage(runs, (e) => ms(e.run.attempts[0]!.started_at), (e) => ms(e.run.attempts[0]!.finished_at))} |`,
     ),
     '',
+    `A bare \`bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev node -e 0\` (issue 42's floor of a sandboxed run), ${bwrapFloor.count} one after another from the bench: median ${median(bwrapFloor.wallMs).toFixed(0)} ms wall, ${bwrapFloor.cpuMs.toFixed(1)} ms of the machine's CPU each (its busy time over the ${bwrapFloor.count}, less the same length of time idle just after). An empty sandboxed run at ${throughput.inFlight} in flight costs ${Object.values(cpuPerRun.at(-1)!.cpu).reduce((a, b) => a + b, 0).toFixed(1)} ms of CPU across all processes: ${(Object.values(cpuPerRun.at(-1)!.cpu).reduce((a, b) => a + b, 0) - bwrapFloor.cpuMs).toFixed(1)} ms above that floor (issue 42's target for the whole: 50 ms).`,
+    '',
     `A bare \`fork\` of Node with the sandbox's flags (\`--permission\`, one \`--allow-fs-read\`, \`--max-old-space-size\`, \`--no-addons\`) running a script that only answers over IPC and exits, from the bench: median ${median(spawnFloor).toFixed(0)} ms of ${spawnFloor.length} (p90 ${percentile(spawnFloor, 90).toFixed(0)} ms). Every asset pays this once.`,
     '',
     'CPU milliseconds per run by process (2 cores), from /proc. The worker waits for its children, so with SANDBOX=off their CPU is in "asset child processes"; a sandboxed child is reaped by its sandbox\'s own init and lands, with the kernel\'s work for its namespaces, in "rest of the machine" (the machine\'s busy time less the processes listed; it also holds Temporal, the workflow-worker and whatever else ran):',
@@ -510,6 +514,39 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     '',
     ...emit,
   ];
+}
+
+interface SpawnCost {
+  count: number;
+  wallMs: number[];
+  /** The machine's busy CPU per spawn, less what it spent idle over as long just before. */
+  cpuMs: number;
+}
+
+/**
+ * `count` bare bubblewraps of `node -e 0`, one after another: the sandbox's floor. Their
+ * CPU is read from the whole machine's busy time, since bwrap's own init reaps the node
+ * inside, so no process of the bench's accounts for it.
+ */
+async function bareBubblewrapFloor(count: number): Promise<SpawnCost> {
+  const args = ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--', process.execPath, '-e', '0'];
+  const wallMs: number[] = [];
+  const busyBefore = machineBusyCpuSeconds();
+  const started = performance.now();
+  for (let i = 0; i < count; i += 1) {
+    const spawnedAt = performance.now();
+    const child = spawn('bwrap', args, { stdio: 'ignore' });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    if (code !== 0) throw new Error(`bwrap node -e 0 exited ${code}`);
+    wallMs.push(performance.now() - spawnedAt);
+  }
+  const busy = machineBusyCpuSeconds() - busyBefore;
+  const elapsedMs = performance.now() - started;
+  // The same length of time with nothing spawned: what the idle stack and the machine spend anyway.
+  const idleBefore = machineBusyCpuSeconds();
+  await new Promise((resolve) => setTimeout(resolve, elapsedMs));
+  const idle = machineBusyCpuSeconds() - idleBefore;
+  return { count, wallMs, cpuMs: ((busy - idle) * 1000) / count };
 }
 
 /** Milliseconds of `count` forks of a sandboxed Node child that only says it is done: the floor of a child per asset. */
