@@ -4,6 +4,7 @@
 //   envengine-worker/              the package: package.json (a `bin`, no dependencies),
 //     envengine-worker.mjs         the worker (`node envengine-worker.mjs --pool`),
 //     asset-child.js               the sandboxed child it starts for each asset,
+//     asset-child-codec.js         the row codec that child imports at its first emit or read,
 //     seccomp-filter.py            what builds the sandbox's seccomp filter at its start;
 //   envengine-worker-<version>.tgz the same, packed by `npm pack` (`npx ./envengine-worker-<version>.tgz --pool`).
 import { build } from 'esbuild';
@@ -26,6 +27,7 @@ const built = await build({
   entryPoints: [
     { in: 'apps/attempt-worker/src/main.ts', out: 'envengine-worker' },
     { in: 'apps/attempt-worker/src/sandbox/asset-child.ts', out: 'asset-child' },
+    { in: 'apps/attempt-worker/src/sandbox/asset-child-codec.ts', out: 'asset-child-codec' },
   ],
   outdir: packageDir,
   outExtension: { '.js': '.js' },
@@ -52,7 +54,7 @@ if (carried.length > 0) {
 }
 
 // The worker's entry is named .mjs so that `node envengine-worker.mjs` runs it as a module
-// outside the package too; the child keeps .js (the worker finds it beside itself by that name).
+// outside the package too; the child's files keep .js (the worker finds them beside itself by those names).
 const entry = join(packageDir, 'envengine-worker.mjs');
 renameSync(join(packageDir, 'envengine-worker.js'), entry);
 writeFileSync(entry, `#!/usr/bin/env node\n${readFileSync(entry, 'utf8')}`);
@@ -71,7 +73,7 @@ writeFileSync(
       type: 'module',
       bin: { 'envengine-worker': 'envengine-worker.mjs' },
       engines,
-      files: ['envengine-worker.mjs', 'asset-child.js', 'seccomp-filter.py', '*.LEGAL.txt'],
+      files: ['envengine-worker.mjs', 'asset-child.js', 'asset-child-codec.js', 'seccomp-filter.py', '*.LEGAL.txt'],
     },
     null,
     2,

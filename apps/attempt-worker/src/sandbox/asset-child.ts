@@ -2,12 +2,13 @@
 // under Node's permission model). It may read only the bundle and this one script, so it
 // runs bundled into one file (asset-child.js beside main.js in the build; from source,
 // os-sandbox.ts bundles it with esbuild when it stages it), with Node built-ins, its
-// sibling files and the row codec of materialization-storage (which touches no file).
-// An emit's rows are checked and encoded as Parquet here, under the asset's own memory
-// and CPU caps, and an upstream's file is decoded here: only bytes cross to the worker.
+// sibling files. An emit's rows are checked and encoded as Parquet here, under the asset's
+// own memory and CPU caps, and an upstream's file is decoded here: only bytes cross to the
+// worker. The row codec is the file beside it (asset-child-codec.ts), loaded at the first
+// emit or read, so that an asset that does neither does not evaluate it.
 import { Socket } from 'node:net';
 import { format } from 'node:util';
-import { decodeParquet, ParquetRowWriter, type DeclaredSchema, type Row } from '@envengine/materialization-storage/codec';
+import type { DeclaredSchema, Row } from '@envengine/materialization-storage/codec';
 import {
   CHANNEL_FD,
   FILE_CHUNK_BYTES,
@@ -21,6 +22,15 @@ import {
 import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameReader, frameOf } from './sandbox-wire.ts';
 
 type RunMessage = Extract<ParentMessage, { type: 'run' }>;
+type RowCodec = typeof import('./asset-child-codec.ts');
+
+let rowCodec: Promise<RowCodec> | undefined;
+
+/** The row codec, evaluated once, at the first emit or read. Staged beside this file under this name (os-sandbox.ts). */
+function loadRowCodec(): Promise<RowCodec> {
+  // A URL, not a literal: the codec stays a file of its own when this one is bundled.
+  return (rowCodec ??= import(new URL('./asset-child-codec.mjs', import.meta.url).href) as Promise<RowCodec>);
+}
 type ReplyMessage = Extract<ParentMessage, { type: 'reply' }>;
 
 let channel: Socket;
@@ -105,6 +115,7 @@ function isPlainObject(value: unknown): value is Row {
  */
 async function sendEmit(id: number, rows: unknown): Promise<EmitRefusal | null> {
   if (!Array.isArray(rows) || !rows.every(isPlainObject)) return { error: `asset ${assetKey}: ctx.emit takes an array of plain row objects` };
+  const { ParquetRowWriter } = await loadRowCodec();
   const writer = new ParquetRowWriter({ schema: assetSchema, onBytes: (bytes) => sendFile(id, bytes) });
   try {
     await writer.write(rows);
@@ -137,7 +148,9 @@ function onReply(reply: ReplyMessage): void {
     // ctx.read: the upstream's file came ahead of the reply.
     const file = Buffer.concat(entry.file);
     entry.file = [];
-    decodeParquet(new Uint8Array(file.buffer, file.byteOffset, file.byteLength)).then(entry.resolve, entry.reject);
+    loadRowCodec()
+      .then(({ decodeParquet }) => decodeParquet(new Uint8Array(file.buffer, file.byteOffset, file.byteLength)))
+      .then(entry.resolve, entry.reject);
   }
 }
 

@@ -16,9 +16,9 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
-import { delimiter, join, relative } from 'node:path';
+import { basename, delimiter, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Egress } from '@envengine/contracts';
 import type { AssetCgroup, AssetCgroups } from './asset-cgroups.ts';
@@ -69,20 +69,37 @@ const CHANNEL_FD = 3;
 const INFO_FD = 4;
 const SECCOMP_FD = 5;
 
-// The child entry sits beside this module in the source tree and beside main.js in the
-// build (tools/build/build-app.mjs bundles every `src/**/*-child.ts` to
-// `dist/<app>/<name>.js`, one file with its sibling imports inside). The sandbox lets the
-// child read that one file, so from source it is bundled the same way when it is staged.
+// The child's two files sit beside this module in the source tree and beside main.js in
+// the build (tools/build/build-app.mjs bundles every `src/**/*-child.ts` and
+// `*-child-*.ts` to `dist/<app>/<name>.js`, each one file with its imports inside): the
+// child, and the row codec it imports at its first emit or read. From source they are
+// bundled the same way when they are staged. The sandbox lets the child read these two
+// files, staged side by side under the names the child imports by.
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
-export const CHILD_SCRIPT = fileURLToPath(new URL(FROM_SOURCE ? './asset-child.ts' : './asset-child.js', import.meta.url));
-const SANDBOX_CHILD_SCRIPT = '/sandbox/asset-child.mjs';
+const CHILD_FILES = [
+  { source: 'asset-child', staged: 'asset-child.mjs' },
+  { source: 'asset-child-codec', staged: 'asset-child-codec.mjs' },
+] as const;
+const SANDBOX_CHILD_DIR = '/sandbox/child';
+const SANDBOX_CHILD_SCRIPT = `${SANDBOX_CHILD_DIR}/${CHILD_FILES[0].staged}`;
 
-/** The child as one ES module: the build's file, or the source bundled by esbuild (a dev dependency, present wherever the source runs). */
-function childScriptSource(): Buffer {
-  if (!FROM_SOURCE) return readFileSync(CHILD_SCRIPT);
+/** The child's files as ES modules, by staged name: the build's, or the sources bundled by esbuild (a dev dependency, present wherever the source runs). */
+function childFileSources(): Array<{ name: string; contents: Uint8Array }> {
+  const pathOf = (source: string) => fileURLToPath(new URL(`./${source}.${FROM_SOURCE ? 'ts' : 'js'}`, import.meta.url));
+  if (!FROM_SOURCE) return CHILD_FILES.map(({ source, staged }) => ({ name: staged, contents: readFileSync(pathOf(source)) }));
   const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
-  const built = esbuild.buildSync({ entryPoints: [CHILD_SCRIPT], bundle: true, platform: 'node', format: 'esm', target: 'node24', write: false, logLevel: 'silent' });
-  return Buffer.from(built.outputFiles[0]!.contents);
+  const built = esbuild.buildSync({
+    entryPoints: CHILD_FILES.map(({ source, staged }) => ({ in: pathOf(source), out: staged.replace(/\.mjs$/, '') })),
+    outdir: '/',
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    write: false,
+    logLevel: 'silent',
+  });
+  return built.outputFiles.map((file) => ({ name: basename(file.path), contents: file.contents }));
 }
 
 /**
@@ -90,10 +107,10 @@ function childScriptSource(): Buffer {
  * `node:sqlite` (it opens files around the permission model: a database at `/dev/shm` or
  * the sandbox's root was written past every check).
  */
-function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: string): string[] {
+function nodeFlags(settings: SandboxSettings, bundleRoot: string, childDir: string): string[] {
   const flags: string[] = [];
   if (settings.nodePermissionModel !== false || settings.mode === 'off') {
-    flags.push('--permission', `--allow-fs-read=${bundleRoot}`, `--allow-fs-read=${childScript}`);
+    flags.push('--permission', `--allow-fs-read=${bundleRoot}`, ...CHILD_FILES.map(({ staged }) => `--allow-fs-read=${join(childDir, staged)}`));
     if (settings.mode === 'bwrap') flags.push('--allow-fs-read=/tmp', '--allow-fs-write=/tmp');
   }
   // Source maps: a bundle built from TypeScript (or bundled) shows its own sources in a thrown error's stack.
@@ -103,7 +120,8 @@ function nodeFlags(settings: SandboxSettings, bundleRoot: string, childScript: s
 /** What the sandbox binds in from the host, each readable by the sandbox user. */
 interface SandboxRuntime {
   node: string;
-  childScript: string;
+  /** The child's files (CHILD_FILES), in a directory named by their digest. */
+  childDir: string;
   resolvConf: string;
 }
 
@@ -135,12 +153,14 @@ function sandboxRuntime(): SandboxRuntime {
       chmodSync(partial, 0o755);
     }
   });
-  const script = childScriptSource();
-  const childScript = join(base, `asset-child-${createHash('sha256').update(script).digest('hex').slice(0, 16)}.mjs`);
-  if (!existsSync(childScript)) stage(childScript, (partial) => writeFileSync(partial, script, { mode: 0o644 }));
+  const files = childFileSources();
+  const digest = createHash('sha256');
+  for (const { name, contents } of files) digest.update(name).update('\0').update(contents);
+  const childDir = join(base, `asset-child-${digest.digest('hex').slice(0, 16)}`);
+  if (!existsSync(childDir)) stageDirectory(childDir, files);
   const resolvConf = join(base, 'resolv.conf');
   if (!existsSync(resolvConf)) stage(resolvConf, (partial) => writeFileSync(partial, RESOLV_CONF, { mode: 0o644 }));
-  runtime = { node, childScript, resolvConf };
+  runtime = { node, childDir, resolvConf };
   return runtime;
 }
 
@@ -151,9 +171,27 @@ function stage(target: string, write: (partial: string) => void): void {
   renameSync(partial, target);
 }
 
+/** Writes `files` into a directory beside `target`, then renames it into place; a worker that raced ahead staged the same files. */
+function stageDirectory(target: string, files: ReadonlyArray<{ name: string; contents: Uint8Array }>): void {
+  const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
+  mkdirSync(partial);
+  // Whatever the umask: the sandbox's user must read them.
+  chmodSync(partial, 0o755);
+  for (const { name, contents } of files) {
+    writeFileSync(join(partial, name), contents);
+    chmodSync(join(partial, name), 0o644);
+  }
+  try {
+    renameSync(partial, target);
+  } catch (error) {
+    rmSync(partial, { recursive: true, force: true });
+    if (!existsSync(target)) throw error;
+  }
+}
+
 /** The child's command inside the sandbox. */
 function sandboxedChildCommand(settings: SandboxSettings): string[] {
-  return [SANDBOX_NODE, ...nodeFlags(settings, SANDBOX_BUNDLE, SANDBOX_CHILD_SCRIPT), SANDBOX_CHILD_SCRIPT];
+  return [SANDBOX_NODE, ...nodeFlags(settings, SANDBOX_BUNDLE, SANDBOX_CHILD_DIR), SANDBOX_CHILD_SCRIPT];
 }
 
 /** The bwrap arguments for one child: everything unshared, then only what it needs bound in. */
@@ -178,7 +216,7 @@ export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, co
     '--symlink', 'usr/lib64', '/lib64',
     '--symlink', 'usr/bin', '/bin',
     '--ro-bind', sandboxRuntime().node, SANDBOX_NODE,
-    '--ro-bind', sandboxRuntime().childScript, SANDBOX_CHILD_SCRIPT,
+    '--ro-bind', sandboxRuntime().childDir, SANDBOX_CHILD_DIR,
     '--ro-bind', bundleRoot, SANDBOX_BUNDLE,
     '--proc', '/proc',
     '--dev', '/dev',
@@ -261,8 +299,8 @@ export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, e
   let child: ChildProcess;
   if (settings.mode === 'off') {
     // Without the OS sandbox there is no network namespace: egress is whatever the host has.
-    const script = sandboxRuntime().childScript;
-    const launch = launchCommand([process.execPath, ...nodeFlags(settings, bundleRoot, script), script], cgroup, false);
+    const { childDir } = sandboxRuntime();
+    const launch = launchCommand([process.execPath, ...nodeFlags(settings, bundleRoot, childDir), join(childDir, CHILD_FILES[0].staged)], cgroup, false);
     child = spawn(launch.command, launch.args, { ...common, cwd: bundleRoot });
   } else {
     const launch = launchCommand(sandboxArgv(settings, bundleRoot, undefined, egress), cgroup, asRoot);
