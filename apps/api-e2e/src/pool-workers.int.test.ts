@@ -297,7 +297,8 @@ describe("remote attempts on a tenant's pool", () => {
       const port = (JSON.parse(ready.split('\n').find((line) => line.includes('attempt-worker ready'))!) as { port: number }).port;
       expect(port).toBeGreaterThan(0);
       expect(port).not.toBe(8085);
-      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      // Started is not yet ready: its Redis connection may still be opening (seen under load: 503 at once).
+      await until(() => fetch(`http://127.0.0.1:${port}/readyz`).then((response) => response.status), (status) => status === 200, 15_000);
       const listed = (response: { body: { data: { workers: Array<{ name: string }> } } }) => response.body.data.workers.some((entry) => entry.name === 'idle');
       await until(() => tenant.api.get('/pool'), listed, 15_000);
       process.kill(worker.process.pid!, 'SIGINT');

@@ -547,6 +547,18 @@ describe('one terminal state under a second delivery and under the lease reaper'
   });
 
 
+  it('lists every attempt a worker has started in the pool view, beside those it already held, until it finishes them', async () => {
+    const first = await hold();
+    const second = await hold();
+    const runningOf = async () => PoolStatus.parse((await reader.get('/pool')).body.data).workers.find((worker) => worker.name === WORKER.name)?.running ?? [];
+    // No heartbeat in between: the second start adds to what the first recorded.
+    expect(await runningOf()).toEqual(expect.arrayContaining([first.attemptId, second.attemptId]));
+    for (const held of [first, second]) expect((await send(ownerPool, callsAbout(held, bundleRef).finish)).status).toBe(200);
+    // The worker's next heartbeat says what it still holds.
+    expect((await ownerPool.post('/worker/heartbeat', { worker: WORKER, attempts: [] })).status).toBe(200);
+    expect(await runningOf()).toEqual([]);
+  });
+
   it('gives a start retried with its key the same lease (its answer was lost), and refuses the same key from another worker and another key from the same one', async () => {
     const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
     const attemptId = run.attempts[0]!.id;

@@ -23,29 +23,30 @@ export class WorkerRegistry {
 
   /** The worker's row, made at its first report: what it is and the attempts whose leases it still holds. */
   async report(tenantId: string, worker: WorkerReport, running: string[]): Promise<void> {
-    const id = `${tenantId}:${worker.executor}:${worker.id}`;
     // A worker that exits having drained is gone at once (one that still holds attempts stays until they end or are lost).
     if (worker.stopped && running.length === 0) {
-      await this.workers.deleteOne(tenantId, { _id: id });
+      await this.workers.deleteOne(tenantId, { _id: rowIdOf(tenantId, worker) });
       return;
     }
     const now = new Date();
     await this.workers.updateOne(
       tenantId,
-      { _id: id },
-      {
-        $set: {
-          name: worker.name,
-          executor: worker.executor,
-          credential_id: worker.credentialId,
-          concurrency: worker.concurrency,
-          draining: worker.draining,
-          sandbox: worker.sandbox,
-          running,
-          last_heartbeat_at: now,
-        },
-        $setOnInsert: { started_at: now },
-      },
+      { _id: rowIdOf(tenantId, worker) },
+      { $set: { ...reportedFields(worker, now), running }, $setOnInsert: { started_at: now } },
+      { upsert: true },
+    );
+  }
+
+  /**
+   * The worker has just started `attemptId`: alive now, and holding that attempt beside
+   * the others its last heartbeat listed (its next heartbeat lists them all again).
+   */
+  async started(tenantId: string, worker: WorkerReport, attemptId: string): Promise<void> {
+    const now = new Date();
+    await this.workers.updateOne(
+      tenantId,
+      { _id: rowIdOf(tenantId, worker) },
+      { $set: reportedFields(worker, now), $addToSet: { running: attemptId }, $setOnInsert: { started_at: now } },
       { upsert: true },
     );
   }
@@ -95,4 +96,21 @@ export class WorkerRegistry {
     for (const worker of live) distinct[worker.executor].add(worker._id.split(':').slice(2).join(':'));
     return { local: distinct.local.size, remote: distinct.remote.size };
   }
+}
+
+function rowIdOf(tenantId: string, worker: WorkerReport): string {
+  return `${tenantId}:${worker.executor}:${worker.id}`;
+}
+
+/** What each report sets of the worker's row. */
+function reportedFields(worker: WorkerReport, now: Date) {
+  return {
+    name: worker.name,
+    executor: worker.executor,
+    credential_id: worker.credentialId,
+    concurrency: worker.concurrency,
+    draining: worker.draining,
+    sandbox: worker.sandbox,
+    last_heartbeat_at: now,
+  };
 }

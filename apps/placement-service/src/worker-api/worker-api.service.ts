@@ -53,8 +53,9 @@ export class WorkerApiService {
     const { attempt, run, replayed } = await this.runs.start(tenantId, attemptId, callerExecutor, worker, startKey, cause);
     if (!replayed) this.metrics.dispatchToRunning.observe({ executor: attempt.executor }, Math.max(0, (attempt.started_at!.getTime() - attempt.dispatched_at.getTime()) / 1000));
     const lease = attempt.lease!;
-    // The worker is known to be alive from now on, even before its first heartbeat.
-    await this.reportWorker(tenantId, { ...worker, credentialId, draining: false }, [{ id: attempt._id, lease, asset: null }]);
+    // The worker is known to be alive from now on, even before its first heartbeat. The
+    // start itself set the lease and its first heartbeat time: nothing to renew.
+    await this.workers.started(tenantId, { ...worker, credentialId, draining: false }, attempt._id);
     const [environment, bindings] = await Promise.all([
       this.environments.findById(tenantId, run.environment_id),
       this.resolver.bindingModes(tenantId, run.environment_id),
