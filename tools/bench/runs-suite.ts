@@ -12,6 +12,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
+import { MongoClient } from 'mongodb';
 import { connectRedis, type RedisConnection } from '@envengine/redis-connections';
 import { ATTEMPT_QUEUE_PREFIX, attemptQueueKeyName } from '@envengine/attempt-queues';
 import { PoolCredentialIssued, PoolStatus, Run, RunLogLine } from '@envengine/contracts';
@@ -125,6 +126,14 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   if (issued.status !== 201) throw new Error(`issuing a pool credential answered ${issued.status}`);
   const credential = PoolCredentialIssued.parse(issued.body.data);
   const stackInfo = stackInfoOf(stack, dataDir);
+  // MongoDB's own count of the operations it served (every database): how many round trips a run costs.
+  const mongo = await MongoClient.connect(stackInfo.mongoUrl);
+  const mongoOps = async (): Promise<Record<string, number>> => {
+    const status = (await mongo.db('admin').command({ serverStatus: 1 })) as { opcounters: Record<string, number> };
+    return Object.fromEntries(Object.entries(status.opcounters).map(([name, value]) => [name, Number(value)]));
+  };
+  /** MongoDB operations per run, by kind, at each measured concurrency (sandboxed rows). */
+  const opsPerRun: Array<{ inFlight: number; ops: Record<string, number> }> = [];
   // The pool worker as docs/api.md#worker-pools starts one, with the product's heartbeat interval.
   const startWorker = (name: string, sandbox: 'bwrap' | 'off') =>
     startPoolWorker(stackInfo, credential, name, {
@@ -193,11 +202,13 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
   };
   const succeededOnce = (run: Run | undefined): run is Run => run?.status === 'succeeded' && run.attempts.length === 1;
 
-  const dispatchRows = async (inFlight: number, count: number, label = ''): Promise<{ rows: LatencyRow[]; runs: TimedRun[]; cpu: Record<string, number> }> => {
+  const dispatchRows = async (inFlight: number, count: number, label = ''): Promise<{ rows: LatencyRow[]; runs: TimedRun[]; cpu: Record<string, number>; ops: Record<string, number> }> => {
     const timed: TimedRun[] = [];
+    const opsBefore = await mongoOps();
     const cpuBefore = cpuNow();
     const seconds = await runConcurrently(count, inFlight, () => createAndFollow('empty', timed));
     const cpuAfter = cpuNow();
+    const opsAfter = await mongoOps();
     await readBack(timed);
     const good = timed.filter((entry) => succeededOnce(entry.run));
     const failed = count - good.length;
@@ -211,6 +222,8 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       ],
       runs: timed,
       cpu,
+      // The two serverStatus calls themselves are among them: 2 of `count` runs' operations.
+      ops: Object.fromEntries(Object.keys(opsBefore).map((name) => [name, (opsAfter[name]! - opsBefore[name]!) / count])),
     };
   };
 
@@ -251,6 +264,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       for (const row of dispatched.rows) console.error(`  ${row.name}, ${inFlight} in flight: p50 ${percentile(row.latencies, 50).toFixed(1)} ms, p99 ${percentile(row.latencies, 99).toFixed(1)} ms, ${row.perSecond.toFixed(1)}/s`);
       if (withRaw) breakdowns.push({ inFlight, runs: dispatched.runs });
       into.cpu.push({ inFlight, cpu: dispatched.cpu });
+      if (withRaw) opsPerRun.push({ inFlight, ops: dispatched.ops });
     }
     // Throughput: more in flight than the worker takes at once, so that its queue never runs dry.
     const saturated = await dispatchRows(3 * POOL_CONCURRENCY, 300, `${label}, throughput`);
@@ -296,6 +310,7 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     await poolEvents.close();
     for (const client of redisClients) client.disconnect();
     counter.close();
+    await mongo.close();
   }
 
   /**
@@ -507,6 +522,12 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     ...[...cpuPerRun.map((entry) => ['bwrap', entry] as const), ...unsandboxed.cpu.map((entry) => ['off', entry] as const)].map(
       ([mode, { inFlight, cpu }]) => `| ${mode} | ${inFlight} | ${cpuNames.map((name) => cpu[name]!.toFixed(1)).join(' | ')} | ${Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(1)} |`,
     ),
+    '',
+    'MongoDB operations per empty run, sandboxed, as MongoDB counts them (`serverStatus` opcounters over each row, every database; a command is anything but CRUD, such as a transaction\'s commit, `findAndModify` and `aggregate`; the engine\'s pollers of the same seconds are in it):',
+    '',
+    `| in flight | ${Object.keys(opsPerRun[0]!.ops).join(' | ')} | total |`,
+    `|---:|${Object.keys(opsPerRun[0]!.ops).map(() => '---:').join('|')}|---:|`,
+    ...opsPerRun.map(({ inFlight, ops }) => `| ${inFlight} | ${Object.values(ops).map((value) => value.toFixed(1)).join(' | ')} | ${Object.values(ops).reduce((a, b) => a + b, 0).toFixed(1)} |`),
     '',
     ...webhookLines,
     '',
