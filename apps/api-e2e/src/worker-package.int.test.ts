@@ -56,8 +56,8 @@ describe('the installable worker, on a host that has only Node', () => {
     await worker?.stop();
   });
 
-  it('is one file beside its sandbox child and a package.json that needs no dependency', () => {
-    expect(readdirSync(join(host.dir, 'package')).sort()).toEqual(['asset-child.js', 'envengine-worker.js.LEGAL.txt', 'envengine-worker.mjs', 'package.json', 'seccomp-filter.py']);
+  it("is one file beside its sandbox child's two (the child, and the row codec it loads at its first emit or read) and a package.json that needs no dependency", () => {
+    expect(readdirSync(join(host.dir, 'package')).sort()).toEqual(['asset-child-codec.js', 'asset-child.js', 'envengine-worker.js.LEGAL.txt', 'envengine-worker.mjs', 'package.json', 'seccomp-filter.py']);
   });
 
   it('runs a remote run of two assets through s3:// from outside the repository, with only its credential file', async () => {
