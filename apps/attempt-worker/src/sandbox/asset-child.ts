@@ -1,11 +1,11 @@
 // The sandboxed child process that runs one asset's user code (started by asset-runner.ts
-// under Node's permission model). It may read only the bundle and this one script, so it
-// runs bundled into one file (asset-child.js beside main.js in the build; from source,
-// os-sandbox.ts bundles it with esbuild when it stages it), with Node built-ins, its
-// sibling files. An emit's rows are checked and encoded as Parquet here, under the asset's
-// own memory and CPU caps, and an upstream's file is decoded here: only bytes cross to the
-// worker. The row codec is the file beside it (asset-child-codec.ts), loaded at the first
-// emit or read, so that an asset that does neither does not evaluate it.
+// under Node's permission model). It may read only the bundle, this script and its row
+// codec, so it runs bundled into one file (asset-child.js beside main.js in the build;
+// from source, os-sandbox.ts bundles it with esbuild when it stages it) with Node
+// built-ins and its sibling files. An emit's rows are checked and encoded as Parquet here,
+// under the asset's own memory and CPU caps, and an upstream's file is decoded here: only
+// bytes cross to the worker. The row codec is the file beside it (asset-child-codec.ts),
+// loaded at the first emit or read, so that an asset that does neither never evaluates it.
 import { Socket } from 'node:net';
 import { format } from 'node:util';
 import type { DeclaredSchema, Row } from '@envengine/materialization-storage/codec';
@@ -22,6 +22,7 @@ import {
 import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameReader, frameOf } from './sandbox-wire.ts';
 
 type RunMessage = Extract<ParentMessage, { type: 'run' }>;
+type ReplyMessage = Extract<ParentMessage, { type: 'reply' }>;
 type RowCodec = typeof import('./asset-child-codec.ts');
 
 let rowCodec: Promise<RowCodec> | undefined;
@@ -31,7 +32,6 @@ function loadRowCodec(): Promise<RowCodec> {
   // A URL, not a literal: the codec stays a file of its own when this one is bundled.
   return (rowCodec ??= import(new URL('./asset-child-codec.mjs', import.meta.url).href) as Promise<RowCodec>);
 }
-type ReplyMessage = Extract<ParentMessage, { type: 'reply' }>;
 
 let channel: Socket;
 try {
