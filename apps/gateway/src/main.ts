@@ -21,7 +21,7 @@ const config = loadGatewayConfig(process.env);
 const tracing = startTracing('gateway', config);
 const log = createLogger('gateway', config.LOG_LEVEL);
 
-const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB, service: 'gateway' }, log);
 const outbox = new EventOutbox(mongo);
 const tokens = new ApiTokenRepository(mongo, outbox);
 

@@ -46,7 +46,7 @@ const clients = {
 // The deployment scope's collections, shared with the deployment-service. Its event outbox
 // too: an ingest's outcome, an activation and a quarantine write their event there in their
 // own transaction; the deployment-service's relay publishes them (its poll finds them).
-const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB }, log);
+const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB, service: 'workflow-worker' }, log);
 const outbox = new EventOutbox(mongo);
 const bundles = new BundleRepository(mongo);
 const deployments = new DeploymentRepository(mongo, bundles, outbox);
