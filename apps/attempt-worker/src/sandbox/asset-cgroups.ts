@@ -243,6 +243,11 @@ export class AssetCgroups {
     private readonly limits: AssetCgroupLimits,
   ) {}
 
+  /** The CPU each child may use, in cores (its quota over the period). */
+  get cpuCores(): number {
+    return this.limits.cpuCores;
+  }
+
   /**
    * Finds the hierarchies, makes the worker's directory in each (after removing those of
    * workers that are gone), and checks that a child's cgroup can be made and limited; or

@@ -505,6 +505,16 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       expect(made[0]!.report!.cpuThrottledPeriods).toBeGreaterThan(0);
     });
 
+    it("runs V8 without its compiling and collecting helper threads under a quota of a core or less, where they would only spend the child's quota", async () => {
+      const flags = `report.flags = process.execArgv.filter((flag) => ['--no-concurrent-recompilation', '--single-threaded-gc'].includes(flag));`;
+      const without = { flags: ['--no-concurrent-recompilation', '--single-threaded-gc'] };
+      expect(await report(flags, { ...bwrapSandbox, cgroups: capped({ cpuCores: 1 }) })).toEqual(without);
+      expect(await report(flags, { ...bwrapSandbox, cgroups: capped({ cpuCores: 0.5 }) })).toEqual(without);
+      // A child given more than a core, or no quota at all, keeps them.
+      expect(await report(flags, { ...bwrapSandbox, cgroups: capped({ cpuCores: 2 }) })).toEqual({ flags: [] });
+      expect(await report(flags, { ...bwrapSandbox, cgroups: null })).toEqual({ flags: [] });
+    });
+
     /**
      * A child that never speaks, and leaves a process behind holding its pipes: `sh` forks a
      * `sleep` (which inherits stdout, stderr and the channel), then becomes another `sleep`.
