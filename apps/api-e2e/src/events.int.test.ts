@@ -223,12 +223,21 @@ describe('the outbox relay across a kill -9', () => {
     await until(() => allEvents(tenant.api, '&type=webhook.created'), (events) => events.length === 1, 20_000, 50);
     const created = '&type=environment.created';
     const placement = mongo.db(own.info.databases['placement-service']);
-    // Another relay holds the lease: this one commits events and cannot publish them.
+    const killPlacement = async () => {
+      const pid = own.services.processes['placement-service'].pid!;
+      process.kill(pid, 'SIGKILL');
+      await until(async () => { try { process.kill(pid, 0); return false; } catch { return true; } }, (gone) => gone, 20_000, 20);
+    };
+    // Another relay holds the lease: this one commits events and cannot publish them. (Given
+    // while the service is down: a relay that holds the lease renews it only at half its term,
+    // so it would publish for a few seconds more, as no other relay can take it meanwhile.)
+    await killPlacement();
     await placement.collection('event_relay_leases').updateOne(
       { _id: 'relay' as never },
       { $set: { tenant_id: 'engine', holder: 'the test', expires_at: new Date(Date.now() + 3_600_000) } },
       { upsert: true },
     );
+    await own.services.restart('placement-service');
     const names = ['k1', 'k2', 'k3'];
     for (const name of names) {
       const created = await tenant.api.post('/environments', { name, storage_prefix: `file://${own.info.dataDir}/lake/${name}`, executor: 'local' });
@@ -239,9 +248,7 @@ describe('the outbox relay across a kill -9', () => {
     expect(committed.map((row) => row.pending)).toEqual([true, true, true]);
     expect(await allEvents(tenant.api, created)).toEqual([]);
 
-    const pid = own.services.processes['placement-service'].pid!;
-    process.kill(pid, 'SIGKILL');
-    await until(async () => { try { process.kill(pid, 0); return false; } catch { return true; } }, (gone) => gone, 20_000, 20);
+    await killPlacement();
     await placement.collection('event_relay_leases').deleteOne({ _id: 'relay' as never });
     await own.services.restart('placement-service');
 
@@ -264,6 +271,26 @@ describe('the outbox relay across a kill -9', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('renews its lease once half its 10-second term has passed, not at every pass (every 500 ms, and on every event)', async () => {
+    const tenant = await createTenant(own.info, 'lease');
+    const leases = mongo.db(own.info.databases['placement-service']).collection<{ _id: string; holder: string; expires_at: Date }>('event_relay_leases');
+    const seen = new Map<number, string>();
+    const started = Date.now();
+    // Eight seconds of the lease as MongoDB stores it, while events keep the relay passing.
+    for (let made = 0; Date.now() - started < 8_000; made += 1) {
+      if (made % 5 === 0) expect((await tenant.api.post('/environments', { name: `l${made}`, storage_prefix: `file://${own.info.dataDir}/lake/l${made}`, executor: 'local' })).status).toBe(201);
+      const lease = await leases.findOne({ _id: 'relay' });
+      expect(lease!.expires_at.getTime()).toBeGreaterThan(Date.now());
+      seen.set(lease!.expires_at.getTime(), lease!.holder);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // One holder throughout, never expired, and at most two renewals in eight seconds (of 16 passes at least).
+    expect(new Set(seen.values()).size).toBe(1);
+    expect(seen.size).toBeLessThanOrEqual(3);
+    // The relay kept publishing meanwhile.
+    await eventsWhen(tenant.api, 8, '&type=environment.created');
   });
 
   it('removes events older than EVENT_RETENTION_DAYS with the TTL index', async () => {

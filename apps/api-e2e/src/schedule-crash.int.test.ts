@@ -152,8 +152,8 @@ describe('ticks across a crash and a downtime (a stack of its own, supervised)',
       await session.endSession();
     }
     await restart('placement-service');
-    // The loop ticks B's part again once MongoDB has expired the transaction the killed
-    // process left open (its locks hold B's fence documents until then: up to 60 s).
+    // The loop ticks B's part again once the transaction the killed process left open is
+    // ended (by the next conflicting part after ~5 s, or by MongoDB's own limit of 60 s).
     expect(await until(() => recordedFor(1, names), (count) => count === PER_TENANT, 120_000, 100)).toBe(PER_TENANT);
     // Another pass (a retried activity) makes nothing twice.
     await placement().tickSchedules(0);

@@ -32,7 +32,7 @@ export async function runInternalService(definition: InternalServiceDefinition):
   const { config, service } = definition;
   const tracing = startTracing(service, config);
   const log = createLogger(service, config.LOG_LEVEL);
-  const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB, service: service }, log);
+  const mongo = await connectMongo({ url: config.MONGO_URL, dbName: config.MONGO_DB, service }, log);
   const metrics = createMetricsRegistry(service);
   const built = await definition.routes({ mongo, log, metrics, tracing });
   const routes: ServiceRoutes = 'api' in built ? built : { api: built };

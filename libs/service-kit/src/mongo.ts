@@ -1,13 +1,19 @@
 import mongoose, { type Connection, type Model, type Schema } from 'mongoose';
 import type { Logger } from '@envengine/process-kit';
 
-/** The start of every engine service's MongoDB `appName` (`envengine/<service>`): how the engine tells its own sessions from other clients'. */
-export const ENGINE_APP_NAME_PREFIX = 'envengine/';
+/**
+ * The start of the MongoDB `appName` of every engine service on that database
+ * (`envengine/<database>/<service>`): how a deployment tells its own sessions from other
+ * clients', other deployments on the same server included.
+ */
+export function engineAppNamePrefix(dbName: string): string {
+  return `envengine/${dbName}/`;
+}
 
 export interface MongoOptions {
   url: string;
   dbName: string;
-  /** The deployable's name, sent as the connection's `appName` (`envengine/<service>`): MongoDB's logs and `$currentOp` show it. */
+  /** The deployable's name, sent in the connection's `appName` (`engineAppNamePrefix`): MongoDB's logs and `$currentOp` show it. */
   service: string;
   /** How long an operation waits for a server before failing as unavailable. Default 2000 ms. */
   serverSelectionTimeoutMS?: number;
@@ -23,7 +29,7 @@ export async function connectMongo(options: MongoOptions, log: Logger): Promise<
   for (let attempt = 1; ; attempt += 1) {
     const connection = mongoose.createConnection(options.url, {
       dbName: options.dbName,
-      appName: `${ENGINE_APP_NAME_PREFIX}${options.service}`,
+      appName: `${engineAppNamePrefix(options.dbName)}${options.service}`,
       bufferCommands: false,
       autoIndex: false,
       autoCreate: false,

@@ -1,16 +1,33 @@
 import type { ClientSession, Connection } from 'mongoose';
-import { ENGINE_APP_NAME_PREFIX } from '@envengine/service-kit';
+import { engineAppNamePrefix } from '@envengine/service-kit';
 
 /**
- * An engine transaction idle this long is taken for a dead process's. The engine's
- * transactions run their statements back to back, in milliseconds, and do no other I/O.
+ * An engine transaction that has run no statement for this long is taken for a dead
+ * process's. The engine's transactions run their statements back to back and do no
+ * other I/O, so a live one is never still for seconds.
  */
-export const ABANDONED_TRANSACTION_IDLE_MS = 5_000;
+const ABANDONED_AFTER_MS = 5_000;
 
 /** At most one search for abandoned transactions per connection in this time, however many transactions conflict. */
-const ABANDONED_SEARCH_INTERVAL_MS = 1_000;
+const SEARCH_INTERVAL_MS = 1_000;
 
-const lastSearch = new WeakMap<Connection, number>();
+/** How long a search and a kill may take: they are made between a transaction's tries. */
+const SEARCH_TIME_LIMIT_MS = 1_000;
+
+/** An open transaction as a search saw it: when it was first seen at that much active time. */
+interface SeenTransaction {
+  activeMicros: number;
+  stillSince: number;
+}
+
+interface AbandonedSearch {
+  lastAt: number;
+  /** By session id and transaction number, the transactions of the last search. */
+  seen: Map<string, SeenTransaction>;
+  refusalReported: boolean;
+}
+
+const searches = new WeakMap<Connection, AbandonedSearch>();
 
 /**
  * Runs `work` in a MongoDB transaction, all or nothing. The driver retries the whole
@@ -20,16 +37,16 @@ const lastSearch = new WeakMap<Connection, number>();
  * A retry follows a conflict, and the other side may be a transaction whose process was
  * killed inside it (SIGKILL, the OOM killer): MongoDB keeps that one open, holding its
  * writes, until `transactionLifetimeLimitSeconds` (60 s by default), and every transaction
- * that writes the same document (an engine fence) conflicts until then. So a retry first
- * aborts the engine's own transactions idle for `ABANDONED_TRANSACTION_IDLE_MS`.
+ * that writes the same document (an engine fence) conflicts until then. So each retry
+ * first ends the engine's abandoned transactions (`abortAbandonedTransactions`).
  */
 export async function inTransaction<T>(connection: Connection, work: (session: ClientSession) => Promise<T>): Promise<T> {
   const session = await connection.startSession();
-  let tries = 0;
+  let attempt = 0;
   try {
     return await session.withTransaction(async () => {
-      tries += 1;
-      if (tries > 1) await abortAbandonedTransactions(connection);
+      attempt += 1;
+      if (attempt > 1) await abortAbandonedTransactions(connection);
       return work(session);
     });
   } finally {
@@ -38,36 +55,55 @@ export async function inTransaction<T>(connection: Connection, work: (session: C
 }
 
 /**
- * Kills the sessions of this user's engine transactions that have been idle for
- * `ABANDONED_TRANSACTION_IDLE_MS`. Safe for a live but stalled one too: its next statement
- * or its commit fails as transient, and the driver runs it again from the start. Needs no
- * privilege beyond the scope's own user (`$currentOp` and `killSessions` on one's own
- * sessions); the engine's filter on `appName` leaves other applications' sessions alone
- * where the server has no users. The number of sessions killed.
+ * Kills the sessions of this deployment's engine transactions (this MongoDB user's, with
+ * the `appName` of a service on this database) that ran no statement between two searches
+ * at least `ABANDONED_AFTER_MS` apart: their active time did not move. MongoDB's own
+ * counters cannot say so alone (`timeInactiveMicros` adds up every gap of a long live
+ * transaction). A killed transaction is aborted whole; were its process alive after all,
+ * its next statement fails, and the driver runs it again only if the error is transient.
+ * Needs no privilege beyond the scope's own user (`$currentOp` and `killSessions` on
+ * one's own sessions). The number of sessions killed.
  */
 export async function abortAbandonedTransactions(connection: Connection, now = Date.now()): Promise<number> {
-  if (now - (lastSearch.get(connection) ?? 0) < ABANDONED_SEARCH_INTERVAL_MS) return 0;
-  lastSearch.set(connection, now);
+  let search = searches.get(connection);
+  if (!search) searches.set(connection, (search = { lastAt: 0, seen: new Map(), refusalReported: false }));
+  if (now - search.lastAt < SEARCH_INTERVAL_MS) return 0;
+  search.lastAt = now;
   const admin = connection.getClient().db('admin');
   try {
-    const abandoned = await admin
-      .aggregate<{ lsid: { id: unknown } }>([
-        { $currentOp: { idleSessions: true, allUsers: false } },
-        {
-          $match: {
-            type: 'idleSession',
-            appName: { $regex: `^${ENGINE_APP_NAME_PREFIX}` },
-            'transaction.timeInactiveMicros': { $gte: ABANDONED_TRANSACTION_IDLE_MS * 1000 },
-          },
-        },
-        { $project: { lsid: 1 } },
-      ])
+    const open = await admin
+      .aggregate<{ lsid: { id: { toString(encoding: 'hex'): string } }; transaction: { parameters: { txnNumber: number }; timeActiveMicros: number } }>(
+        [
+          { $currentOp: { idleSessions: true, allUsers: false } },
+          { $match: { type: 'idleSession', appName: { $regex: `^${escapeRegex(engineAppNamePrefix(connection.name))}` }, transaction: { $exists: true } } },
+          { $project: { lsid: 1, 'transaction.parameters.txnNumber': 1, 'transaction.timeActiveMicros': 1 } },
+        ],
+        { maxTimeMS: SEARCH_TIME_LIMIT_MS },
+      )
       .toArray();
-    if (abandoned.length === 0) return 0;
-    await admin.command({ killSessions: abandoned.map((entry) => ({ id: entry.lsid.id })) });
+    const seen = new Map<string, SeenTransaction>();
+    const abandoned: Array<{ id: unknown }> = [];
+    for (const entry of open) {
+      const key = `${entry.lsid.id.toString('hex')}:${entry.transaction.parameters.txnNumber}`;
+      const before = search.seen.get(key);
+      const still = before !== undefined && before.activeMicros === entry.transaction.timeActiveMicros;
+      const stillSince = still ? before.stillSince : now;
+      if (now - stillSince >= ABANDONED_AFTER_MS) abandoned.push({ id: entry.lsid.id });
+      else seen.set(key, { activeMicros: entry.transaction.timeActiveMicros, stillSince });
+    }
+    search.seen = seen;
+    if (abandoned.length > 0) await admin.command({ killSessions: abandoned });
     return abandoned.length;
-  } catch {
-    // Only an optimisation over the server's own limit, which still ends the transaction: the caller's retry goes on.
+  } catch (error) {
+    // Only a shortcut past the server's own limit, which still ends the transaction: the caller's retry goes on.
+    if (!search.refusalReported) {
+      search.refusalReported = true;
+      process.emitWarning(`abandoned MongoDB transactions cannot be searched for or ended; conflicts with one wait for MongoDB's transaction lifetime (${(error as Error).message})`);
+    }
     return 0;
   }
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { basename, delimiter, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -141,10 +141,10 @@ let runtime: SandboxRuntime | undefined;
  * version in a directory every user can search (`<tmp>/envengine-sandbox-<uid>/`): the
  * sandbox's user (`nobody`, as root) must be able to reach what bwrap binds in, and the
  * worker's own install may sit under a directory closed to others (a home, a mktemp
- * directory). The binary is hard-linked where the file system allows, copied otherwise,
- * under its content's digest: every install of the same Node (each `npm install` of a
- * fresh clone or of the worker package) shares one copy. Named by the install's mtime
- * instead, they grew by 126 MB per install (6.4 GB here after a few days of CI runs).
+ * directory). The binary is copied under its content's digest: every install of the same
+ * Node (each `npm install` of a fresh clone or of the worker package) shares one copy.
+ * Named by the install's mtime instead, they grew by 126 MB per install (6.4 GB here after
+ * a few days of CI runs).
  */
 function sandboxRuntime(): SandboxRuntime {
   if (runtime) return runtime;
@@ -167,16 +167,16 @@ function sandboxRuntime(): SandboxRuntime {
   return runtime;
 }
 
-/** Stages the Node binary at `execPath` in `base` under its version and content digest, unless a copy of it is there; its staged path. */
+/**
+ * Stages the Node binary at `execPath` in `base` under its version and content digest,
+ * unless a copy of it is there; its staged path. A copy, not a link: a link would change
+ * with the install, and the name would no longer say what it holds.
+ */
 export function stageNodeBinary(base: string, execPath: string, version: string): string {
   const node = join(base, `node-${version}-${fileDigest(execPath).slice(0, 16)}`);
   if (!existsSync(node)) stage(node, (partial) => {
-    try {
-      linkSync(execPath, partial);
-    } catch {
-      copyFileSync(execPath, partial);
-      chmodSync(partial, 0o755);
-    }
+    copyFileSync(execPath, partial);
+    chmodSync(partial, 0o555);
   });
   return node;
 }
