@@ -395,6 +395,34 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     }
   });
 
+  it('answers a record sent again after it committed (its answer lost) as recorded, also once its attempt has ended; a new one then is refused', async () => {
+    // The worker removes the file of a record refused for good, so a refused replay would leave the record without its file (seen in the soak: a partition during the record).
+    const held = await hold();
+    const call = callsAbout(held, bundleRef).materialization;
+    const id = newId('mat');
+    const record = (materializationId: string) => send(ownerPool, { ...call, json: { ...(call.json as object), id: materializationId, location: ordersLocation(materializationId) } });
+    const first = await record(id);
+    expect(first.status).toBe(201);
+    expect((await owner.api.post(`/runs/${held.runId}/cancel`, {})).status).toBe(200);
+    const replayed = await record(id);
+    expect([replayed.status, replayed.body.data]).toEqual([201, first.body.data]);
+    // A materialization the ended lease never recorded is refused, and not recorded.
+    const other = newId('mat');
+    const late = await record(other);
+    expect([late.status, ErrorBody.parse(late.body).error.code]).toEqual([409, 'lease_superseded']);
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    try {
+      const records = mongo.db(stack.databases['deployment-service']).collection<{ _id: string }>('materializations');
+      expect(await records.countDocuments({ _id: { $in: [id, other] } })).toBe(1);
+      await records.deleteOne({ _id: id });
+    } finally {
+      await mongo.close();
+    }
+    // Another worker's lease, replaying the same record, is refused.
+    const forged = await send(ownerPool, { ...call, lease: 'made-up-lease-0123456789', json: { ...(call.json as object), id, location: ordersLocation(id) } });
+    expect([forged.status, ErrorBody.parse(forged.body).error.code]).toEqual([409, 'lease_superseded']);
+  });
+
   it("stores no log line past the attempt's limit, whatever a worker sends", async () => {
     const call = callsAbout(mine, bundleRef).logs;
     // The test stack keeps the default limit, 10,000 lines: seq 10,000 is the cut marker's, past it nothing.

@@ -244,6 +244,23 @@ export class RunRepository extends RunQueries {
     return attempt;
   }
 
+  /**
+   * The attempt of a materialization's record: while the lease holds, or, once it no longer
+   * does, if that lease already recorded `materializationId` as the asset's outcome (the
+   * record is sent again because its answer was lost on the way). Refused otherwise, as
+   * `checkLease` refuses.
+   */
+  async checkLeaseForRecord({ tenantId, attemptId, lease }: LeaseCheck, assetKey: string, materializationId: string): Promise<{ attempt: AttemptDocument; recorded: boolean }> {
+    const attempt = await this.attempts.findOne(tenantId, { _id: attemptId });
+    if (!attempt) throw notFound(`Attempt "${attemptId}"`);
+    if (attempt.lease === lease) {
+      if (attempt.status === 'running') return { attempt, recorded: false };
+      const outcome = attempt.assets.find((asset) => asset.key === assetKey);
+      if (outcome?.status === 'succeeded' && outcome.materialization_id === materializationId) return { attempt, recorded: true };
+    }
+    throw leaseSuperseded(attempt);
+  }
+
   /** Renews the leases a worker holds (the attempt it works on with each); returns the attempts whose lease no longer holds. */
   async renewLeases(tenantId: string, attempts: ReadonlyArray<{ id: string; lease: string; asset: string | null }>): Promise<{ held: string[]; lost: string[] }> {
     const now = new Date();

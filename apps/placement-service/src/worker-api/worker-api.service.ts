@@ -182,9 +182,12 @@ export class WorkerApiService {
    * succeeded. The record lives in the deployment scope and the outcome here, so the
    * lease is checked again by the outcome's conditional write; a lease superseded in
    * between has its record taken back before the write is refused, and changes nothing.
+   * A record sent again after it committed (its answer lost: a partition, a slow link) is
+   * answered as recorded, also once the lease has ended: refused, the worker would remove
+   * the file that the record names.
    */
   async recordMaterialization(check: LeaseCheck, assetKey: string, written: MaterializationWritten): Promise<Materialization> {
-    const attempt = await this.runs.checkLease(check);
+    const { attempt, recorded } = await this.runs.checkLeaseForRecord(check, assetKey, written.id);
     if (!attempt.assets.some((asset) => asset.key === assetKey)) throw notAnAssetOf(attempt._id, assetKey);
     // The location is the one the engine computes, never one the worker names: a forged
     // location would let a later ctx.read or re-check open any file the engine can.
@@ -207,6 +210,7 @@ export class WorkerApiService {
       run_id: attempt.run_id,
       attempt_id: attempt._id,
     });
+    if (recorded) return materialization;
     const outcomeWritten = await this.runs.setAssetOutcome(check, { key: assetKey, status: 'succeeded', materialization_id: materialization.id, error: null });
     if (!outcomeWritten) {
       await this.deployments.retractMaterialization(check.tenantId, materialization.id, attempt._id);
