@@ -64,7 +64,8 @@ export async function inTransaction<T>(connection: Connection, work: (session: C
  * Needs no privilege beyond the scope's own user (`$currentOp` and `killSessions` on
  * one's own sessions). The number of sessions killed.
  */
-export async function abortAbandonedTransactions(connection: Connection, now = Date.now()): Promise<number> {
+async function abortAbandonedTransactions(connection: Connection): Promise<number> {
+  const now = Date.now();
   let search = searches.get(connection);
   if (!search) searches.set(connection, (search = { lastAt: 0, seen: new Map(), refusalReported: false }));
   if (now - search.lastAt < SEARCH_INTERVAL_MS) return 0;
@@ -72,18 +73,20 @@ export async function abortAbandonedTransactions(connection: Connection, now = D
   const admin = connection.getClient().db('admin');
   try {
     const open = await admin
-      .aggregate<{ lsid: { id: { toString(encoding: 'hex'): string } }; transaction: { parameters: { txnNumber: number }; timeActiveMicros: number } }>(
+      .aggregate<{ appName?: string; lsid: { id: { toString(encoding: 'hex'): string } }; transaction: { parameters: { txnNumber: number }; timeActiveMicros: number } }>(
         [
           { $currentOp: { idleSessions: true, allUsers: false } },
-          { $match: { type: 'idleSession', appName: { $regex: `^${escapeRegex(engineAppNamePrefix(connection.name))}` }, transaction: { $exists: true } } },
-          { $project: { lsid: 1, 'transaction.parameters.txnNumber': 1, 'transaction.timeActiveMicros': 1 } },
+          { $match: { type: 'idleSession', transaction: { $exists: true } } },
+          { $project: { appName: 1, lsid: 1, 'transaction.parameters.txnNumber': 1, 'transaction.timeActiveMicros': 1 } },
         ],
         { maxTimeMS: SEARCH_TIME_LIMIT_MS },
       )
       .toArray();
+    const ours = engineAppNamePrefix(connection.name);
     const seen = new Map<string, SeenTransaction>();
     const abandoned: Array<{ id: unknown }> = [];
     for (const entry of open) {
+      if (!entry.appName?.startsWith(ours)) continue;
       const key = `${entry.lsid.id.toString('hex')}:${entry.transaction.parameters.txnNumber}`;
       const before = search.seen.get(key);
       const still = before !== undefined && before.activeMicros === entry.transaction.timeActiveMicros;
@@ -102,8 +105,4 @@ export async function abortAbandonedTransactions(connection: Connection, now = D
     }
     return 0;
   }
-}
-
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
