@@ -4,4 +4,5 @@ export { type DeclaredSchema, type Row } from './declared-schema.ts';
 export { RowSchemaError, checkRows } from './row-check.ts';
 export { inferSchema } from './infer-schema.ts';
 export { decodeParquet, ParquetFileError } from './parquet-codec.ts';
-export { ParquetRowWriter, ROWS_PER_GROUP } from './parquet-row-writer.ts';
+export { ROWS_PER_GROUP } from './parquet-codec.ts';
+export { ParquetRowWriter } from './parquet-row-writer.ts';

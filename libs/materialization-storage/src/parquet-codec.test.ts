@@ -160,7 +160,7 @@ describe('encodeParquet and decodeParquet', () => {
   it('round-trips rows spread over several row groups', async () => {
     const schema: DeclaredSchema = { columns: [{ name: 'i', type: 'integer' }, { name: 's', type: 'string', nullable: true }] };
     const rows = Array.from({ length: 2_500 }, (_, i) => ({ i, s: i % 7 === 0 ? null : `v${i % 13}` }));
-    const bytes = encodeParquet(schema, rows);
+    const bytes = encodeParquet(schema, rows, 1_000);
     expect(parquetMetadata(bytes).row_groups.length).toBeGreaterThan(1);
     expect(await decodeParquet(bytes)).toEqual(rows);
   });

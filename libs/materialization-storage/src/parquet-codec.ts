@@ -1,9 +1,9 @@
 import type { StoredColumn } from '@envengine/contracts';
 import { cachedAsyncBuffer, parquetMetadata, parquetMetadataAsync, parquetReadObjects, type AsyncBuffer, type FileMetaData, type SchemaElement } from 'hyparquet';
-import { parquetWriteBuffer, type ColumnSource } from 'hyparquet-writer';
 import { resolveColumns, type ColumnType, type DeclaredSchema, type Row } from './declared-schema.ts';
+import { FlatParquetWriter } from './flat-parquet-writer.ts';
 import { checkRows } from './row-check.ts';
-import { dateToDays, formatDateDays, formatTimestampMicros, timestampToMicros } from './temporal-values.ts';
+import { formatDateDays, formatTimestampMicros } from './temporal-values.ts';
 
 /** Key of the file's key-value metadata that holds the declared columns, as JSON. */
 export const SCHEMA_METADATA_KEY = 'envengine.schema';
@@ -15,77 +15,29 @@ export class ParquetFileError extends Error {
   override readonly name = 'ParquetFileError';
 }
 
+/** Rows per row group: a group's columns and bytes are what the writer holds beside the rows. */
+export const ROWS_PER_GROUP = 65_536;
+
 /**
- * The Parquet schema element of each declared type. Both the logical type and the legacy
- * converted type are written, as the format asks, so that older readers see them too.
- * Timestamps are UTC instants in microseconds.
+ * A Parquet file of the declared columns (one flat column each, `REQUIRED` unless
+ * nullable), with the declared columns in the key-value metadata under
+ * `SCHEMA_METADATA_KEY`. An empty schema is refused, since Parquet could not count its rows.
  */
-const ELEMENTS: Record<ColumnType, Omit<SchemaElement, 'name' | 'repetition_type'>> = {
-  string: { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } },
-  integer: { type: 'INT64', converted_type: 'INT_64', logical_type: { type: 'INTEGER', bitWidth: 64, isSigned: true } },
-  number: { type: 'DOUBLE' },
-  boolean: { type: 'BOOLEAN' },
-  timestamp: {
-    type: 'INT64',
-    converted_type: 'TIMESTAMP_MICROS',
-    logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MICROS' },
-  },
-  date: { type: 'INT32', converted_type: 'DATE', logical_type: { type: 'DATE' } },
-  json: { type: 'BYTE_ARRAY', converted_type: 'JSON', logical_type: { type: 'JSON' } },
-};
-
-type Cell = string | number | bigint | boolean | null | object;
-
-/** How a checked value becomes what the writer takes for its Parquet type (the others pass as they are). */
-const TO_PHYSICAL: Partial<Record<ColumnType, (value: unknown) => Cell>> = {
-  integer: (value) => (typeof value === 'bigint' ? value : BigInt(value as number)),
-  timestamp: (value) => timestampToMicros(value as Date | string),
-  date: (value) => dateToDays(value as Date | string),
-};
-
-/** The Parquet schema and metadata of a declared schema; an empty one is refused, since Parquet could not count its rows. */
-export function parquetSchemaOf(schema: DeclaredSchema): { schema: SchemaElement[]; kvMetadata: Array<{ key: string; value: string }>; createdBy: string } {
+export function parquetFileWriter(schema: DeclaredSchema): FlatParquetWriter {
   const columns = resolveColumns(schema);
-  if (columns.length === 0) throw new TypeError('A schema without columns cannot be stored as Parquet.');
-  return {
-    schema: [
-      { name: 'root', num_children: columns.length },
-      ...columns.map(({ name, type, nullable }) => ({ name, repetition_type: nullable ? 'OPTIONAL' : 'REQUIRED', ...ELEMENTS[type] }) as const),
-    ],
-    kvMetadata: [{ key: SCHEMA_METADATA_KEY, value: JSON.stringify({ columns }) }],
-    createdBy: CREATED_BY,
-  };
-}
-
-/** Options of every write (hyparquet-writer's defaults, named once). */
-export const PARQUET_WRITE_OPTIONS = {} as const;
-
-/** Checked rows as the writer's columns, each value converted to its Parquet type. */
-export function parquetColumnData(schema: DeclaredSchema, rows: readonly Row[]): ColumnSource[] {
-  return resolveColumns(schema).map(({ name, type }) => {
-    const convert = TO_PHYSICAL[type];
-    // As in checkRows: a left-out column named like an Object.prototype member is null, not the member.
-    const inherited = name in Object.prototype;
-    const data = new Array<Cell>(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i]!;
-      const value = inherited && !Object.hasOwn(row, name) ? undefined : row[name];
-      data[i] = value === undefined || value === null ? null : convert === undefined ? (value as Cell) : convert(value);
-    }
-    return { name, data };
-  });
+  return new FlatParquetWriter(columns, [{ key: SCHEMA_METADATA_KEY, value: JSON.stringify({ columns }) }], CREATED_BY);
 }
 
 /**
- * Encodes rows as a Parquet file with the declared column types (one flat column each,
- * `REQUIRED` unless nullable) and the declared columns in the key-value metadata under
- * `SCHEMA_METADATA_KEY`. The rows are checked first (`checkRows`): a mismatch throws a
- * `RowSchemaError`. An empty schema is refused, since Parquet could not count its rows.
+ * Encodes rows as one Parquet file of the declared column types (`parquetFileWriter`).
+ * The rows are checked first (`checkRows`): a mismatch throws a `RowSchemaError`.
  */
-export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[]): Uint8Array {
+export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[], rowsPerGroup = ROWS_PER_GROUP): Uint8Array {
   checkRows(schema, rows);
-  const buffer = parquetWriteBuffer({ ...PARQUET_WRITE_OPTIONS, ...parquetSchemaOf(schema), columnData: parquetColumnData(schema, rows) });
-  return new Uint8Array(buffer);
+  const file = parquetFileWriter(schema);
+  for (let start = 0; start < rows.length; start += rowsPerGroup) file.writeRowGroup(rows, start, Math.min(rows.length, start + rowsPerGroup));
+  file.finish();
+  return file.takeBytes();
 }
 
 /** What a stored file holds, read from its own footer. */

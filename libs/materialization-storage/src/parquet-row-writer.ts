@@ -2,14 +2,11 @@
 // as soon as it is written. The asset's sandboxed child runs it (issue 34): a tenant's
 // rows are checked and encoded where its own memory cap applies, and only bytes reach
 // the worker. It uses no Node built-in, so the child's bundle can take it.
-import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { DeclaredSchema, Row } from './declared-schema.ts';
+import type { FlatParquetWriter } from './flat-parquet-writer.ts';
 import { inferSchema } from './infer-schema.ts';
-import { parquetColumnData, parquetSchemaOf, PARQUET_WRITE_OPTIONS } from './parquet-codec.ts';
+import { parquetFileWriter, ROWS_PER_GROUP } from './parquet-codec.ts';
 import { checkRows } from './row-check.ts';
-
-/** Rows per row group: a group's columns and bytes are what the writer holds beside the rows. */
-export const ROWS_PER_GROUP = 65_536;
 
 export interface ParquetRowWriterOptions {
   /** The declared schema; null takes the columns of the first rows written (`inferSchema`). */
@@ -19,25 +16,6 @@ export interface ParquetRowWriterOptions {
   rowsPerGroup?: number;
 }
 
-/** A ByteWriter that hands its bytes on after each row group, so it holds one group at most. */
-class HandingWriter extends ByteWriter {
-  constructor(private readonly onBytes: (bytes: Uint8Array) => Promise<void> | void) {
-    super(1024 * 1024);
-  }
-
-  /** ParquetWriter awaits this before it encodes the next row group. */
-  flush(): Promise<void> | void {
-    if (this.index === 0) return undefined;
-    const bytes = new Uint8Array(this.buffer.slice(0, this.index));
-    this.index = 0;
-    return this.onBytes(bytes);
-  }
-
-  override finish(): void {
-    // ParquetWriter.finish returns this; the last bytes are handed on by ParquetRowWriter.finish.
-  }
-}
-
 /**
  * One Parquet file of checked rows. `write` must not be called again before the last
  * call settled; a `RowSchemaError` names the row by its index over the whole file.
@@ -45,8 +23,7 @@ class HandingWriter extends ByteWriter {
 export class ParquetRowWriter {
   private rowCount = 0;
   private schema: DeclaredSchema | null;
-  private parquet: ParquetWriter | undefined;
-  private bytesOut: HandingWriter | undefined;
+  private file: FlatParquetWriter | undefined;
   private readonly rowsPerGroup: number;
 
   constructor(private readonly options: ParquetRowWriterOptions) {
@@ -59,27 +36,25 @@ export class ParquetRowWriter {
     if (rows.length === 0) return;
     this.schema ??= inferSchema(rows.slice(0, this.rowsPerGroup));
     checkRows(this.schema, rows, this.rowCount);
-    const writer = this.writer(this.schema);
+    const file = this.fileOf(this.schema);
     for (let start = 0; start < rows.length; start += this.rowsPerGroup) {
-      const group = rows.slice(start, start + this.rowsPerGroup);
-      await writer.write({ ...PARQUET_WRITE_OPTIONS, columnData: parquetColumnData(this.schema, group), rowGroupSize: group.length });
+      file.writeRowGroup(rows, start, Math.min(rows.length, start + this.rowsPerGroup));
+      await this.options.onBytes(file.takeBytes());
     }
     this.rowCount += rows.length;
   }
 
   /** Writes the footer and hands on the last bytes; returns the file's row count. */
   async finish(): Promise<{ rowCount: number }> {
-    // A file of no rows is still a file: one of no row groups (an empty schema is refused by parquetSchemaOf).
-    const writer = this.writer(this.schema ?? { columns: [] });
-    await writer.finish();
-    await this.bytesOut!.flush();
+    // A file of no rows is still a file: one of no row groups (an empty schema is refused).
+    const file = this.fileOf(this.schema ?? { columns: [] });
+    file.finish();
+    await this.options.onBytes(file.takeBytes());
     return { rowCount: this.rowCount };
   }
 
-  private writer(schema: DeclaredSchema): ParquetWriter {
-    if (this.parquet) return this.parquet;
-    this.bytesOut = new HandingWriter(this.options.onBytes);
-    this.parquet = new ParquetWriter({ writer: this.bytesOut, ...parquetSchemaOf(schema) });
-    return this.parquet;
+  private fileOf(schema: DeclaredSchema): FlatParquetWriter {
+    this.file ??= parquetFileWriter(schema);
+    return this.file;
   }
 }
