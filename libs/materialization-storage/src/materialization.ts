@@ -13,8 +13,8 @@ export interface WrittenMaterialization {
   row_count: number;
   columns: StoredColumn[];
   /**
-   * SHA-256 of the stored file, hex. Parquet pages carry no checksum here (hyparquet-writer
-   * writes no page CRC and hyparquet checks none), so a changed byte in the data can decode
+   * SHA-256 of the stored file, hex. Parquet pages carry no checksum here (the writer,
+   * `flat-parquet-writer.ts`, writes no page CRC and hyparquet checks none), so a changed byte in the data can decode
    * silently to other values; pass this to `readMaterialization` to detect that.
    */
   sha256: string;
