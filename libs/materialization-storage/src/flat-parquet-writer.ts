@@ -208,7 +208,9 @@ export class FlatParquetWriter {
 
   /** A page header and its Snappy-compressed body; the sizes count the header too, as the format's totals do. */
   private writePage(type: number, body: Uint8Array, values: number, encoding: number): { uncompressed: number; compressed: number } {
-    const compressed = snappyCompress(body);
+    const compressed = this.scratch.compressed;
+    compressed.reset();
+    snappyCompress(body, compressed);
     const headerStart = this.out.length;
     const t = this.thrift;
     t.element();
@@ -230,7 +232,7 @@ export class FlatParquetWriter {
     }
     t.end();
     const headerLength = this.out.length - headerStart;
-    this.out.append(compressed);
+    this.out.append(compressed.written());
     return { uncompressed: headerLength + body.length, compressed: headerLength + compressed.length };
   }
 
@@ -319,6 +321,7 @@ class ColumnScratch {
   readonly page = new ByteSink(256 * 1024);
   readonly values = new ByteSink(256 * 1024);
   readonly dictionary = new ByteSink(64 * 1024);
+  readonly compressed = new ByteSink(256 * 1024);
   definitionLevels = new Uint8Array(0);
   indices = new Int32Array(0);
   private cells: unknown[] = [];

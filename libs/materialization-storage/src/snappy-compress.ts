@@ -2,7 +2,9 @@
 // compressed the way the reference compressor does: 64 KiB fragments, a hash table of the
 // last position of each 4-byte sequence, and lookups that skip further the longer no match
 // is found. Written for the asset's child, which is a fresh process at every asset: one
-// output array sized once, no per-byte method calls, so V8 optimizes its two loops quickly.
+// output buffer reused from page to page, no per-byte method calls, so V8 optimizes its two loops quickly.
+
+import type { ByteSink } from './byte-sink.ts';
 
 const FRAGMENT_SIZE = 1 << 16;
 const MAX_HASH_BITS = 14;
@@ -16,14 +18,17 @@ export function maxCompressedLength(length: number): number {
 
 const hashTables = new Map<number, Uint16Array>();
 
-/** Snappy-compressed bytes of `input` (a view of a buffer of their own). */
-export function snappyCompress(input: Uint8Array): Uint8Array {
-  const output = new Uint8Array(maxCompressedLength(input.length));
-  let op = writeVarint(output, 0, input.length);
-  for (let start = 0; start < input.length; start += FRAGMENT_SIZE) {
-    op = compressFragment(input, start, Math.min(FRAGMENT_SIZE, input.length - start), output, op);
+/** Appends the Snappy-compressed form of `input` to `sink`; returns its length. */
+export function snappyCompress(input: Uint8Array, sink: ByteSink): number {
+  sink.ensure(maxCompressedLength(input.length));
+  const output = sink.bytes;
+  const start = sink.length;
+  let op = writeVarint(output, start, input.length);
+  for (let from = 0; from < input.length; from += FRAGMENT_SIZE) {
+    op = compressFragment(input, from, Math.min(FRAGMENT_SIZE, input.length - from), output, op);
   }
-  return output.subarray(0, op);
+  sink.length = op;
+  return op - start;
 }
 
 function writeVarint(output: Uint8Array, op: number, value: number): number {
