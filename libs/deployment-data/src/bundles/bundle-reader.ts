@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { Transform, type Readable, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { BundleLimits } from '@envengine/contracts';
@@ -127,9 +127,9 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
     await pipeline(inspect, sink);
   } catch (error) {
     upload.unpipe(inspect);
-    upload.resume();
     gunzip.destroy();
     extract.destroy();
+    await dropRest(upload, limitBytes);
     throw error;
   }
   await listing;
@@ -137,4 +137,21 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   // An archive without a single file holds no code to deploy either.
   if (archiveError || size === 0 || entries.length === 0) throw notATarGz();
   return { sha256: hash.digest('hex'), size, entries };
+}
+
+/**
+ * Reads and drops the rest of a refused upload, at most `limit` bytes more, so that the
+ * answer is written once the request has ended. Answered (with `Connection: close`) while
+ * its sender was still writing, the connection closed under the gateway's write, which
+ * then saw a reset instead of the answer and said 503 (seen in CI with a tar bomb).
+ */
+async function dropRest(upload: Readable, limit: number): Promise<void> {
+  if (upload.readableEnded || upload.destroyed) return;
+  let dropped = 0;
+  upload.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > limit) upload.destroy();
+  });
+  upload.resume();
+  await finished(upload).catch(() => undefined);
 }
