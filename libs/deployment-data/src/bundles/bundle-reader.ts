@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { Transform, type Readable, type Writable } from 'node:stream';
-import { finished, pipeline } from 'node:stream/promises';
+import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { BundleLimits } from '@envengine/contracts';
@@ -129,7 +129,7 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
     upload.unpipe(inspect);
     gunzip.destroy();
     extract.destroy();
-    await dropRest(upload, limitBytes);
+    await dropRest(upload);
     throw error;
   }
   await listing;
@@ -139,19 +139,36 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   return { sha256: hash.digest('hex'), size, entries };
 }
 
+/** How much more of a refused upload is read before the answer, at most. */
+const DROPPED_BEFORE_ANSWER = 4 * 1024 * 1024;
+
 /**
- * Reads and drops the rest of a refused upload, at most `limit` bytes more, so that the
- * answer is written once the request has ended. Answered (with `Connection: close`) while
- * its sender was still writing, the connection closed under the gateway's write, which
- * then saw a reset instead of the answer and said 503 (seen in CI with a tar bomb).
+ * Reads and drops the rest of a refused upload before the answer, up to 4 MiB more.
+ * Answered (with `Connection: close`) while its sender was still writing, the connection
+ * closed under the gateway's write, which then saw a reset instead of the answer and said
+ * 503 (seen in CI with a tar bomb, whose last megabyte was still on its way). A longer
+ * upload is answered past that point, as before: its sender is not made to send the rest.
  */
-async function dropRest(upload: Readable, limit: number): Promise<void> {
+async function dropRest(upload: Readable): Promise<void> {
   if (upload.readableEnded || upload.destroyed) return;
-  let dropped = 0;
-  upload.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > limit) upload.destroy();
+  await new Promise<void>((resolve) => {
+    let dropped = 0;
+    const done = () => {
+      upload.off('data', onData);
+      upload.off('end', done);
+      upload.off('close', done);
+      upload.off('error', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > DROPPED_BEFORE_ANSWER) done();
+    };
+    upload.on('data', onData);
+    upload.once('end', done);
+    upload.once('close', done);
+    upload.once('error', done);
+    // Unpiped, the upload is paused; flowing, what comes after the limit is dropped too.
+    upload.resume();
   });
-  upload.resume();
-  await finished(upload).catch(() => undefined);
 }
