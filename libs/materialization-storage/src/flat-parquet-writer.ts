@@ -354,9 +354,9 @@ function encodeValues(type: ColumnType, cells: readonly unknown[], count: number
     case 'timestamp':
       return encodeInt64(cells, count, scratch, type === 'timestamp');
     case 'date':
-      return encodeInt32(cells, count, scratch);
+      return encodeNumbers(cells, count, scratch, true);
     case 'number':
-      return encodeDouble(cells, count, scratch);
+      return encodeNumbers(cells, count, scratch, false);
     case 'boolean':
       return encodeBoolean(cells, count, scratch);
     case 'string':
@@ -398,77 +398,44 @@ function encodeInt64(cells: readonly unknown[], count: number, scratch: ColumnSc
   sink.length = at;
   const statistics: ChunkStatistics = { nullCount };
   if (min !== undefined && max !== undefined) {
-    statistics.min = int64Bytes(min);
-    statistics.max = int64Bytes(max);
+    const [low, high] = [BigInt(min), BigInt(max)];
+    statistics.min = littleEndian(8, (bounds) => bounds.setBigInt64(0, low, true));
+    statistics.max = littleEndian(8, (bounds) => bounds.setBigInt64(0, high, true));
   }
   return { body: sink.written(), encoding: Encoding.PLAIN, statistics };
 }
 
-function int64Bytes(value: number | bigint): Uint8Array {
-  const bytes = new Uint8Array(8);
-  new DataView(bytes.buffer).setBigInt64(0, BigInt(value), true);
+/** A statistics bound of `width` bytes, as `write` sets it. */
+function littleEndian(width: number, write: (view: DataView) => void): Uint8Array {
+  const bytes = new Uint8Array(width);
+  write(new DataView(bytes.buffer));
   return bytes;
 }
 
-function encodeInt32(cells: readonly unknown[], count: number, scratch: ColumnScratch): EncodedValues {
+/** Dates (INT32 days since the epoch) and doubles: plain, fixed width, with min and max. */
+function encodeNumbers(cells: readonly unknown[], count: number, scratch: ColumnScratch, dates: boolean): EncodedValues {
   const levels = scratch.definitionLevels;
   const sink = scratch.values;
+  const width = dates ? 4 : 8;
   sink.reset();
-  sink.ensure(count * 4);
+  sink.ensure(count * width);
   const view = sink.view;
   let at = 0;
   let nullCount = 0;
   let min = Infinity;
   let max = -Infinity;
   for (let i = 0; i < count; i++) {
-    const value = cells[i] as Date | string | null | undefined;
-    if (value === null || value === undefined) {
+    const cell = cells[i] as number | Date | string | null | undefined;
+    if (cell === null || cell === undefined) {
       levels[i] = 0;
       nullCount++;
       continue;
     }
     levels[i] = 1;
-    const days = dateToDays(value);
-    view.setInt32(at, days, true);
-    at += 4;
-    if (days < min) min = days;
-    if (days > max) max = days;
-  }
-  sink.length = at;
-  const statistics: ChunkStatistics = { nullCount };
-  if (at > 0) {
-    statistics.min = int32Bytes(min);
-    statistics.max = int32Bytes(max);
-  }
-  return { body: sink.written(), encoding: Encoding.PLAIN, statistics };
-}
-
-function int32Bytes(value: number): Uint8Array {
-  const bytes = new Uint8Array(4);
-  new DataView(bytes.buffer).setInt32(0, value, true);
-  return bytes;
-}
-
-function encodeDouble(cells: readonly unknown[], count: number, scratch: ColumnScratch): EncodedValues {
-  const levels = scratch.definitionLevels;
-  const sink = scratch.values;
-  sink.reset();
-  sink.ensure(count * 8);
-  const view = sink.view;
-  let at = 0;
-  let nullCount = 0;
-  let min = Infinity;
-  let max = -Infinity;
-  for (let i = 0; i < count; i++) {
-    const value = cells[i] as number | null | undefined;
-    if (value === null || value === undefined) {
-      levels[i] = 0;
-      nullCount++;
-      continue;
-    }
-    levels[i] = 1;
-    view.setFloat64(at, value, true);
-    at += 8;
+    const value = dates ? dateToDays(cell as Date | string) : (cell as number);
+    if (dates) view.setInt32(at, value, true);
+    else view.setFloat64(at, value, true);
+    at += width;
     if (value < min) min = value;
     if (value > max) max = value;
   }
@@ -476,16 +443,10 @@ function encodeDouble(cells: readonly unknown[], count: number, scratch: ColumnS
   const statistics: ChunkStatistics = { nullCount };
   if (at > 0) {
     // The format's rule for zeros: a min of zero is written -0, a max of zero +0.
-    statistics.min = float64Bytes(min === 0 ? -0 : min);
-    statistics.max = float64Bytes(max === 0 ? 0 : max);
+    statistics.min = littleEndian(width, (bounds) => (dates ? bounds.setInt32(0, min, true) : bounds.setFloat64(0, min === 0 ? -0 : min, true)));
+    statistics.max = littleEndian(width, (bounds) => (dates ? bounds.setInt32(0, max, true) : bounds.setFloat64(0, max === 0 ? 0 : max, true)));
   }
   return { body: sink.written(), encoding: Encoding.PLAIN, statistics };
-}
-
-function float64Bytes(value: number): Uint8Array {
-  const bytes = new Uint8Array(8);
-  new DataView(bytes.buffer).setFloat64(0, value, true);
-  return bytes;
 }
 
 function encodeBoolean(cells: readonly unknown[], count: number, scratch: ColumnScratch): EncodedValues {
