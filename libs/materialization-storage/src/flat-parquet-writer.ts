@@ -269,7 +269,7 @@ export class FlatParquetWriter {
       t.i64(3, group.rows);
       t.i64(5, group.fileOffset);
       t.i64(6, group.compressedSize);
-      t.i32(7, ordinal); // an i16 on the wire: the same zigzag varint
+      t.i16(7, ordinal);
       t.end();
     });
     t.list(5, ThriftType.STRUCT, this.keyValueMetadata.length);

@@ -4,7 +4,7 @@
 import type { ByteSink } from './byte-sink.ts';
 
 /** Compact protocol type ids of the fields and list elements Parquet's metadata uses. */
-export const ThriftType = { TRUE: 1, FALSE: 2, BYTE: 3, I32: 5, I64: 6, BINARY: 8, LIST: 9, STRUCT: 12 } as const;
+export const ThriftType = { TRUE: 1, FALSE: 2, BYTE: 3, I16: 4, I32: 5, I64: 6, BINARY: 8, LIST: 9, STRUCT: 12 } as const;
 
 const encoder = new TextEncoder();
 
@@ -13,6 +13,11 @@ export class ThriftCompactWriter {
   private readonly lastFieldIds: number[] = [0];
 
   constructor(private readonly sink: ByteSink) {}
+
+  i16(id: number, value: number): void {
+    this.field(id, ThriftType.I16);
+    this.zigzag(value);
+  }
 
   i32(id: number, value: number): void {
     this.field(id, ThriftType.I32);
