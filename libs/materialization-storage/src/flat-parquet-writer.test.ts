@@ -62,6 +62,14 @@ describe('the flat Parquet writer, read back by another reader (hyparquet)', () 
     expect(key!.dictionary_page_offset).toBeUndefined();
   });
 
+  it('refuses a row group of no rows rather than looping forever', () => {
+    expect(() => encodeParquet({ columns: [{ name: 'n', type: 'integer' }] }, [{ n: 1 }], 0)).toThrow(RangeError);
+  });
+
+  it('names its writer as the format asks, so that parquet-mr keeps its string statistics', () => {
+    expect(parquetMetadata(encodeParquet({ columns: [{ name: 's', type: 'string' }] }, [{ s: 'a' }])).created_by).toMatch(/^envengine version \S+ \(build [^)]+\)$/);
+  });
+
   it('gives each chunk its null count and its min and max in the type\'s order', () => {
     const schema: DeclaredSchema = {
       columns: [
@@ -94,11 +102,13 @@ describe('the flat Parquet writer, read back by another reader (hyparquet)', () 
   });
 
   it('writes a min of zero as -0 and a max of zero as +0, and leaves out strings too long to bound', () => {
-    const schema: DeclaredSchema = { columns: [{ name: 'x', type: 'number' }, { name: 'long', type: 'string' }] };
-    const bytes = encodeParquet(schema, [{ x: 0, long: 'a'.repeat(65) }, { x: 0, long: 'b'.repeat(65) }]);
-    const x = chunksOf(bytes, 'x')[0]!.statistics!;
-    expect(Object.is(x.min_value, -0)).toBe(true);
-    expect(Object.is(x.max_value, 0)).toBe(true);
+    const schema: DeclaredSchema = { columns: [{ name: 'zeros', type: 'number' }, { name: 'negative_zeros', type: 'number' }, { name: 'long', type: 'string' }] };
+    const bytes = encodeParquet(schema, [
+      { zeros: 0, negative_zeros: -0, long: 'a'.repeat(65) },
+      { zeros: 0, negative_zeros: -0, long: 'b'.repeat(65) },
+    ]);
+    expect(Object.is(chunksOf(bytes, 'zeros')[0]!.statistics!.min_value, -0)).toBe(true);
+    expect(Object.is(chunksOf(bytes, 'negative_zeros')[0]!.statistics!.max_value, 0)).toBe(true);
     const long = chunksOf(bytes, 'long')[0]!.statistics!;
     expect(long.min_value).toBeUndefined();
     expect(long.max_value).toBeUndefined();

@@ -3,8 +3,9 @@
 // each one data page (v1), strings and JSON dictionary-encoded when that pays, Snappy
 // pages, min/max statistics and null counts. It is what the asset's sandboxed child runs at
 // every emit, always in a fresh process (issue 42): each column is read, converted and
-// written in one typed loop into buffers sized once, with no array or object per value,
-// so that the encode is fast before V8 has warmed up and leaves little for the collector.
+// written in one typed loop into buffers reused from column to column, with no array of
+// bytes per value (only a dictionary's distinct strings are UTF-8 encoded on their own), so
+// that the encode is fast before V8 has warmed up and leaves little for the collector.
 // It uses no Node built-in, so the child's bundle can take it.
 import { ByteSink } from './byte-sink.ts';
 import type { ColumnType, ResolvedColumn, Row } from './declared-schema.ts';

@@ -8,7 +8,11 @@ import { formatDateDays, formatTimestampMicros } from './temporal-values.ts';
 /** Key of the file's key-value metadata that holds the declared columns, as JSON. */
 export const SCHEMA_METADATA_KEY = 'envengine.schema';
 
-const CREATED_BY = 'envengine materialization-storage';
+/**
+ * The writer, in the form the format asks for (`<application> version <version> (build <hash>)`):
+ * parquet-mr (and so Spark) ignores the string statistics of a file whose writer it cannot parse.
+ */
+const CREATED_BY = 'envengine version 1.0.0 (build materialization-storage)';
 
 /** The bytes are not a Parquet file this library can read (or not one at all). */
 export class ParquetFileError extends Error {
@@ -17,6 +21,11 @@ export class ParquetFileError extends Error {
 
 /** Rows per row group: a group's columns and bytes are what the writer holds beside the rows. */
 export const ROWS_PER_GROUP = 65_536;
+
+/** A row group of at least one row: any other size would never end the file's loop. */
+export function checkRowsPerGroup(rowsPerGroup: number): void {
+  if (!Number.isSafeInteger(rowsPerGroup) || rowsPerGroup < 1) throw new RangeError(`Rows per row group must be a positive integer, not ${rowsPerGroup}.`);
+}
 
 /**
  * A Parquet file of the declared columns (one flat column each, `REQUIRED` unless
@@ -33,6 +42,7 @@ export function parquetFileWriter(schema: DeclaredSchema): FlatParquetWriter {
  * The rows are checked first (`checkRows`): a mismatch throws a `RowSchemaError`.
  */
 export function encodeParquet(schema: DeclaredSchema, rows: readonly Row[], rowsPerGroup = ROWS_PER_GROUP): Uint8Array {
+  checkRowsPerGroup(rowsPerGroup);
   checkRows(schema, rows);
   const file = parquetFileWriter(schema);
   for (let start = 0; start < rows.length; start += rowsPerGroup) file.writeRowGroup(rows, start, Math.min(rows.length, start + rowsPerGroup));

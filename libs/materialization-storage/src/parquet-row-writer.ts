@@ -5,7 +5,7 @@
 import type { DeclaredSchema, Row } from './declared-schema.ts';
 import type { FlatParquetWriter } from './flat-parquet-writer.ts';
 import { inferSchema } from './infer-schema.ts';
-import { parquetFileWriter, ROWS_PER_GROUP } from './parquet-codec.ts';
+import { checkRowsPerGroup, parquetFileWriter, ROWS_PER_GROUP } from './parquet-codec.ts';
 import { checkRows } from './row-check.ts';
 
 export interface ParquetRowWriterOptions {
@@ -29,6 +29,7 @@ export class ParquetRowWriter {
   constructor(private readonly options: ParquetRowWriterOptions) {
     this.schema = options.schema;
     this.rowsPerGroup = options.rowsPerGroup ?? ROWS_PER_GROUP;
+    checkRowsPerGroup(this.rowsPerGroup);
   }
 
   /** Checks rows against the schema, then encodes them in row groups of at most `rowsPerGroup`. */
