@@ -20,24 +20,16 @@ const hashTables = new Map<number, Uint16Array>();
 
 /** Appends the Snappy-compressed form of `input` to `sink`; returns its length. */
 export function snappyCompress(input: Uint8Array, sink: ByteSink): number {
+  const start = sink.length;
+  sink.varint(input.length);
   sink.ensure(maxCompressedLength(input.length));
   const output = sink.bytes;
-  const start = sink.length;
-  let op = writeVarint(output, start, input.length);
+  let op = sink.length;
   for (let from = 0; from < input.length; from += FRAGMENT_SIZE) {
     op = compressFragment(input, from, Math.min(FRAGMENT_SIZE, input.length - from), output, op);
   }
   sink.length = op;
   return op - start;
-}
-
-function writeVarint(output: Uint8Array, op: number, value: number): number {
-  while (value >= 0x80) {
-    output[op++] = (value & 0x7f) | 0x80;
-    value = Math.floor(value / 128);
-  }
-  output[op++] = value;
-  return op;
 }
 
 function load32(input: Uint8Array, at: number): number {
