@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { createGzip, gzipSync } from 'node:zlib';
 import { MongoClient } from 'mongodb';
@@ -177,5 +178,40 @@ describe('bundles', () => {
     else expect(response.status).toBe(422);
     // Refused at its first chunks: the client was not made to send the whole body.
     expect(sent).toBeLessThan(70);
+  });
+
+  it('keeps nothing of an upload its client cut off halfway, and goes on taking uploads', async () => {
+    // A readable tar.gz for as far as it is sent: a file header, then 8 MiB of incompressible bytes.
+    const header = Buffer.alloc(512);
+    header.write('noise.bin', 0);
+    header.write('0000644\0', 100);
+    header.write(`${(8 * 1024 * 1024).toString(8).padStart(11, '0')}\0`, 124);
+    header.write('        ', 148);
+    header.write('0', 156);
+    header.write('ustar\0', 257);
+    header.write('00', 263);
+    let checksum = 0;
+    for (const byte of header) checksum += byte;
+    header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
+    const archive = gzipSync(Buffer.concat([header, randomBytes(8 * 1024 * 1024)]), { level: 1 });
+    const stored = await storedBundleFiles();
+    const upload = httpRequest(`${stack.gatewayUrl}/api/v1/bundles`, {
+      method: 'POST',
+      headers: { ...gzip, authorization: `Bearer ${tenant.token}`, 'content-length': String(archive.length) },
+    });
+    const settled = new Promise<void>((resolve) => {
+      upload.on('error', () => resolve());
+      upload.on('close', () => resolve());
+    });
+    upload.write(archive.subarray(0, 3 * 1024 * 1024));
+    // The service has begun storing it before the client goes.
+    const storing = await until(storedBundleFiles, (now) => now.chunks > stored.chunks, 30_000, 100);
+    expect(storing.chunks).toBeGreaterThan(stored.chunks);
+    upload.destroy();
+    await settled;
+    // What it stored of the upload goes: no GridFS file or chunk of it stays behind.
+    const after = await until(storedBundleFiles, (now) => now.chunks === stored.chunks && now.files === stored.files, 30_000, 100);
+    expect(after).toEqual(stored);
+    expect((await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/after-cut.js': 'export default () => {}' }), headers: gzip })).status).toBe(201);
   });
 });

@@ -4,6 +4,7 @@ export * from '@envengine/process-kit';
 export * from './api-error.ts';
 export * from './config.ts';
 export * from './json-body.ts';
+export * from './refused-body.ts';
 export * from './define-route.ts';
 export * from './request-context.ts';
 export * from './internal-auth.ts';

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from './api-error.ts';
+import { drainRefusedBody } from './refused-body.ts';
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -24,13 +25,14 @@ function tooLarge(limitBytes: number): ApiError {
 
 /**
  * Reads a whole request body, failing with 413 as soon as it passes `limitBytes` (by the
- * declared Content-Length, or by counting when it is chunked).
+ * declared Content-Length, or by counting when it is chunked); the refusal is answered
+ * once a little more of the body is drained (drainRefusedBody).
  */
-export function readRequestBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+export async function readRequestBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limitBytes) {
-    req.resume();
-    return Promise.reject(tooLarge(limitBytes));
+    await drainRefusedBody(req);
+    throw tooLarge(limitBytes);
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -41,19 +43,22 @@ export function readRequestBody(req: IncomingMessage, limitBytes: number): Promi
       settled = true;
       reject(error);
     };
+    let refused = false;
     req.on('data', (chunk: Buffer) => {
-      if (settled) return;
+      if (settled || refused) return;
       received += chunk.length;
       if (received > limitBytes) {
-        fail(tooLarge(limitBytes));
-        req.resume();
+        refused = true;
+        chunks.length = 0;
+        const refusal = tooLarge(limitBytes);
+        void drainRefusedBody(req).then(() => fail(refusal));
         return;
       }
       chunks.push(chunk);
     });
     req.on('error', fail);
     req.on('end', () => {
-      if (settled) return;
+      if (settled || refused) return;
       settled = true;
       resolve(Buffer.concat(chunks, received));
     });

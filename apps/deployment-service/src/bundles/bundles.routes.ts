@@ -1,6 +1,6 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { BUNDLE_REF_PATTERN, PublicApi, type BundleLimits } from '@envengine/contracts';
-import { ApiError, mountRawEndpoint, requestContext } from '@envengine/service-kit';
+import { ApiError, drainRefusedBody, mountRawEndpoint, requestContext } from '@envengine/service-kit';
 import type { BundleRepository } from '@envengine/deployment-data';
 
 const BUNDLE_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'application/octet-stream', 'application/x-tar+gzip']);
@@ -14,14 +14,14 @@ export function bundlesRouter(bundles: BundleRepository, limits: BundleLimits): 
       const tenantId = requestContext(res).tenantId!;
       const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
       if (mediaType && !BUNDLE_CONTENT_TYPES.has(mediaType)) {
-        req.resume();
+        await drainRefusedBody(req);
         throw new ApiError('invalid_request', 'A bundle is sent as raw tar.gz bytes with Content-Type: application/gzip.', {
           details: [{ path: 'Content-Type', message: 'must be application/gzip' }],
           headers: { Connection: 'close' },
         });
       }
       if (Number(req.headers['content-length'] ?? 0) > limits.bytes) {
-        req.resume();
+        await drainRefusedBody(req);
         throw new ApiError('payload_too_large', `The bundle exceeds ${limits.bytes} bytes.`, { headers: { Connection: 'close' } });
       }
       const stored = await bundles.store(tenantId, req, limits);

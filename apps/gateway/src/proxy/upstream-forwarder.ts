@@ -3,7 +3,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { INTERNAL_HEADERS, type ApiService } from '@envengine/contracts';
-import { ApiError } from '@envengine/service-kit';
+import { ApiError, drainRefusedBody, uploadCutOff } from '@envengine/service-kit';
 import { ReplicaPools } from '@envengine/replica-pools';
 
 /** A service the gateway forwards to: every one that serves public routes but the gateway itself (its tokens). */
@@ -89,9 +89,14 @@ export class UpstreamForwarder {
   async forwardUpload(upstream: Upstream, request: ForwardRequest, upload: Readable, limitBytes: number, res: Response): Promise<void> {
     const tooLarge = () =>
       new ApiError('payload_too_large', `The upload exceeds ${limitBytes} bytes.`, { headers: { Connection: 'close' } });
-    if (Number(request.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
+    // Answered once a little more of it is drained, so that the client reads the answer rather than a reset.
+    if (Number(request.headers['content-length'] ?? 0) > limitBytes) {
+      await drainRefusedBody(upload);
+      throw tooLarge();
+    }
     let received = 0;
     let exceeded = false;
+    let brokenOff = false;
     const abort = new AbortController();
     const counted = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
@@ -107,16 +112,33 @@ export class UpstreamForwarder {
         callback(null, chunk);
       },
     });
+    // Piping passes no error on: a client that goes away mid-upload ends the upstream
+    // request here, or the service would wait on a body that never ends, its store half-written.
+    const onBrokenOff = () => {
+      if (upload.readableEnded || exceeded) return;
+      brokenOff = true;
+      abort.abort(new Error('the client closed the upload before its end'));
+    };
+    upload.once('error', onBrokenOff);
+    upload.once('close', onBrokenOff);
     upload.pipe(counted);
     let response;
     try {
       response = await this.dispatch(upstream, request, counted, abort.signal);
     } catch (error) {
-      if (exceeded) throw tooLarge();
+      if (exceeded) {
+        await drainRefusedBody(upload);
+        throw tooLarge();
+      }
+      if (brokenOff) throw uploadCutOff();
       throw error;
+    } finally {
+      upload.off('error', onBrokenOff);
+      upload.off('close', onBrokenOff);
     }
     if (exceeded) {
       await response.body.dump();
+      await drainRefusedBody(upload);
       throw tooLarge();
     }
     res.status(response.statusCode);

@@ -1,4 +1,4 @@
-import { Readable, Writable } from 'node:stream';
+import { PassThrough, Readable, Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { createHash } from 'node:crypto';
 import tar from 'tar-stream';
@@ -104,5 +104,21 @@ describe('readBundle', () => {
     const inflated = (await import('node:zlib')).gunzipSync(bytes).length;
     await expect(readBundle(inChunks(bytes), collector(), limits(1024 * 1024, { unpackedBytes: inflated }))).resolves.toMatchObject({ entries: ['a.bin'] });
     await expect(readBundle(inChunks(bytes), collector(), limits(1024 * 1024, { unpackedBytes: inflated - 1 }))).rejects.toMatchObject({ code: 'payload_too_large' });
+  });
+
+  it.each([
+    ['with an error (a reset connection)', new Error('aborted')],
+    ['without one (closed)', undefined],
+  ])('settles when the upload breaks off %s, and the sink is not left open', async (_how, error) => {
+    const bytes = await tarGz({ 'big.bin': Buffer.alloc(200_000, 1) });
+    const upload = new PassThrough();
+    const sink = collector();
+    const reading = readBundle(upload, sink, limits(1024 * 1024));
+    upload.write(bytes.subarray(0, 60_000));
+    await new Promise((resolve) => setImmediate(resolve));
+    upload.destroy(error);
+    await expect(reading).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining('ended before its last byte') });
+    expect(sink.destroyed).toBe(true);
+    expect(sink.writableFinished).toBe(false);
   });
 });

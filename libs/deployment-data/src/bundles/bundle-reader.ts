@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { BundleLimits } from '@envengine/contracts';
-import { ApiError } from '@envengine/service-kit';
+import { ApiError, drainRefusedBody, uploadCutOff } from '@envengine/service-kit';
 
 export interface ReadBundle {
   sha256: string;
@@ -121,7 +121,14 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   });
 
   // The upload is piped, not pipelined: on failure it must stay open (and be drained) so
-  // that the answer can still be written on its connection.
+  // that the answer can still be written on its connection. Piping passes no error on, so
+  // an upload that breaks off (its sender gone) ends the pipeline here: left waiting, it
+  // would hold the half-written sink open for good.
+  const brokenOff = () => {
+    if (!upload.readableEnded) inspect.destroy(uploadCutOff());
+  };
+  upload.once('error', brokenOff);
+  upload.once('close', brokenOff);
   upload.pipe(inspect);
   try {
     await pipeline(inspect, sink);
@@ -129,46 +136,15 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
     upload.unpipe(inspect);
     gunzip.destroy();
     extract.destroy();
-    await dropRest(upload);
+    await drainRefusedBody(upload);
     throw error;
+  } finally {
+    upload.off('error', brokenOff);
+    upload.off('close', brokenOff);
   }
   await listing;
   if (refusal) throw refusal;
   // An archive without a single file holds no code to deploy either.
   if (archiveError || size === 0 || entries.length === 0) throw notATarGz();
   return { sha256: hash.digest('hex'), size, entries };
-}
-
-/** How much more of a refused upload is read before the answer, at most. */
-const DROPPED_BEFORE_ANSWER = 4 * 1024 * 1024;
-
-/**
- * Reads and drops the rest of a refused upload before the answer, up to 4 MiB more.
- * Answered (with `Connection: close`) while its sender was still writing, the connection
- * closed under the gateway's write, which then saw a reset instead of the answer and said
- * 503 (seen in CI with a tar bomb, whose last megabyte was still on its way). A longer
- * upload is answered past that point, as before: its sender is not made to send the rest.
- */
-async function dropRest(upload: Readable): Promise<void> {
-  if (upload.readableEnded || upload.destroyed) return;
-  await new Promise<void>((resolve) => {
-    let dropped = 0;
-    const done = () => {
-      upload.off('data', onData);
-      upload.off('end', done);
-      upload.off('close', done);
-      upload.off('error', done);
-      resolve();
-    };
-    const onData = (chunk: Buffer) => {
-      dropped += chunk.length;
-      if (dropped > DROPPED_BEFORE_ANSWER) done();
-    };
-    upload.on('data', onData);
-    upload.once('end', done);
-    upload.once('close', done);
-    upload.once('error', done);
-    // Unpiped, the upload is paused; flowing, what comes after the limit is dropped too.
-    upload.resume();
-  });
 }
