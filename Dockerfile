@@ -3,8 +3,8 @@
 # The installable pool worker:           docker build --target worker -t envengine-worker .
 # SeaweedFS, the engine's object store:  docker build --target seaweedfs -t envengine-seaweedfs .
 # Node is pinned to the release package.json names (devDependencies "node"): the worker
-# refuses any other major.
-ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+# takes only 26 and 24 (from 24.11).
+ARG NODE_IMAGE=node:26.10.0-bookworm-slim
 ARG GO_IMAGE=golang:1.26-bookworm
 
 # SeaweedFS built from its module source at the pinned version, as `npm start` builds it

@@ -12,7 +12,7 @@ repo_dir=$PWD
 stamp_file=node_modules/.envengine-install-stamp
 stamp=$(cat package.json package-lock.json apps/*/package.json libs/*/package.json | sha256sum | cut -d' ' -f1)
 if [ ! -x node_modules/.bin/node ] || [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
-  echo "envengine: installing npm packages (Node 24 included)..." >&2
+  echo "envengine: installing npm packages (Node 26 included)..." >&2
   # `npm install` rather than `npm ci`: it installs the lockfile's pinned versions too, but
   # tolerates optional platform builds (other OSes' @swc/core, msgpackr-extract) that a
   # registry mirror lacks and that npm therefore leaves out of the lockfile, which

@@ -1,5 +1,5 @@
 // The installable pool worker (docs/operations.md, "Run a pool on another host"): the
-// attempt-worker with every npm package compiled in, so that a host with only Node 24
+// attempt-worker with every npm package compiled in, so that a host with only Node 26 (or 24)
 // runs it. Writes dist/worker-package/:
 //   envengine-worker/              the package: package.json (a `bin`, no dependencies),
 //     envengine-worker.mjs         the worker (`node envengine-worker.mjs --pool`),

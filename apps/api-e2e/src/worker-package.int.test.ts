@@ -94,13 +94,13 @@ describe('the installable worker, on a host that has only Node', () => {
     expect(logs.map((line) => line.message)).toContain('read 3 orders, total 30.5');
   });
 
-  // The host's own Node, when it is not 24 (Debian's nodejs is 20 here).
-  const systemNode = ['/usr/bin/node', '/usr/local/bin/node'].find((path) => existsSync(path) && !spawnSync(path, ['--version'], { encoding: 'utf8' }).stdout.startsWith('v24.'));
+  // The host's own Node, when it is neither 24 nor 26 (Debian's nodejs is 20 here).
+  const systemNode = ['/usr/bin/node', '/usr/local/bin/node'].find((path) => existsSync(path) && !/^v2[46]\./.test(spawnSync(path, ['--version'], { encoding: 'utf8' }).stdout));
 
   it.skipIf(systemNode === undefined)('refuses to start on another Node, saying what it needs and how to get it', () => {
     const started = spawnSync(systemNode!, [host.entry, '--pool'], { cwd: host.dir, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', HOME: join(host.dir, 'home') }, timeout: 30_000 });
     expect(started.status).toBe(WORKER_EXIT_CODES.configuration);
-    expect(started.stderr).toMatch(/^The envengine worker needs Node\.js >=24\.11 <25; this is v\d+\.\d+\.\d+\. Install Node\.js 24/);
+    expect(started.stderr).toMatch(/^The envengine worker needs Node\.js >=24\.11 <25 \|\| >=26 <27; this is v\d+\.\d+\.\d+\. Install Node\.js 26/);
     // One line, no stack trace.
     expect(started.stderr.trim().split('\n')).toHaveLength(1);
   });

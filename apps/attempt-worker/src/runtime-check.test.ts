@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { nodeVersionProblem } from './runtime-check.ts';
 
 describe('nodeVersionProblem', () => {
-  it.each(['24.11.0', 'v24.21.0', '24.99.1'])('accepts Node %s', (version) => {
+  it.each(['24.11.0', 'v24.21.0', '24.99.1', '26.0.0', 'v26.10.0'])('accepts Node %s', (version) => {
     expect(nodeVersionProblem(version)).toBeNull();
   });
 
-  it.each(['20.20.2', '22.12.0', '24.10.0', '25.0.0', 'garbage'])('refuses Node %s, naming what is needed and how to get it', (version) => {
+  it.each(['20.20.2', '22.12.0', '24.10.0', '25.0.0', '27.0.0', 'garbage'])('refuses Node %s, naming what is needed and how to get it', (version) => {
     const problem = nodeVersionProblem(version);
-    expect(problem).toMatch(/needs Node\.js >=24\.11 <25; this is v/);
-    expect(problem).toMatch(/Install Node\.js 24/);
+    expect(problem).toMatch(/needs Node\.js >=24\.11 <25 \|\| >=26 <27; this is v/);
+    expect(problem).toMatch(/Install Node\.js 26/);
   });
 });

@@ -1,17 +1,19 @@
 /**
- * The Node.js releases the worker runs on: its sandbox passes Node 24's permission-model
- * flags (`--permission`, `--allow-fs-read`) to each asset's child, which older releases
- * refuse (Node 20 exits with "bad option: --permission" on every attempt).
+ * The Node.js releases the worker runs on: the two LTS lines from 24.11. Its sandbox passes
+ * the permission model's flags (`--permission`, `--allow-fs-read`) to each asset's child,
+ * which older releases refuse (Node 20 exits with "bad option: --permission" on every
+ * attempt); on 26 the permission model also denies the child the network unless its
+ * environment's egress is public. Node 25 is not an LTS line, and is not taken.
  */
-export const SUPPORTED_NODE = { major: 24, minMinor: 11, range: '>=24.11 <25' } as const;
+export const SUPPORTED_NODE = { lines: [{ major: 24, minMinor: 11 }, { major: 26, minMinor: 0 }], range: '>=24.11 <25 || >=26 <27' } as const;
 
 /** Why this Node cannot run the worker, with what to do, or null when it can. */
 export function nodeVersionProblem(version: string): string | null {
   const [major = Number.NaN, minor = Number.NaN] = version.replace(/^v/, '').split('.').map(Number);
-  if (major === SUPPORTED_NODE.major && minor >= SUPPORTED_NODE.minMinor) return null;
+  if (SUPPORTED_NODE.lines.some((line) => major === line.major && minor >= line.minMinor)) return null;
   return (
     `The envengine worker needs Node.js ${SUPPORTED_NODE.range}; this is v${version.replace(/^v/, '')}. ` +
-    `Install Node.js 24 (https://nodejs.org/en/download, or your package manager's nodejs 24), ` +
-    `or run the worker with it without installing: npx -y node@24 envengine-worker.mjs --pool.`
+    `Install Node.js 26 (https://nodejs.org/en/download, or your package manager's nodejs 26), ` +
+    `or run the worker with it without installing: npx -y node@26 envengine-worker.mjs --pool.`
   );
 }

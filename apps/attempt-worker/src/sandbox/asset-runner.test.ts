@@ -117,8 +117,8 @@ async function runBundle(
 
 // Generous: a child starts in ~0.1 s, but a loaded CI machine must not fail these.
 describe('runAssetInSandbox', { timeout: 30_000 }, () => {
-  it('runs Node 24 for the child (the permission model flags need it)', () => {
-    expect(process.versions.node.split('.')[0]).toBe('24');
+  it('runs Node 26 for the child (its permission model denies the network too)', () => {
+    expect(process.versions.node.split('.')[0]).toBe('26');
   });
 
   it('relays emitted rows (as the Parquet file the child encoded), ctx.log and console output to the handlers', async () => {
@@ -327,11 +327,26 @@ describe('runAssetInSandbox', { timeout: 30_000 }, () => {
       const sandboxed = await probe(connectAttempt('127.0.0.1', listenerPort));
       expect(sandboxed.outcome).toEqual({ status: 'succeeded' });
       expect(sandboxed.emitted[0]![0]!['connect']).toBe('ECONNREFUSED');
+      // Without the OS sandbox, with the network the permission model gives public egress.
       const control = await runBundle(
         `import * as net from 'node:net'; export default async (ctx) => { const report = {}; ${connectAttempt('127.0.0.1', listenerPort)}; await ctx.emit([report]); };`,
-        { sandbox: permissionModelOnly },
+        { sandbox: permissionModelOnly, egress: 'public' },
       );
       expect(control.emitted[0]![0]!['connect']).toBe('connected');
+    });
+
+    it('is denied the network by the permission model too (its second layer) unless its egress is public', async () => {
+      const bundle = `import * as net from 'node:net'; import { lookup } from 'node:dns/promises'; export default async (ctx) => {
+        const report = {}; ${connectAttempt('127.0.0.1', listenerPort)};
+        report.lookup = await lookup('localhost').then(() => 'resolved', (error) => error.code);
+        await ctx.emit([report]); };`;
+      const denied = await runBundle(bundle, { sandbox: permissionModelOnly });
+      expect(denied.outcome).toEqual({ status: 'succeeded' });
+      expect(denied.emitted[0]![0]).toEqual({ connect: 'ERR_ACCESS_DENIED', lookup: 'ERR_ACCESS_DENIED' });
+      const allowed = await runBundle(bundle, { sandbox: permissionModelOnly, egress: 'public' });
+      expect(allowed.emitted[0]![0]).toEqual({ connect: 'connected', lookup: 'resolved' });
+      // Node's notice that the flag is experimental is not a line of the attempt's log.
+      expect(allowed.logs.map((line) => JSON.stringify(line)).join('\n')).not.toMatch(/ExperimentalWarning|experimental/i);
     });
 
     it('reaches no link-local address (cloud metadata)', async () => {

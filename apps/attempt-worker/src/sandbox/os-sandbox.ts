@@ -51,7 +51,7 @@ export interface SandboxSettings {
 /**
  * What V8 and Node reserve before user code runs (code range, thread stacks, the
  * allocator's arenas): RLIMIT_DATA counts these although most is never resident, so the
- * data limit is the user's memory limit on top of them. Measured at 560-580 MB for Node 24
+ * data limit is the user's memory limit on top of them. Measured at 560-580 MB for Node 24 and 26
  * on x86_64 (a child under a 600 MB limit could allocate 32 MB more).
  */
 const RUNTIME_DATA_RESERVE_MB = 640;
@@ -102,6 +102,9 @@ function childFileSources(): Array<{ name: string; contents: Uint8Array }> {
   return built.outputFiles.map((file) => ({ name: basename(file.path), contents: file.contents }));
 }
 
+/** Whether the child's Node (this same binary) has the permission model's network switch (Node 25 and later). */
+const NODE_KNOWS_ALLOW_NET = process.allowedNodeEnvironmentFlags.has('--allow-net');
+
 /** V8 without the helper threads that would compete for a one-core quota (nodeFlags). */
 const ONE_CORE_V8_FLAGS = ['--no-concurrent-recompilation', '--single-threaded-gc'];
 
@@ -110,11 +113,16 @@ const ONE_CORE_V8_FLAGS = ['--no-concurrent-recompilation', '--single-threaded-g
  * `node:sqlite` (it opens files around the permission model: a database at `/dev/shm` or
  * the sandbox's root was written past every check).
  */
-function nodeFlags(settings: SandboxSettings, bundleRoot: string, childDir: string): string[] {
+function nodeFlags(settings: SandboxSettings, bundleRoot: string, childDir: string, egress: Egress): string[] {
   const flags: string[] = [];
   if (settings.nodePermissionModel !== false || settings.mode === 'off') {
     flags.push('--permission', `--allow-fs-read=${bundleRoot}`, ...CHILD_FILES.map(({ staged }) => `--allow-fs-read=${join(childDir, staged)}`));
     if (settings.mode === 'bwrap') flags.push('--allow-fs-read=/tmp', '--allow-fs-write=/tmp');
+    // From Node 25 the permission model denies the network too: a second layer under the
+    // sandbox's own namespace for `egress: none`, opened for `public` alone (whose user-mode
+    // network still reaches neither the engine host nor private ranges). The flag is still
+    // "experimental", and Node says so on stderr, which would be a line of every such attempt's log.
+    if (egress === 'public' && NODE_KNOWS_ALLOW_NET) flags.push('--allow-net', '--disable-warning=ExperimentalWarning');
   }
   // V8's helper threads for optimising compilation and for collection draw on the child's
   // own CPU quota: at one core or less they only get it throttled. Without them a
@@ -220,12 +228,12 @@ function stageDirectory(target: string, files: ReadonlyArray<{ name: string; con
 }
 
 /** The child's command inside the sandbox. */
-function sandboxedChildCommand(settings: SandboxSettings): string[] {
-  return [SANDBOX_NODE, ...nodeFlags(settings, SANDBOX_BUNDLE, SANDBOX_CHILD_DIR), SANDBOX_CHILD_SCRIPT];
+function sandboxedChildCommand(settings: SandboxSettings, egress: Egress): string[] {
+  return [SANDBOX_NODE, ...nodeFlags(settings, SANDBOX_BUNDLE, SANDBOX_CHILD_DIR, egress), SANDBOX_CHILD_SCRIPT];
 }
 
 /** The bwrap arguments for one child: everything unshared, then only what it needs bound in. */
-export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command = sandboxedChildCommand(settings), egress: Egress = 'none'): string[] {
+export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, command?: string[], egress: Egress = 'none'): string[] {
   return [
     // Public egress: bwrap says on fd 4 which process holds the namespaces, to give it a network.
     ...(egress === 'public' ? ['--info-fd', String(INFO_FD), '--ro-bind', sandboxRuntime().resolvConf, '/etc/resolv.conf'] : []),
@@ -256,7 +264,7 @@ export function bubblewrapArgs(settings: SandboxSettings, bundleRoot: string, co
     '--remount-ro', '/',
     '--chdir', SANDBOX_BUNDLE,
     '--',
-    ...command,
+    ...(command ?? sandboxedChildCommand(settings, egress)),
   ];
 }
 
@@ -330,7 +338,7 @@ export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, e
   if (settings.mode === 'off') {
     // Without the OS sandbox there is no network namespace: egress is whatever the host has.
     const { childDir } = sandboxRuntime();
-    const launch = launchCommand([process.execPath, ...nodeFlags(settings, bundleRoot, childDir), join(childDir, CHILD_FILES[0].staged)], cgroup, false);
+    const launch = launchCommand([process.execPath, ...nodeFlags(settings, bundleRoot, childDir, egress), join(childDir, CHILD_FILES[0].staged)], cgroup, false);
     child = spawn(launch.command, launch.args, { ...common, cwd: bundleRoot });
   } else {
     const launch = launchCommand(sandboxArgv(settings, bundleRoot, undefined, egress), cgroup, asRoot);

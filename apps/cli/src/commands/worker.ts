@@ -76,7 +76,7 @@ export const workerCommand: CommandSpec = {
         child.once('exit', (exitCode, signal) => resolve(exitCode ?? (signal === 'SIGTERM' || signal === 'SIGINT' ? 0 : 1)));
       });
       if (code === WORKER_EXIT_CODES.configuration) {
-        throw new CliError(ExitCode.usage, 'worker_cannot_start', 'the worker cannot start here: it said why above (a setting, Node.js 24, or the OS sandbox)');
+        throw new CliError(ExitCode.usage, 'worker_cannot_start', 'the worker cannot start here: it said why above (a setting, Node.js 26 or 24, or the OS sandbox)');
       }
       if (code === WORKER_EXIT_CODES.credentialRefused) {
         throw new CliError(ExitCode.auth, 'credential_refused', `the engine refused the pool credential ${credential.id} (revoked?): create a new one with envctl pool credentials create`);
