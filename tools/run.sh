@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Entry point of every README command. Installs what is missing (npm packages, which
-# include Node 24 itself), then runs the command on Node 24 from node_modules.
+# include Node 26 itself), then runs the command on that Node from node_modules.
 set -euo pipefail
 # envctl works on the caller's folder (`envctl deploy` packs it); npm runs scripts from the
 # package root and says where it was called from in INIT_CWD.
@@ -22,9 +22,10 @@ if [ ! -x node_modules/.bin/node ] || [ "$(cat "$stamp_file" 2>/dev/null)" != "$
   echo "$stamp" > "$stamp_file"
 fi
 export PATH="$PWD/node_modules/.bin:$PATH"
-major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$major" != "24" ]; then
-  echo "envengine: expected Node 24 from node_modules/.bin/node, found $(node --version)" >&2
+# The release package.json pins (devDependencies "node"), read from there, not written twice.
+pinned=$(node -p 'require("./package.json").devDependencies.node')
+if [ "$(node -p 'process.versions.node')" != "$pinned" ]; then
+  echo "envengine: expected Node $pinned from node_modules/.bin/node, found $(node --version)" >&2
   exit 1
 fi
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
