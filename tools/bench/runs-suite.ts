@@ -31,7 +31,8 @@ function assetCode(counterUrl: string): Record<string, string> {
   return {
     'assets/empty.js': 'export default async () => {};',
     // Reports to the bench's counter (outside the engine's records) that its code ran, once per
-    // execution: over the host's loopback, which the OS sandbox refuses, so the drain's worker runs with SANDBOX=off.
+    // execution: over the host's loopback, which the OS sandbox refuses, so the drain's worker runs with SANDBOX=off,
+    // and the environment's egress is public for it (else Node's permission model refuses the network too).
     'assets/counted.js': `export default async (ctx) => {
       await fetch(${JSON.stringify(counterUrl)}, { method: 'POST', body: ctx.run.id + ' ' + ctx.run.attempt });
       ctx.log('counted');
@@ -385,6 +386,11 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
     ];
   }
 
+  async function setEgress(egress: 'none' | 'public'): Promise<void> {
+    const patched = await api.patch(`/environments/${ENVIRONMENT}`, { egress });
+    if (patched.status !== 200) throw new Error(`setting the environment's egress to ${egress} answered ${patched.status}`);
+  }
+
   async function queuedThenDrained(): Promise<string[]> {
     console.error(`  creating ${QUEUED_RUNS} runs with no worker running...`);
     const created: Run[] = [];
@@ -394,10 +400,13 @@ export async function runsSuite(_bench: Bench, { stack, dataDir, token }: SuiteC
       created.push(Run.parse(response.body.data));
     });
     const pool = PoolStatus.parse((await api.get('/pool')).body.data);
+    // Egress is taken at each attempt's start: public for the drain alone (see assetCode), none again after it.
+    await setEgress('public');
     executions.clear();
     const workerStarted = Date.now();
     worker = await startWorker('bench-drain', 'off');
     const ended = await Promise.all(created.map((run) => attemptEnds.wait(run.attempts[0]!.id, 10 * 60_000)));
+    await setEgress('none');
     const runs = (await readBack(created.map((run) => ({ postedAt: 0, run })))).map((entry) => entry.run!);
     const logLines = new Map<string, RunLogLine[]>();
     await runConcurrently(runs.length, 8, async (i) => {
