@@ -11,6 +11,22 @@ import { createTenant, deployProject, makeBundle, until, type TestTenant } from 
 const stack = inject('stack');
 const gzip = { 'content-type': 'application/gzip' };
 
+/** A ustar header of a regular file, written by hand: what follows it need not be all there. */
+function tarHeader(name: string, size: number): Buffer {
+  const header = Buffer.alloc(512);
+  header.write(name, 0);
+  header.write('0000644\0', 100);
+  header.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
+  header.write('        ', 148);
+  header.write('0', 156);
+  header.write('ustar\0', 257);
+  header.write('00', 263);
+  let checksum = 0;
+  for (const byte of header) checksum += byte;
+  header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
+  return header;
+}
+
 describe('bundles', () => {
   let tenant: TestTenant;
   let other: TestTenant;
@@ -81,21 +97,6 @@ describe('bundles', () => {
     const gzipped: Buffer[] = [];
     const deflate = createGzip({ level: 9 });
     deflate.on('data', (chunk: Buffer) => gzipped.push(chunk));
-    /** A ustar header of a regular file. */
-    const tarHeader = (name: string, size: number) => {
-      const header = Buffer.alloc(512);
-      header.write(name, 0);
-      header.write('0000644\0', 100);
-      header.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
-      header.write('        ', 148);
-      header.write('0', 156);
-      header.write('ustar\0', 257);
-      header.write('00', 263);
-      let checksum = 0;
-      for (const byte of header) checksum += byte;
-      header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
-      return header;
-    };
     // Incompressible bytes first, so that the store has taken some of the upload (GridFS
     // chunks of 255 KiB) before the bomb's header is refused: all of it must go.
     deflate.write(tarHeader('noise.bin', 1024 * 1024));
@@ -182,18 +183,7 @@ describe('bundles', () => {
 
   it('keeps nothing of an upload its client cut off halfway, and goes on taking uploads', async () => {
     // A readable tar.gz for as far as it is sent: a file header, then 8 MiB of incompressible bytes.
-    const header = Buffer.alloc(512);
-    header.write('noise.bin', 0);
-    header.write('0000644\0', 100);
-    header.write(`${(8 * 1024 * 1024).toString(8).padStart(11, '0')}\0`, 124);
-    header.write('        ', 148);
-    header.write('0', 156);
-    header.write('ustar\0', 257);
-    header.write('00', 263);
-    let checksum = 0;
-    for (const byte of header) checksum += byte;
-    header.write(`${checksum.toString(8).padStart(6, '0')}\0 `, 148);
-    const archive = gzipSync(Buffer.concat([header, randomBytes(8 * 1024 * 1024)]), { level: 1 });
+    const archive = gzipSync(Buffer.concat([tarHeader('noise.bin', 8 * 1024 * 1024), randomBytes(8 * 1024 * 1024)]), { level: 1 });
     const stored = await storedBundleFiles();
     const upload = httpRequest(`${stack.gatewayUrl}/api/v1/bundles`, {
       method: 'POST',
