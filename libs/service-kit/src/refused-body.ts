@@ -55,3 +55,20 @@ export function uploadCutOff(): ApiError {
     details: [{ path: '(body)', message: 'was cut off' }],
   });
 }
+
+/**
+ * Calls `onCutOff` once if `upload` closes or fails before its end. Piping passes no error
+ * on, so a reader piped from an upload whose sender went away waits for good on a body that
+ * never ends; each place that pipes an upload ends its own work here. Returns the detach.
+ */
+export function whenUploadCutOff(upload: Readable, onCutOff: () => void): () => void {
+  const check = () => {
+    if (!upload.readableEnded) onCutOff();
+  };
+  upload.once('error', check);
+  upload.once('close', check);
+  return () => {
+    upload.off('error', check);
+    upload.off('close', check);
+  };
+}

@@ -3,7 +3,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { INTERNAL_HEADERS, type ApiService } from '@envengine/contracts';
-import { ApiError, drainRefusedBody, uploadCutOff } from '@envengine/service-kit';
+import { ApiError, drainRefusedBody, uploadCutOff, whenUploadCutOff } from '@envengine/service-kit';
 import { ReplicaPools } from '@envengine/replica-pools';
 
 /** A service the gateway forwards to: every one that serves public routes but the gateway itself (its tokens). */
@@ -114,13 +114,11 @@ export class UpstreamForwarder {
     });
     // Piping passes no error on: a client that goes away mid-upload ends the upstream
     // request here, or the service would wait on a body that never ends, its store half-written.
-    const onBrokenOff = () => {
-      if (upload.readableEnded || exceeded) return;
+    const detach = whenUploadCutOff(upload, () => {
+      if (exceeded) return;
       brokenOff = true;
       abort.abort(new Error('the client closed the upload before its end'));
-    };
-    upload.once('error', onBrokenOff);
-    upload.once('close', onBrokenOff);
+    });
     upload.pipe(counted);
     let response;
     try {
@@ -133,8 +131,7 @@ export class UpstreamForwarder {
       if (brokenOff) throw uploadCutOff();
       throw error;
     } finally {
-      upload.off('error', onBrokenOff);
-      upload.off('close', onBrokenOff);
+      detach();
     }
     if (exceeded) {
       await response.body.dump();

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { BundleLimits } from '@envengine/contracts';
-import { ApiError, drainRefusedBody, uploadCutOff } from '@envengine/service-kit';
+import { ApiError, drainRefusedBody, uploadCutOff, whenUploadCutOff } from '@envengine/service-kit';
 
 export interface ReadBundle {
   sha256: string;
@@ -124,11 +124,7 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   // that the answer can still be written on its connection. Piping passes no error on, so
   // an upload that breaks off (its sender gone) ends the pipeline here: left waiting, it
   // would hold the half-written sink open for good.
-  const brokenOff = () => {
-    if (!upload.readableEnded) inspect.destroy(uploadCutOff());
-  };
-  upload.once('error', brokenOff);
-  upload.once('close', brokenOff);
+  const detach = whenUploadCutOff(upload, () => inspect.destroy(uploadCutOff()));
   upload.pipe(inspect);
   try {
     await pipeline(inspect, sink);
@@ -139,8 +135,7 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
     await drainRefusedBody(upload);
     throw error;
   } finally {
-    upload.off('error', brokenOff);
-    upload.off('close', brokenOff);
+    detach();
   }
   await listing;
   if (refusal) throw refusal;
