@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { generateToken } from '@envengine/api-tokens';
 import { startMongo, type BackingServer } from '@envengine/backing-servers';
 import { ErrorBody } from '@envengine/contracts';
-import { createTenant, startTestStack, type TestStack, type TestTenant, until } from '@envengine/test-harness';
+import { createTenant, manifestOf, startTestStack, type TestStack, type TestTenant, until } from '@envengine/test-harness';
 
 const shared = inject('stack');
 
@@ -88,6 +88,17 @@ describe('a stack of its own: dependency restarts and graceful stops', () => {
     expect(await gateway.waitForExit()).toBe(0);
     await stack.services.restart('gateway');
     expect((await tenant.api.get('/environments/prod')).status).toBe(200);
+  });
+
+  it('stops the workflow-worker on SIGTERM with exit 0 (its own stop, not the SDK\'s), and ingests again once it is back', async () => {
+    const worker = stack.services.processes['workflow-worker'];
+    await worker.stop();
+    expect(worker.exitStatus).toEqual({ code: 0, signal: null });
+    await stack.services.restart('workflow-worker');
+    // An ingest runs its workflow on the worker: an unknown bundle fails it, with its reason.
+    const ingest = await tenant.api.post('/environments/prod/deployments', { manifest: manifestOf([{ key: 'orders' }]), bundle_ref: `sha256:${'0'.repeat(64)}` });
+    expect(ingest.status, ingest.text).toBe(422);
+    expect(ingest.body.data.validation.errors.map((error: { code: string }) => error.code)).toContain('bundle_not_found');
   });
 
   it('limits refused tokens per client address, before any lookup, and leaves valid tokens alone', async () => {

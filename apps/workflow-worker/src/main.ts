@@ -26,8 +26,11 @@ const log = createLogger('workflow-worker', config.LOG_LEVEL);
 const workflowBundle = join(dirname(fileURLToPath(import.meta.url)), tracing.enabled ? 'workflow-bundle-traced.js' : 'workflow-bundle.js');
 if (!existsSync(workflowBundle)) throw new Error(`${workflowBundle} is missing: build the app (npx nx run workflow-worker:build)`);
 
-// The SDK's own log lines join this service's JSON log.
+// The SDK's own log lines join this service's JSON log. No signal handlers of the SDK's:
+// its own would shut the worker down first, and this service's stop (below), which then
+// closes its connections, found it draining and failed (exit 1 on every SIGTERM).
 Runtime.install({
+  shutdownSignals: [],
   logger: new DefaultLogger('WARN', (entry) => {
     const level = entry.level === 'ERROR' ? 'error' : 'warn';
     log[level]({ sdk: entry.meta }, entry.message);
