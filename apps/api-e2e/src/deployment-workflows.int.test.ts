@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { ApplicationFailure } from '@temporalio/activity';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -19,6 +18,7 @@ import {
   schedulesChanged,
   unansweredActivations,
 } from '@envengine/deployment-workflows';
+import { workflowBundleOptions } from '@envengine/dev-stack';
 import { newId } from '@envengine/resource-ids';
 import { createTenant, until } from '@envengine/test-harness';
 
@@ -39,8 +39,9 @@ describe('deployment workflows', () => {
 
   beforeAll(async () => {
     Runtime.install({ logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined } });
+    // The workflow-worker's own bundle options: its preloaded (shared, frozen) modules too.
     bundle = await bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('../../../libs/deployment-workflows/src/workflows.ts', import.meta.url)),
+      ...workflowBundleOptions(),
       logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
     });
     connection = await Connection.connect({ address: stack.temporalAddress });

@@ -11,3 +11,4 @@ export * from './backing-credentials.ts';
 export * from './local-stack.ts';
 export * from './credential-rotation.ts';
 export * from './tenant-quota-admin.ts';
+export * from './workflow-bundle-options.ts';
