@@ -391,6 +391,22 @@ describe('environment lifecycle through the gateway', () => {
     expect(finished.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
   });
 
+  it('places an attempt that waited for a slot by the placement when it is dispatched, not the one when its run was made', async () => {
+    const name = uniqueName('moved');
+    await deployed(tenant, name, 'local', { max_concurrent_runs: 1 });
+    const first = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data);
+    const second = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data);
+    expect([first.waiting_for_slot, second.waiting_for_slot]).toEqual([false, true]);
+    await until(() => tenant.api.get(`/runs/${first.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+    expect((await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' })).status).toBe(200);
+    expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
+    // The first keeps the placement it started with; the second, dispatched after the change, goes to the pool.
+    expect((await waitForRun(tenant, first.id, 60_000)).attempts.map((attempt) => attempt.executor)).toEqual(['local']);
+    const dispatched = await until(() => tenant.api.get(`/runs/${second.id}`), (response) => response.body.data.waiting_for_slot === false, 20_000, 100);
+    expect(Run.parse(dispatched.body.data)).toMatchObject({ status: 'queued', attempts: [{ executor: 'remote', status: 'queued' }] });
+    expect((await tenant.api.delete(`/environments/${name}?force=true`)).status).toBe(200);
+  });
+
   it("refuses a pool worker's start of an attempt that waits for a slot: the limit holds against a worker that knows its id", async () => {
     const name = uniqueName('pool-limited');
     await deployed(tenant, name, 'remote', { max_concurrent_runs: 1 });

@@ -1,5 +1,6 @@
 import type { ClientSession } from 'mongoose';
 import type { TenantScopedModel } from '@envengine/tenant-data';
+import type { Executor } from '@envengine/contracts';
 import type { AttemptDocument, RunDocument } from './run.schema.ts';
 import { ACTIVE_RUN } from './attempt-records.ts';
 
@@ -19,6 +20,8 @@ export interface SlotFence {
   ): Promise<{ admitted: true; maxConcurrentRuns: number | null; striped: boolean } | { admitted: false; why: 'deleting' | 'missing' }>;
   /** The environment's run limit as the transaction sees it; null for none. */
   limitOf(tenantId: string, environmentId: string, session: ClientSession): Promise<number | null>;
+  /** The environment's executor as the transaction sees it: where an attempt dispatched now is placed. */
+  executorOf(tenantId: string, environmentId: string, session: ClientSession): Promise<Executor | undefined>;
 }
 
 /**
@@ -72,12 +75,15 @@ export class RunSlots {
     );
     const runIds = next.map((run) => run._id);
     const now = new Date();
+    // An attempt's executor is fixed when it is dispatched (DESIGN.md §5): a placement
+    // changed while it waited places it, as it does every attempt dispatched after it.
+    const executor = await this.fence.executorOf(tenantId, environmentId, session);
     await this.runs.updateMany(tenantId, { _id: { $in: runIds }, waiting_for_slot: true }, { $set: { waiting_for_slot: false } }, { session });
     // Dispatched now: the reconciler counts its wait for a queue add from here.
     await this.attempts.updateMany(
       tenantId,
       { run_id: { $in: runIds }, status: 'queued', waiting_for_slot: true },
-      { $set: { waiting_for_slot: false, dispatched_at: now } },
+      { $set: { waiting_for_slot: false, dispatched_at: now, ...(executor ? { executor } : {}) } },
       { session },
     );
     return this.attempts.find(tenantId, { run_id: { $in: runIds }, status: 'queued' }, { session });

@@ -34,11 +34,8 @@ export interface NewRun {
   timeoutSeconds: number | null;
 }
 
-/** What run transactions need of the environment they belong to. */
-export interface EnvironmentFences extends SlotFence, TickBatchFence, TeardownFence {
-  /** The environment's executor now, where a retry is placed. */
-  executorOf(tenantId: string, environmentId: string, session: ClientSession): Promise<Executor | undefined>;
-}
+/** What run transactions need of the environment they belong to (its executor now, where a retry is placed, is the slots' too). */
+export type EnvironmentFences = SlotFence & TickBatchFence & TeardownFence;
 
 /** A run refused because its environment's tear-down has begun. */
 export class EnvironmentDeletingError extends Error {
