@@ -53,7 +53,8 @@ const EVENT_PAYLOADS = {
   // The secrets scope: a secret by name (subject id) and version, never its value.
   'secret.created': z.object({ version: z.number().int().positive() }),
   'secret.rotated': z.object({ version: z.number().int().positive() }),
-  'secret.deleted': z.object({}),
+  /** The version that was current when the secret was deleted (every version is destroyed with it). */
+  'secret.deleted': z.object({ version: z.number().int().positive() }),
   'binding.set': z.object({ mode: z.string(), created: z.boolean() }),
   'binding.deleted': z.object({}),
   // The deployment scope: a deployment by id (subject id).

@@ -84,7 +84,7 @@ export class SecretsService {
         { tenantId, environmentId: environment.id, secret: row.name, secretId: row._id, lastVersion: row.version, requestId: cause.requestId },
         session,
       );
-      await this.outbox.record(tenantId, { type: 'secret.deleted', environment, subject: { kind: 'secret', id: row.name }, cause, data: {} }, session);
+      await this.outbox.record(tenantId, { type: 'secret.deleted', environment, subject: { kind: 'secret', id: row.name }, cause, data: { version: row.version } }, session);
       return row;
     });
     if (!removed) throw notFound(`Secret "${name}" of environment "${environment.name}"`);
