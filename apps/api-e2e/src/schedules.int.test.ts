@@ -369,4 +369,22 @@ describe('schedules', () => {
     const resumed = await tenant.api.post('/environments/preview-1/schedules/resume', {});
     expect(resumed.body.data).toMatchObject({ schedules_paused: false, schedules_paused_reason: null });
   });
+
+  it('changes nothing on a resume of schedules that are not paused: a tick already due keeps its time', async () => {
+    expect((await tenant.api.post('/environments/prod/schedules/resume', {})).status).toBe(200);
+    const [name] = [...(await stored()).keys()];
+    // A fire time no resume would choose: only a resume that re-anchors the schedules moves it.
+    const marked = new Date('2099-01-01T00:00:00.000Z');
+    const mongo = await new MongoClient(stack.mongoUrl).connect();
+    try {
+      await mongo.db(stack.databases['placement-service']).collection('schedules').updateOne({ environment_id: environment.id, name }, { $set: { next_fire_at: marked } });
+    } finally {
+      await mongo.close();
+    }
+    const again = await tenant.api.post('/environments/prod/schedules/resume', {});
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ schedules_paused: false });
+    expect((await stored()).get(name!)?.next_fire_at?.toISOString()).toBe(marked.toISOString());
+    expect((await tenant.api.post('/environments/prod/schedules/pause', {})).status).toBe(200);
+  });
 });

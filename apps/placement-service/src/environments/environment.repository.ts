@@ -445,8 +445,9 @@ export class EnvironmentRepository {
   }
 
   /**
-   * Clears the pause flag; `alsoIn` runs in the same transaction (the stored schedules move
-   * to their next fire time after now, so nothing missed while paused fires).
+   * Clears the pause flag; when it was set, `alsoIn` runs in the same transaction (the
+   * stored schedules move to their next fire time after now, so nothing missed while paused
+   * fires).
    */
   async resumeSchedules(tenantId: string, name: string, cause: EventCause, alsoIn: (environmentId: string, session: ClientSession) => Promise<void>): Promise<Environment | undefined> {
     const doc = await inTransaction(this.connection, async (session) => {
@@ -457,8 +458,12 @@ export class EnvironmentRepository {
         { session, returnDocument: 'before' },
       );
       if (!before) return null;
-      await alsoIn(before._id, session);
-      if (before.schedules_paused) await this.outbox.record(tenantId, { type: 'schedules.resumed', ...aboutEnvironment(before), cause, data: {} }, session);
+      // A resume of schedules that are not paused changes nothing: moving them would drop a
+      // tick that is due and not yet taken, with no outcome recorded for it.
+      if (before.schedules_paused) {
+        await alsoIn(before._id, session);
+        await this.outbox.record(tenantId, { type: 'schedules.resumed', ...aboutEnvironment(before), cause, data: {} }, session);
+      }
       return { ...before, schedules_paused: false, schedules_paused_reason: null };
     });
     return doc ? toEnvironment(doc) : this.refuseChange(await this.findByName(tenantId, name), name);
