@@ -439,6 +439,34 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     }
   });
 
+  it("stores no log characters past the attempt's limit and one line's room for the cut marker, whatever a worker sends", async () => {
+    const call = callsAbout(mine, bundleRef).logs;
+    // The test stack keeps the default limit, 10 MiB of messages; one line more (16,384) is the marker's room.
+    const room = 10 * 1024 * 1024 + 16_384;
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    const database = mongo.db(stack.databases['placement-service']);
+    const counted = (await database.collection('attempts').findOne({ _id: mine.attemptId as never }))?.['log_chars'] as number | undefined;
+    const line = (seq: number, message: string) => ({ seq, at: new Date().toISOString(), asset: 'orders', message });
+    try {
+      // As if the attempt had stored all but 60 characters of its room (sending 10 MiB through the gateway would take 170 calls).
+      await database.collection('attempts').updateOne({ _id: mine.attemptId as never }, { $set: { log_chars: room - 60 } });
+      const first = await send(ownerPool, { ...call, json: { lines: [line(9_000, 'x'.repeat(40)), line(9_001, 'y'.repeat(40)), line(9_002, 'z')] } });
+      // The first fits; the second does not, and nothing after it is stored (the log stays in order).
+      expect([first.status, first.body.data]).toEqual([200, { stored: 1 }]);
+      const second = await send(ownerPool, { ...call, json: { lines: [line(9_003, 'w'.repeat(20))] } });
+      expect([second.status, second.body.data]).toEqual([200, { stored: 1 }]);
+      const third = await send(ownerPool, { ...call, json: { lines: [line(9_004, 'v')] } });
+      expect([third.status, third.body.data]).toEqual([200, { stored: 0 }]);
+      const logs = (await readers[1]!.get(`/runs/${mine.runId}/logs`)).body.data as { message: string }[];
+      expect(logs.map((stored) => stored.message).filter((message) => /^(x+|y+|z|w+|v)$/.test(message))).toEqual(['x'.repeat(40), 'w'.repeat(20)]);
+    } finally {
+      // Taken back out, so that the other tests find the log as they left it.
+      await database.collection('attempt_logs').deleteMany({ attempt_id: mine.attemptId, message: { $regex: '^(x+|y+|z|w+|v)$' } });
+      await database.collection('attempts').updateOne({ _id: mine.attemptId as never }, { $set: { log_chars: counted ?? 0 } });
+      await mongo.close();
+    }
+  });
+
   it('hands ctx.read no location outside the storage prefix, even one already recorded', async () => {
     // Recorded behind the API's back (the API itself refuses such a location): a record made
     // before the location check, or by a bug, must still not open a file of the engine host.

@@ -89,12 +89,15 @@ export type WorkerHeartbeatRequest = z.infer<typeof WorkerHeartbeatRequest>;
 export const WorkerHeartbeatResponse = z.object({ superseded: z.array(z.string()) });
 export type WorkerHeartbeatResponse = z.infer<typeof WorkerHeartbeatResponse>;
 
+/** The longest log message a worker may send; longer lines are cut by the worker before they are sent. */
+export const MAX_LOG_MESSAGE_CHARS = 16_384;
+
 export const AttemptLogLine = z.strictObject({
   /** Numbered by the worker from 0, so that a re-sent batch is stored once. */
   seq: z.number().int().nonnegative(),
   at: z.iso.datetime(),
   asset: z.string().max(200).nullable(),
-  message: z.string().max(16_384),
+  message: z.string().max(MAX_LOG_MESSAGE_CHARS),
 });
 export type AttemptLogLine = z.infer<typeof AttemptLogLine>;
 

@@ -1,6 +1,5 @@
-import type { AttemptLogLine } from '@envengine/contracts';
+import { MAX_LOG_MESSAGE_CHARS, type AttemptLogLine } from '@envengine/contracts';
 
-const MAX_LINE_CHARS = 16_384;
 const MAX_BATCH = 500;
 /** Shorter secret values are not masked: masking every "a" would say more than it hides. */
 export const MIN_MASKED_CHARS = 4;
@@ -59,7 +58,7 @@ export class LogShipper {
   private addLine(asset: string | null, message: string): void {
     if (this.cut) return;
     const masked = this.masked(message);
-    let text = masked.length > MAX_LINE_CHARS ? `${masked.slice(0, MAX_LINE_CHARS - 15)}… (truncated)` : masked;
+    let text = masked.length > MAX_LOG_MESSAGE_CHARS ? `${masked.slice(0, MAX_LOG_MESSAGE_CHARS - 15)}… (truncated)` : masked;
     if (this.seq >= this.limits.maxLines || this.chars + text.length > this.limits.maxChars) {
       this.cut = true;
       text = `… log cut: this attempt's log reached its limit of ${this.limits.maxLines} lines or ${this.limits.maxChars} characters; later lines were dropped`;

@@ -234,6 +234,29 @@ export class RunRepository extends RunQueries {
   }
 
   /** Refuses a worker write unless the attempt is running under this lease. */
+  /**
+   * Counts log messages of these sizes (in order) against the attempt's character limit;
+   * answers how many of them, from the first, fit and are counted. A compare-and-set on
+   * the stored count, so two batches stored at once never both take the same room.
+   */
+  async takeLogRoom(tenantId: string, attemptId: string, sizes: readonly number[], limit: number): Promise<number> {
+    const total = sizes.reduce((sum, size) => sum + size, 0);
+    for (let tries = 0; tries < 5; tries += 1) {
+      const attempt = await this.attempts.findOne(tenantId, { _id: attemptId }, { projection: { log_chars: 1 } });
+      if (!attempt) return 0;
+      const stored = attempt.log_chars ?? 0;
+      let fitting = 0;
+      let chars = 0;
+      if (stored + total <= limit) [fitting, chars] = [sizes.length, total];
+      else while (fitting < sizes.length && stored + chars + sizes[fitting]! <= limit) chars += sizes[fitting++]!;
+      if (fitting === 0) return 0;
+      const counted = await this.attempts.updateOne(tenantId, { _id: attemptId, log_chars: stored === 0 ? { $in: [0, null] } : stored }, { $inc: { log_chars: chars } });
+      if (counted.matched === 1) return fitting;
+    }
+    // Five batches of the same attempt at once won every race: this one stores nothing.
+    return 0;
+  }
+
   async checkLease({ tenantId, attemptId, lease }: LeaseCheck): Promise<AttemptDocument> {
     const attempt = await this.attempts.findOne(tenantId, { _id: attemptId });
     if (!attempt) throw notFound(`Attempt "${attemptId}"`);

@@ -51,6 +51,8 @@ export interface AttemptDocument {
   worker_id: string | null;
   /** Fences every worker write: a new lease on each start, so an older holder's writes are refused. */
   lease: string | null;
+  /** Characters of log messages stored for it so far, counted against the attempt's log limit (absent on attempts made before the count). */
+  log_chars?: number;
   /** The start's key (`StartAttemptRequest.start_key`): the same worker's retry of that start gets the same lease. */
   start_key: string | null;
   /** Bumped when a draining worker hands the attempt back, so the queue job id is new. */
@@ -161,6 +163,7 @@ export const attemptSchema = new Schema<AttemptDocument>(
     current_asset: { type: String, default: null },
     error: { type: String, default: null },
     assets: { type: Schema.Types.Mixed, required: true },
+    log_chars: { type: Number, default: 0 },
   },
   { versionKey: false, collection: 'attempts' },
 );

@@ -1,5 +1,6 @@
 import type { EventCause } from '@envengine/event-log';
 import type { PlacementMetrics } from '@envengine/service-metrics';
+import { MAX_LOG_MESSAGE_CHARS } from '@envengine/contracts';
 import type {
   AppendLogsRequest,
   Attempt,
@@ -96,11 +97,16 @@ export class WorkerApiService {
     return lost;
   }
 
-  /** Stores the lines within the attempt's log limit; returns how many were. */
+  /** Stores the lines within the attempt's log limits; returns how many were. */
   async appendLogs(check: LeaseCheck, request: AppendLogsRequest): Promise<number> {
     const attempt = await this.runs.checkLease(check);
-    // A worker that ignores its plan's limit (a hostile pool) fills no more than the limit and its marker.
-    const kept = request.lines.filter((line) => line.seq <= this.logLimits.max_lines);
+    // A worker that ignores its plan's limits (a hostile pool) fills no more than them and
+    // its marker line: lines past the line limit, and characters past the character limit
+    // with room for the marker (one line at most), are not stored. A batch sent again is
+    // counted again: only an attempt near its limit can lose lines that way.
+    const withinLines = request.lines.filter((line) => line.seq <= this.logLimits.max_lines);
+    const fitting = withinLines.length === 0 ? 0 : await this.runs.takeLogRoom(check.tenantId, attempt._id, withinLines.map((line) => line.message.length), this.logLimits.max_chars + MAX_LOG_MESSAGE_CHARS);
+    const kept = withinLines.slice(0, fitting);
     if (kept.length > 0) await this.logs.append(attempt, { lines: kept });
     return kept.length;
   }
