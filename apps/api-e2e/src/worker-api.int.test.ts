@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { ATTEMPT_LEASE_HEADER, AttemptStarted, ErrorBody, INTERNAL_HEADERS, PoolStatus, Run, type ErrorCode } from '@envengine/contracts';
-import { newId } from '@envengine/resource-ids';
+import { idFloorAt, newId } from '@envengine/resource-ids';
 import { anotherTokenOf, createTenant, until, type ApiClient, type ApiResponse, type TestTenant } from '@envengine/test-harness';
 import { deployRunsProject, issueCredential, RUN_TEST_SETTINGS } from './runs-fixtures.ts';
 
@@ -314,6 +314,21 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     } finally {
       await mongo.close();
     }
+  });
+
+  it("refuses a materialization id minted by a clock far behind or ahead of the engine's: 422 naming the time, and nothing recorded", async () => {
+    const call = callsAbout(mine, bundleRef).materialization;
+    for (const [skew, says] of [[-3_600_000, /, \d+ s before its attempt started \(/], [3_600_000, /, \d+ s after the engine's now/]] as const) {
+      // Not newId: it never goes back in time, and a future one would move every later id of this process with it.
+      const id = idFloorAt('mat', Date.now() + skew);
+      const response = await send(ownerPool, { ...call, json: { ...(call.json as object), id, location: ordersLocation(id) } });
+      expect(outcome(response)).toEqual([422, 'invalid_request']);
+      const { error } = ErrorBody.parse(response.body);
+      expect(error.message).toMatch(says);
+      expect(error.message).toMatch(/the worker's clock is off the engine's by more than 30 s/);
+      expect(error.details.map((detail) => detail.path)).toEqual(['id']);
+    }
+    expect(await stateOf(mine)).toEqual(before);
   });
 
   it('answers a materialization racing its attempt\'s cancel 201 with the record kept, or 409 with no record left', async () => {

@@ -17,6 +17,7 @@ import type {
 } from '@envengine/contracts';
 import type { DeploymentClient, SecretResolverClient } from '@envengine/service-clients';
 import { isUnderStoragePrefix, materializationLocation, s3StoragePrefixProblem, storageSchemeOf } from '@envengine/materialization-storage';
+import { idTimestamp } from '@envengine/resource-ids';
 import { ApiError, notFound } from '@envengine/service-kit';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { AttemptDispatcher } from '../runs/attempt-dispatcher.ts';
@@ -199,6 +200,12 @@ export class WorkerApiService {
     // location would let a later ctx.read or re-check open any file the engine can.
     const environment = await this.environments.findById(check.tenantId, attempt.environment_id);
     if (!environment) throw notFound(`Environment of attempt "${attempt._id}"`);
+    const skewed = recorded ? null : clockSkewOf(written.id, attempt.started_at, Date.now());
+    if (skewed !== null) {
+      throw new ApiError('invalid_request', `Materialization id ${written.id} carries ${skewed}; the worker's clock is off the engine's by more than ${MINT_CLOCK_TOLERANCE_MS / 1000} s, and nothing was recorded. An asset's latest materialization is its newest id: set the worker's clock (NTP).`, {
+        details: [{ path: 'id', message: `carries ${skewed}` }],
+      });
+    }
     const expected = materializationLocation(environment.storage_prefix, assetKey, written.id);
     if (written.location !== expected) {
       throw new ApiError('invalid_request', `A materialization of "${assetKey}" with id ${written.id} is stored at ${expected}; the location given is not that one, and nothing was recorded.`, {
@@ -246,4 +253,23 @@ function notAnAssetOf(attemptId: string, assetKey: string): ApiError {
   return new ApiError('invalid_request', `Asset "${assetKey}" is not part of attempt "${attemptId}".`, {
     details: [{ path: 'key', message: 'is not an asset of this attempt' }],
   });
+}
+
+/**
+ * How far a worker's clock may be from the engine's. A materialization's id is minted by
+ * the worker (the file is named after it, before it is recorded) and carries the worker's
+ * time; an asset's latest materialization, its list (newest first) and `ctx.read` go by
+ * it, so a worker whose clock is behind would record outputs that never become latest.
+ */
+export const MINT_CLOCK_TOLERANCE_MS = 30_000;
+
+/** What is wrong with the time a worker minted `id` at (started after its attempt, not in the future), or null. */
+export function clockSkewOf(id: string, attemptStartedAt: Date | null, nowMs: number): string | null {
+  const minted = idTimestamp(id);
+  const startedMs = attemptStartedAt?.getTime();
+  if (startedMs !== undefined && minted < startedMs - MINT_CLOCK_TOLERANCE_MS) {
+    return `the time ${new Date(minted).toISOString()}, ${Math.round((startedMs - minted) / 1000)} s before its attempt started (${attemptStartedAt!.toISOString()} by the engine's clock)`;
+  }
+  if (minted > nowMs + MINT_CLOCK_TOLERANCE_MS) return `the time ${new Date(minted).toISOString()}, ${Math.round((minted - nowMs) / 1000)} s after the engine's now`;
+  return null;
 }
