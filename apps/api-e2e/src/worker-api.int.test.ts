@@ -27,7 +27,11 @@ interface WorkerCall {
 type Route = 'heartbeat' | 'logs' | 'upstream' | 'connection' | 'materialization' | 'bundle' | 'release' | 'finish';
 
 const WORKER = { id: 'owner-worker-1', name: 'owner-worker', executor: 'remote', concurrency: 2, sandbox: 'bwrap' } as const;
-const MATERIALIZATION_ID = newId('mat');
+/**
+ * The control's materialization, minted once its attempt has started, as a worker mints one:
+ * an id more than 30 s older than its attempt's start is refused (the worker's clock).
+ */
+let materializationId = '';
 const LOG_MESSAGE = 'written by the worker API test';
 /** The owner's `prod` lake, set once its tenant exists. */
 let lake: string;
@@ -51,7 +55,7 @@ function callsAbout(held: Held, bundleRef: string): Record<Route, WorkerCall> {
       method: 'POST',
       path: `${attempt}/assets/orders/materializations`,
       lease,
-      json: { id: MATERIALIZATION_ID, location: ordersLocation(MATERIALIZATION_ID), bytes: 100, row_count: 3, columns },
+      json: { id: materializationId, location: ordersLocation(materializationId), bytes: 100, row_count: 3, columns },
     },
     bundle: { method: 'GET', path: `/worker/bundles/${bundleRef}` },
     release: { method: 'POST', path: `${attempt}/release`, lease, json: { reason: 'handed back by the test' } },
@@ -213,6 +217,7 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     ownerPool = owner.api.withToken((await issueCredential(owner)).token);
     intruderPool = intruder.api.withToken((await issueCredential(intruder)).token);
     mine = await hold();
+    materializationId = newId('mat');
     sibling = await hold();
   });
 
@@ -553,9 +558,9 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     const connection = await send(ownerPool, calls.connection);
     expect([connection.status, connection.body.data.name]).toEqual([200, 'warehouse']);
     const materialization = await send(ownerPool, calls.materialization);
-    expect([materialization.status, materialization.body.data.id]).toEqual([201, MATERIALIZATION_ID]);
+    expect([materialization.status, materialization.body.data.id]).toEqual([201, materializationId]);
     const upstream = await send(ownerPool, calls.upstream);
-    expect([upstream.status, upstream.body.data.materialization_id]).toEqual([200, MATERIALIZATION_ID]);
+    expect([upstream.status, upstream.body.data.materialization_id]).toEqual([200, materializationId]);
     const bundle = await send(ownerPool, calls.bundle);
     expect([bundle.status, bundle.headers.get('content-type')]).toEqual([200, 'application/gzip']);
     const release = await send(ownerPool, calls.release);
@@ -567,7 +572,7 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     const after = await stateOf(mine);
     expect(after.run.status).toBe('succeeded');
     expect(after.logs).toEqual([expect.objectContaining({ message: LOG_MESSAGE })]);
-    expect(after.assets).toContainEqual(expect.objectContaining({ key: 'orders', latest_materialization: expect.objectContaining({ id: MATERIALIZATION_ID }) }));
+    expect(after.assets).toContainEqual(expect.objectContaining({ key: 'orders', latest_materialization: expect.objectContaining({ id: materializationId }) }));
   });
 });
 
