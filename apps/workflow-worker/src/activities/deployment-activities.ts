@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { ActivationRequest, EnvironmentActivationsInput, ManifestV1, type ActivateInput, type Recheck, type ValidationItem, type WorkflowCause } from '@envengine/contracts';
+import { ActivationRequest, EnvironmentActivationsInput, ManifestV1, schedulesOfManifest, type ActivateInput, type Recheck, type ValidationItem, type WorkflowCause } from '@envengine/contracts';
 import { ENGINE_CAUSE, type EventCause } from '@envengine/event-log';
 import type { ActivationMetrics } from '@envengine/service-metrics';
 import type { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
@@ -69,17 +69,18 @@ export function eventCauseOf(cause: WorkflowCause | undefined): EventCause {
  */
 export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentActivities & ScheduleTickActivities {
   const { deployments, bundles, materializations, placement, secrets, temporal } = deps;
-  const { reconcileTo, ...scheduleSteps } = scheduleActivities(deps);
+  const { restoreSchedules, tickSchedules, reconcileToSchedules } = scheduleActivities(deps);
 
   return {
-    ...scheduleSteps,
+    restoreSchedules,
+    tickSchedules,
 
     async validateAndRecord(input) {
-      const recorded = await deployments.find(input.tenantId, input.deploymentId);
+      // Both at once: the manifest is needed unless this is a retry that finds the row written.
+      const [recorded, manifest] = await Promise.all([deployments.find(input.tenantId, input.deploymentId), deployments.manifest(input.tenantId, input.deploymentId)]);
       if (recorded) {
         return { status: recorded.status, errors: recorded.validation.errors.length, warnings: recorded.validation.warnings.length };
       }
-      const manifest = await deployments.manifest(input.tenantId, input.deploymentId);
       if (manifest === undefined) throw ApplicationFailure.nonRetryable(`no manifest stored for ${input.deploymentId}`, 'NotFound');
       const [bindings, bundleEntries, activeManifest] = await Promise.all([
         secrets.listBindings(input.tenantId, input.environmentName).catch(finalIfNotFound),
@@ -156,19 +157,24 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
    * after that record committed finds it there and records nothing twice.
    */
   async function activateOnce({ tenantId, environmentId, environmentName, deploymentId, cause }: ActivateInput): Promise<Recheck> {
-    const row = await deployments.find(tenantId, deploymentId);
+    const [row, manifest] = await Promise.all([deployments.find(tenantId, deploymentId), deployments.manifest(tenantId, deploymentId)]);
     if (!row) throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} does not exist`, 'NotFound');
     if (row.status !== 'ready') throw ApplicationFailure.nonRetryable(`deployment ${deploymentId} is ${row.status}`, 'NotReady');
     const eventCause = eventCauseOf(cause);
     const environment = { id: environmentId, name: environmentName };
-    const manifest = await deployments.manifest(tenantId, deploymentId);
-    const recheck = await recheckStoredColumns(materializations, { tenantId, environment, deploymentId, manifest, cause: eventCause });
-    // Before the pointer moves: a failure here fails the activation with the pointer where it was.
-    await reconcileTo({ tenantId, environmentId, environmentName }, deploymentId);
-    // Where the pointer was, asked of the placement-service only when this scope has recorded
-    // no activation of the environment yet (one activated before activations were recorded here).
-    const recorded = await deployments.recordedActive(tenantId, environmentId);
-    const before = recorded === undefined ? await placement.findEnvironment(tenantId, environmentName).catch(finalIfNotFound) : undefined;
+    // Before the pointer moves, and independent of each other, so at once: the re-check, the
+    // schedules, and where the pointer was (asked of the placement-service only when this
+    // scope has recorded no activation of the environment yet: one activated before
+    // activations were recorded here). A failure of any fails the activation with the
+    // pointer where it was (the workflow then restores the schedules of the deployment it
+    // points at).
+    const [recheck, , before] = await Promise.all([
+      recheckStoredColumns(materializations, { tenantId, environment, deploymentId, manifest, cause: eventCause }),
+      reconcileToSchedules({ tenantId, environmentId, environmentName }, schedulesOfManifest(manifest)),
+      deployments
+        .recordedActive(tenantId, environmentId)
+        .then((recorded) => (recorded === undefined ? placement.findEnvironment(tenantId, environmentName).catch(finalIfNotFound) : undefined)),
+    ]);
     await placement.setActiveDeployment(tenantId, environmentName, { deployment_id: deploymentId, git_ref: row.git.sha }).catch(finalIfNotFound);
     await deployments.recordActivation(tenantId, {
       environment,

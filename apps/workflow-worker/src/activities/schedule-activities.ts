@@ -36,7 +36,11 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
 
   /** Makes the environment's stored schedules those of `deploymentId` (none for null). */
   async function reconcileTo(scope: Scope, deploymentId: string | null): Promise<ReconcileSchedulesResult> {
-    const target = await schedulesOf(deployments, scope.tenantId, deploymentId);
+    return reconcileToSchedules(scope, await schedulesOf(deployments, scope.tenantId, deploymentId));
+  }
+
+  /** The same, for schedules the caller has read already (an activation holds its manifest). */
+  async function reconcileToSchedules(scope: Scope, target: ScheduleDefinition[]): Promise<ReconcileSchedulesResult> {
     try {
       return await placement.reconcileSchedules(scope.tenantId, scope.environmentId, { schedules: target });
     } catch (error) {
@@ -59,7 +63,7 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
       return deps.tickPasses.tickSchedules(shard);
     },
   };
-  return { ...activities, reconcileTo };
+  return { ...activities, reconcileTo, reconcileToSchedules };
 }
 
 /**
