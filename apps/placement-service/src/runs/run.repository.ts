@@ -241,6 +241,11 @@ export class RunRepository extends RunQueries {
    */
   async takeLogRoom(tenantId: string, attemptId: string, sizes: readonly number[], limit: number): Promise<number> {
     const total = sizes.reduce((sum, size) => sum + size, 0);
+    // The usual batch, well within the limit: counted whole in one conditional write.
+    if (total <= limit) {
+      const whole = await this.attempts.updateOne(tenantId, { _id: attemptId, $or: [{ log_chars: { $lte: limit - total } }, { log_chars: null }] }, { $inc: { log_chars: total } });
+      if (whole.matched === 1) return sizes.length;
+    }
     for (let tries = 0; tries < 5; tries += 1) {
       const attempt = await this.attempts.findOne(tenantId, { _id: attemptId }, { projection: { log_chars: 1 } });
       if (!attempt) return 0;
