@@ -110,7 +110,7 @@ describe('the bundle sweep and a deployment naming the bundle take turns (the re
       const named = await deployments.namesBundle(tenantId, bundleRef, session);
       if (!interleaved) {
         interleaved = true;
-        await deployments.storeManifest(tenantId, 'dep_turns', 'env_turns', bundleRef, { version: 1 });
+        await deployments.storeManifest(tenantId, 'dep_turns', { id: 'env_turns', name: 'turns' }, bundleRef, { version: 1 });
       }
       return named;
     });
@@ -123,7 +123,7 @@ describe('the bundle sweep and a deployment naming the bundle take turns (the re
     const text = 'export default async () => 2;';
     const ref = await store('ten_one', text);
     expect(await store('ten_two', text)).toBe(ref);
-    await deployments.storeManifest('ten_two', 'dep_two', 'env_two', ref, { version: 1 });
+    await deployments.storeManifest('ten_two', 'dep_two', { id: 'env_two', name: 'two' }, ref, { version: 1 });
     const files = () => connection.db!.collection('bundle_files.files').countDocuments();
     const filesBefore = await files();
     const swept = await bundles.removeUnreferenced(new Date(Date.now() + 60_000), (tenantId, bundleRef, session) => deployments.namesBundle(tenantId, bundleRef, session));

@@ -79,8 +79,14 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
       expect(retry.status).toBe(202);
       expect(retry.headers.get('idempotent-replayed')).toBe('true');
       expect(retry.body.data.id).toBe(id);
+      // Polled as the 202 says: pending while the ingest runs; another tenant finds nothing.
+      const polled = await tenant.api.get(`/deployments/${id}`);
+      expect([polled.status, polled.body.data]).toEqual([200, { id, environment_id: first.body.data.environment_id, status: 'pending' }]);
+      const stranger = await createTenant(stack.info, 'failures-stranger');
+      const strangers = await stranger.api.get(`/deployments/${id}`);
+      expect([strangers.status, strangers.body.error?.code]).toEqual([404, 'not_found']);
       process.kill(worker.pid!, 'SIGCONT');
-      const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.status === 200, 30_000);
+      const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.status === 200 && response.body.data.status !== 'pending', 30_000);
       expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
       expect((await deployments()).length).toBe(before + 1);
     } finally {

@@ -53,6 +53,8 @@ describe('deployments: ingest, reads and activation', () => {
     const environment = (await tenant.api.get(`/environments/${env}`)).body.data as { id: string; name: string };
     const response = await tenant.api.post(`/environments/${env}/deployments`, { manifest: manifestOf(assets), bundle_ref: bundleRef });
     expect(response.status, response.text).toBe(201);
+    // No created_by sent: the row names the token that made it.
+    expect(response.body.data.created_by).toBe(tenant.tokenId);
     const id = response.body.data.id as string;
     const query = `EnvengineTenantId = '${tenant.tenantId}' AND EnvengineEnvironment = '${environment.name}' AND EnvengineEnvironmentId = '${environment.id}'`;
     const listed = await until(

@@ -195,6 +195,9 @@ describe('runs on the engine host (local)', () => {
   it('cancels a running attempt: the run is canceled and its code stops', async () => {
     const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['sleeper'] })).body.data);
     await until(() => tenant.api.get(`/runs/${run.id}`), (response) => response.body.data.attempts[0].status === 'running', 20_000);
+    // The runner's heartbeat names the asset it works on: the attempt shows it running.
+    const working = await until(() => tenant.api.get(`/runs/${run.id}`), (response) => response.body.data.attempts[0].assets[0]?.status !== 'pending', 20_000);
+    expect(working.body.data.attempts[0].assets).toMatchObject([{ key: 'sleeper', status: 'running' }]);
     const canceled = await tenant.api.post(`/runs/${run.id}/cancel`, {});
     expect(canceled.status).toBe(200);
     expect(canceled.body.data).toMatchObject({ status: 'canceled' });

@@ -197,7 +197,7 @@ describe('webhooks: signed deliveries of events, retried, in order, to receivers
     expect([patchRefused.status, ErrorBody.parse(patchRefused.body).error.code]).toEqual([422, 'webhook_target_refused']);
     expect((await tenant.api.patch(`/webhooks/${webhook.id}`, {})).status).toBe(422);
     expect((await tenant.api.patch(`/webhooks/${webhook.id}`, { enabled: 'yes' })).status).toBe(422);
-    expect((await tenant.api.get('/webhooks/not-an-id')).status).toBe(422);
+    expect((await tenant.api.get('/webhooks/not-an-id')).status).toBe(404);
     expect((await tenant.api.get(`/webhooks/whk_${'0'.repeat(26)}`)).status).toBe(404);
     expect((await tenant.api.get(`/webhooks/${webhook.id}/deliveries?limit=0`)).status).toBe(422);
     expect(Webhook.parse((await tenant.api.get(`/webhooks/${webhook.id}`)).body.data)).toEqual(Webhook.parse({ ...webhook, secret: undefined }));

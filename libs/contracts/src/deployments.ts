@@ -130,7 +130,8 @@ export const AssetPathParams = z.object({ name: ResourceName, key: AssetKeyParam
 export type AssetPathParams = z.infer<typeof AssetPathParams>;
 
 /** `/environments/:name/assets/:key/materializations/:id/…` */
-export const AssetMaterializationPathParams = z.object({ name: ResourceName, key: AssetKeyParam, id: MaterializationId });
+// Any id is looked up: one that is malformed is as unknown as a missing one (404, DESIGN.md §4).
+export const AssetMaterializationPathParams = z.object({ name: ResourceName, key: AssetKeyParam, id: z.string().min(1).max(100) });
 export type AssetMaterializationPathParams = z.infer<typeof AssetMaterializationPathParams>;
 
 /** `GET …/assets/:key/materializations`: newest first, a page at a time. */
@@ -169,7 +170,8 @@ export type MaterializationPreview = z.infer<typeof MaterializationPreview>;
 export const AssetMaterializationParams = z.object({
   environmentId: z.string().min(1).max(100),
   key: AssetKeyParam,
-  id: MaterializationId,
+  // Any id the public route took: a malformed one is found nowhere (404).
+  id: z.string().min(1).max(100),
 });
 
 /** Internal: what an attempt records after `ctx.emit` wrote its file (tests record bare rows too). */

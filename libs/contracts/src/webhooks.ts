@@ -57,7 +57,8 @@ export const UpdateWebhookRequest = z
   .meta({ minProperties: 1 });
 export type UpdateWebhookRequest = z.infer<typeof UpdateWebhookRequest>;
 
-export const WebhookPathParams = z.object({ id: WebhookId });
+// Any id is looked up: one that is malformed is as unknown as a missing one (404, DESIGN.md §4).
+export const WebhookPathParams = z.object({ id: z.string().min(1).max(100) });
 
 export const Webhook = z.object({
   id: WebhookId,

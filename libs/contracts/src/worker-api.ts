@@ -10,8 +10,12 @@ import { StoredColumn } from './deployments.ts';
  * start (header `x-attempt-lease`); a superseded lease is refused with 409 `lease_superseded`.
  */
 export const ATTEMPT_LEASE_HEADER = 'x-attempt-lease';
-/** What a lease looks like: the placement-service refuses any other value of the header before it looks one up. */
-export const ATTEMPT_LEASE_PATTERN = /^[A-Za-z0-9_-]{8,200}$/;
+/**
+ * What the header may hold: 1-200 printable ASCII characters, else 422 before any lookup.
+ * Any such value that is not the attempt's current lease (a stale one, or one never
+ * given) is `409 lease_superseded`, after the attempt is found for the caller's tenant.
+ */
+export const ATTEMPT_LEASE_PATTERN = /^[\x20-\x7e]{1,200}$/;
 
 export const WorkerIdentity = z.strictObject({
   /** Random per process, chosen by the worker. */

@@ -118,11 +118,12 @@ export class DeploymentsService {
       sdkVersion: fields?.sdk_version ?? null,
       activate: fields?.activate ?? true,
       allowContractChanges: fields?.allow_contract_changes ?? stringsOf((body as { allow_contract_changes?: unknown }).allow_contract_changes),
-      createdBy: fields?.created_by ?? null,
+      // Not sent: the caller that made it (its token's id), so the row always names its creator.
+      createdBy: fields?.created_by ?? cause.actor,
       fieldErrors,
       ...workflowCauseOf(cause),
     };
-    await this.deployments.storeManifest(tenantId, input.deploymentId, environment.id, input.bundleRef, gate.data.manifest);
+    await this.deployments.storeManifest(tenantId, input.deploymentId, { id: environment.id, name: environment.name }, input.bundleRef, gate.data.manifest);
     let outcome;
     try {
       outcome = await this.workflows.ingest(input, arrivedAt);
@@ -169,9 +170,17 @@ export class DeploymentsService {
     }
   }
 
-  async get(tenantId: string, id: string, requestId: string, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<Deployment> {
+  /** The row, or, while its ingest still runs (the 202 of an ingest said to poll here), the pending shape. */
+  async get(tenantId: string, id: string, requestId: string, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<Deployment | DeploymentPending> {
     const row = await this.deployments.find(tenantId, id);
-    if (!row || !environments.allows(row.environment_name)) throw notFound(`Deployment ${id}`);
+    if (!row) {
+      const pending = await this.deployments.pendingOf(tenantId, id);
+      // A manifest stored before it named its environment is shown only to a token of the whole tenant.
+      const visible = pending && (pending.environmentName === null ? !environments.restricted : environments.allows(pending.environmentName));
+      if (!visible) throw notFound(`Deployment ${id}`);
+      return { id, environment_id: pending.environmentId, status: 'pending' };
+    }
+    if (!environments.allows(row.environment_name)) throw notFound(`Deployment ${id}`);
     const environment = await this.placement.findEnvironment(tenantId, row.environment_name, requestId);
     return toDeployment(row, environment?.active_deployment_id ?? null);
   }

@@ -17,7 +17,10 @@ export function toAttempt(doc: AttemptDocument): Attempt {
     finished_at: iso(doc.finished_at),
     last_heartbeat_at: iso(doc.last_heartbeat_at),
     error: doc.error,
-    assets: doc.assets.map((asset) => ({ ...asset })),
+    // The asset its worker last reported working on (at its heartbeat) is `running` until its outcome is recorded.
+    assets: doc.assets.map((asset) =>
+      doc.status === 'running' && asset.status === 'pending' && asset.key === doc.current_asset ? { ...asset, status: 'running' as const } : { ...asset },
+    ),
   };
 }
 

@@ -38,6 +38,8 @@ interface ManifestDocument {
   _id: string;
   tenant_id: string;
   environment_id: string;
+  /** The environment's name, so that a pending ingest can be shown to a token limited by names (absent on manifests stored before). */
+  environment_name?: string;
   manifest_json: string;
   /** The bundle the deployment names (absent on manifests stored before bundles were swept). */
   bundle_ref?: string;
@@ -99,6 +101,7 @@ const manifestSchema = new Schema<ManifestDocument>(
     _id: { type: String, required: true },
     tenant_id: { type: String, required: true },
     environment_id: { type: String, required: true },
+    environment_name: { type: String },
     manifest_json: { type: String, required: true },
     bundle_ref: { type: String },
     inserted_at: { type: Date, required: true },
@@ -136,12 +139,22 @@ export class DeploymentRepository {
    * as referenced in the same transaction: from then on the bundle sweep sees a deployment
    * naming it. A bundle already gone is not refused here; the ingest reports it.
    */
-  async storeManifest(tenantId: string, deploymentId: string, environmentId: string, bundleRef: string, manifest: unknown): Promise<void> {
+  async storeManifest(tenantId: string, deploymentId: string, environment: { id: string; name: string }, bundleRef: string, manifest: unknown): Promise<void> {
     const manifestJson = JSON.stringify(manifest);
     await inTransaction(this.connection, async (session) => {
       await this.bundles.markReferenced(tenantId, bundleRef, session);
-      await this.manifests.insert(tenantId, { _id: deploymentId, environment_id: environmentId, manifest_json: manifestJson, bundle_ref: bundleRef, inserted_at: new Date() }, { session });
+      await this.manifests.insert(
+        tenantId,
+        { _id: deploymentId, environment_id: environment.id, environment_name: environment.name, manifest_json: manifestJson, bundle_ref: bundleRef, inserted_at: new Date() },
+        { session },
+      );
     });
+  }
+
+  /** A deployment whose manifest is stored but whose row is not yet written (its ingest still runs): where it belongs. */
+  async pendingOf(tenantId: string, deploymentId: string): Promise<{ environmentId: string; environmentName: string | null } | undefined> {
+    const doc = await this.manifests.findOne(tenantId, { _id: deploymentId }, { projection: { environment_id: 1, environment_name: 1 } });
+    return doc ? { environmentId: doc.environment_id, environmentName: doc.environment_name ?? null } : undefined;
   }
 
   /** Whether a deployment of the tenant names the bundle: its manifest, or (stored before manifests named it) its row. */
