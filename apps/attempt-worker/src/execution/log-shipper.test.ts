@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttemptLogLine } from '@envengine/contracts';
-import { LogShipper, MASK } from './log-shipper.ts';
+import { LogShipper, MASK, MAX_BATCH_BYTES } from './log-shipper.ts';
 
 const shippers: LogShipper[] = [];
 afterEach(async () => {
@@ -46,6 +46,18 @@ describe('LogShipper', () => {
     logs.add(null, 'x token-with-suffix y');
     await logs.flush();
     expect(sent[0]!.message).toBe(`x ${MASK} y`);
+  });
+
+  it('keeps every batch within MAX_BATCH_BYTES as JSON, however long its lines, and sends every line once, in order', async () => {
+    const batches: AttemptLogLine[][] = [];
+    const logs = new LogShipper(async (lines) => void batches.push(lines), 60_000, () => undefined, { maxLines: 10_000, maxChars: 100_000_000 });
+    shippers.push(logs);
+    // 1,000 lines of 3,000 characters (and quotes, escaped to two bytes each): two 500-line batches would be ~3.5 MB each.
+    for (let i = 0; i < 1000; i += 1) logs.add('big', `${i} ${'"'.repeat(1500)}${'x'.repeat(1500)}`);
+    await logs.flush();
+    for (const batch of batches) expect(Buffer.byteLength(JSON.stringify({ lines: batch }))).toBeLessThanOrEqual(MAX_BATCH_BYTES + 100);
+    expect(batches.length).toBeGreaterThan(2);
+    expect(batches.flat().map((line) => line.seq)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
   });
 
   it('cuts the log at its line limit with one marker line', async () => {

@@ -1,6 +1,14 @@
 import { MAX_LOG_MESSAGE_CHARS, type AttemptLogLine } from '@envengine/contracts';
 
 const MAX_BATCH = 500;
+/**
+ * Bytes of one batch's lines as JSON, at most: half the API's default body limit (1 MiB),
+ * so that 500 long lines never make a body the gateway refuses (a 413 would be retried,
+ * never sent, and every later line would wait behind it).
+ */
+export const MAX_BATCH_BYTES = 512 * 1024;
+
+const bytesOf = (line: AttemptLogLine) => Buffer.byteLength(JSON.stringify(line)) + 1;
 /** Shorter secret values are not masked: masking every "a" would say more than it hides. */
 export const MIN_MASKED_CHARS = 4;
 export const MASK = '***';
@@ -24,6 +32,9 @@ export class LogShipper {
   private chars = 0;
   private cut = false;
   private pending: AttemptLogLine[] = [];
+  /** The JSON size of each pending line, and their sum. */
+  private pendingBytes: number[] = [];
+  private pendingTotal = 0;
   private sending: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   /** Longest first, so that a secret containing another is masked whole. */
@@ -64,8 +75,11 @@ export class LogShipper {
       text = `… log cut: this attempt's log reached its limit of ${this.limits.maxLines} lines or ${this.limits.maxChars} characters; later lines were dropped`;
     }
     this.chars += text.length;
-    this.pending.push({ seq: this.seq++, at: new Date().toISOString(), asset, message: text });
-    if (this.pending.length >= MAX_BATCH) void this.flush();
+    const line = { seq: this.seq++, at: new Date().toISOString(), asset, message: text };
+    this.pending.push(line);
+    this.pendingBytes.push(bytesOf(line));
+    this.pendingTotal += this.pendingBytes.at(-1)!;
+    if (this.pending.length >= MAX_BATCH || this.pendingTotal >= MAX_BATCH_BYTES) void this.flush();
   }
 
   /** `message` with every secret value registered so far replaced by `***` (for errors as for log lines). */
@@ -79,10 +93,16 @@ export class LogShipper {
   flush(): Promise<void> {
     this.sending = this.sending.then(async () => {
       while (this.pending.length > 0) {
-        const batch = this.pending.slice(0, MAX_BATCH);
+        // At most MAX_BATCH lines and MAX_BATCH_BYTES, and at least one line (one is at most ~100 KB).
+        let count = 0;
+        let bytes = 0;
+        while (count < this.pending.length && count < MAX_BATCH && (count === 0 || bytes + this.pendingBytes[count]! <= MAX_BATCH_BYTES)) bytes += this.pendingBytes[count++]!;
+        const batch = this.pending.slice(0, count);
         try {
           await this.send(batch);
-          this.pending.splice(0, batch.length);
+          this.pending.splice(0, count);
+          this.pendingBytes.splice(0, count);
+          this.pendingTotal -= bytes;
         } catch (error) {
           this.onError(error as Error);
           return;
