@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { AssetListing, dataEnvelope, Run } from '@envengine/contracts';
-import { createTenant, replicaLogFiles, until, type TestTenant } from '@envengine/test-harness';
+import { createTenant, deployProject, replicaLogFiles, until, type TestTenant } from '@envengine/test-harness';
 import { z } from 'zod';
 import { deployRunsProject, waitForRun } from './runs-fixtures.ts';
 
@@ -190,6 +190,38 @@ describe('runs on the engine host (local)', () => {
       [2, 'succeeded'],
     ]);
     expect(finished.attempts[1]!.assets.map((asset) => asset.key)).toEqual(['flaky_total']);
+  });
+
+  it('a retry re-runs only the assets no earlier attempt materialized: one that emitted, then threw, is not run again', async () => {
+    const columns = [{ name: 'id', type: 'integer' }];
+    const asset = (key: string, deps: string[] = []) => ({ key, binding: 'warehouse', entry: `assets/${key}.js`, deps, schema: { columns } });
+    await deployProject(tenant.api, {
+      environment: 'partial',
+      storagePrefix: `file://${lake}-partial`,
+      executor: 'local',
+      bindings: { warehouse: {} },
+      files: {
+        'assets/source.js': 'export default async (ctx) => { await ctx.emit([{ id: 1 }]); };',
+        'assets/emits_then_throws.js': `export default async (ctx) => {
+          await ctx.emit([{ id: ctx.run.attempt }]);
+          if (ctx.run.attempt === 1) throw new Error('thrown after its emit');
+        };`,
+        'assets/downstream.js': "export default async (ctx) => { await ctx.emit(await ctx.read('emits_then_throws')); };",
+      },
+      manifest: { version: 1, assets: [asset('source'), asset('emits_then_throws', ['source']), asset('downstream', ['emits_then_throws'])], jobs: [], schedules: [] },
+    });
+    const created = await tenant.api.post('/environments/partial/runs', { assets: ['source', 'emits_then_throws', 'downstream'], max_attempts: 2 });
+    expect(created.status, created.text).toBe(201);
+    const run = Run.parse(created.body.data);
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.status])).toEqual([
+      [1, 'failed'],
+      [2, 'succeeded'],
+    ]);
+    expect(finished.attempts[0]!.assets.find((outcome) => outcome.key === 'emits_then_throws')).toMatchObject({ status: 'failed', materialization_id: expect.stringMatching(/^mat_/) });
+    // Its rows of attempt 1 stand: the retry runs only what is downstream of it.
+    expect(finished.attempts[1]!.assets.map((outcome) => outcome.key)).toEqual(['downstream']);
+    expect(finished.status).toBe('succeeded');
   });
 
   it('cancels a running attempt: the run is canceled and its code stops', async () => {

@@ -468,7 +468,10 @@ export class RunRepository extends RunQueries {
     // Placed afresh: the environment's executor now, not the failed attempt's.
     const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
     const earlier = await this.attempts.find(tenantId, { run_id: run._id }, { session });
-    const materialized = new Set(earlier.flatMap((attempt) => attempt.assets.filter((asset) => asset.status === 'succeeded').map((asset) => asset.key)));
+    // Materialized: recorded under an earlier attempt's lease, even if its code threw after the emit (DESIGN.md §5).
+    const materialized = new Set(
+      earlier.flatMap((attempt) => attempt.assets.filter((asset) => asset.status === 'succeeded' || asset.materialization_id !== null).map((asset) => asset.key)),
+    );
     const remaining = run.assets.map((asset) => asset.key).filter((key) => !materialized.has(key));
     const number = run.attempt_count + 1;
     const next = newAttempt(run._id, run.environment_id, number, executor ?? failed.executor, remaining, new Date());
