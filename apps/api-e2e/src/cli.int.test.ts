@@ -226,7 +226,8 @@ describe('envctl against the stack', () => {
     expect(table.stdout).toContain(`of ${rows.length} rows of daily_revenue ${latest.id}`);
 
     expectExit(await envctl(['assets', 'preview', 'no_such', '--env', 'dev']), 4);
-    expectExit(await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev', '--materialization', 'mat_x']), 2);
+    // A malformed id is as unknown as a missing one (404): not found, exit 4.
+    expectExit(await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev', '--materialization', 'mat_x']), 4);
     expectExit(await envctl(['assets', 'preview', 'daily_revenue', '--env', 'dev', '-o', 'xml']), 2);
   });
 
