@@ -85,6 +85,11 @@ describe('deployments when Temporal or the workflow worker goes away', () => {
       const stranger = await createTenant(stack.info, 'failures-stranger');
       const strangers = await stranger.api.get(`/deployments/${id}`);
       expect([strangers.status, strangers.body.error?.code]).toEqual([404, 'not_found']);
+      // A token of the same tenant limited to other environments finds nothing either.
+      const minted = await tenant.api.post('/tokens', { name: 'previews only', role: 'viewer', environments: ['pr-*'] });
+      expect(minted.status, minted.text).toBe(201);
+      const limited = await tenant.api.withToken(minted.body.data.token as string).get(`/deployments/${id}`);
+      expect([limited.status, limited.body.error?.code]).toEqual([404, 'not_found']);
       process.kill(worker.pid!, 'SIGCONT');
       const recorded = await until(() => tenant.api.get(`/deployments/${id}`), (response) => response.status === 200 && response.body.data.status !== 'pending', 30_000);
       expect(recorded.body.data).toMatchObject({ id, status: 'ready' });
