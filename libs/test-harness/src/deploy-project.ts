@@ -9,6 +9,8 @@ export interface ProjectToDeploy {
   executor: 'local' | 'remote';
   /** More of the environment's create body (`kind`, `ttl_hours`, `max_concurrent_runs`...). */
   settings?: Record<string, unknown>;
+  /** Secret name → value, written before the bindings (whose `secret_refs` may name them). */
+  secrets?: Record<string, string>;
   /** Binding name → the body of its PUT (e.g. `{}` or `{ config: {...} }`), created before the deployment. */
   bindings: Record<string, Record<string, unknown>>;
   /** The bundle's files, path → content. */
@@ -23,6 +25,9 @@ export interface ProjectToDeploy {
 export async function deployProject(api: ApiClient, project: ProjectToDeploy): Promise<string> {
   const { environment } = project;
   expectStatus(await api.post('/environments', { name: environment, storage_prefix: project.storagePrefix, executor: project.executor, ...project.settings }), 201, 'creating the environment');
+  for (const [name, value] of Object.entries(project.secrets ?? {})) {
+    expectStatus(await api.put(`/environments/${environment}/secrets/${name}`, { value }), 201, `creating the secret ${name}`);
+  }
   for (const [name, body] of Object.entries(project.bindings)) {
     expectStatus(await api.put(`/environments/${environment}/bindings/${name}`, body), 201, `creating the binding ${name}`);
   }

@@ -302,8 +302,8 @@ const MAX_REPORTED_ERROR_CHARS = 4000;
  * (user code may throw one, `password=` + value), and cut to a size the worker API takes.
  */
 function reportable(logs: LogShipper, error: string): string {
-  const masked = logs.masked(error);
-  return masked.length > MAX_REPORTED_ERROR_CHARS ? `${masked.slice(0, MAX_REPORTED_ERROR_CHARS)}… (cut)` : masked;
+  const masked = logs.maskedHead(error, MAX_REPORTED_ERROR_CHARS);
+  return masked.cut ? `${masked.text}… (cut)` : masked.text;
 }
 
 /** `ctx.emit` on a read_only binding throws before any I/O (no keys asked for, nothing written). */

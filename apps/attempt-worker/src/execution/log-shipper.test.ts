@@ -37,7 +37,7 @@ describe('LogShipper', () => {
     logs.add('a', 'Error: password=hunter2-password\r\n    at run (assets/a.js:3:9)\n');
     await logs.flush();
     expect(sent.map((line) => line.message)).toEqual([`Error: password=${MASK}`, '    at run (assets/a.js:3:9)']);
-    expect(logs.masked('thrown: hunter2-password')).toBe(`thrown: ${MASK}`);
+    expect(logs.maskedHead('thrown: hunter2-password', 100)).toEqual({ text: `thrown: ${MASK}`, cut: false });
   });
 
   it('masks the longer of two overlapping secrets whole', async () => {

@@ -1,4 +1,7 @@
 import { MAX_LOG_MESSAGE_CHARS, type AttemptLogLine } from '@envengine/contracts';
+import { SecretMask } from '@envengine/secret-masking';
+
+export { MASK } from '@envengine/secret-masking';
 
 const MAX_BATCH = 500;
 /**
@@ -9,9 +12,6 @@ const MAX_BATCH = 500;
 export const MAX_BATCH_BYTES = 512 * 1024;
 
 const bytesOf = (line: AttemptLogLine) => Buffer.byteLength(JSON.stringify(line)) + 1;
-/** Shorter secret values are not masked: masking every "a" would say more than it hides. */
-export const MIN_MASKED_CHARS = 4;
-export const MASK = '***';
 
 export interface LogLimits {
   /** Lines kept per attempt; past it one marker line says the log was cut. */
@@ -37,8 +37,11 @@ export class LogShipper {
   private pendingTotal = 0;
   private sending: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
-  /** Longest first, so that a secret containing another is masked whole. */
-  private secrets: string[] = [];
+  /**
+   * The attempt's secret values, masked in time linear in a line's length whatever their
+   * number: this runs on the runner's main loop, which also sends every attempt's heartbeats.
+   */
+  private readonly secrets = new SecretMask();
 
   constructor(
     private readonly send: (lines: AttemptLogLine[]) => Promise<void>,
@@ -49,14 +52,13 @@ export class LogShipper {
     this.timer = setInterval(() => void this.flush(), intervalMs);
   }
 
-  /** Registers secret values to mask from now on: each value, and each line of a multi-line one. */
+  /**
+   * Registers secret values to mask from now on: each value, and each line of a multi-line
+   * one. Past the mask's bound it throws (MaskLimitError), registering none of them, so the
+   * resolution that asked fails before anyone has the values.
+   */
   maskSecrets(values: readonly unknown[]): void {
-    const added = values
-      .map((value) => (typeof value === 'string' ? value : JSON.stringify(value)))
-      .flatMap((value) => [value, ...value.split(/\r?\n/)])
-      .map((value) => value.trim())
-      .filter((value) => value.length >= MIN_MASKED_CHARS);
-    this.secrets = [...new Set([...this.secrets, ...added])].sort((a, b) => b.length - a.length);
+    this.secrets.register(values);
   }
 
   /** Adds a message, one log line per line of it (a stack trace stays readable; the server escapes what control characters remain). */
@@ -68,8 +70,8 @@ export class LogShipper {
 
   private addLine(asset: string | null, message: string): void {
     if (this.cut) return;
-    const masked = this.masked(message);
-    let text = masked.length > MAX_LOG_MESSAGE_CHARS ? `${masked.slice(0, MAX_LOG_MESSAGE_CHARS - 15)}… (truncated)` : masked;
+    const head = this.secrets.maskHead(message, MAX_LOG_MESSAGE_CHARS);
+    let text = head.cut ? `${head.text.slice(0, MAX_LOG_MESSAGE_CHARS - 15)}… (truncated)` : head.text;
     if (this.seq >= this.limits.maxLines || this.chars + text.length > this.limits.maxChars) {
       this.cut = true;
       text = `… log cut: this attempt's log reached its limit of ${this.limits.maxLines} lines or ${this.limits.maxChars} characters; later lines were dropped`;
@@ -82,11 +84,9 @@ export class LogShipper {
     if (this.pending.length >= MAX_BATCH || this.pendingTotal >= MAX_BATCH_BYTES) void this.flush();
   }
 
-  /** `message` with every secret value registered so far replaced by `***` (for errors as for log lines). */
-  masked(message: string): string {
-    let masked = message;
-    for (const secret of this.secrets) if (masked.includes(secret)) masked = masked.split(secret).join(MASK);
-    return masked;
+  /** At most `maxChars` of `message`, every secret value registered so far replaced by `***` (for errors as for log lines). */
+  maskedHead(message: string, maxChars: number): { text: string; cut: boolean } {
+    return this.secrets.maskHead(message, maxChars);
   }
 
   /** Sends what is buffered; resolves when everything added so far was sent (or given up on). */
