@@ -224,6 +224,43 @@ describe("remote attempts on a tenant's pool", () => {
     await setGate(tenant, { open: false });
   });
 
+  it("drains on a SIGINT to its whole process group (a terminal's Ctrl-C): the running asset is not signalled and finishes, in one attempt", async () => {
+    await Promise.all(workers.splice(0).map((worker) => worker.process.stop()));
+    const worker = await startPoolWorker(stack, credential, 'ctrl-c', { DRAIN_TIMEOUT_MS: '30000' });
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['gated'] })).body.data);
+    await waitForAttempt(tenant, run.id, 1, 'running');
+    // ManagedProcess starts the worker as a group leader: this is what the terminal sends on Ctrl-C.
+    process.kill(-worker.process.pid!, 'SIGINT');
+    await until(async () => readFileSync(worker.logFile, 'utf8'), (log) => log.includes('"stopping"'), 10_000, 50);
+    await setGate(tenant, { open: true });
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status, finished.error ?? '').toBe('succeeded');
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.status, attempt.worker])).toEqual([[1, 'succeeded', 'ctrl-c']]);
+    expect(await worker.process.waitForExit()).toBe(0);
+    await setGate(tenant, { open: false });
+  });
+
+  it('stops at once on a second SIGINT to its group, handing the running attempt back (queued again, not lost)', async () => {
+    const worker = await startPoolWorker(stack, credential, 'ctrl-c-twice', { DRAIN_TIMEOUT_MS: '60000' });
+    const run = Run.parse((await tenant.api.post('/environments/prod/runs', { assets: ['gated'] })).body.data);
+    await waitForAttempt(tenant, run.id, 1, 'running');
+    process.kill(-worker.process.pid!, 'SIGINT');
+    await until(async () => readFileSync(worker.logFile, 'utf8'), (log) => log.includes('"stopping"'), 10_000, 50);
+    process.kill(-worker.process.pid!, 'SIGINT');
+    // Long before its 60 s drain would end.
+    expect(await worker.process.waitForExit()).toBe(0);
+    expect(readFileSync(worker.logFile, 'utf8')).toContain('stopping at once');
+    const handedBack = await waitForAttempt(tenant, run.id, 1, 'queued');
+    expect(handedBack.status).toBe('running');
+
+    workers.push(await startPoolWorker(stack, credential, 'after-ctrl-c'));
+    await setGate(tenant, { open: true });
+    const finished = await waitForRun(tenant, run.id);
+    expect(finished.status).toBe('succeeded');
+    expect(finished.attempts.map((attempt) => [attempt.number, attempt.status, attempt.worker])).toEqual([[1, 'succeeded', 'after-ctrl-c']]);
+    await setGate(tenant, { open: false });
+  });
+
   it('caches a bundle by digest, and refuses a tampered cached copy and fetches it again', async () => {
     const [worker] = workers;
     const fetchedLines = () => readFileSync(worker!.logFile, 'utf8').split('\n').filter((line) => line.includes('"bundle fetched"')).length;

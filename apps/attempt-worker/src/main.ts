@@ -294,4 +294,7 @@ stopOnSignals(log, async () => {
   await api.close();
   connection.disconnect();
   await tracing.shutdown();
-}, config.DRAIN_TIMEOUT_MS + 10_000);
+}, config.DRAIN_TIMEOUT_MS + 10_000, () => {
+  // A second Ctrl-C: the running attempts are handed back now (queued again, not lost), and the stop goes on.
+  leases.stopAll('drain');
+});

@@ -2,12 +2,19 @@ import type { Logger } from './logger.ts';
 
 /**
  * Runs `stop` once on SIGTERM or SIGINT, then exits; a stop that hangs is cut off after
- * `graceMs` so that an orchestrator's kill is never needed.
+ * `graceMs` so that an orchestrator's kill is never needed. A signal during the stop (a
+ * second Ctrl-C) calls `onRepeat`, to hurry it.
  */
-export function stopOnSignals(log: Logger, stop: () => Promise<void>, graceMs = 10_000): void {
+export function stopOnSignals(log: Logger, stop: () => Promise<void>, graceMs = 10_000, onRepeat?: () => void): void {
   let stopping = false;
   const handle = (signal: NodeJS.Signals) => {
-    if (stopping) return;
+    if (stopping) {
+      if (onRepeat) {
+        log.warn({ signal }, 'stop signal again: stopping at once');
+        onRepeat();
+      }
+      return;
+    }
     stopping = true;
     log.info({ signal }, 'stopping');
     const timer = setTimeout(() => {

@@ -331,7 +331,11 @@ function sandboxStdio(settings: SandboxSettings, egress: Egress): StdioOptions {
  */
 export function spawnAssetChild(settings: SandboxSettings, bundleRoot: string, egress: Egress = 'none'): SandboxChild {
   const stdio: SpawnOptions['stdio'] = ['ignore', 'pipe', 'pipe', 'pipe'];
-  const common: SpawnOptions = { env: { ...settings.env }, stdio };
+  // A session and process group of its own: a terminal's Ctrl-C or a service manager's
+  // SIGTERM to the worker's group reaches the worker alone, which drains its assets (and
+  // ends them itself past the deadline). bwrap's --die-with-parent, and the child's exit
+  // when its channel closes, still end it with the worker.
+  const common: SpawnOptions = { env: { ...settings.env }, stdio, detached: true };
   const cgroup = settings.cgroups?.create() ?? null;
   const asRoot = process.getuid?.() === 0;
   let child: ChildProcess;

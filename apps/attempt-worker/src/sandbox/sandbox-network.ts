@@ -40,7 +40,8 @@ export function connectPublicEgress(child: ChildProcess): Promise<void> {
       const slirp = spawn(
         'slirp4netns',
         ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-sandbox', '--enable-seccomp', '--ready-fd=3', '--exit-fd=4', ...slirpUserns, '--netns-type=path', netns, SLIRP_TAP],
-        { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
+        // Out of the worker's process group, as the sandbox is (os-sandbox.ts); --exit-fd ends it with the worker.
+        { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true },
       );
       child.once('exit', () => slirp.kill('SIGKILL'));
       let stderr = '';

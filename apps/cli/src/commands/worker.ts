@@ -64,10 +64,16 @@ export const workerCommand: CommandSpec = {
       ...(concurrency ? { CONCURRENCY: String(concurrency) } : {}),
     };
     ctx.out.info(`Starting a worker of pool ${credential.queue} (credential ${credential.id}) against ${settings.url}; Ctrl-C drains it.`);
-    const child = spawn(process.execPath, ['--enable-source-maps', program, '--pool'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-    const onInt = forward('SIGINT');
-    const onTerm = forward('SIGTERM');
+    // Its own process group, so that it hears a Ctrl-C once, from here: the terminal's goes
+    // to this group only. npm forwards the terminal's signal to its script, which had it
+    // already, so the same signal twice within REPEAT_MS is one (else one Ctrl-C would be
+    // the worker's "second Ctrl-C", which stops at once).
+    const child = spawn(process.execPath, ['--enable-source-maps', program, '--pool'], { env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+    const stopWithMe = () => child.kill('SIGTERM');
+    process.once('exit', stopWithMe);
+    const forward = signalForwarder((signal) => child.kill(signal));
+    const onInt = () => forward('SIGINT');
+    const onTerm = () => forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
     try {
@@ -85,6 +91,21 @@ export const workerCommand: CommandSpec = {
     } finally {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
+      process.off('exit', stopWithMe);
     }
   },
 };
+
+/** A repeat of the same signal this soon is the same Ctrl-C delivered twice (by the terminal and by npm). */
+export const REPEAT_MS = 250;
+
+/** Calls `send` for each signal, but once for the same signal twice within REPEAT_MS. */
+export function signalForwarder(send: (signal: NodeJS.Signals) => void, now: () => number = Date.now): (signal: NodeJS.Signals) => void {
+  let last: { signal: NodeJS.Signals; at: number } | undefined;
+  return (signal) => {
+    const at = now();
+    if (last && last.signal === signal && at - last.at < REPEAT_MS) return;
+    last = { signal, at };
+    send(signal);
+  };
+}
