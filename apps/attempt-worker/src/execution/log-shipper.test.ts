@@ -60,18 +60,45 @@ describe('LogShipper', () => {
     expect(batches.flat().map((line) => line.seq)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
   });
 
-  it('cuts the log at its line limit with one marker line', async () => {
-    const { logs, sent } = shipper({ maxLines: 3, maxChars: 1_000_000 });
-    for (let index = 0; index < 10; index++) logs.add(null, `line ${index}`);
+  it('keeps the head and the tail of a long log, with one marker line between them saying how many lines were dropped', async () => {
+    const { logs, sent } = shipper({ maxLines: 100, maxChars: 1_000_000 });
+    for (let index = 0; index < 5000; index++) logs.add(null, `line ${index}`);
     await logs.flush();
-    expect(sent.map((line) => line.message)).toEqual(['line 0', 'line 1', 'line 2', expect.stringMatching(/^… log cut: .*limit of 3 lines/)]);
-    expect(sent.map((line) => line.seq)).toEqual([0, 1, 2, 3]);
+    // The tail is held until the end.
+    expect(sent.map((line) => line.message)).toEqual(Array.from({ length: 90 }, (_, index) => `line ${index}`));
+    await logs.close();
+    expect(sent.map((line) => line.message)).toEqual([
+      ...Array.from({ length: 90 }, (_, index) => `line ${index}`),
+      expect.stringMatching(/^… log cut: 4900 lines dropped here\. .*keeps 100 lines .*the first 90 lines and the last 10 are kept$/),
+      ...Array.from({ length: 10 }, (_, index) => `line ${4990 + index}`),
+    ]);
+    expect(sent.map((line) => line.seq)).toEqual(Array.from({ length: 101 }, (_, index) => index));
   });
 
-  it('cuts the log at its character limit with one marker line', async () => {
-    const { logs, sent } = shipper({ maxLines: 1000, maxChars: 25 });
-    for (let index = 0; index < 10; index++) logs.add(null, '0123456789');
-    await logs.flush();
-    expect(sent.map((line) => line.message)).toEqual(['0123456789', '0123456789', expect.stringMatching(/^… log cut: .*25 characters/)]);
+  it('sends every line, with no marker, when the log ends within its limits though past its head', async () => {
+    const { logs, sent } = shipper({ maxLines: 100, maxChars: 1_000_000 });
+    for (let index = 0; index < 95; index++) logs.add(null, `line ${index}`);
+    await logs.close();
+    expect(sent.map((line) => line.message)).toEqual(Array.from({ length: 95 }, (_, index) => `line ${index}`));
+  });
+
+  it('cuts the log at its character limit, keeping a tail within a tenth of it', async () => {
+    const { logs, sent } = shipper({ maxLines: 1000, maxChars: 100 });
+    for (let index = 0; index < 20; index++) logs.add(null, `${index}`.padStart(10, '0'));
+    await logs.close();
+    expect(sent.map((line) => line.message)).toEqual([
+      ...Array.from({ length: 9 }, (_, index) => `${index}`.padStart(10, '0')),
+      expect.stringMatching(/^… log cut: 10 lines dropped here\. .*100 characters/),
+      '0000000019',
+    ]);
+  });
+
+  it('holds a flood past its head in constant room: the tail stays at its bound', async () => {
+    const { logs, sent } = shipper({ maxLines: 20, maxChars: 1_000_000 });
+    for (let index = 0; index < 50_000; index++) logs.add(null, `flood ${index}`);
+    await logs.close();
+    expect(sent).toHaveLength(21);
+    expect(sent.at(-1)!.message).toBe('flood 49999');
+    expect(sent[18]!.message).toMatch(/^… log cut: 49980 lines dropped/);
   });
 });

@@ -14,7 +14,7 @@ export const MAX_BATCH_BYTES = 512 * 1024;
 const bytesOf = (line: AttemptLogLine) => Buffer.byteLength(JSON.stringify(line)) + 1;
 
 export interface LogLimits {
-  /** Lines kept per attempt; past it one marker line says the log was cut. */
+  /** Lines kept per attempt: the first ones and the last tenth (at most 1,000), with one marker line between them saying how many were dropped. */
   maxLines: number;
   /** Characters of messages kept per attempt (a UTF-16 count, close to bytes for logs). */
   maxChars: number;
@@ -25,12 +25,23 @@ export interface LogLimits {
  * once when a batch is full). A batch that fails is sent again with the same numbers, so
  * the server stores each line once. Every secret value resolved for the attempt is masked
  * before a line is kept (as CI runners mask registered secrets), and the attempt's log is
- * capped in lines and characters: the overflow is dropped after one marker line.
+ * capped in lines and characters: past the head, the last lines are held and sent at the
+ * end after one marker line saying how many between them were dropped.
  */
 export class LogShipper {
   private seq = 0;
   private chars = 0;
-  private cut = false;
+  /** Once the head is full, every later line goes to the tail, even one that would fit. */
+  private headFull = false;
+  private readonly headLines: number;
+  private readonly headChars: number;
+  /** The last lines past the head, at most `tailLines` of `tailCharsMax` characters; older ones are dropped and counted. */
+  private tail: Omit<AttemptLogLine, 'seq'>[] = [];
+  private tailStart = 0;
+  private tailChars = 0;
+  private dropped = 0;
+  private readonly tailLines: number;
+  private readonly tailCharsMax: number;
   private pending: AttemptLogLine[] = [];
   /** The JSON size of each pending line, and their sum. */
   private pendingBytes: number[] = [];
@@ -50,6 +61,12 @@ export class LogShipper {
     private readonly limits: LogLimits,
   ) {
     this.timer = setInterval(() => void this.flush(), intervalMs);
+    // A tenth of each limit for the tail (at most 1,000 lines); the rest for the head. The
+    // marker is the one line past `maxLines` that the worker API keeps room for.
+    this.tailLines = Math.min(1000, Math.floor(limits.maxLines / 10));
+    this.tailCharsMax = Math.floor(limits.maxChars / 10);
+    this.headLines = limits.maxLines - this.tailLines;
+    this.headChars = limits.maxChars - this.tailCharsMax;
   }
 
   /**
@@ -69,19 +86,48 @@ export class LogShipper {
   }
 
   private addLine(asset: string | null, message: string): void {
-    if (this.cut) return;
     const head = this.secrets.maskHead(message, MAX_LOG_MESSAGE_CHARS);
-    let text = head.cut ? `${head.text.slice(0, MAX_LOG_MESSAGE_CHARS - 15)}… (truncated)` : head.text;
-    if (this.seq >= this.limits.maxLines || this.chars + text.length > this.limits.maxChars) {
-      this.cut = true;
-      text = `… log cut: this attempt's log reached its limit of ${this.limits.maxLines} lines or ${this.limits.maxChars} characters; later lines were dropped`;
+    const text = head.cut ? `${head.text.slice(0, MAX_LOG_MESSAGE_CHARS - 15)}… (truncated)` : head.text;
+    const line = { at: new Date().toISOString(), asset, message: text };
+    if (!this.headFull && this.seq < this.headLines && this.chars + text.length <= this.headChars) {
+      this.chars += text.length;
+      this.queue({ seq: this.seq++, ...line });
+      return;
     }
-    this.chars += text.length;
-    const line = { seq: this.seq++, at: new Date().toISOString(), asset, message: text };
+    // Past the head: the last lines are kept until the end, for a failure's tail is what matters.
+    this.headFull = true;
+    this.tail.push(line);
+    this.tailChars += text.length;
+    while (this.tailStart < this.tail.length && (this.tail.length - this.tailStart > this.tailLines || this.tailChars > this.tailCharsMax)) {
+      this.tailChars -= this.tail[this.tailStart++]!.message.length;
+      this.dropped++;
+    }
+    // Dropped lines are let go of in bulk: constant time a line, however long the flood.
+    if (this.tailStart > 1024 && this.tailStart * 2 > this.tail.length) {
+      this.tail = this.tail.slice(this.tailStart);
+      this.tailStart = 0;
+    }
+  }
+
+  private queue(line: AttemptLogLine): void {
     this.pending.push(line);
     this.pendingBytes.push(bytesOf(line));
     this.pendingTotal += this.pendingBytes.at(-1)!;
     if (this.pending.length >= MAX_BATCH || this.pendingTotal >= MAX_BATCH_BYTES) void this.flush();
+  }
+
+  /** The kept tail, after one marker line saying how many lines were dropped when there were any. */
+  private releaseTail(): void {
+    const kept = this.tail.slice(this.tailStart);
+    if (this.dropped > 0) {
+      const message = `… log cut: ${this.dropped} lines dropped here. This attempt's log keeps ${this.limits.maxLines} lines and ${this.limits.maxChars} characters: the first ${this.seq} lines and the last ${kept.length} are kept`;
+      this.queue({ seq: this.seq++, at: new Date().toISOString(), asset: null, message });
+      this.dropped = 0;
+    }
+    for (const line of kept) this.queue({ seq: this.seq++, ...line });
+    this.tail = [];
+    this.tailStart = 0;
+    this.tailChars = 0;
   }
 
   /** At most `maxChars` of `message`, every secret value registered so far replaced by `***` (for errors as for log lines). */
@@ -114,6 +160,7 @@ export class LogShipper {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    this.releaseTail();
     await this.flush();
   }
 }
