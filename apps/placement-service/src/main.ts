@@ -182,7 +182,15 @@ await runInternalService({
     poolGate = await startPoolGate(
       redis,
       config.REDIS_URL,
-      { host: config.POOL_GATE_HOST, port: config.POOL_GATE_PORT, maxConnections: config.POOL_GATE_MAX_CONNECTIONS, maxConnectionsPerUser: config.POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL },
+      {
+        host: config.POOL_GATE_HOST,
+        port: config.POOL_GATE_PORT,
+        maxConnections: config.POOL_GATE_MAX_CONNECTIONS,
+        maxConnectionsPerUser: config.POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL,
+        maxBufferedReplyBytes: config.POOL_GATE_MAX_UNREAD_REPLY_BYTES,
+        overBufferedTimeoutMs: config.POOL_GATE_UNREAD_TIMEOUT_MS,
+        memoryBytesPerPool: config.POOL_REDIS_MEMORY_BYTES,
+      },
       log,
     );
     log.info({ address: poolGate.address, public_url: config.PUBLIC_REDIS_URL }, 'pool gate listening');
