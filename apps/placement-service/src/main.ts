@@ -89,7 +89,7 @@ await runInternalService({
     const runs = new RunRepository(mongo, environments, quotas, outbox);
     const workers = new WorkerRegistry(mongo);
     const logs = new AttemptLogRepository(mongo);
-    const credentials = new PoolCredentialRepository(mongo, outbox);
+    const credentials = new PoolCredentialRepository(mongo, quotas, outbox);
     const storedSchedules = new StoredSchedulesRepository(mongo, config.SCHEDULE_TICK_SHARDS);
     const webhooks = new WebhookRepository(mongo, quotas, outbox);
     const webhookDeliveries = new WebhookDeliveryRepository(mongo);
@@ -202,7 +202,7 @@ await runInternalService({
       runs: runsService,
       schedules,
       pool,
-      quotas: new QuotasService(quotas, environments, runs, deployments, secrets, webhooks),
+      quotas: new QuotasService(quotas, environments, runs, deployments, secrets, webhooks, credentials),
       workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,
