@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { pack } from 'msgpackr';
 import { connectPoolRedis, POOL_GATE_LIMITS, poolWorkerScripts } from '@envengine/attempt-queues';
 import { redisUrlList } from '@envengine/redis-connections';
 import { MongoClient } from 'mongodb';
@@ -147,9 +148,12 @@ describe("remote attempts on a tenant's pool", () => {
       expect(await answer(gated, 'EVAL', 'return 1', '0')).toMatch(/^NOPERM the pool gate does not pass/);
       // What it does need passes: INFO, which its worker's ready check sends.
       expect(await answer(gated, 'INFO', 'server')).toBe('allowed');
-      // A worker script's argument is bounded: at the bound it reaches Redis, over it the gate hangs up.
-      const isMaxed = poolWorkerScripts().find((script) => script.name === 'isMaxed')!;
-      const withArgument = (bytes: number) => ['EVALSHA', isMaxed.sha1, '2', `${own}:meta`, `${own}:active`, Buffer.alloc(bytes, 'a')] as const;
+      // A worker script's argument is bounded (a job's return value, here of a job that is not there): at the bound it reaches Redis, over it the gate hangs up.
+      const moveToFinished = poolWorkerScripts().find((script) => script.name === 'moveToFinished')!;
+      const job = 'att_0000000000000000000000000a';
+      const keys = ['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'completed', job, 'metrics:completed', 'marker'].map((key) => `${own}:${key}`);
+      const finishOptions = pack({ token: 'worker-1:1', keepJobs: { count: 0 }, lockDuration: 30_000, attempts: 1, maxMetricsSize: '' });
+      const withArgument = (bytes: number) => ['EVALSHA', moveToFinished.sha1, '14', ...keys, job, String(Date.now()), 'returnvalue', Buffer.alloc(bytes, 'a'), 'completed', '0', `${own}:`, finishOptions, ''] as const;
       expect(await answer(gated, ...withArgument(POOL_GATE_LIMITS.maxArgumentBytes))).toBe('allowed');
       const oversized = await answer(gated, ...withArgument(POOL_GATE_LIMITS.maxArgumentBytes + 1));
       expect(oversized).toBe(`ERR an argument is at most ${POOL_GATE_LIMITS.maxArgumentBytes} bytes; the gate closes this connection`);

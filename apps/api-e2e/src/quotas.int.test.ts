@@ -78,6 +78,7 @@ describe('per-tenant quotas, through the gateway', () => {
       bundle_bytes: { limit: DEFAULT_QUOTA_LIMITS.bundle_bytes, used: 0 },
       secrets_per_environment: { limit: DEFAULT_QUOTA_LIMITS.secrets_per_environment, used: 0, by_environment: {} },
       webhooks: { limit: DEFAULT_QUOTA_LIMITS.webhooks, used: 0 },
+      pool_credentials: { limit: DEFAULT_QUOTA_LIMITS.pool_credentials, used: 0 },
     });
   });
 
@@ -275,6 +276,21 @@ describe('per-tenant quotas, through the gateway', () => {
     expect((await quotasOf(tenant)).webhooks).toEqual({ limit: 2, used: 2 });
     expect((await tenant.api.delete(`/webhooks/${first.body.data.id}`)).status).toBe(200);
     expect((await create()).status).toBe(201);
+  });
+
+  it('refuses a pool credential past the tenant’s live ones, and takes one again once one is revoked', async () => {
+    const tenant = await createTenant(stack, 'quota-pool-credentials');
+    await setQuotas(tenant, { pool_credentials: 2 });
+    const issue = () => tenant.api.post('/pool/credentials', { label: 'quota' });
+    const first = await issue();
+    expect(first.status, first.text).toBe(201);
+    expect((await issue()).status).toBe(201);
+    expectRefusedBy(await issue(), 'pool_credentials_quota_exceeded');
+    expect(((await tenant.api.get('/pool')).body.data.credentials as unknown[]).length).toBe(2);
+    expect((await quotasOf(tenant)).pool_credentials).toEqual({ limit: 2, used: 2 });
+    expect((await tenant.api.request('DELETE', `/pool/credentials/${first.body.data.id}`)).status).toBe(200);
+    expect((await quotasOf(tenant)).pool_credentials).toEqual({ limit: 2, used: 1 });
+    expect((await issue()).status).toBe(201);
   });
 
   it('answers the admin command clearly for an unknown tenant', async () => {

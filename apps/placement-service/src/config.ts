@@ -25,9 +25,24 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * Connections the pool gate holds at once, of every pool, and of one pool credential:
    * each holds one to Redis (two or three per worker process), whose `maxclients` (10,000)
    * the engine's services share; so no credential takes them all, nor all pools Redis's.
+   * Per credential: ten worker processes; with the `pool_credentials` quota (10), a tenant
+   * holds at most 320.
    */
   POOL_GATE_MAX_CONNECTIONS: PositiveIntFromEnv(2048),
-  POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL: PositiveIntFromEnv(128),
+  POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL: PositiveIntFromEnv(32),
+  /**
+   * Reply bytes one pool gate connection may leave unread (or held for their turn): past
+   * it the gate passes none of its further commands until the client reads, and closes it
+   * if it stays over for `POOL_GATE_UNREAD_TIMEOUT_MS`.
+   */
+  POOL_GATE_MAX_UNREAD_REPLY_BYTES: PositiveIntFromEnv(1024 * 1024),
+  POOL_GATE_UNREAD_TIMEOUT_MS: PositiveIntFromEnv(30_000),
+  /**
+   * Bytes one pool's queue may hold in Redis (its keys' `MEMORY USAGE`, measured at most
+   * once a second per queue): past it the gate refuses the pool's writes of more than
+   * 4 KiB, so one pool cannot fill the `maxmemory` every tenant's runs need.
+   */
+  POOL_REDIS_MEMORY_BYTES: PositiveIntFromEnv(8 * 1024 * 1024),
   /**
    * The Redis URL pool workers are told to use (in every credential issued): the pool
    * gate's address as other hosts reach it, e.g. `redis://queues.example.com:6380`; no

@@ -89,7 +89,7 @@ await runInternalService({
     const runs = new RunRepository(mongo, environments, quotas, outbox);
     const workers = new WorkerRegistry(mongo);
     const logs = new AttemptLogRepository(mongo);
-    const credentials = new PoolCredentialRepository(mongo, outbox);
+    const credentials = new PoolCredentialRepository(mongo, quotas, outbox);
     const storedSchedules = new StoredSchedulesRepository(mongo, config.SCHEDULE_TICK_SHARDS);
     const webhooks = new WebhookRepository(mongo, quotas, outbox);
     const webhookDeliveries = new WebhookDeliveryRepository(mongo);
@@ -182,7 +182,15 @@ await runInternalService({
     poolGate = await startPoolGate(
       redis,
       config.REDIS_URL,
-      { host: config.POOL_GATE_HOST, port: config.POOL_GATE_PORT, maxConnections: config.POOL_GATE_MAX_CONNECTIONS, maxConnectionsPerUser: config.POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL },
+      {
+        host: config.POOL_GATE_HOST,
+        port: config.POOL_GATE_PORT,
+        maxConnections: config.POOL_GATE_MAX_CONNECTIONS,
+        maxConnectionsPerUser: config.POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL,
+        maxBufferedReplyBytes: config.POOL_GATE_MAX_UNREAD_REPLY_BYTES,
+        overBufferedTimeoutMs: config.POOL_GATE_UNREAD_TIMEOUT_MS,
+        memoryBytesPerPool: config.POOL_REDIS_MEMORY_BYTES,
+      },
       log,
     );
     log.info({ address: poolGate.address, public_url: config.PUBLIC_REDIS_URL }, 'pool gate listening');
@@ -194,7 +202,7 @@ await runInternalService({
       runs: runsService,
       schedules,
       pool,
-      quotas: new QuotasService(quotas, environments, runs, deployments, secrets, webhooks),
+      quotas: new QuotasService(quotas, environments, runs, deployments, secrets, webhooks, credentials),
       workerApi: new WorkerApiService(runs, workers, logs, environments, dispatcher, deployments, resolver, {
         max_lines: config.ATTEMPT_LOG_MAX_LINES,
         max_chars: config.ATTEMPT_LOG_MAX_CHARS,

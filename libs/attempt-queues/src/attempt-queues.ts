@@ -19,7 +19,22 @@ export function attemptQueueKeyName(queue: string): string {
 
 /** Every Redis key of one attempt queue: `envengine:{<queue>}:*` (an ACL key pattern; braces are not special in it). */
 export function attemptQueueKeyPattern(queue: string): string {
-  return `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(queue)}:*`;
+  return `${attemptQueueKeyBase(queue)}*`;
+}
+
+/** What every Redis key of one attempt queue starts with, `envengine:{<queue>}:` (BullMQ's `toKey('')`, its scripts' key prefix). */
+export function attemptQueueKeyBase(queue: string): string {
+  return `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(queue)}:`;
+}
+
+/** The attempt queue a Redis key belongs to (`envengine:{<queue>}:…`), or undefined for any other key. */
+export function attemptQueueOfKey(key: string): string | undefined {
+  const head = `${ATTEMPT_QUEUE_PREFIX}:{`;
+  if (!key.startsWith(head)) return undefined;
+  const close = key.indexOf('}:', head.length);
+  if (close < 0) return undefined;
+  const queue = key.slice(head.length, close);
+  return isAttemptQueueName(queue) ? queue : undefined;
 }
 
 /** The engine's own queue: `local` attempts, taken by `attempt-worker --local`. */
@@ -56,6 +71,12 @@ export function parseAttemptJob(data: unknown): AttemptJob {
 export function attemptJobId(job: Pick<AttemptJob, 'attempt_id' | 'dispatch'>): string {
   return job.dispatch === 0 ? job.attempt_id : `${job.attempt_id}.${job.dispatch}`;
 }
+
+/** Entries kept in each attempt queue's BullMQ event stream (trimmed as each is added). */
+export const ATTEMPT_QUEUE_EVENTS_MAX_LEN = 1000;
+
+/** Every BullMQ job id `attemptJobId` makes: an attempt id, and a hand-back's dispatch number after a dot. */
+export const ATTEMPT_JOB_ID_PATTERN = /^att_[0-9a-z]{26}(?:\.[1-9][0-9]{0,8})?$/;
 
 export interface AttemptQueueCounts {
   waiting: number;
@@ -136,7 +157,13 @@ export class AttemptQueueProducer {
   private queue(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(attemptQueueKeyName(name), { connection: this.connection, prefix: ATTEMPT_QUEUE_PREFIX, telemetry: this.telemetry });
+      queue = new Queue(attemptQueueKeyName(name), {
+        connection: this.connection,
+        prefix: ATTEMPT_QUEUE_PREFIX,
+        telemetry: this.telemetry,
+        // Nothing reads a queue's event stream but a benchmark, live: 1,000 entries (BullMQ's default is 10,000) bound what a pool's finished jobs leave in it.
+        streams: { events: { maxLen: ATTEMPT_QUEUE_EVENTS_MAX_LEN } },
+      });
       this.queues.set(name, queue);
     }
     return queue;

@@ -1,11 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { unpack } from 'msgpackr';
 import { everyRedisServer, REDIS_CLUSTER_CLIENT_COMMANDS, type RedisConnection } from '@envengine/redis-connections';
 import { attemptQueueKeyPattern, LOCAL_ATTEMPT_QUEUE, tenantAttemptQueue } from './attempt-queues.ts';
 import { ENVIRONMENT_RETIRED_CHANNEL } from '@envengine/contracts';
-import type { CommandLimits, GatePolicy, GateVerdict } from '@envengine/redis-gate';
 
 export interface PoolUser {
   username: string;
@@ -64,6 +62,8 @@ export interface WorkerScript {
   /** The Lua source, as BullMQ defines the command with ioredis (which sends EVALSHA of its SHA-1). */
   content: string;
   sha1: string;
+  /** How many of its arguments are keys (`EVALSHA <sha1> <keys> …`). */
+  keys: number;
 }
 
 /**
@@ -73,12 +73,12 @@ export interface WorkerScript {
  */
 export function poolWorkerScripts(): WorkerScript[] {
   // The CommonJS build, which is what Node loads for `import 'bullmq'` (its ESM build is not Node-loadable as is).
-  const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { name: string; content: string }>;
-  const byName = new Map(Object.values(bullmqScripts).map((script) => [script.name, script.content]));
+  const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, { name: string; content: string; keys: number }>;
+  const byName = new Map(Object.values(bullmqScripts).map((script) => [script.name, script]));
   return POOL_WORKER_SCRIPT_NAMES.map((name) => {
-    const content = byName.get(name);
-    if (content === undefined) throw new Error(`BullMQ has no script "${name}": the pool ACL needs updating for this BullMQ version`);
-    return { name, content, sha1: createHash('sha1').update(content).digest('hex') };
+    const script = byName.get(name);
+    if (script === undefined) throw new Error(`BullMQ has no script "${name}": the pool ACL needs updating for this BullMQ version`);
+    return { name, content: script.content, sha1: createHash('sha1').update(script.content).digest('hex'), keys: script.keys };
   });
 }
 
@@ -277,70 +277,4 @@ export function reapplyOnReady(redis: RedisConnection, loadUsers: () => Promise<
     redis.off('ready', onReady);
     redis.off('+node', onReady);
   };
-}
-
-/**
- * What a pool worker may send through the pool gate (the placement-service's, which pool
- * workers reach instead of Redis): no plain command that reads or writes a key, since
- * Redis's ACL cannot take those from a user who runs scripts that use them. Argument
- * sizes are bounded: a job's return value, failure reason, stack trace or log line is at
- * most `maxArgumentBytes`.
- */
-export const POOL_GATE_LIMITS: CommandLimits = { maxArgumentBytes: 256 * 1024, maxArguments: 1024, maxCommandBytes: 1024 * 1024 };
-
-/**
- * The gate's policy for pool users: EVALSHA of the worker scripts (routed by their keys),
- * BZPOPMIN (the blocking wait on the queue's marker key), INFO and CLIENT SETNAME; every
- * other command is answered NOPERM by the gate itself. Redis then applies the user's ACL
- * (its tenant's keys only) to what passes. A Redis Cluster's commands are not needed: the
- * gate is one server to its clients.
- */
-export function poolGatePolicy(): GatePolicy {
-  const workerScripts = poolWorkerScripts();
-  const scripts = new Set(workerScripts.map((script) => script.sha1));
-  const moveToFinished = workerScripts.find((script) => script.name === 'moveToFinished')!.sha1;
-  const refuse = (what: string): GateVerdict => ({ refuse: `NOPERM the pool gate does not pass ${what}: a pool worker may run the engine's listed BullMQ scripts by EVALSHA, BZPOPMIN, INFO and CLIENT SETNAME only` });
-  return (command) => {
-    const name = command[0]!.toString('latin1').toLowerCase();
-    switch (name) {
-      case 'evalsha': {
-        const sha1 = command[1]?.toString('latin1').toLowerCase() ?? '';
-        if (!scripts.has(sha1)) return refuse('EVALSHA of a script that is not one of the worker scripts');
-        const keyCount = Number(command[2]?.toString('latin1'));
-        if (!Number.isInteger(keyCount) || keyCount < 0 || keyCount > command.length - 3) return { refuse: 'ERR Number of keys can\'t be greater than number of args' };
-        if (sha1 === moveToFinished && !removesFinishedJob(command.slice(3 + keyCount))) {
-          return refuse('moveToFinished that keeps the finished job: an attempt\'s job is removed when it ends');
-        }
-        return { forward: 'keys', keys: command.slice(3, 3 + keyCount) };
-      }
-      case 'bzpopmin':
-        if (command.length < 3) return { refuse: "ERR wrong number of arguments for 'bzpopmin' command" };
-        return { forward: 'keys', keys: command.slice(1, -1) };
-      case 'info':
-        return { forward: 'home' };
-      case 'client':
-        if (command.length === 3 && command[1]!.toString('latin1').toLowerCase() === 'setname') return { forward: 'home' };
-        return refuse(`CLIENT ${command[1]?.toString('latin1').toUpperCase().slice(0, 32) ?? ''}`.trim());
-      default:
-        return refuse(`'${name.slice(0, 32)}'`);
-    }
-  };
-}
-
-/**
- * Whether moveToFinished's arguments (bullmq 6.7: job id, timestamp, property, value,
- * target, fetch-next, prefix, then its msgpack-ed options) remove the job as it ends
- * (`keepJobs: {count: 0}`, what the engine's `removeOnComplete`/`removeOnFail: true` give).
- * A worker that kept them would leave a job hash of up to a command's size behind for
- * every attempt it finished.
- */
-function removesFinishedJob(args: readonly Buffer[]): boolean {
-  const packed = args[7];
-  if (!packed) return false;
-  try {
-    const options = unpack(packed) as { keepJobs?: { count?: unknown; age?: unknown } } | null;
-    return options?.keepJobs?.count === 0;
-  } catch {
-    return false;
-  }
 }

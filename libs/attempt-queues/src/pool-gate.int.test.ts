@@ -4,7 +4,8 @@ import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCommand, replyEnd, startRedisGate, type RedisGate } from '@envengine/redis-gate';
 import { ATTEMPT_QUEUE_PREFIX, AttemptQueueProducer, attemptQueueKeyName, tenantAttemptQueue } from './attempt-queues.ts';
-import { POOL_GATE_LIMITS, POOL_USERNAME_PREFIX, PoolAclRegistry, poolGatePolicy, poolWorkerScripts } from './pool-acl.ts';
+import { POOL_USERNAME_PREFIX, PoolAclRegistry, poolWorkerScripts } from './pool-acl.ts';
+import { POOL_GATE_LIMITS, poolGatePolicy } from './pool-gate-policy.ts';
 import { poolRedisOptions } from './pool-connection.ts';
 import { testId, type RedisChild } from './redis-child.fixture.ts';
 import { issuePoolUser, replyTo, startPoolTestRedis, workTwoAttempts, type PoolCredentialForTest, type PoolTestRedis } from './pool-user.fixture.ts';
@@ -29,7 +30,7 @@ beforeAll(async () => {
   gate = await startRedisGate({
     host: '127.0.0.1',
     port: 0,
-    policy: poolGatePolicy(),
+    policy: poolGatePolicy({ redisVersion: "7.2.0" }),
     limits: POOL_GATE_LIMITS,
     acceptsUser: (username) => username.startsWith(POOL_USERNAME_PREFIX),
     nodeForSlot: () => `127.0.0.1:${server.port}`,
@@ -61,6 +62,12 @@ function client(credential: Credential, through: 'gate' | 'redis'): Redis {
 }
 
 const reply = replyTo;
+
+/** A job id the engine would give (an attempt's), of a job that is not there. */
+const job = testId('att');
+/** moveToFinished's 14 keys for `job`, as bullmq 6.7 names them. */
+const finishKeys = (own: string) => ['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'completed', job, 'metrics:completed', 'marker'].map((key) => `${own}:${key}`);
+const finishOptions = (keepJobs = { count: 0 }) => pack({ token: 'worker-1:1', keepJobs, lockDuration: 30_000, attempts: 1, maxMetricsSize: '' });
 
 /** Raw bytes to the gate, and every reply it sends until it has sent `count` of them or hangs up. */
 async function rawExchange(bytes: Buffer, count: number): Promise<{ replies: string[]; closed: boolean }> {
@@ -138,14 +145,16 @@ describe('the pool gate', { timeout: 15_000 }, () => {
     const tenant = testId('ten');
     const credential = await issue(tenant);
     const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}`;
-    const isMaxed = poolWorkerScripts().find((script) => script.name === 'isMaxed')!;
+    const moveToFinished = poolWorkerScripts().find((script) => script.name === 'moveToFinished')!;
     const auth = encodeCommand(['AUTH', credential.username, credential.password]);
+    // A job's return value, the one argument of a worker's that may be this large.
+    const finish = (returnValue: Buffer) => encodeCommand(['EVALSHA', moveToFinished.sha1, '14', ...finishKeys(own), job, String(Date.now()), 'returnvalue', returnValue, 'completed', '0', `${own}:`, finishOptions(), '']);
     const underBound = Buffer.alloc(POOL_GATE_LIMITS.maxArgumentBytes, 'a');
     const overBound = Buffer.alloc(POOL_GATE_LIMITS.maxArgumentBytes + 1, 'a');
-    // Positive control: at the bound, Redis gets it (and the script, which reads no argument, answers).
-    const under = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', isMaxed.sha1, '2', `${own}:meta`, `${own}:active`, underBound])]), 2);
-    expect(under.replies).toEqual(['+OK', '$-1']);
-    const over = await rawExchange(Buffer.concat([auth, encodeCommand(['EVALSHA', isMaxed.sha1, '2', `${own}:meta`, `${own}:active`, overBound])]), 3);
+    // Positive control: at the bound, Redis gets it (and the script answers that the job is missing).
+    const under = await rawExchange(Buffer.concat([auth, finish(underBound)]), 2);
+    expect(under.replies).toEqual(['+OK', ':-1']);
+    const over = await rawExchange(Buffer.concat([auth, finish(overBound)]), 3);
     expect(over.replies).toEqual(['+OK', `-ERR an argument is at most ${POOL_GATE_LIMITS.maxArgumentBytes} bytes; the gate closes this connection`]);
     expect(over.closed).toBe(true);
   });
@@ -156,13 +165,13 @@ describe('the pool gate', { timeout: 15_000 }, () => {
     const own = `${ATTEMPT_QUEUE_PREFIX}:${attemptQueueKeyName(tenantAttemptQueue(tenant))}`;
     const moveToFinished = poolWorkerScripts().find((script) => script.name === 'moveToFinished')!;
     const gated = client(credential, 'gate');
-    // BullMQ 6.7's 14 keys and 8 arguments, as its Worker sends them for a job that is not there.
-    const keys = ['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'completed', 'j1', 'metrics:completed', 'marker'].map((key) => `${own}:${key}`);
+    // BullMQ 6.7's 14 keys and 9 arguments, as its Worker sends them for a job that is not there.
+    const keys = finishKeys(own);
     const finish = (keepJobs: { count: number }) =>
-      reply(gated, 'EVALSHA', moveToFinished.sha1, keys.length, ...keys, 'j1', Date.now(), 'returnvalue', '"done"', 'completed', 0, `${own}:`, pack({ token: 't', keepJobs, lockDuration: 30_000, attempts: 1, maxMetricsSize: '' }));
+      reply(gated, 'EVALSHA', moveToFinished.sha1, keys.length, ...keys, job, Date.now(), 'returnvalue', '"done"', 'completed', 0, `${own}:`, finishOptions(keepJobs), '');
     // Positive control: removing the job, it reaches the script (which answers that the job is missing).
     expect(await finish({ count: 0 })).toMatch(/^allowed: -1$/);
-    expect(await finish({ count: -1 })).toMatch(/^NOPERM the pool gate does not pass moveToFinished that keeps the finished job/);
+    expect(await finish({ count: -1 })).toMatch(/^NOPERM the pool gate does not pass moveToFinished with argument 8 refused: options.keepJobs: must be \{count: 0\}: an attempt's job is removed when it ends/);
     expect(await finish({ count: 100 })).toMatch(/^NOPERM/);
   });
 

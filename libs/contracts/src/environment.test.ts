@@ -134,6 +134,7 @@ describe('httpStatusFor', () => {
       bundle_bytes_quota_exceeded: 429,
       secrets_per_environment_quota_exceeded: 429,
       webhooks_quota_exceeded: 429,
+      pool_credentials_quota_exceeded: 429,
       tokens_quota_exceeded: 429,
       webhook_target_refused: 422,
       unavailable: 503,

@@ -47,6 +47,7 @@ export const ErrorCode = z.enum([
   'bundle_bytes_quota_exceeded',
   'secrets_per_environment_quota_exceeded',
   'webhooks_quota_exceeded',
+  'pool_credentials_quota_exceeded',
   'tokens_quota_exceeded',
   /** A webhook URL whose address is on the engine's own network (loopback, private, link-local, the engine's host). */
   'webhook_target_refused',
@@ -132,6 +133,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'bundle_bytes_quota_exceeded':
     case 'secrets_per_environment_quota_exceeded':
     case 'webhooks_quota_exceeded':
+    case 'pool_credentials_quota_exceeded':
     case 'tokens_quota_exceeded':
       return 429;
     case 'unavailable':

@@ -253,7 +253,7 @@ export const PublicApi = {
     method: 'post', path: '/pool/credentials', service: 'placement', tag: 'Worker pools', auth: 'api_token', scope: 'pool:admin', tenantWide: true,
     summary: 'Issue a pool credential (its token is shown once)',
     body: CreatePoolCredentialRequest, bodyOptional: true, headers: [IDEMPOTENCY_HEADER],
-    responses: { 201: PoolCredentialIssued }, errors: [],
+    responses: { 201: PoolCredentialIssued }, errors: ['pool_credentials_quota_exceeded'],
   }),
   revokePoolCredential: endpoint({
     method: 'delete', path: '/pool/credentials/:id', service: 'placement', tag: 'Worker pools', auth: 'api_token', scope: 'pool:admin', tenantWide: true,

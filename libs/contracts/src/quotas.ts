@@ -6,7 +6,7 @@ import type { ErrorCode } from './errors.ts';
  * scope that owns that work: queued runs and environments by the placement scope, stored
  * bundle bytes by the deployment scope, secrets by the secrets scope.
  */
-export const QUOTA_NAMES = ['queued_runs', 'queued_runs_per_environment', 'environments', 'bundle_bytes', 'secrets_per_environment', 'webhooks'] as const;
+export const QUOTA_NAMES = ['queued_runs', 'queued_runs_per_environment', 'environments', 'bundle_bytes', 'secrets_per_environment', 'webhooks', 'pool_credentials'] as const;
 export const QuotaName = z.enum(QUOTA_NAMES);
 export type QuotaName = z.infer<typeof QuotaName>;
 
@@ -23,6 +23,7 @@ export const QUOTA_RULES = {
   bundle_bytes: { scope: 'deployment', errorCode: 'bundle_bytes_quota_exceeded', retryAfterSeconds: 3600 },
   secrets_per_environment: { scope: 'secrets', errorCode: 'secrets_per_environment_quota_exceeded', retryAfterSeconds: 3600 },
   webhooks: { scope: 'placement', errorCode: 'webhooks_quota_exceeded', retryAfterSeconds: 3600 },
+  pool_credentials: { scope: 'placement', errorCode: 'pool_credentials_quota_exceeded', retryAfterSeconds: 3600 },
 } as const satisfies Record<QuotaName, { scope: 'placement' | 'deployment' | 'secrets'; errorCode: ErrorCode; retryAfterSeconds: number }>;
 
 export type QuotaLimits = Record<QuotaName, number>;
@@ -40,6 +41,8 @@ export const DEFAULT_QUOTA_LIMITS: QuotaLimits = {
   secrets_per_environment: 1000,
   // Each event is sent to every webhook that wants it: this bounds one tenant's fan-out.
   webhooks: 25,
+  // Live ones (not revoked): each is a Redis user, and holds up to POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL of the pool gate's connections.
+  pool_credentials: 10,
 };
 
 /** What the operator may set for one tenant: any subset of the limits; `null` goes back to the default. */
@@ -88,6 +91,7 @@ export const Quotas = z.object({
   bundle_bytes: TenantQuotaUse,
   secrets_per_environment: EnvironmentQuotaUse,
   webhooks: TenantQuotaUse,
+  pool_credentials: TenantQuotaUse,
 });
 export type Quotas = z.infer<typeof Quotas>;
 

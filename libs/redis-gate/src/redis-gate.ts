@@ -1,6 +1,6 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
-import { CommandReader, encodeCommand, encodeError, encodeStatus, replyEnd, type CommandLimits } from './resp.ts';
+import { CommandReader, encodeCommand, encodeError, encodeStatus, replyEnd, type CommandLimits, type ProtocolError } from './resp.ts';
 
 /** What a gate does with one command (after AUTH): send it on to Redis, or answer it with an error itself. */
 export type GateVerdict =
@@ -8,6 +8,8 @@ export type GateVerdict =
   | { forward: 'keys'; keys: readonly Buffer[] }
   /** To the node the connection authenticated on (a command without keys, such as INFO). */
   | { forward: 'home' }
+  /** Answered by the gate itself with this reply (a filtered INFO, say); Redis is not asked. */
+  | { answer: Buffer }
   | { refuse: string };
 
 /** Which commands pass, by their arguments (`command[0]` is the name, in the case the client sent). */
@@ -39,6 +41,20 @@ export interface RedisGateOptions {
   /** Commands a connection may have sent and not yet been answered; more cut it off. */
   maxPendingReplies?: number;
   /**
+   * Reply bytes one connection may have waiting for it (written to a client that has not
+   * read them, or held for their turn); past it the gate passes none of its further
+   * commands and reads nothing more from it until the client has read enough. Default 1 MiB.
+   */
+  maxBufferedReplyBytes?: number;
+  /**
+   * Commands of one connection sent on and not yet answered: the next waits for a reply
+   * (the gate reads no more of the client meanwhile), so what is on its way to the gate is
+   * bounded too, whatever the size of each reply. Default 128.
+   */
+  maxCommandsInFlight?: number;
+  /** How long a connection may stay past `maxBufferedReplyBytes` before the gate closes it. Default 30 s. */
+  overBufferedTimeoutMs?: number;
+  /**
    * Client connections open at once, of all users: each authenticated one holds a
    * connection to Redis, whose `maxclients` the engine's own services share. More are
    * closed as they arrive.
@@ -56,6 +72,8 @@ export interface RedisGate {
   address: string;
   /** Client connections open now. */
   connections(): number;
+  /** Reply bytes the gate holds for its clients now, of all connections (what `maxBufferedReplyBytes` bounds per connection). */
+  bufferedReplyBytes(): number;
   close(): Promise<void>;
 }
 
@@ -110,6 +128,7 @@ export async function startRedisGate(options: RedisGateOptions): Promise<RedisGa
   return {
     address: `${options.host}:${port}`,
     connections: () => open.size,
+    bufferedReplyBytes: () => [...open].reduce((sum, connection) => sum + connection.bufferedBytes(), 0),
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const connection of open) connection.destroy();
@@ -154,12 +173,22 @@ interface Upstream {
 }
 
 const DEFAULT_MAX_PENDING_REPLIES = 1024;
+const DEFAULT_MAX_BUFFERED_REPLY_BYTES = 1024 * 1024;
+const DEFAULT_MAX_COMMANDS_IN_FLIGHT = 128;
+const DEFAULT_OVER_BUFFERED_TIMEOUT_MS = 30_000;
 /** What stands for a reply that will never come (its node is gone), so that the ones after it go out. */
 const NO_REPLY = Buffer.alloc(0);
 
 class GateConnection {
   private readonly reader: CommandReader;
   private readonly pending: PendingReply[] = [];
+  /** Commands read and not yet handled: held while the client's replies are over their byte cap (and the protocol error that ended its stream, if any). */
+  private readonly queued: Array<{ command: Buffer[]; raw: Buffer } | { error: ProtocolError }> = [];
+  /** Bytes of replies in `pending` that have arrived and wait for an earlier one. */
+  private heldBytes = 0;
+  /** Set while the connection is over its reply byte cap: closes it if it stays so. */
+  private overTimer: NodeJS.Timeout | undefined;
+  private readonly maxBufferedBytes: number;
   private readonly upstreams = new Map<string, Upstream>();
   private credential: { username: Buffer; password: Buffer } | undefined;
   private home: string | undefined;
@@ -173,18 +202,29 @@ class GateConnection {
     private readonly users: UserConnections,
   ) {
     this.reader = new CommandReader(options.limits);
+    this.maxBufferedBytes = options.maxBufferedReplyBytes ?? DEFAULT_MAX_BUFFERED_REPLY_BYTES;
     client.setNoDelay(true);
     // Until it authenticates; cleared at AUTH.
     client.setTimeout(options.authTimeoutMs, () => {
       if (!this.credential) this.destroy();
     });
     client.on('data', (chunk: Buffer) => this.onClientData(chunk));
+    // The client read some of its replies: under the cap again, its commands go on.
+    client.on('drain', () => this.relieve());
     client.on('error', () => this.destroy());
     client.on('close', () => this.destroy());
   }
 
+  /** Reply bytes this connection holds for its client: written and unread, held for their turn, or arriving from Redis. */
+  bufferedBytes(): number {
+    let bytes = this.client.writableLength + this.heldBytes;
+    for (const upstream of this.upstreams.values()) bytes += upstream.received.length;
+    return bytes;
+  }
+
   destroy(): void {
     this.closed = true;
+    this.clearOverTimer();
     this.releaseCount();
     for (const upstream of this.upstreams.values()) upstream.socket.destroy();
     this.upstreams.clear();
@@ -199,12 +239,54 @@ class GateConnection {
 
   private onClientData(chunk: Buffer): void {
     const { commands, raw, error } = this.reader.push(chunk);
-    for (const [index, command] of commands.entries()) {
+    for (const [index, command] of commands.entries()) this.queued.push({ command, raw: raw[index]! });
+    if (error) this.queued.push({ error });
+    this.handleQueued();
+  }
+
+  /** The commands read so far, in order, until the client's replies are over their cap (then the rest waits, and so does its socket). */
+  private handleQueued(): void {
+    while (this.queued.length > 0) {
       if (this.closed || this.ending) return;
-      this.onCommand(command, raw[index]!);
+      if (this.bufferedBytes() > this.maxBufferedBytes) {
+        this.holdBack();
+        return;
+      }
+      // As many on their way as it may have: the next goes when a reply has come (`onUpstreamData`).
+      if (this.pending.length >= (this.options.maxCommandsInFlight ?? DEFAULT_MAX_COMMANDS_IN_FLIGHT)) {
+        this.client.pause();
+        return;
+      }
+      const next = this.queued.shift()!;
+      // Its stream cannot be followed any further: the replies it is owed, why, and the end.
+      if ('error' in next) this.refuseAndClose(`ERR ${next.error.message}; the gate closes this connection`);
+      else this.onCommand(next.command, next.raw);
     }
-    // Its stream cannot be followed any further: the replies it is owed, why, and the end.
-    if (error && !this.closed && !this.ending) this.refuseAndClose(`ERR ${error.message}; the gate closes this connection`);
+  }
+
+  /** Over the cap: nothing more is read from the client, and it is closed if it stays over. */
+  private holdBack(): void {
+    this.client.pause();
+    this.overTimer ??= setTimeout(() => {
+      if (this.bufferedBytes() > this.maxBufferedBytes) {
+        this.options.log.warn({ buffered: this.bufferedBytes(), user: this.counted }, 'the pool gate closed a connection that left its replies unread');
+        this.destroy();
+      }
+    }, this.options.overBufferedTimeoutMs ?? DEFAULT_OVER_BUFFERED_TIMEOUT_MS).unref();
+  }
+
+  /** After replies moved: over the cap, held back (and timed); under it, the client is read from and its held commands go on. */
+  private relieve(): void {
+    if (this.closed || this.ending) return;
+    if (this.bufferedBytes() > this.maxBufferedBytes) return this.holdBack();
+    this.clearOverTimer();
+    this.client.resume();
+    this.handleQueued();
+  }
+
+  private clearOverTimer(): void {
+    if (this.overTimer) clearTimeout(this.overTimer);
+    this.overTimer = undefined;
   }
 
   /** One command: `raw` is its bytes as the client sent them, passed on unchanged when the policy lets it through. */
@@ -223,6 +305,7 @@ class GateConnection {
     if (!this.credential) return this.answer(encodeError('NOAUTH Authentication required.'));
     const verdict = this.options.policy(command);
     if ('refuse' in verdict) return this.answer(encodeError(verdict.refuse));
+    if ('answer' in verdict) return this.answer(verdict.answer);
     let node = this.home!;
     if (this.options.cluster && verdict.forward === 'keys' && verdict.keys.length > 0) {
       const slots = new Set(verdict.keys.map((key) => keySlot(key)));
@@ -326,6 +409,7 @@ class GateConnection {
       }
       if (reply[0] === 0x2d && /^-(MOVED|ASK) /.test(reply.toString('latin1', 0, 7))) this.options.layoutChanged?.();
       entry.reply = reply;
+      this.heldBytes += reply.length;
       if (entry.hangUpOnError && reply[0] === 0x2d) {
         // Ended by the flush below, once the replies before it and this one have gone out.
         this.ending = true;
@@ -333,24 +417,25 @@ class GateConnection {
       }
     }
     this.flush();
+    this.relieve();
   }
 
   /** An answer of the gate's own, in its place among the replies. */
   private answer(reply: Buffer): void {
     this.pending.push({ reply });
+    this.heldBytes += reply.length;
     this.flush();
   }
 
   private flush(): void {
     const ready: Buffer[] = [];
-    while (this.pending.length > 0 && this.pending[0]!.reply) ready.push(this.pending.shift()!.reply!);
-    if (ready.length > 0 && !this.closed && !this.client.write(ready.length === 1 ? ready[0]! : Buffer.concat(ready)) && !this.ending) {
-      // A client that does not read its replies sends nothing more until it has.
-      this.client.pause();
-      this.client.once('drain', () => {
-        if (!this.ending) this.client.resume();
-      });
+    while (this.pending.length > 0 && this.pending[0]!.reply) {
+      const reply = this.pending.shift()!.reply!;
+      this.heldBytes -= reply.length;
+      ready.push(reply);
     }
+    // Written to the socket, whose buffer counts towards the cap until the client reads it (`drain` lets it go on).
+    if (ready.length > 0 && !this.closed) this.client.write(ready.length === 1 ? ready[0]! : Buffer.concat(ready));
     if (this.ending && this.pending.length === 0) this.destroyAfterWrite();
   }
 
@@ -372,6 +457,7 @@ class GateConnection {
   private destroyAfterWrite(): void {
     if (this.closed) return;
     this.closed = true;
+    this.clearOverTimer();
     this.releaseCount();
     for (const upstream of this.upstreams.values()) upstream.socket.destroy();
     this.upstreams.clear();

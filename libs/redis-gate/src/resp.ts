@@ -117,6 +117,12 @@ export function encodeError(message: string): Buffer {
   return Buffer.from(`-${message.replace(/[\r\n]+/g, ' ')}\r\n`);
 }
 
+/** A RESP bulk-string reply (`$<length>` and the bytes). */
+export function encodeBulk(text: string | Buffer): Buffer {
+  const bytes = typeof text === 'string' ? Buffer.from(text) : text;
+  return Buffer.concat([Buffer.from(`$${bytes.length}\r\n`), bytes, Buffer.from('\r\n')]);
+}
+
 /** A RESP simple-string reply (`+OK`). */
 export function encodeStatus(status: string): Buffer {
   return Buffer.from(`+${status}\r\n`);

@@ -1,6 +1,8 @@
 import { Schema, type Connection } from 'mongoose';
 import type { EventCause, EventOutbox } from '@envengine/event-log';
-import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import type { QuotaLimits } from '@envengine/contracts';
+import { quotaExceeded } from '@envengine/service-kit';
+import { inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
 
 export interface PoolCredentialDocument {
   _id: string;
@@ -43,6 +45,7 @@ export class PoolCredentialRepository {
 
   constructor(
     private readonly connection: Connection,
+    private readonly quotas: TenantQuotas,
     private readonly outbox: EventOutbox,
   ) {
     this.credentials = TenantScopedModel.of(connection, 'PoolCredential', poolCredentialSchema);
@@ -52,12 +55,20 @@ export class PoolCredentialRepository {
     return this.credentials.ensureIndexes();
   }
 
+  /** Stores a new credential within the tenant's `pool_credentials` quota (its live ones), with its event, in one transaction. */
   insert(tenantId: string, doc: Omit<PoolCredentialDocument, 'tenant_id'>, cause: EventCause): Promise<PoolCredentialDocument> {
-    return inTransaction(this.connection, async (session) => {
+    return this.quotas.admission(tenantId, async (session, limits: QuotaLimits) => {
+      const held = await this.credentials.count(tenantId, { revoked_at: null }, { session, limit: limits.pool_credentials });
+      if (held >= limits.pool_credentials) throw quotaExceeded('pool_credentials', limits.pool_credentials, `You have ${held} live pool credentials already; revoke one first.`);
       const stored = await this.credentials.insert(tenantId, doc, { session });
       await this.outbox.record(tenantId, { type: 'pool_credential.created', environment: null, subject: { kind: 'pool_credential', id: doc._id }, cause, data: { label: doc.label } }, session);
       return stored;
     });
+  }
+
+  /** Live credentials (not revoked): what the `pool_credentials` quota counts. */
+  countActive(tenantId: string): Promise<number> {
+    return this.credentials.count(tenantId, { revoked_at: null });
   }
 
   active(tenantId: string): Promise<PoolCredentialDocument[]> {

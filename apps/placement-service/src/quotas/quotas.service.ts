@@ -4,6 +4,7 @@ import type { TenantQuotas } from '@envengine/tenant-data';
 import type { EnvironmentRepository } from '../environments/environment.repository.ts';
 import type { RunRepository } from '../runs/run.repository.ts';
 import type { WebhookRepository } from '../webhooks/webhook.repository.ts';
+import type { PoolCredentialRepository } from '../pool/pool-credential.repository.ts';
 
 /**
  * `GET /quotas`: this scope's quotas (queued runs, environments) read here, the others'
@@ -17,16 +18,18 @@ export class QuotasService {
     private readonly deployments: DeploymentClient,
     private readonly secrets: SecretsClient,
     private readonly webhooks: WebhookRepository,
+    private readonly poolCredentials: PoolCredentialRepository,
   ) {}
 
   async get(tenantId: string, requestId?: string): Promise<Quotas> {
-    const [limits, environments, queued, deployment, secrets, webhooks] = await Promise.all([
+    const [limits, environments, queued, deployment, secrets, webhooks, poolCredentials] = await Promise.all([
       this.quotas.limits(tenantId),
       this.environments.list(tenantId),
       this.runs.queuedRunCounts(tenantId),
       this.deployments.quotas(tenantId, requestId),
       this.secrets.quotas(tenantId, requestId),
       this.webhooks.count(tenantId),
+      this.poolCredentials.countActive(tenantId),
     ]);
     return {
       queued_runs: { limit: limits.queued_runs, used: queued.total },
@@ -42,6 +45,7 @@ export class QuotasService {
         })),
       ),
       webhooks: { limit: limits.webhooks, used: webhooks },
+      pool_credentials: { limit: limits.pool_credentials, used: poolCredentials },
     };
   }
 }
