@@ -1,9 +1,9 @@
 // envctl against the real stack, as a user runs it: the built CLI as a subprocess, its
 // stdout parsed with the contracts, its exit codes checked.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync, readdirSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
@@ -89,6 +89,68 @@ async function unusedPort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** A word for `sh -c`, quoted. */
+const shellWord = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Runs envctl on a pseudo-terminal `columns` wide (util-linux `script`), as a person at a
+ * terminal would: stdout and stderr together, as the terminal receives them (escape
+ * sequences and carriage returns included).
+ */
+function envctlOnTerminal(args: string[], columns = 120): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const command = `stty cols ${columns} rows 40; exec ${[process.execPath, CLI, ...args].map(shellWord).join(' ')}`;
+    const child = spawn('script', ['-qefc', command, '/dev/null'], { env: { ...baseEnv, TERM: 'xterm' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * Runs envctl with stdout a pipe whose reading end is closed once the first line has come,
+ * while envctl has far more to write than a pipe holds: its next writes meet a closed pipe.
+ */
+function envctlIntoClosedPipe(args: string[]): Promise<Result & { firstLine: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const onData = (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (!stdout.includes('\n')) return;
+      child.stdout.off('data', onData);
+      child.stdout.destroy();
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr, firstLine: stdout.split('\n')[0]! }));
+  });
+}
+
+/** A project whose assets make the outputs under test: a long log, a thrown error with its stack, a fetch, and a read of an asset never run. */
+function outputsProject(): string {
+  const dir = join(mkdtempSync(join(tmpdir(), 'envctl-outputs-')), 'outputs');
+  const asset = (key: string, deps: string[] = []) => ({ key, binding: 'lake', entry: `assets/${key}.js`, deps });
+  const files: Record<string, string> = {
+    'manifest.json': JSON.stringify({ version: 1, assets: [asset('chatty'), asset('thrower'), asset('fetcher'), asset('cities'), asset('reader', ['cities'])] }, null, 2),
+    'assets/chatty.js': "export default async (ctx) => {\n  for (let i = 0; i < 3000; i += 1) ctx.log(`line ${i} ${'x'.repeat(100)}`);\n  await ctx.emit([{ lines: 3000 }]);\n};\n",
+    'assets/thrower.js': "function fail() {\n  throw new Error('boom from thrower');\n}\nexport default async () => {\n  fail();\n};\n",
+    'assets/fetcher.js': "export default async (ctx) => {\n  const answer = await fetch('http://example.com/');\n  await ctx.emit([{ status: answer.status }]);\n};\n",
+    'assets/cities.js': "export default async (ctx) => {\n  await ctx.emit([{ name: 'Oslo' }]);\n};\n",
+    'assets/reader.js': "export default async (ctx) => {\n  await ctx.emit(await ctx.read('cities'));\n};\n",
+  };
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
 }
 
 describe('envctl against the stack', () => {
@@ -301,7 +363,14 @@ describe('envctl against the stack', () => {
       const watched = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch', '-o', 'table']);
       expectExit(watched, 1);
       expect(watched.stdout).toMatch(/Run run_\w+ failed/);
-      expect(watched.stderr).toMatch(/error: run_failed: run run_\w+ failed: .*binding "warehouse"/);
+      expect(watched.stdout).toMatch(/raw_orders: asset raw_orders failed: .*binding "warehouse"/);
+      // The error is printed once, in the log; the summary and the error line point at it.
+      expect(watched.stdout).toContain('Error: attempt 1 of 1: asset raw_orders failed (its error is in the log above)');
+      expect(watched.stderr).toMatch(/error: run_failed: run run_\w+ failed \(its error is above\)/);
+      const piped = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch']);
+      expectExit(piped, 1);
+      // Piped (JSON on stdout), the error line on stderr says what failed.
+      expect(piped.stderr).toMatch(/error: run_failed: run run_\w+ failed: .*binding "warehouse"/);
     } finally {
       expectExit(await envctl(['bindings', 'set', 'warehouse', '--env', 'dev', '--secret-ref', 'api_key=orders-api-key', '--config', '{"reporting_currency":"EUR","rates":{"USD_EUR":0.92}}']), 0);
     }
@@ -578,5 +647,134 @@ describe('envctl against the stack', () => {
 
     const refused = await envctl(['login'], { env: { ...env, XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'envctl-xdg-')) }, input: 'eek_wrong\n' });
     expectExit(refused, 3);
+  });
+  describe('output as a person sees it: on a terminal, through a closed pipe, after a typo (issue 61)', () => {
+    let chattyRun: string;
+
+    beforeAll(async () => {
+      expectExit(await envctl(['env', 'create', 'out', '--storage-prefix', `file://${lake}-out`, '--executor', 'local']), 0);
+      expectExit(await envctl(['bindings', 'set', 'lake', '--env', 'out']), 0);
+      expectExit(await envctl(['deploy', outputsProject(), '--env', 'out']), 0);
+      const chatty = await envctl(['runs', 'start', '--env', 'out', '--asset', 'chatty', '--watch']);
+      expectExit(chatty, 0);
+      const last = WatchLine.parse(ndjson(chatty).at(-1));
+      chattyRun = 'run' in last ? last.run.id : '';
+    });
+
+    it('answers a mistyped command in one line with the closest command, not the whole help', async () => {
+      for (const [args, suggestion] of [
+        [['env', 'lst'], 'unknown command "envctl env lst". Did you mean "envctl env list"? (see envctl env --help)'],
+        [['runs', 'strat', '--env', 'out'], 'unknown command "envctl runs strat". Did you mean "envctl runs start"? (see envctl runs --help)'],
+      ] as const) {
+        const typo = await envctl([...args]);
+        expectExit(typo, 2);
+        expect(typo.stderr).toBe(`error: usage: ${suggestion}\n`);
+      }
+      const bare = await envctl(['env']);
+      expectExit(bare, 2);
+      expect(bare.stderr).toMatch(/^error: usage: "envctl env" needs a subcommand: list, get, create, .*; see envctl env --help\n$/);
+    });
+
+    it('suggests an executor for a typo of one, and says what runs start needs in its own terms', async () => {
+      const executor = await envctl(['env', 'create', 'typo', '--storage-prefix', `file://${lake}-typo`, '--executor', 'lcoal']);
+      expectExit(executor, 2);
+      expect(executor.stderr).toBe('error: usage: --executor is "local" or "remote", not "lcoal". Did you mean "local"?\n');
+      const placement = await envctl(['env', 'placement', 'out', 'remtoe']);
+      expectExit(placement, 2);
+      expect(placement.stderr).toContain('Did you mean "remote"?');
+      const neither = await envctl(['runs', 'start', '--env', 'out']);
+      expectExit(neither, 2);
+      expect(neither.stderr).toBe('error: usage: give --job NAME or --asset KEY (one of them)\n');
+    });
+
+    it('colours the status cells of assets list and assets show on a terminal, escaping nothing of its own', async () => {
+      for (const args of [['assets', 'list', '--env', 'out'], ['assets', 'show', 'chatty', '--env', 'out']]) {
+        const shown = await envctlOnTerminal(args);
+        expectExit(shown, 0);
+        expect(shown.stdout).toMatch(/\u001b\[32mlatest\s*\u001b\[0m/);
+        expect(shown.stdout).not.toContain('\\e[');
+      }
+    });
+
+    it('ends quietly with exit 0 when its stdout is closed by the reader (runs logs ID | head -1), every time', async () => {
+      for (let trial = 0; trial < 5; trial += 1) {
+        const cut = await envctlIntoClosedPipe(['runs', 'logs', chattyRun]);
+        expect(RunLogLine.parse(JSON.parse(cut.firstLine)).message).toMatch(/^line 0 x+$/);
+        expect(cut.stderr).not.toContain('EPIPE');
+        expect(cut.stderr).toBe('');
+        expectExit(cut, 0);
+      }
+    });
+
+    it('prints a failure once, its stack with real line breaks, in runs start --watch and in runs get', async () => {
+      const watched = await envctl(['runs', 'start', '--env', 'out', '--asset', 'thrower', '--watch', '-o', 'table']);
+      expectExit(watched, 1);
+      const everything = watched.stdout + watched.stderr;
+      expect(everything.split('boom from thrower')).toHaveLength(2);
+      expect(everything).not.toContain('\\n');
+      expect(watched.stdout).toMatch(/thrower: asset thrower failed: Error: boom from thrower\n.* thrower: +at fail \(assets\/thrower\.js:2:9\)\n/);
+      expect(watched.stdout).toContain('Error: attempt 1 of 1: asset thrower failed (its error is in the log above)');
+      expect(watched.stderr).toMatch(/\nerror: run_failed: run run_\w+ failed \(its error is above\)\n$/);
+
+      const runId = /Run (run_\w+) failed/.exec(watched.stdout)![1]!;
+      const shown = await envctl(['runs', 'get', runId, '-o', 'table']);
+      expectExit(shown, 0);
+      expect(shown.stdout.split('boom from thrower')).toHaveLength(2);
+      expect(shown.stdout).not.toContain('\\n');
+      expect(shown.stdout).toMatch(/\nError: attempt 1 of 1: asset thrower: Error: boom from thrower\n +at fail \(assets\/thrower\.js:2:9\)\n/);
+      expect(shown.stdout).toMatch(/1 +thrower +failed +- +\(above\)/);
+    });
+
+    it("says how to allow the network when an asset's fetch fails under egress none", async () => {
+      const fetched = await envctl(['runs', 'start', '--env', 'out', '--asset', 'fetcher', '--watch']);
+      expectExit(fetched, 1);
+      const last = WatchLine.parse(ndjson(fetched).at(-1));
+      const error = 'run' in last ? last.run.attempts[0]!.assets[0]!.error : null;
+      expect(error).toContain('(environment out has egress none: its assets reach no network; to let them reach public hosts: envctl env set out --egress public)');
+    });
+
+    it('says what to run first when ctx.read finds nothing to read', async () => {
+      const read = await envctl(['runs', 'start', '--env', 'out', '--asset', 'reader', '--watch']);
+      expectExit(read, 1);
+      const last = WatchLine.parse(ndjson(read).at(-1));
+      expect('run' in last && last.run.attempts[0]!.assets[0]!.error).toContain(
+        'ctx.read("cities"): cities has no materialization here yet (or only quarantined ones): run it first (envctl runs start --env out --asset cities)',
+      );
+    });
+
+    it('warns, naming the bindings, when a deleted secret is one that bindings use', async () => {
+      expectExit(await envctl(['secrets', 'set', 'out-key', '--env', 'out'], { input: 'value-of-out-key' }), 0);
+      expectExit(await envctl(['bindings', 'set', 'uses-key', '--env', 'out', '--secret-ref', 'token=out-key']), 0);
+      const deleted = await envctl(['secrets', 'delete', 'out-key', '--env', 'out']);
+      expectExit(deleted, 0);
+      expect(json(deleted)).toEqual({ name: 'out-key' });
+      expect(deleted.stderr).toBe(
+        'warning: binding uses-key uses secret out-key, which is gone: assets fail at ctx.connection until you set it again (envctl secrets set out-key --env out) or change the reference (envctl bindings set uses-key --env out --keep --secret-ref SETTING=SECRET)\n',
+      );
+      expectExit(await envctl(['bindings', 'delete', 'uses-key', '--env', 'out']), 0);
+      expectExit(await envctl(['secrets', 'set', 'unused-key', '--env', 'out'], { input: 'v' }), 0);
+      const quiet = await envctl(['secrets', 'delete', 'unused-key', '--env', 'out']);
+      expectExit(quiet, 0);
+      expect(quiet.stderr).toBe('');
+    });
+
+    it("fits the status line of runs watch to the terminal's width, keeping the elapsed time and its unit", async () => {
+      expectExit(await envctl(['env', 'placement', 'out', 'remote']), 0);
+      try {
+        // No worker in the pool: the run stays queued, its line the longest it gets.
+        const started = Run.parse(json(await envctl(['runs', 'start', '--env', 'out', '--asset', 'cities'])));
+        const watched = await envctlOnTerminal(['runs', 'watch', started.id, '--timeout', '1'], 70);
+        expectExit(watched, 6);
+        const lines = [...watched.stdout.matchAll(/\r\u001b\[K\u001b\[34m(.*?)\u001b\[0m/g)].map((match) => match[1]!);
+        expect(lines.length).toBeGreaterThan(0);
+        for (const line of lines) {
+          expect(line.length, line).toBeLessThanOrEqual(69);
+          expect(line, line).toMatch(new RegExp(`^${started.id} queued · .* · \\d+\\.\\ds$`));
+        }
+        expectExit(await envctl(['runs', 'cancel', started.id]), 0);
+      } finally {
+        expectExit(await envctl(['env', 'placement', 'out', 'local']), 0);
+      }
+    });
   });
 });

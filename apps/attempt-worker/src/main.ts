@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import { relative } from 'node:path';
 import { Worker, type Job } from 'bullmq';
 import { BullMQOtel } from 'bullmq-otel';
 import { connectRedis } from '@envengine/redis-connections';
@@ -29,8 +30,15 @@ const BUNDLE_CACHE_EVENT_TEXT: Record<Exclude<BundleCacheEvent, 'hit'>, string> 
   retired: 'bundle removed from the cache: every environment that ran it was deleted',
 };
 
+/** This file as a hint names it: relative to the current folder when under it, else as it is; the unpacked package's when unknown. */
+function shownEntry(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  const shown = relative(process.cwd(), file);
+  return shown === '' || shown.startsWith('..') ? file : shown;
+}
+
 // Before anything else: on another Node the worker would start, then fail every attempt.
-const nodeProblem = nodeVersionProblem(process.versions.node);
+const nodeProblem = nodeVersionProblem(process.versions.node, shownEntry(process.argv[1]));
 if (nodeProblem) {
   process.stderr.write(`${nodeProblem}\n`);
   process.exit(WORKER_EXIT_CODES.configuration);

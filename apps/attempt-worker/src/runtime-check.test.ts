@@ -10,5 +10,11 @@ describe('nodeVersionProblem', () => {
     const problem = nodeVersionProblem(version);
     expect(problem).toMatch(/needs Node\.js >=24\.11 <25 \|\| >=26 <27; this is v/);
     expect(problem).toMatch(/Install Node\.js 26/);
+    // The file where `tar xzf envengine-worker-<version>.tgz` puts it (npm pack's package/ folder).
+    expect(problem).toContain('npx -y node@26 package/envengine-worker.mjs --pool.');
+  });
+
+  it('names the running file in its hint when it is given', () => {
+    expect(nodeVersionProblem('20.20.2', 'dist/worker-package/envengine-worker/envengine-worker.mjs')).toContain('npx -y node@26 dist/worker-package/envengine-worker/envengine-worker.mjs --pool.');
   });
 });

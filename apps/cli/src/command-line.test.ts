@@ -65,6 +65,10 @@ describe('parseCommandLine', () => {
     expect(usage(['deploy', '.', '--env', 'p', '--alow-contract-change', 'orders'])).toContain(`Unknown option '--alow-contract-change'. Did you mean "--allow-contract-change"?`);
     expect(usage(['frobnicate'])).toBe('unknown command "frobnicate". See envctl --help');
     expect(usage(['env', 'zzzzzz'])).toContain('"envctl env" needs a subcommand ("zzzzzz" is not one)');
+    // One line, as the docs show it: a help text here was printed as one line of literal `\n`s.
+    expect(usage(['env', 'lst'])).toBe('unknown command "envctl env lst". Did you mean "envctl env list"? (see envctl env --help)');
+    expect(usage(['env', 'zzzzzz'])).toMatch(/^"envctl env" needs a subcommand \("zzzzzz" is not one\): list, get, create, [^\n]*; see envctl env --help$/);
+    expect(usage(['runs'])).not.toContain('\n');
     expect(usage(['env', 'list', '--bogus'])).not.toContain('Did you mean');
   });
 

@@ -104,10 +104,12 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
     const nextWords = [...new Set(group.map((command) => command.path[words.length]).filter((word): word is string => word !== undefined))];
     if (words.length > 0) {
       const suggestion = next === undefined ? undefined : closestName(next, nextWords);
+      // One line, as every error is (a help text here would be escaped into one line of `\n`s).
+      const see = `see envctl ${words.join(' ')} --help`;
       if (next !== undefined && suggestion !== undefined) {
-        throw usageError(`unknown command "envctl ${[...words, next].join(' ')}". Did you mean "envctl ${[...words, suggestion].join(' ')}"?\n${overview(group)}`);
+        throw usageError(`unknown command "envctl ${[...words, next].join(' ')}". Did you mean "envctl ${[...words, suggestion].join(' ')}"? (${see})`);
       }
-      throw usageError(`"envctl ${words.join(' ')}" needs a subcommand${next === undefined ? '' : ` ("${next}" is not one)`}:\n${overview(group)}`);
+      throw usageError(`"envctl ${words.join(' ')}" needs a subcommand${next === undefined ? '' : ` ("${next}" is not one)`}: ${nextWords.join(', ')}; ${see}`);
     }
     throw usageError(next ? `unknown command "${next}".${didYouMean(next, nextWords)} See envctl --help` : 'no command given; see envctl --help');
   }
@@ -200,6 +202,23 @@ export function commandHelp(command: CommandSpec): string {
 export function stringOption(values: OptionValues, name: string): string | undefined {
   const value = values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** `"a"`, `"a" or "b"`, `"a", "b" or "c"`. */
+function alternatives(choices: readonly string[]): string {
+  return choices.map((choice) => `"${choice}"`).join(', ').replace(/, ([^,]*)$/, ' or $1');
+}
+
+/** A value that must be one of `choices`; a typo of one gets it suggested (`--executor lcoal`: did you mean "local"?). */
+export function choiceValue<const T extends string>(what: string, raw: string, choices: readonly T[]): T {
+  if ((choices as readonly string[]).includes(raw)) return raw as T;
+  throw usageError(`${what} is ${alternatives(choices)}, not "${raw}".${didYouMean(raw, choices)}`);
+}
+
+/** An option whose value must be one of `choices`, or undefined when it is not given. */
+export function choiceOption<const T extends string>(values: OptionValues, name: string, choices: readonly T[]): T | undefined {
+  const raw = stringOption(values, name);
+  return raw === undefined ? undefined : choiceValue(`--${name}`, raw, choices);
 }
 
 export function requiredOption(values: OptionValues, name: string, command: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, Output, renderTable, type CliIo } from './output.ts';
+import { formatBytes, Output, renderTable, textWithLineBreaks, type CliIo } from './output.ts';
 
 function io(stdoutTty: boolean, stderrTty = stdoutTty): CliIo & { out: string[]; err: string[] } {
   const out: string[] = [];
@@ -55,5 +55,20 @@ describe('renderTable', () => {
 describe('formatBytes', () => {
   it('says a size in the largest unit under 1024 of it', () => {
     expect([812, 1229, 100 * 1024 * 1024, 3.4 * 1024 ** 3].map(formatBytes)).toEqual(['812 B', '1.2 KiB', '100.0 MiB', '3.4 GiB']);
+  });
+});
+
+describe('textWithLineBreaks', () => {
+  it('keeps the line breaks of a stack, indenting the lines after the first, and escapes every other control character', () => {
+    expect(textWithLineBreaks('Error: boom\n    at fail (assets/x.js:2:9)\r\n    at run')).toBe('Error: boom\n      at fail (assets/x.js:2:9)\n      at run');
+    expect(textWithLineBreaks('a\u001b[2Jb\n\rforged\u009b')).toBe('a\\e[2Jb\n  \\rforged\\x9b');
+  });
+});
+
+describe('Output.table', () => {
+  it('paints a coloured cell once on a terminal: an escape sequence, never its escaped text', () => {
+    const out = new Output(io(true), { mode: undefined, noColor: false, dumbTerminal: false });
+    const table = out.table(['KEY', 'STATUS'], [['orders', { text: 'latest', color: 'green' }]]);
+    expect(table).toBe('KEY     STATUS\norders  \u001b[32mlatest\u001b[0m');
   });
 });

@@ -49,6 +49,20 @@ function cellText(cell: Cell): string {
 }
 
 /**
+ * A tenant's text of several lines (an error's stack, a log line's) with real line breaks,
+ * every other control character escaped as `escapeControlCharacters` does; each line after
+ * the first is indented by two spaces, so that none can pass for a line of envctl's own
+ * (a log line's time stamp, an `error:`).
+ */
+export function textWithLineBreaks(text: string): string {
+  return text
+    .replace(/\r\n/g, '\n')
+    .split('\n')
+    .map((line, index) => (index === 0 ? '' : '  ') + escapeControlCharacters(line))
+    .join('\n');
+}
+
+/**
  * JSON as envctl prints it: JSON.stringify escapes C0 controls, but leaves C1 controls
  * (U+009B is a CSI to some terminals) and bidirectional overrides raw; those are written
  * as \u escapes too, which JSON readers decode the same.

@@ -9,7 +9,7 @@ import { WorkerApiError, type WorkerApiClient } from '../worker-api/worker-api-c
 import type { SandboxSettings } from '../sandbox/os-sandbox.ts';
 import { WarmSandboxes } from '../sandbox/warm-sandboxes.ts';
 import { spawnAssetChild } from '../sandbox/os-sandbox.ts';
-import { AttemptRunner } from './attempt-runner.ts';
+import { AttemptRunner, nothingToReadMessage } from './attempt-runner.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 
 // One attempt through the runner, with the worker API faked and everything else real: the
@@ -90,5 +90,11 @@ describe('AttemptRunner', { timeout: 60_000 }, () => {
     const { result, files } = await runWith(refused, join(workDir, 'lake-refused'), refused);
     expect(result).toBe('superseded');
     expect(files).toEqual([]);
+  });
+});
+
+describe('nothingToReadMessage', () => {
+  it('says, without a double negative, that the asset has nothing to read here yet, and what to run', () => {
+    expect(nothingToReadMessage('cities', 'prod')).toBe('ctx.read("cities"): cities has no materialization here yet (or only quarantined ones): run it first (envctl runs start --env prod --asset cities)');
   });
 });

@@ -14,6 +14,7 @@ import { WorkerApiError, type HeldAttempt, type WorkerApiClient } from '../worke
 import type { EndpointGuard } from '../storage/endpoint-guard.ts';
 import type { LeaseKeeper, StopReason } from './lease-keeper.ts';
 import { LogShipper } from './log-shipper.ts';
+import { withEgressHint } from './egress-hint.ts';
 
 export interface AttemptRunnerOptions {
   assetTimeoutMs: number;
@@ -187,7 +188,7 @@ export class AttemptRunner {
         // asset's span, the engine calls they make are its children.
         handlers: bindToActiveContext({
           emit: () => this.emit(held, plan, asset, storage),
-          read: async (key) => this.read(held, key, await storage()),
+          read: async (key) => this.read(held, plan, key, await storage()),
           connection: async (name) => {
             const resolved = await this.api.connection(held, asset.key, name);
             // Masked before the user code has the values, so no line can carry them first.
@@ -209,8 +210,9 @@ export class AttemptRunner {
         // In the worker's own log too: a canceled or superseded attempt's lines are no longer stored.
         this.log.info({ attempt_id: held.attemptId, asset: asset.key, reason: outcome.reason }, 'asset stopped');
         if (outcome.unclosed) this.log.warn({ attempt_id: held.attemptId, asset: asset.key, detail: outcome.unclosed }, "asset's child did not close");
-        logs.add(asset.key, `asset ${asset.key} failed: ${outcome.error}`);
-        reports.push({ key: asset.key, status: 'failed', error: reportable(logs, outcome.error) });
+        const error = withEgressHint(outcome.error, plan.environment);
+        logs.add(asset.key, `asset ${asset.key} failed: ${error}`);
+        reports.push({ key: asset.key, status: 'failed', error: reportable(logs, error) });
       }
     }
     this.leases.setAsset(held.attemptId, null);
@@ -287,11 +289,16 @@ export class AttemptRunner {
   }
 
   /** `ctx.read(key)`: the file of the upstream's latest materialization that is not quarantined, for the child to decode. */
-  private async read(held: HeldAttempt, assetKey: string, driver: StorageDriver): Promise<AsyncIterable<Uint8Array>> {
+  private async read(held: HeldAttempt, plan: AttemptPlan, assetKey: string, driver: StorageDriver): Promise<AsyncIterable<Uint8Array>> {
     const upstream = await this.api.upstream(held, assetKey);
-    if (!upstream) throw new Error(`ctx.read("${assetKey}"): the asset has no materialization that is not quarantined`);
+    if (!upstream) throw new Error(nothingToReadMessage(assetKey, plan.environment.name));
     return driver.readStream(upstream.location);
   }
+}
+
+/** `ctx.read(key)` of an asset with nothing to read in this environment: what it means, and what to do. */
+export function nothingToReadMessage(assetKey: string, environment: string): string {
+  return `ctx.read("${assetKey}"): ${assetKey} has no materialization here yet (or only quarantined ones): run it first (envctl runs start --env ${environment} --asset ${assetKey})`;
 }
 
 /** An asset's error (and so its attempt's): at most this many characters, within the finish report's bound. */

@@ -8,7 +8,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { PREVIEW_MAX_ROWS, PublicApi } from '@envengine/contracts';
 import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
-import { formatBytes } from '../output.ts';
+import { formatBytes, statusColor } from '../output.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import { ENV_OPTION } from './request-body.ts';
 
@@ -50,7 +50,7 @@ export const assetCommands: CommandSpec[] = [
           data.map((asset) => [
             asset.key,
             asset.binding,
-            asset.status === null ? 'never run' : ctx.out.status(asset.status),
+            asset.status === null ? 'never run' : { text: asset.status, color: statusColor(asset.status) },
             asset.latest_materialization?.row_count ?? '-',
             asset.latest_materialization?.bytes == null ? '-' : formatBytes(asset.latest_materialization.bytes),
             asset.latest_materialization?.id ?? '-',
@@ -85,7 +85,7 @@ export const assetCommands: CommandSpec[] = [
                 materialization.run_id ?? '-',
                 materialization.row_count,
                 materialization.bytes === null ? '-' : formatBytes(materialization.bytes),
-                ctx.out.status(materialization.status),
+                { text: materialization.status, color: statusColor(materialization.status) },
                 materialization.inserted_at,
                 materialization.location ?? '-',
               ]),

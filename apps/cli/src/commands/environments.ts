@@ -1,5 +1,5 @@
 import { CreateEnvironmentRequest, PatchEnvironmentRequest, PublicApi, ScheduleToggleRequest, SetPlacementRequest, type Environment } from '@envengine/contracts';
-import { flagOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
+import { choiceOption, choiceValue, flagOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, usageError } from '../exit-codes.ts';
 import { promptLine } from '../prompts.ts';
@@ -61,9 +61,11 @@ function lifecycleSettings(values: OptionValues, allowNone: boolean): { ttl_hour
   return { ...(ttl === undefined ? {} : { ttl_hours: ttl }), ...(limit === undefined ? {} : { max_concurrent_runs: limit }) };
 }
 
+const EXECUTORS = ['local', 'remote'] as const;
+const EGRESS = ['none', 'public'] as const;
+
 function executorArgument(value: string): 'local' | 'remote' {
-  if (value !== 'local' && value !== 'remote') throw usageError(`the executor is "local" or "remote", not "${value}"`);
-  return value;
+  return choiceValue('the executor', value, EXECUTORS);
 }
 
 export const environmentCommands: CommandSpec[] = [
@@ -104,10 +106,10 @@ export const environmentCommands: CommandSpec[] = [
       const body = requestBody(CreateEnvironmentRequest, {
         name: positionals[0],
         storage_prefix: stringOption(values, 'storage-prefix'),
-        executor: stringOption(values, 'executor'),
-        ...(stringOption(values, 'kind') ? { kind: stringOption(values, 'kind') } : {}),
+        executor: choiceOption(values, 'executor', EXECUTORS),
+        ...(stringOption(values, 'kind') ? { kind: choiceOption(values, 'kind', ['persistent', 'preview']) } : {}),
         strict: flagOption(values, 'strict'),
-        ...(stringOption(values, 'egress') ? { egress: stringOption(values, 'egress') } : {}),
+        ...(stringOption(values, 'egress') ? { egress: choiceOption(values, 'egress', EGRESS) } : {}),
         ...lifecycleSettings(values, false),
         ...(flagOption(values, 'keep-data-on-expiry') ? { purge_data_on_expiry: false } : {}),
       });
@@ -128,9 +130,8 @@ export const environmentCommands: CommandSpec[] = [
       'max-concurrent-runs': { type: 'string', value: 'N|none', description: 'runs in flight at once; none removes the limit' },
     },
     async run(ctx, { values, positionals }) {
-      const strict = stringOption(values, 'strict');
-      if (strict !== undefined && strict !== 'true' && strict !== 'false') throw usageError(`--strict is "true" or "false", not "${strict}"`);
-      const egress = stringOption(values, 'egress');
+      const strict = choiceOption(values, 'strict', ['true', 'false']);
+      const egress = choiceOption(values, 'egress', EGRESS);
       const lifecycle = lifecycleSettings(values, true);
       if (egress === undefined && strict === undefined && Object.keys(lifecycle).length === 0) {
         throw usageError('env set changes nothing without --egress, --strict, --ttl-hours or --max-concurrent-runs');

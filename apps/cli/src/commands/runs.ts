@@ -4,7 +4,7 @@ import type { ApiClient } from '../api-client.ts';
 import { flagOption, integerOption, listOption, requiredOption, stringOption, type CommandSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode, usageError, type ExitCode as ExitCodeValue } from '../exit-codes.ts';
-import type { Output } from '../output.ts';
+import { textWithLineBreaks, type Output } from '../output.ts';
 import { StatusLine } from '../status-line.ts';
 import { ENV_OPTION, requestBody } from './request-body.ts';
 
@@ -35,7 +35,7 @@ async function logsAfter(api: ApiClient, id: string, cursor: string | undefined)
 }
 
 function logText(out: Output, line: RunLogLine): string {
-  return `${out.paint(line.at.slice(11, 23), 'dim')} ${out.paint(`#${line.attempt}`, 'dim')} ${escapeControlCharacters(line.asset ?? '-')}: ${escapeControlCharacters(line.message)}`;
+  return `${out.paint(line.at.slice(11, 23), 'dim')} ${out.paint(`#${line.attempt}`, 'dim')} ${escapeControlCharacters(line.asset ?? '-')}: ${textWithLineBreaks(line.message)}`;
 }
 
 /** Why a queued run has not started, when the engine knows: no live worker, or the environment's run limit. */
@@ -72,29 +72,58 @@ export function describeRun(run: Run, now: number): string {
   return parts.join(' · ');
 }
 
+/**
+ * An error in a table's cell: its first line (a stack's frames do not fit a cell), or
+ * `(above)` when it is part of the run's error, which the summary prints once, in full,
+ * above the tables (or the watched log printed it).
+ */
+function errorCell(run: Run, error: string | null): string | null {
+  if (error === null) return null;
+  if (run.error !== null && run.error.includes(error)) return '(above)';
+  return firstLine(error);
+}
+
+function firstLine(text: string): string {
+  const end = text.indexOf('\n');
+  return end === -1 ? text : `${text.slice(0, end)} …`;
+}
+
 function attemptsTable(out: Output, run: Run): string {
   return out.table(
     ['ATTEMPT', 'EXECUTOR', 'STATUS', 'WORKER', 'ERROR'],
-    run.attempts.map((attempt) => [attempt.number, attempt.executor, { text: attempt.status, color: statusColorOf(attempt.status) }, attempt.worker, attempt.error]),
+    run.attempts.map((attempt) => [attempt.number, attempt.executor, { text: attempt.status, color: statusColorOf(attempt.status) }, attempt.worker, errorCell(run, attempt.error)]),
   );
 }
 
 function assetsTable(out: Output, run: Run): string {
   const rows = run.attempts.flatMap((attempt) =>
-    attempt.assets.map((asset) => [attempt.number, asset.key, { text: asset.status, color: statusColorOf(asset.status) }, asset.materialization_id, asset.error] as const),
+    attempt.assets.map((asset) => [attempt.number, asset.key, { text: asset.status, color: statusColorOf(asset.status) }, asset.materialization_id, errorCell(run, asset.error)] as const),
   );
   return out.table(['ATTEMPT', 'ASSET', 'STATUS', 'MATERIALIZATION', 'ERROR'], rows);
+}
+
+/** The failed asset of the run's last attempt, whose error ends the run's. */
+function failedAsset(run: Run): { key: string; error: string } | undefined {
+  const asset = currentAttempt(run)?.assets.find((entry) => entry.status === 'failed' && entry.error !== null);
+  return asset ? { key: asset.key, error: asset.error! } : undefined;
 }
 
 function statusColorOf(status: string) {
   return status === 'succeeded' ? ('green' as const) : ['failed', 'lost', 'canceled'].includes(status) ? ('red' as const) : ('yellow' as const);
 }
 
-function runSummary(out: Output, run: Run, now: number): string {
+/**
+ * `errorInLog`: the watched log already printed the failed asset's error in full (the
+ * worker's `asset K failed: …` line); the summary then names the asset without printing
+ * the error a second time.
+ */
+function runSummary(out: Output, run: Run, now: number, errorInLog = false): string {
   const what = run.job ? `job ${run.job}` : `assets ${run.assets.join(', ')}`;
+  const failed = failedAsset(run);
+  const error = run.error === null ? null : errorInLog && failed && run.error.endsWith(failed.error) ? `${run.error.slice(0, -failed.error.length).replace(/: $/, '')} failed (its error is in the log above)` : run.error;
   return [
     `Run ${out.paint(run.id, 'bold')} ${out.status(run.status)} after ${elapsedOf(run, now)}${waitingReason(run) ? `, ${waitingReason(run)}` : ''} (${what}, deployment ${run.deployment_id}, ${run.trigger}).`,
-    ...(run.error ? [`Error: ${escapeControlCharacters(run.error)}`] : []),
+    ...(error ? [`Error: ${textWithLineBreaks(error)}`] : []),
     '',
     attemptsTable(out, run),
     '',
@@ -104,7 +133,9 @@ function runSummary(out: Output, run: Run, now: number): string {
 
 function exitOf(ctx: CommandContext, run: Run): ExitCodeValue {
   if (run.status === 'succeeded') return ExitCode.ok;
-  ctx.out.error(`run_${run.status}`, `run ${run.id} ${run.status}${run.error ? `: ${run.error}` : ''}`);
+  // A table printed the error just above; JSON has it in the run: the line gives its first line only.
+  const why = run.error === null ? '' : ctx.out.json ? `: ${firstLine(run.error)}` : ' (its error is above)';
+  ctx.out.error(`run_${run.status}`, `run ${run.id} ${run.status}${why}`);
   return ExitCode.failed;
 }
 
@@ -126,11 +157,21 @@ export async function watchRun(ctx: CommandContext, api: ApiClient, id: string, 
   });
   const orInterrupt = <T>(step: Promise<T>): Promise<T> => Promise.race([step, interrupted]);
   let cursor: string | undefined;
+  // The worker's own `asset K failed: …` lines (one log line per line of the error: its
+  // frames follow), so that the summary need not print the same error again.
+  const failureLines = new Set<string>();
   const printLogs = (lines: readonly RunLogLine[]) => {
     if (lines.length === 0) return;
     status.clear();
-    for (const line of lines) ctx.out.line({ log: line }, () => logText(ctx.out, line));
+    for (const line of lines) {
+      ctx.out.line({ log: line }, () => logText(ctx.out, line));
+      if (!ctx.out.json && line.asset !== null && line.message.startsWith(`asset ${line.asset} failed: `)) failureLines.add(`${line.asset}\u0000${line.message}`);
+    }
     cursor = lines[lines.length - 1]!.cursor;
+  };
+  const errorInLog = (run: Run) => {
+    const failed = failedAsset(run);
+    return failed !== undefined && failureLines.has(`${failed.key}\u0000asset ${failed.key} failed: ${failed.error.split('\n')[0]}`);
   };
   try {
     for (;;) {
@@ -140,7 +181,7 @@ export async function watchRun(ctx: CommandContext, api: ApiClient, id: string, 
         // Lines shipped just before the finish report.
         printLogs(await logsAfter(api, id, cursor));
         status.done();
-        ctx.out.line({ run }, () => `\n${runSummary(ctx.out, run, ctx.now())}`);
+        ctx.out.line({ run }, () => `\n${runSummary(ctx.out, run, ctx.now(), errorInLog(run))}`);
         return exitOf(ctx, run);
       }
       status.update(describeRun(run, ctx.now()));
@@ -173,7 +214,7 @@ export const runCommands: CommandSpec[] = [
       const env = requiredOption(values, 'env', 'runs start');
       const job = stringOption(values, 'job');
       const assets = listOption(values, 'asset');
-      if ((job === undefined) === (assets.length === 0)) throw usageError('give --job NAME or --asset KEY (one or more), not both');
+      if ((job === undefined) === (assets.length === 0)) throw usageError('give --job NAME or --asset KEY (one of them)');
       const maxAttempts = integerOption(values, 'max-attempts', { min: 1, max: 10 });
       const timeLimit = integerOption(values, 'time-limit', { min: 1, max: MAX_TIMEOUT_SECONDS });
       const body = requestBody(CreateRunRequest, {
