@@ -62,7 +62,7 @@ describe("s3:// storage on the engine's own store", () => {
 
   beforeAll(async () => {
     tenant = await createTenant(stack, 's3-engine');
-    // The README's prefix, with a binding that names no endpoint: the engine's store.
+    // docs/operations.md's `s3://lake/prod`, with a binding that names no endpoint: the engine's store.
     await deployOnS3(tenant, 'prod', 's3://lake/prod', 'local');
   });
 

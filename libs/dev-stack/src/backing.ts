@@ -76,7 +76,7 @@ export interface BackingServerOptions {
 
 /** The embedded store's S3 port under `npm start`. */
 export const DEFAULT_S3_PORT = 8333;
-/** The bucket of the engine's own store, made at its start: the README's `s3://lake/prod`. */
+/** The bucket of the engine's own store, made at its start: `s3://lake/<prefix>` in docs/operations.md#object-storage. */
 export const ENGINE_BUCKET = 'lake';
 
 /** Temporal, a MongoDB-wire server, Redis and (when asked) the object store, each obtained in the order of DESIGN.md §3. */
