@@ -51,7 +51,7 @@ internal credential), writes them to the credentials file, and has the running s
 restart its services with them. See docs/operations.md (Credentials).
 
 quota set changes a tenant's quota limits (queued_runs, queued_runs_per_environment,
-environments, bundle_bytes, secrets_per_environment); default puts one back to the
+environments, bundle_bytes, materialization_bytes, secrets_per_environment, webhooks); default puts one back to the
 engine's default. Every service replica applies it at its next admission. The tenant
 sees its limits and use at GET /api/v1/quotas.
 

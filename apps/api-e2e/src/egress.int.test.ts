@@ -42,7 +42,7 @@ describe('egress of an environment', () => {
     tenant = await createTenant(stack, 'egress');
     await deployProject(tenant.api, {
       environment: 'prod',
-      storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId)}`,
+      storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, 'prod')}`,
       executor: 'local',
       bindings: { net: { config: { targets } } },
       files: { 'assets/probe.js': probeAsset('net') },

@@ -121,7 +121,7 @@ describe('environments through the gateway', () => {
 
   it('sets the executor of one environment', async () => {
     const name = uniqueName('placed');
-    await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/x', executor: 'local' });
+    await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/x/${name}`, executor: 'local' });
     const placed = await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' });
     expect(placed.status).toBe(200);
     expect(Environment.parse(placed.body.data).executor).toBe('remote');
@@ -157,7 +157,7 @@ describe('environments through the gateway', () => {
 
   it('pauses and resumes schedules idempotently, with or without a body', async () => {
     const name = uniqueName('sched');
-    await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/x', executor: 'local' });
+    await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/x/${name}`, executor: 'local' });
 
     const paused = await tenant.api.post(`/environments/${name}/schedules/pause`, { reason: 'warehouse maintenance' });
     expect(paused.status).toBe(200);
@@ -215,9 +215,9 @@ describe("file:// storage prefixes are disjoint across tenants", () => {
     expect((await other.api.get('/environments')).body).toEqual(before);
   });
 
-  it('takes a sibling that only shares a name prefix, and the owner nesting its own', async () => {
+  it('takes a sibling that only shares a name prefix; the owner may not nest one of its own either (storage-bounds.int.test.ts)', async () => {
     expect((await other.api.post('/environments', { name: 'sibling', storage_prefix: `file://${base}/team/prod2`, executor: 'local' })).status).toBe(201);
-    expect((await owner.api.post('/environments', { name: 'inner', storage_prefix: `file://${base}/team/prod/inner`, executor: 'local' })).status).toBe(201);
+    expect((await owner.api.post('/environments', { name: 'inner', storage_prefix: `file://${base}/team/prod/inner`, executor: 'local' })).status).toBe(409);
   });
 
   it('gives one of two tenants racing for overlapping directories its 201, and the other 409', async () => {

@@ -62,7 +62,7 @@ describe('a three-member MongoDB replica set losing its primary under load (a st
     const writers = Array.from({ length: WRITERS }, async () => {
       while (!stop) {
         const name = `fo-${next++}`;
-        const response = await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/p', executor: 'local' });
+        const response = await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/p/${name}`, executor: 'local' });
         const outcome: Outcome = { name, status: response.status, afterKill: killed };
         if (response.status !== 201) outcome.code = ErrorBody.safeParse(response.body).data?.error.code;
         outcomes.push(outcome);

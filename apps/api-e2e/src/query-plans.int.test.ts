@@ -45,8 +45,8 @@ describe('query plans of the request paths', () => {
     await api.post('/placement', { executor: 'local' });
     await api.post('/environments/prod/schedules/pause', { reason: 'plans' });
     await api.post('/environments/prod/schedules/resume', {});
-    await api.post('/environments', { name: 'idem', storage_prefix: 's3://lake/p', executor: 'local' }, { headers: { 'Idempotency-Key': 'plans-1' } });
-    await api.post('/environments', { name: 'idem', storage_prefix: 's3://lake/p', executor: 'local' }, { headers: { 'Idempotency-Key': 'plans-1' } });
+    await api.post('/environments', { name: 'idem', storage_prefix: 's3://lake/idem', executor: 'local' }, { headers: { 'Idempotency-Key': 'plans-1' } });
+    await api.post('/environments', { name: 'idem', storage_prefix: 's3://lake/idem', executor: 'local' }, { headers: { 'Idempotency-Key': 'plans-1' } });
 
     expect((await api.put('/environments/prod/secrets/pw', { value: 'v1' })).status).toBe(201);
     expect((await api.put('/environments/prod/secrets/pw', { value: 'v2' })).status).toBe(200);
@@ -79,7 +79,7 @@ describe('query plans of the request paths', () => {
     expect((await api.get(`/environments/prod/assets/orders/materializations/${recorded!.id}/data`)).status).toBe(404);
     expect((await api.get(`/environments/prod/assets/orders/materializations/${recorded!.id}/preview`)).status).toBe(404);
     // The lifecycle: settings, a run limit and a TTL, a run under the limit, then the whole tear-down.
-    expect((await api.post('/environments', { name: 'pr', storage_prefix: 's3://lake/p', executor: 'remote', kind: 'preview', ttl_hours: 1 })).status).toBe(201);
+    expect((await api.post('/environments', { name: 'pr', storage_prefix: 's3://lake/pr', executor: 'remote', kind: 'preview', ttl_hours: 1 })).status).toBe(201);
     expect((await api.request('PATCH', '/environments/pr', { json: { ttl_hours: 2, max_concurrent_runs: 1, strict: true } })).status).toBe(200);
     expect((await api.request('PATCH', '/environments/prod', { json: { max_concurrent_runs: 1 } })).status).toBe(200);
     expect((await api.post('/environments/prod/runs', { assets: ['orders'] })).status).toBe(201);

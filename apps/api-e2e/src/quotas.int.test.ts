@@ -76,6 +76,7 @@ describe('per-tenant quotas, through the gateway', () => {
       queued_runs_per_environment: { limit: DEFAULT_QUOTA_LIMITS.queued_runs_per_environment, used: 0, by_environment: {} },
       environments: { limit: DEFAULT_QUOTA_LIMITS.environments, used: 0 },
       bundle_bytes: { limit: DEFAULT_QUOTA_LIMITS.bundle_bytes, used: 0 },
+      materialization_bytes: { limit: DEFAULT_QUOTA_LIMITS.materialization_bytes, used: 0 },
       secrets_per_environment: { limit: DEFAULT_QUOTA_LIMITS.secrets_per_environment, used: 0, by_environment: {} },
       webhooks: { limit: DEFAULT_QUOTA_LIMITS.webhooks, used: 0 },
       pool_credentials: { limit: DEFAULT_QUOTA_LIMITS.pool_credentials, used: 0 },
@@ -87,18 +88,18 @@ describe('per-tenant quotas, through the gateway', () => {
     const shown = await admin(['set', '--tenant', tenant.tenantName, 'environments=2']);
     expect(shown).toMatch(/environments\s+2\n/);
     expect(shown).toMatch(new RegExp(`queued_runs\\s+${DEFAULT_QUOTA_LIMITS.queued_runs} \\(default\\)`));
-    for (const name of ['one', 'two']) expect((await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+    for (const name of ['one', 'two']) expect((await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/quota/${name}`, executor: 'local' })).status).toBe(201);
 
-    const refused = await tenant.api.post('/environments', { name: 'three', storage_prefix: 's3://lake/quota', executor: 'local' });
+    const refused = await tenant.api.post('/environments', { name: 'three', storage_prefix: 's3://lake/quota/three', executor: 'local' });
     expectRefusedBy(refused, 'environments_quota_exceeded');
     expect((await tenant.api.get('/environments/three')).status).toBe(404);
     expect((await quotasOf(tenant)).environments).toEqual({ limit: 2, used: 2 });
     // Another tenant's limit is the default.
-    for (const name of ['one', 'two', 'three']) expect((await other.api.post('/environments', { name, storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+    for (const name of ['one', 'two', 'three']) expect((await other.api.post('/environments', { name, storage_prefix: `s3://lake/quota/${name}`, executor: 'local' })).status).toBe(201);
 
     // Back to the default: the third is made.
     expect(await admin(['set', '--tenant', tenant.tenantName, 'environments=default'])).toMatch(/environments\s+\d+ \(default\)/);
-    expect((await tenant.api.post('/environments', { name: 'three', storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.post('/environments', { name: 'three', storage_prefix: 's3://lake/quota/three', executor: 'local' })).status).toBe(201);
   });
 
   it('refuses a run past the queued runs of its environment, then past the tenant’s, and takes one again once a run leaves the queue', async () => {
@@ -252,7 +253,7 @@ describe('per-tenant quotas, through the gateway', () => {
 
   it('refuses a new secret past the environment’s quota, but not a new version of one it has', async () => {
     const tenant = await createTenant(stack, 'quota-secrets');
-    for (const name of ['prod', 'dev']) expect((await tenant.api.post('/environments', { name, storage_prefix: 's3://lake/quota', executor: 'local' })).status).toBe(201);
+    for (const name of ['prod', 'dev']) expect((await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/quota/${name}`, executor: 'local' })).status).toBe(201);
     await setQuotas(tenant, { secrets_per_environment: 2 });
     expect((await tenant.api.put('/environments/prod/secrets/a', { value: 'one' })).status).toBe(201);
     expect((await tenant.api.put('/environments/prod/secrets/b', { value: 'two' })).status).toBe(201);

@@ -129,7 +129,7 @@ describe('schedules', () => {
     other = await createTenant(stack, 'schedules-other');
     await deployProject(tenant.api, {
       environment: 'prod',
-      storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId)}`,
+      storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, 'prod')}`,
       executor: 'local',
       bindings: { warehouse: {}, gate: { config: { open: false } } },
       files: FILES,

@@ -12,8 +12,11 @@ import { mountEndpoint, notFound } from '@envengine/service-kit';
  */
 export function internalRouter(deps: { bundles: BundleRepository; deployments: DeploymentRepository; materializations: MaterializationRepository }): Router {
   const router = Router();
-  // The placement-service's GET /quotas: the stored-bundle quota is this scope's.
-  mountEndpoint(router, InternalApi.deploymentQuotas, async ({ tenantId }) => ({ data: await deps.bundles.quotaUse(tenantId) }));
+  // The placement-service's GET /quotas: the stored-bundle and stored-materialization quotas are this scope's.
+  mountEndpoint(router, InternalApi.deploymentQuotas, async ({ tenantId }) => {
+    const [bundles, materializations] = await Promise.all([deps.bundles.quotaUse(tenantId), deps.materializations.quotaUse(tenantId)]);
+    return { data: { ...bundles, ...materializations } };
+  });
 
   mountEndpoint(router, InternalApi.recordMaterialization, async ({ tenantId, body }) => ({
     status: 201,

@@ -132,6 +132,7 @@ describe('httpStatusFor', () => {
       queued_runs_per_environment_quota_exceeded: 429,
       environments_quota_exceeded: 429,
       bundle_bytes_quota_exceeded: 429,
+      materialization_bytes_quota_exceeded: 429,
       secrets_per_environment_quota_exceeded: 429,
       webhooks_quota_exceeded: 429,
       pool_credentials_quota_exceeded: 429,

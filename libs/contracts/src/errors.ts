@@ -45,6 +45,7 @@ export const ErrorCode = z.enum([
   'queued_runs_per_environment_quota_exceeded',
   'environments_quota_exceeded',
   'bundle_bytes_quota_exceeded',
+  'materialization_bytes_quota_exceeded',
   'secrets_per_environment_quota_exceeded',
   'webhooks_quota_exceeded',
   'pool_credentials_quota_exceeded',
@@ -131,6 +132,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'queued_runs_per_environment_quota_exceeded':
     case 'environments_quota_exceeded':
     case 'bundle_bytes_quota_exceeded':
+    case 'materialization_bytes_quota_exceeded':
     case 'secrets_per_environment_quota_exceeded':
     case 'webhooks_quota_exceeded':
     case 'pool_credentials_quota_exceeded':

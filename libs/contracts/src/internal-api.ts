@@ -131,7 +131,7 @@ export const InternalApi = {
   // The deployment-service: runs' deployments and attempts' materializations, for the placement-service
   deploymentQuotas: internalEndpoint({
     method: 'get', path: '/quotas', service: 'deployment', credential: 'internal',
-    summary: "The tenant's stored-bundle quota, its limit and use (a part of GET /quotas)",
+    summary: "The tenant's stored-bundle and stored-materialization quotas, their limits and use (a part of GET /quotas)",
     responses: { 200: DeploymentQuotas },
   }),
   recordMaterialization: internalEndpoint({

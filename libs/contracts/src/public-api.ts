@@ -375,7 +375,7 @@ export const PublicApi = {
     method: 'post', path: '/worker/attempts/:id/assets/:key/materializations', service: 'placement', tag: 'Worker API', auth: 'pool_token', scope: null,
     summary: 'Record a materialization that the attempt wrote',
     params: WorkerAssetParams, body: MaterializationWritten, headers: [LEASE_HEADER],
-    responses: { 201: Materialization }, errors: ['not_found', 'lease_superseded'],
+    responses: { 201: Materialization }, errors: ['not_found', 'lease_superseded', 'materialization_bytes_quota_exceeded'],
   }),
   finishAttempt: endpoint({
     method: 'post', path: '/worker/attempts/:id/finish', service: 'placement', tag: 'Worker API', auth: 'pool_token', scope: null,

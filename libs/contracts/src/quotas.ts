@@ -4,9 +4,19 @@ import type { ErrorCode } from './errors.ts';
 /**
  * The per-tenant quotas (DESIGN.md §5), each checked where its work is admitted, by the
  * scope that owns that work: queued runs and environments by the placement scope, stored
- * bundle bytes by the deployment scope, secrets by the secrets scope.
+ * bundle bytes and the stored bytes of materializations (checked when an emit is recorded)
+ * by the deployment scope, secrets by the secrets scope.
  */
-export const QUOTA_NAMES = ['queued_runs', 'queued_runs_per_environment', 'environments', 'bundle_bytes', 'secrets_per_environment', 'webhooks', 'pool_credentials'] as const;
+export const QUOTA_NAMES = [
+  'queued_runs',
+  'queued_runs_per_environment',
+  'environments',
+  'bundle_bytes',
+  'materialization_bytes',
+  'secrets_per_environment',
+  'webhooks',
+  'pool_credentials',
+] as const;
 export const QuotaName = z.enum(QUOTA_NAMES);
 export type QuotaName = z.infer<typeof QuotaName>;
 
@@ -21,6 +31,7 @@ export const QUOTA_RULES = {
   queued_runs_per_environment: { scope: 'placement', errorCode: 'queued_runs_per_environment_quota_exceeded', retryAfterSeconds: 10 },
   environments: { scope: 'placement', errorCode: 'environments_quota_exceeded', retryAfterSeconds: 3600 },
   bundle_bytes: { scope: 'deployment', errorCode: 'bundle_bytes_quota_exceeded', retryAfterSeconds: 3600 },
+  materialization_bytes: { scope: 'deployment', errorCode: 'materialization_bytes_quota_exceeded', retryAfterSeconds: 3600 },
   secrets_per_environment: { scope: 'secrets', errorCode: 'secrets_per_environment_quota_exceeded', retryAfterSeconds: 3600 },
   webhooks: { scope: 'placement', errorCode: 'webhooks_quota_exceeded', retryAfterSeconds: 3600 },
   pool_credentials: { scope: 'placement', errorCode: 'pool_credentials_quota_exceeded', retryAfterSeconds: 3600 },
@@ -38,6 +49,8 @@ export const DEFAULT_QUOTA_LIMITS: QuotaLimits = {
   queued_runs_per_environment: 1000,
   environments: 200,
   bundle_bytes: 20 * 1024 ** 3,
+  // The stored bytes of the tenant's materializations (their records' `bytes`): what its emits hold on the object store or the engine host's disk.
+  materialization_bytes: 100 * 1024 ** 3,
   secrets_per_environment: 1000,
   // Each event is sent to every webhook that wants it: this bounds one tenant's fan-out.
   webhooks: 25,
@@ -89,6 +102,7 @@ export const Quotas = z.object({
   queued_runs_per_environment: EnvironmentQuotaUse,
   environments: TenantQuotaUse,
   bundle_bytes: TenantQuotaUse,
+  materialization_bytes: TenantQuotaUse,
   secrets_per_environment: EnvironmentQuotaUse,
   webhooks: TenantQuotaUse,
   pool_credentials: TenantQuotaUse,
@@ -96,7 +110,7 @@ export const Quotas = z.object({
 export type Quotas = z.infer<typeof Quotas>;
 
 /** The deployment scope's part of `GET /quotas`, over its internal API. */
-export const DeploymentQuotas = Quotas.pick({ bundle_bytes: true });
+export const DeploymentQuotas = Quotas.pick({ bundle_bytes: true, materialization_bytes: true });
 export type DeploymentQuotas = z.infer<typeof DeploymentQuotas>;
 
 /**

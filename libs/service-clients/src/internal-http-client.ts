@@ -1,6 +1,7 @@
 import {
   INTERNAL_HEADERS,
   parseAnswerBody,
+  QUOTA_RULES,
   requestRoute,
   type RouteContract,
   type RouteData,
@@ -81,8 +82,14 @@ export class InternalHttpClient {
       },
       refused: (_exchange, status, error) =>
         error
-          ? new ApiError(error.code, error.message, { details: error.details })
+          ? new ApiError(error.code, error.message, { details: error.details, ...quotaRetryAfter(error.code) })
           : new ApiError('unavailable', `The ${this.options.service} answered ${status}; try again shortly.`),
     };
   }
+}
+
+/** A quota's refusal passed on keeps its `Retry-After` (the answer's headers are not carried over, the rule's is the same). */
+function quotaRetryAfter(code: string): { headers?: Record<string, string> } {
+  const rule = Object.values(QUOTA_RULES).find((quota) => quota.errorCode === code);
+  return rule ? { headers: { 'Retry-After': String(rule.retryAfterSeconds) } } : {};
 }

@@ -279,8 +279,9 @@ export class AttemptRunner {
           });
         } catch (error) {
           // Refused for good (the lease was superseded: canceled, or its environment deleted,
-          // maybe with its data purged already): the file is nobody's, so it goes now.
-          if (error instanceof WorkerApiError && error.final) await (await storage()).remove(written.location).catch(() => undefined);
+          // maybe with its data purged already), or refused by a quota (429: nothing was
+          // recorded, the tenant's materialization_bytes): the file is nobody's, so it goes now.
+          if (error instanceof WorkerApiError && (error.final || error.status === 429)) await (await storage()).remove(written.location).catch(() => undefined);
           throw error;
         }
       },

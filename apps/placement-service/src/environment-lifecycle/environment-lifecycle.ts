@@ -50,9 +50,9 @@ export class EnvironmentLifecycle {
     });
   }
 
-  /** A new environment; a preview with a TTL gets its expiry timer. */
-  async create(tenantId: string, request: CreateEnvironmentRequest, cause: EventCause): Promise<Environment> {
-    const environment = await this.environments.create(tenantId, request, cause);
+  /** A new environment; a preview with a TTL gets its expiry timer. `visible`: the environments the caller's token sees (a refusal names only those). */
+  async create(tenantId: string, request: CreateEnvironmentRequest, cause: EventCause, visible?: (name: string) => boolean): Promise<Environment> {
+    const environment = await this.environments.create(tenantId, request, cause, visible);
     if (environment.expires_at) await this.armExpiry(tenantId, environment);
     return environment;
   }

@@ -22,7 +22,7 @@ export function environmentsRouter(environments: EnvironmentRepository, lifecycl
     if (!access.allows(body.name)) throw environmentOutsideToken(body.name, access.patterns!);
     const problem = storagePrefixProblem(body.storage_prefix, storageRootPath);
     if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-    return { status: 201, data: await lifecycle.create(tenantId, body, cause) };
+    return { status: 201, data: await lifecycle.create(tenantId, body, cause, (name) => access.allows(name)) };
   });
 
   mountEndpoint(router, PublicApi.getEnvironment, async ({ tenantId, params }) => {

@@ -3,7 +3,9 @@ import {
   isUnderStoragePrefix,
   S3StorageDriver,
   storageDriverFor,
+  storagePrefixKey,
   storageSchemeOf,
+  writtenLocationPrefixKey,
   type StorageDriver,
 } from '@envengine/materialization-storage';
 import { ApiError, type Logger } from '@envengine/service-kit';
@@ -21,7 +23,8 @@ const PURGE_PAGE = 500;
  * path of the engine host. `file://` files are removed here (the prefix is under the
  * engine's storage root), `s3://` ones in the engine's own store, under the tenant's key
  * prefix. Files in a store of the tenant's own (a binding with an endpoint) are the
- * tenant's to remove: the engine holds no lasting keys to it.
+ * tenant's to remove: the engine holds no lasting keys to it. Nothing is removed that
+ * lies under another live environment's prefix (DESIGN.md §5).
  */
 export class MaterializationPurge {
   constructor(
@@ -51,10 +54,20 @@ export class MaterializationPurge {
     }
     if (after !== null && !isUnderStoragePrefix(prefix, after)) throw new ApiError('invalid_request', `${after} is not under the storage prefix ${prefix}.`);
     try {
+      // Another live environment of the same prefix (made before overlaps were refused) may
+      // own any of these files: none is removed, and they stay for its own purge.
+      if ((await this.environments.sharingPrefix(tenantId, environmentId, prefix)) > 0) {
+        this.log.warn({ tenant_id: tenantId, environment_id: environmentId }, 'purge left the files: another live environment has the same storage prefix');
+        return { removed: 0, next: null };
+      }
       const page = await driver.listWritten(after, PURGE_PAGE);
-      // The driver refuses a location outside its prefix again before it removes anything.
-      for (const location of page.locations) await driver.remove(location);
-      return { removed: page.locations.length, next: page.next };
+      // Only `<its prefix>/<asset key>/<file>`: a file of an environment nested inside this
+      // one's prefix is further down, and is that one's. The driver refuses a location outside
+      // its prefix again before it removes anything.
+      const own = storagePrefixKey(prefix);
+      const removable = page.locations.filter((location) => writtenLocationPrefixKey(location) === own);
+      for (const location of removable) await driver.remove(location);
+      return { removed: removable.length, next: page.next };
     } finally {
       driver.close?.();
     }

@@ -111,7 +111,7 @@ export class BundleRepository {
   }
 
   /** The stored-bundle quota's limit and the tenant's use, for `GET /quotas`. */
-  async quotaUse(tenantId: string): Promise<DeploymentQuotas> {
+  async quotaUse(tenantId: string): Promise<Pick<DeploymentQuotas, 'bundle_bytes'>> {
     const [limits, used] = await Promise.all([this.quotas.limits(tenantId), this.storedBytes(tenantId)]);
     return { bundle_bytes: { limit: limits.bundle_bytes, used } };
   }

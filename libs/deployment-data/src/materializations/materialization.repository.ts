@@ -1,9 +1,9 @@
-import { Schema, type Connection } from 'mongoose';
-import type { Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
+import { Schema, type ClientSession, type Connection } from 'mongoose';
+import type { DeploymentQuotas, Materialization, RecordMaterializationRequest, StoredColumn } from '@envengine/contracts';
 import type { EventCause, EventOutbox } from '@envengine/event-log';
 import { newId } from '@envengine/resource-ids';
-import { ApiError, isDuplicateKeyError } from '@envengine/service-kit';
-import { inTransaction, TenantScopedModel } from '@envengine/tenant-data';
+import { ApiError, isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
+import { inTransaction, TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
 
 interface MaterializationDocument {
   _id: string;
@@ -40,6 +40,8 @@ const materializationSchema = new Schema<MaterializationDocument>(
   { versionKey: false, collection: 'materializations' },
 );
 materializationSchema.index({ tenant_id: 1, environment_id: 1, asset_key: 1, _id: -1 });
+// The `materialization_bytes` quota's use, summed off the index alone.
+materializationSchema.index({ tenant_id: 1, bytes: 1 });
 
 function toMaterialization(doc: MaterializationDocument): Materialization {
   return {
@@ -62,6 +64,8 @@ function toMaterialization(doc: MaterializationDocument): Materialization {
 /** What runs stored for each asset; the newest one of an asset is its current latest. */
 export class MaterializationRepository {
   private readonly materializations: TenantScopedModel<MaterializationDocument>;
+  /** The scope's per-tenant quota documents: `materialization_bytes`. */
+  private readonly quotas: TenantQuotas;
 
   /** @param outbox the scope's event outbox: a quarantine writes its event in its own transaction. */
   constructor(
@@ -69,31 +73,70 @@ export class MaterializationRepository {
     private readonly outbox: EventOutbox,
   ) {
     this.materializations = TenantScopedModel.of(connection, 'Materialization', materializationSchema);
+    this.quotas = new TenantQuotas(connection);
   }
 
   ensureIndexes(): Promise<void> {
-    return this.materializations.ensureIndexes();
+    return Promise.all([this.materializations.ensureIndexes(), this.quotas.ensureIndexes()]).then(() => undefined);
   }
 
   /**
-   * Records a materialization. Its id is the worker's (it names the file): one taken
-   * already, by any tenant, is 422 and changes nothing, the same answer whoever holds it,
-   * unless it is this attempt's own record of the same id (a retry whose answer was lost).
+   * Records a materialization, within the tenant's `materialization_bytes` quota (429, and
+   * nothing recorded: the stored bytes of its materializations and this one's would pass
+   * it). Its id is the worker's (it names the file): one taken already, by any tenant, is
+   * 422 and changes nothing, the same answer whoever holds it, unless it is this attempt's
+   * own record of the same id (a retry whose answer was lost, answered as recorded even at
+   * the quota).
    */
   async record(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
     try {
-      return await this.insert(tenantId, input);
+      const recorded = await this.insertWithinQuota(tenantId, input);
+      if (recorded) return recorded;
     } catch (error) {
       if (!isDuplicateKeyError(error) || input.id === undefined) throw error;
-      const own = await this.materializations.findOne(tenantId, { _id: input.id, attempt_id: input.attempt_id, location: input.location });
-      if (own) return toMaterialization(own);
-      throw new ApiError('invalid_request', `Materialization id ${input.id} is taken: each emit records a new id, and nothing was recorded.`, {
-        details: [{ path: 'id', message: 'must be a new materialization id' }],
-      });
     }
+    const own = await this.materializations.findOne(tenantId, { _id: input.id!, attempt_id: input.attempt_id, location: input.location });
+    if (own) return toMaterialization(own);
+    throw new ApiError('invalid_request', `Materialization id ${input.id} is taken: each emit records a new id, and nothing was recorded.`, {
+      details: [{ path: 'id', message: 'must be a new materialization id' }],
+    });
   }
 
-  private async insert(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization> {
+  /**
+   * Inserts the record in a transaction that first writes the tenant's quota document (the
+   * fence: two records of one tenant take turns, across replicas, so neither misses the
+   * other's bytes), then sums the bytes held. Undefined when the tenant has a record of this
+   * id already (the retry's answer is looked up by the caller).
+   */
+  private async insertWithinQuota(tenantId: string, input: RecordMaterializationRequest): Promise<Materialization | undefined> {
+    return this.quotas.admission(tenantId, async (session, limits) => {
+      if (input.id !== undefined && (await this.materializations.findOne(tenantId, { _id: input.id }, { session, projection: { _id: 1 } }))) return undefined;
+      const adding = input.bytes ?? 0;
+      const used = await this.storedBytes(tenantId, session);
+      if (used + adding > limits.materialization_bytes) {
+        throw quotaExceeded(
+          'materialization_bytes',
+          limits.materialization_bytes,
+          `The materialization_bytes quota: your materializations take ${used} bytes, and this one (${adding} bytes) would pass it; it was not recorded, and its file is removed. Deleting environments (with ?purge_data=true) frees their bytes.`,
+        );
+      }
+      return this.insert(tenantId, input, session);
+    });
+  }
+
+  /** Bytes of every materialization the tenant has recorded (and not removed). */
+  private async storedBytes(tenantId: string, session?: ClientSession): Promise<number> {
+    const [total] = await this.materializations.aggregate<{ bytes: number }>(tenantId, {}, [{ $group: { _id: null, bytes: { $sum: '$bytes' } } }], { session });
+    return total?.bytes ?? 0;
+  }
+
+  /** The `materialization_bytes` quota's limit and the tenant's use, for `GET /quotas`. */
+  async quotaUse(tenantId: string): Promise<Pick<DeploymentQuotas, 'materialization_bytes'>> {
+    const [limits, used] = await Promise.all([this.quotas.limits(tenantId), this.storedBytes(tenantId)]);
+    return { materialization_bytes: { limit: limits.materialization_bytes, used } };
+  }
+
+  private async insert(tenantId: string, input: RecordMaterializationRequest, session?: ClientSession): Promise<Materialization> {
     const doc = await this.materializations.insert(tenantId, {
       _id: input.id ?? newId('mat'),
       environment_id: input.environment_id,
@@ -107,7 +150,7 @@ export class MaterializationRepository {
       status: 'latest',
       quarantine: null,
       inserted_at: new Date(),
-    });
+    }, { session });
     return toMaterialization(doc);
   }
 
