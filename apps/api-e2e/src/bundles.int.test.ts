@@ -12,13 +12,14 @@ const stack = inject('stack');
 const gzip = { 'content-type': 'application/gzip' };
 
 /** A ustar header of a regular file, written by hand: what follows it need not be all there. */
-function tarHeader(name: string, size: number): Buffer {
+function tarHeader(name: string, size: number, type = '0', linkname = ''): Buffer {
   const header = Buffer.alloc(512);
   header.write(name, 0);
   header.write('0000644\0', 100);
   header.write(`${size.toString(8).padStart(11, '0')}\0`, 124);
   header.write('        ', 148);
-  header.write('0', 156);
+  header.write(type, 156);
+  header.write(linkname, 157);
   header.write('ustar\0', 257);
   header.write('00', 263);
   let checksum = 0;
@@ -82,6 +83,26 @@ describe('bundles', () => {
     expect(ErrorBody.parse(response.body).error.code).toBe('invalid_request');
     const ref = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
     expect((await tenant.api.request('HEAD', `/bundles/${ref}`)).status).toBe(404);
+  });
+
+  it.each([
+    ['a path up out of the bundle', '../escape.js', '0', '', 'its path leaves the bundle (through "..")'],
+    ['an absolute path', '/etc/cron.d/evil', '0', '', 'its path is absolute'],
+    ['a symbolic link out of the bundle', 'assets/passwd', '2', '../../etc/passwd', 'it is a symbolic link to "../../etc/passwd", outside the bundle'],
+    ['a hard link out of the bundle', 'assets/hard', '1', '../../outside.js', 'it is a hard link to "../../outside.js", outside the bundle'],
+    ['a character device', 'assets/null', '3', '', 'it is a character-device entry; a bundle holds files, folders and links inside it only'],
+  ])('refuses a bundle holding %s with 422 naming the entry, and keeps nothing of it', async (_what, name, type, linkname, reason) => {
+    // A file first, so that the store has begun taking the upload when the entry is refused.
+    const bytes = gzipSync(Buffer.concat([tarHeader('assets/fine.js', 0), tarHeader(name, 0, type, linkname), Buffer.alloc(1024)]));
+    const stored = await storedBundleFiles();
+    const response = await tenant.api.request('POST', '/bundles', { raw: bytes, headers: gzip });
+    expect(response.status).toBe(422);
+    expect(ErrorBody.parse(response.body).error).toMatchObject({
+      code: 'invalid_request',
+      message: `The bundle's entry ${JSON.stringify(name)} is refused: ${reason}. Nothing was stored.`,
+    });
+    expect((await tenant.api.request('HEAD', `/bundles/sha256:${createHash('sha256').update(bytes).digest('hex')}`)).status).toBe(404);
+    expect(await storedBundleFiles()).toEqual(stored);
   });
 
   it('refuses a JSON body (wrong content type) with 422', async () => {

@@ -153,7 +153,7 @@ describe('events by operation: every operation of the public API, driven once th
     const started = AttemptStarted.parse((await drive('startAttempt', pool.post(`/worker/attempts/${attemptId}/start`, { worker: identity }), worker)).body.data);
     const lease = { headers: { [ATTEMPT_LEASE_HEADER]: started.lease } };
     await drive('appendAttemptLogs', pool.post(`/worker/attempts/${attemptId}/logs`, { lines: [{ seq: 0, at: new Date().toISOString(), asset: 'totals', message: 'table' }] }, lease), worker);
-    await drive('attemptUpstream', pool.get(`/worker/attempts/${attemptId}/upstreams/orders`, lease), worker);
+    await drive('attemptUpstream', pool.get(`/worker/attempts/${attemptId}/upstreams/orders?asset=totals`, lease), worker);
     await drive('attemptConnection', pool.post(`/worker/attempts/${attemptId}/connections/warehouse`, { asset: 'totals' }, lease), worker);
     await drive('attemptStorage', pool.post(`/worker/attempts/${attemptId}/storage`, { asset: 'totals' }, lease), worker);
     await drive('downloadBundle', pool.get(`/worker/bundles/${bundleRef}`), worker);

@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
@@ -203,6 +204,27 @@ describe('webhooks: signed deliveries of events, retried, in order, to receivers
     expect(Webhook.parse((await tenant.api.get(`/webhooks/${webhook.id}`)).body.data)).toEqual(Webhook.parse({ ...webhook, secret: undefined }));
     expect((await tenant.api.delete(`/webhooks/${webhook.id}`)).status).toBe(200);
     expect((await tenant.api.delete(`/webhooks/${webhook.id}`)).status).toBe(404);
+  });
+
+  it("refuses a target on the engine host's own subnet, not only its exact address, at create and at update", async () => {
+    // A neighbour on each of the host's IPv4 subnets (its own address with the last bit flipped), which no private range covers here.
+    const neighbours = Object.values(networkInterfaces())
+      .flat()
+      .filter((address) => address && !address.internal && address.family === 'IPv4' && Number(address.cidr!.split('/')[1]) <= 30)
+      .map((address) => address!.address.replace(/\d+$/, (last) => String(Number(last) ^ 1)));
+    expect(neighbours.length).toBeGreaterThan(0);
+    const before = (await tenant.api.get('/webhooks')).text;
+    for (const neighbour of neighbours) {
+      const created = await tenant.api.post('/webhooks', { url: `http://${neighbour}:8080/hook`, events: ['*'] });
+      expect([neighbour, created.status, ErrorBody.parse(created.body).error.code]).toEqual([neighbour, 422, 'webhook_target_refused']);
+      expect(ErrorBody.parse(created.body).error.message).toMatch(/engine host's addresses and subnets/);
+    }
+    expect((await tenant.api.get('/webhooks')).text).toBe(before);
+    const webhook = await createWebhook(tenant.api, { url: 'http://203.0.113.7/hook', events: ['run.failed'] });
+    const patched = await tenant.api.patch(`/webhooks/${webhook.id}`, { url: `http://${neighbours[0]}/hook` });
+    expect([patched.status, ErrorBody.parse(patched.body).error.code]).toEqual([422, 'webhook_target_refused']);
+    expect(Webhook.parse((await tenant.api.get(`/webhooks/${webhook.id}`)).body.data).url).toBe('http://203.0.113.7/hook');
+    expect((await tenant.api.delete(`/webhooks/${webhook.id}`)).status).toBe(200);
   });
 
   it("another tenant can reach none of a tenant's webhooks, and its own webhook never gets the tenant's events", async () => {

@@ -49,7 +49,8 @@ function callsAbout(held: Held, bundleRef: string): Record<Route, WorkerCall> {
   return {
     heartbeat: { method: 'POST', path: '/worker/heartbeat', json: { worker: WORKER, attempts: [{ id: held.attemptId, lease, asset: 'orders' }] } },
     logs: { method: 'POST', path: `${attempt}/logs`, lease, json: { lines: [{ seq: 0, at: new Date().toISOString(), asset: 'orders', message: LOG_MESSAGE }] } },
-    upstream: { method: 'GET', path: `${attempt}/upstreams/orders`, lease },
+    // totals declares orders in its deps: what it may read.
+    upstream: { method: 'GET', path: `${attempt}/upstreams/orders?asset=totals`, lease },
     connection: { method: 'POST', path: `${attempt}/connections/warehouse`, lease, json: { asset: 'orders' } },
     materialization: {
       method: 'POST',
@@ -123,11 +124,16 @@ const BAD_CALLS: BadCall[] = [
   {
     title: 'a materialization of an asset outside the attempt',
     route: 'materialization',
-    change: (call) => ({ ...call, path: call.path.replace('/assets/orders/', '/assets/totals/') }),
+    change: (call) => ({ ...call, path: call.path.replace('/assets/orders/', '/assets/bad_rows/') }),
     status: 422,
     code: 'invalid_request',
     detailPath: 'key',
   },
+  // An asset reads only the upstreams its manifest entry declares in deps (totals declares orders), whatever the worker asks.
+  { title: 'an upstream read that names no reading asset', route: 'upstream', change: (call) => ({ ...call, path: call.path.replace('?asset=totals', '') }), status: 422, code: 'invalid_request', detailPath: 'query.asset' },
+  { title: 'an upstream read of an asset the reader does not declare', route: 'upstream', change: (call) => ({ ...call, path: call.path.replace('/upstreams/orders', '/upstreams/bad_rows') }), status: 422, code: 'invalid_request', detailPath: 'key' },
+  { title: 'an upstream read of the reading asset itself', route: 'upstream', change: (call) => ({ ...call, path: call.path.replace('/upstreams/orders?asset=totals', '/upstreams/orders?asset=orders') }), status: 422, code: 'invalid_request', detailPath: 'key' },
+  { title: 'an upstream read by an asset outside the attempt', route: 'upstream', change: (call) => ({ ...call, path: call.path.replace('?asset=totals', '?asset=flaky_total') }), status: 422, code: 'invalid_request', detailPath: 'query.asset' },
   { title: 'a connection with an unknown field', route: 'connection', change: body((json) => ({ ...json, binding: 'warehouse' })), status: 422, code: 'invalid_request' },
   { title: 'a connection that names no asset', route: 'connection', change: body(() => ({})), status: 422, code: 'invalid_request', detailPath: 'asset' },
   // An asset resolves only the binding its manifest entry declares (orders declares warehouse).
@@ -182,7 +188,8 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
   }
 
   async function hold(): Promise<Held> {
-    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders'] })).body.data);
+    // totals too, so that the attempt has an asset that reads (orders, its declared dep).
+    const run = Run.parse((await owner.api.post('/environments/prod/runs', { assets: ['orders', 'totals'] })).body.data);
     const attemptId = run.attempts[0]!.id;
     return { runId: run.id, attemptId, lease: await start(attemptId) };
   }
@@ -222,13 +229,17 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     sibling = await hold();
   });
 
-  beforeEach(async () => {
-    // Renews both leases (4 s in tests) so that the reaper changes nothing during a test.
+  /** Renews both leases (4 s in tests) so that the reaper changes nothing during a test. */
+  async function keepAlive(): Promise<void> {
     const alive = await ownerPool.post('/worker/heartbeat', {
       worker: WORKER,
       attempts: [mine, sibling].map((held) => ({ id: held.attemptId, lease: held.lease, asset: null })),
     });
     expect([alive.status, alive.body.data]).toEqual([200, { superseded: [] }]);
+  }
+
+  beforeEach(async () => {
+    await keepAlive();
     before = await stateOf(mine);
     expect(before.run.attempts[0]!.status).toBe('running');
   });
@@ -343,6 +354,8 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
       const records = mongo.db(stack.databases['deployment-service']).collection('materializations');
       const answers = new Map<number, number>();
       for (let round = 0; round < 12; round += 1) {
+        // Rounds take seconds on a busy machine: the leases of the attempts the later tests use stay held.
+        await keepAlive();
         const held = await hold();
         const call = callsAbout(held, bundleRef).materialization;
         const id = newId('mat');
@@ -367,6 +380,7 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
   it("ends an attempt exactly once when its finish races its run's cancel: one wins, the other is refused, and the run agrees", async () => {
     const winners = { finish: 0, cancel: 0 };
     for (let round = 0; round < 12; round += 1) {
+      await keepAlive();
       const held = await hold();
       const failing = { ...callsAbout(held, bundleRef).finish, json: { status: 'failed', error: 'failed by the test', assets: [{ key: 'orders', status: 'failed', error: 'failed by the test' }] } };
       // Both sent at once, each on its own connection.

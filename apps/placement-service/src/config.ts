@@ -84,8 +84,12 @@ const placementConfigSchema = internalServiceConfigSchema({ port: 8081, mongoDb:
    * they have (then it is the sum of the live runners' CONCURRENCY, if larger).
    */
   LOCAL_RUNNER_SLOTS: PositiveIntFromEnv(4),
-  /** The runner's slots one tenant may hold at once; unset: as many as its fair share leaves it. */
-  LOCAL_MAX_PER_TENANT: z.coerce.number().int().positive().optional(),
+  /**
+   * The runner's slots one tenant may hold at once. Unset: the runner's slots less one (at
+   * least one), so that a tenant with nothing running never waits for a slot to free
+   * (issue 68, docs/decisions.md); `all`: no cap beyond its fair share.
+   */
+  LOCAL_MAX_PER_TENANT: z.union([z.literal('all'), z.coerce.number({ message: 'must be a positive integer or all' }).int().positive()]).optional(),
   /** How often queued attempts are re-offered to the queue (a crash between the write and the queue add). */
   DISPATCH_RECONCILE_INTERVAL_MS: PositiveIntFromEnv(5_000),
   /**

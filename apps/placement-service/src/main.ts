@@ -21,6 +21,7 @@ import { PoolStoreKeys } from './pool/pool-store-keys.ts';
 import { startPoolGate } from './pool/pool-gate.ts';
 import type { RedisGate } from '@envengine/redis-gate';
 import { AttemptDispatcher } from './runs/attempt-dispatcher.ts';
+import { tenantSlotCap } from './runs/runner-shares.ts';
 import { countRunEvents } from './runs/run-metrics.ts';
 import { DispatchReconciler } from './runs/dispatch-reconciler.ts';
 import { LeaseReaper } from './runs/lease-reaper.ts';
@@ -143,10 +144,10 @@ await runInternalService({
     const runnerShares =
       config.LOCAL_FAIR_SHARE === 'off'
         ? null
-        : async () => ({
-            capacity: Math.max(config.LOCAL_RUNNER_SLOTS, await runnerSlots.get('local', () => workers.liveLocalSlots(config.ATTEMPT_LEASE_TTL_MS))),
-            maxPerTenant: config.LOCAL_MAX_PER_TENANT ?? null,
-          });
+        : async () => {
+            const capacity = Math.max(config.LOCAL_RUNNER_SLOTS, await runnerSlots.get('local', () => workers.liveLocalSlots(config.ATTEMPT_LEASE_TTL_MS)));
+            return { capacity, maxPerTenant: tenantSlotCap(capacity, config.LOCAL_MAX_PER_TENANT) };
+          };
     const dispatcher = new AttemptDispatcher(runs, queues, log, runnerShares);
     sweeps = [new LeaseReaper(runs, dispatcher, log, config.ATTEMPT_LEASE_TTL_MS, metrics), new DispatchReconciler(runs, dispatcher, log, config.DISPATCH_RECONCILE_INTERVAL_MS, metrics), webhookSweep];
     for (const sweep of sweeps) sweep.start();

@@ -64,6 +64,7 @@ import {
   StorageConnection,
   StorageRequest,
   UpstreamLocation,
+  UpstreamQuery,
   WorkerAssetParams,
   WorkerAttemptParams,
   WorkerConnectionParams,
@@ -355,8 +356,8 @@ export const PublicApi = {
   }),
   attemptUpstream: endpoint({
     method: 'get', path: '/worker/attempts/:id/upstreams/:key', service: 'placement', tag: 'Worker API', auth: 'pool_token', scope: null,
-    summary: 'Where the latest materialization of an upstream asset is',
-    params: WorkerAssetParams, headers: [LEASE_HEADER],
+    summary: 'Where the latest materialization of an upstream asset is (one the reading asset declares in its deps)',
+    params: WorkerAssetParams, query: UpstreamQuery, headers: [LEASE_HEADER],
     responses: { 200: UpstreamLocation }, errors: ['not_found', 'lease_superseded'],
   }),
   attemptConnection: endpoint({

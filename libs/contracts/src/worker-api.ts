@@ -122,6 +122,13 @@ export const MaterializationWritten = z.strictObject({
 });
 export type MaterializationWritten = z.infer<typeof MaterializationWritten>;
 
+/**
+ * `GET …/upstreams/:key`: `asset` is the attempt's asset that calls `ctx.read(key)`; the
+ * read is refused unless `key` is one of that asset's declared `deps`.
+ */
+export const UpstreamQuery = z.strictObject({ asset: z.string().min(1).max(200) });
+export type UpstreamQuery = z.infer<typeof UpstreamQuery>;
+
 /** `ctx.read(key)`: where the asset's latest non-quarantined rows are, or null. */
 export const UpstreamLocation = z.object({
   materialization_id: z.string(),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EngineNetworkGuard, hostAddresses, REFUSED_RANGES } from './engine-network.ts';
+import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
+import { EngineNetworkGuard, hostAddresses, RefusedAddressError, REFUSED_RANGES } from './engine-network.ts';
 
 describe('EngineNetworkGuard', () => {
   const guard = new EngineNetworkGuard();
@@ -31,5 +32,42 @@ describe('EngineNetworkGuard', () => {
     expect(await guard.refusalOfHost('[::1]')).not.toBeNull();
     expect(await guard.refusalOfHost('localhost')).not.toBeNull();
     expect(await guard.refusalOfHost('203.0.113.9')).toBeNull();
+  });
+
+  describe("the engine host's own subnets", () => {
+    const on = (address: string, cidr: string, family: 'IPv4' | 'IPv6'): NetworkInterfaceInfo =>
+      ({ address, cidr, family, internal: false, netmask: '', mac: '02:00:00:00:00:01', ...(family === 'IPv6' ? { scopeid: 0 } : {}) }) as NetworkInterfaceInfo;
+    const host = new EngineNetworkGuard({
+      interfaces: () => ({
+        lo: [{ address: '127.0.0.1', cidr: '127.0.0.1/8', family: 'IPv4', internal: true, netmask: '255.0.0.0', mac: '00:00:00:00:00:00' }],
+        eth0: [on('198.51.100.7', '198.51.100.7/24', 'IPv4'), on('2001:db8:1::7', '2001:db8:1::7/64', 'IPv6')],
+      }),
+    });
+
+    it('refuses every address of a subnet the host is on, not only its own address, and nothing beside them', () => {
+      for (const address of ['198.51.100.7', '198.51.100.1', '198.51.100.255', '::ffff:198.51.100.9', '2001:db8:1::7', '2001:db8:1::ffff']) expect(host.refusal(address), address).not.toBeNull();
+      for (const address of ['198.51.101.1', '198.51.99.255', '2001:db8:2::1']) expect(host.refusal(address), address).toBeNull();
+      expect(host.refusal('198.51.100.77')).toMatch(/the engine host's addresses and subnets/);
+    });
+
+    it('refuses them at connect time: the lookup an HTTP agent calls fails for a name on them', async () => {
+      const looked = await new Promise<Error | null>((resolve) => host.lookup('198.51.100.77', {}, (error) => resolve(error)));
+      expect(looked).toBeInstanceOf(RefusedAddressError);
+      expect(looked!.message).toMatch(/^198\.51\.100\.77: 198\.51\.100\.77 is on the engine's own network/);
+      expect(await host.refusalOfHost('198.51.100.77')).not.toBeNull();
+    });
+
+    it("by default, the subnets of this host's own interfaces", () => {
+      const guard = new EngineNetworkGuard();
+      for (const address of Object.values(networkInterfaces()).flat()) {
+        if (!address || address.internal || address.family !== 'IPv4') continue;
+        const [a, b, c, d] = address.address.split('.').map(Number) as [number, number, number, number];
+        const bits = Number(address.cidr!.split('/')[1]);
+        if (bits > 30) continue;
+        // Another address of the same subnet: the last octet's other low bit.
+        const neighbour = `${a}.${b}.${c}.${d ^ 1}`;
+        expect(guard.refusal(neighbour), `${neighbour} beside ${address.cidr}`).not.toBeNull();
+      }
+    });
   });
 });

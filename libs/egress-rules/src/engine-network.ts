@@ -1,13 +1,14 @@
 import { lookup as systemLookup, Resolver, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
 /**
  * The engine's own network, where nothing a tenant names is reached from the engine's
  * hosts (DESIGN.md §6): private ranges, link-local (cloud metadata), CGNAT, benchmark and
- * multicast ranges, besides loopback and every address of the engine host. The sandbox
- * makes these unreachable by route; the runner's storage client and the webhook sender
- * refuse them by address.
+ * multicast ranges, besides loopback, every address of the engine host and the subnets
+ * of its interfaces (its neighbours there may be the engine's other servers). The sandbox
+ * makes the ranges and the host's addresses unreachable by route; the runner's storage
+ * client and the webhook sender refuse all of them by address.
  */
 export const REFUSED_RANGES = [
   '0.0.0.0/8',
@@ -22,12 +23,30 @@ export const REFUSED_RANGES = [
 
 const REFUSED_IPV6: ReadonlyArray<readonly [string, number]> = [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]];
 
+/** The host's network interfaces as `node:os` lists them. */
+export type HostInterfaces = () => NodeJS.Dict<NetworkInterfaceInfo[]>;
+
 /** The engine host's own IPv4 addresses: refused one by one, as they may be public. */
 export function hostAddresses(): string[] {
   return Object.values(networkInterfaces())
     .flat()
     .filter((address) => address !== undefined && address.family === 'IPv4' && !address.internal)
     .map((address) => address!.address);
+}
+
+/**
+ * The subnets of the engine host's interfaces other than loopback (IPv4 and IPv6), as
+ * `[address, prefix length, family]`: what the interface's `cidr` says (its address and
+ * netmask). Refused whole, as they may be public: a host on 192.0.2.2/24 refuses 192.0.2.77.
+ */
+export function hostSubnets(interfaces: HostInterfaces = networkInterfaces): Array<[string, number, 'ipv4' | 'ipv6']> {
+  const subnets: Array<[string, number, 'ipv4' | 'ipv6']> = [];
+  for (const address of Object.values(interfaces()).flat()) {
+    if (!address || address.internal || !address.cidr) continue;
+    const bits = Number(address.cidr.slice(address.cidr.lastIndexOf('/') + 1));
+    if (Number.isInteger(bits)) subnets.push([address.address, bits, address.family === 'IPv6' ? 'ipv6' : 'ipv4']);
+  }
+  return subnets;
 }
 
 /** An address (or CIDR range) of an operator's exception list, parsed; throws on a malformed one. */
@@ -52,6 +71,8 @@ export interface EngineNetworkGuardOptions {
    * system's resolver (getaddrinfo: /etc/hosts, then its servers).
    */
   dnsServers?: readonly string[];
+  /** The host's interfaces, whose addresses and subnets are refused: `node:os`'s by default (tests give others). */
+  interfaces?: HostInterfaces;
 }
 
 /** A connection refused because its address is on the engine's network. */
@@ -75,6 +96,7 @@ export class EngineNetworkGuard {
     for (const range of [...REFUSED_RANGES, '127.0.0.0/8']) addTo(this.refused, range);
     for (const [network, prefix] of REFUSED_IPV6) this.refused.addSubnet(network, prefix, 'ipv6');
     for (const address of hostAddresses()) this.refused.addAddress(address, 'ipv4');
+    for (const [address, bits, family] of hostSubnets(options.interfaces)) this.refused.addSubnet(address, bits, family);
     for (const entry of options.allowed ?? []) addTo(this.allowed, entry);
     if (options.dnsServers && options.dnsServers.length > 0) {
       this.resolver = new Resolver({ timeout: 3_000, tries: 2 });
@@ -88,7 +110,7 @@ export class EngineNetworkGuard {
     const ip = mapped ?? address;
     const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
     if (this.allowed.check(ip, family)) return null;
-    return this.refused.check(ip, family) ? `${address} is on the engine's own network (loopback, private, link-local or the engine's host), where the engine does not connect for a tenant` : null;
+    return this.refused.check(ip, family) ? `${address} is on the engine's own network (loopback, private, link-local, or the engine host's addresses and subnets), where the engine does not connect for a tenant` : null;
   }
 
   /** Every address `hostname` resolves to (an IP literal: itself). */

@@ -188,7 +188,7 @@ export class AttemptRunner {
         // asset's span, the engine calls they make are its children.
         handlers: bindToActiveContext({
           emit: () => this.emit(held, plan, asset, storage),
-          read: async (key) => this.read(held, plan, key, await storage()),
+          read: async (key) => this.read(held, plan, asset, key, await storage()),
           connection: async (name) => {
             const resolved = await this.api.connection(held, asset.key, name);
             // Masked before the user code has the values, so no line can carry them first.
@@ -289,9 +289,17 @@ export class AttemptRunner {
     });
   }
 
-  /** `ctx.read(key)`: the file of the upstream's latest materialization that is not quarantined, for the child to decode. */
-  private async read(held: HeldAttempt, plan: AttemptPlan, assetKey: string, driver: StorageDriver): Promise<AsyncIterable<Uint8Array>> {
-    const upstream = await this.api.upstream(held, assetKey);
+  /**
+   * `ctx.read(key)` of `reader`: the file of the upstream's latest materialization that is
+   * not quarantined, for the child to decode. The worker API refuses an upstream the reader
+   * does not declare in its deps (whatever a worker asks), and so does this, before the call.
+   */
+  private async read(held: HeldAttempt, plan: AttemptPlan, reader: PlannedAsset, assetKey: string, driver: StorageDriver): Promise<AsyncIterable<Uint8Array>> {
+    if (!reader.deps.includes(assetKey)) {
+      const declared = reader.deps.length === 0 ? 'declares no deps' : `declares deps ${reader.deps.map((dep) => `"${dep}"`).join(', ')}`;
+      throw new Error(`ctx.read("${assetKey}") refused: asset "${reader.key}" ${declared}; an asset reads only the assets its manifest entry names in deps`);
+    }
+    const upstream = await this.api.upstream(held, reader.key, assetKey);
     if (!upstream) throw new Error(nothingToReadMessage(assetKey, plan.environment.name));
     return driver.readStream(upstream.location);
   }

@@ -22,7 +22,7 @@ import type { AssetCgroup } from './asset-cgroups.ts';
 import { bundleRootInSandbox, entryUrlInSandbox, signalOfExit, spawnAssetChild, type SandboxSettings } from './os-sandbox.ts';
 import { userFacingError } from './thrown-error.ts';
 import type { DeclaredSchema } from '@envengine/materialization-storage';
-import { FILE_CHUNK_BYTES, MAX_CHILD_MESSAGE_BYTES, MAX_ERROR_CHARS, MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
+import { FILE_CHUNK_BYTES, MAX_CHILD_MESSAGE_BYTES, MAX_CHILD_MESSAGE_DEPTH, MAX_ERROR_CHARS, MAX_LOG_MESSAGE_CHARS, type ParentMessage } from './sandbox-protocol.ts';
 import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
@@ -366,7 +366,7 @@ class SandboxedAsset {
         try {
           const frame = frameContent(this.queued.shift()!);
           if (frame.kind === 'bytes') bytes = frame;
-          else message = decodeValue(frame.json);
+          else message = decodeValue(frame.json, MAX_CHILD_MESSAGE_DEPTH);
         } catch (error) {
           const why = error instanceof FrameError ? error.message : errorMessage(error).slice(0, 200);
           this.refuseChannel(`sent the worker a message that is not valid (${why})`);

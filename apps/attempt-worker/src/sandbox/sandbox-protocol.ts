@@ -47,6 +47,12 @@ export interface EmitRefusal {
  * worker refuses a larger announced length before reading any of it.
  */
 export const MAX_CHILD_MESSAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * The deepest nesting of arrays and objects a child's message may have (every message of
+ * the protocol has two or three levels): a deeper one is refused by a scan of its text
+ * before it is parsed, so a frame of brackets costs the worker's loop no parse and no reviver.
+ */
+export const MAX_CHILD_MESSAGE_DEPTH = 16;
 /** A file's bytes cross the channel in frames of at most this many. */
 export const FILE_CHUNK_BYTES = 1 << 20;
 /** An error's message and its stack are each cut to this many characters (in the child before sending, and again by the worker). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameError, FrameReader, frameOf } from './sandbox-wire.ts';
+import { MAX_CHILD_MESSAGE_DEPTH } from './sandbox-protocol.ts';
 
 describe('the sandbox channel', () => {
   it('carries what rows hold beyond JSON: Date, bigint, non-finite numbers, undefined, bytes, and strings that start with NUL', () => {
@@ -41,6 +42,37 @@ describe('the sandbox channel', () => {
   it('refuses an unknown tag and text that is not JSON', () => {
     expect(() => decodeValue('"\\u0000zz"')).toThrow(FrameError);
     expect(() => decodeValue('{')).toThrow(SyntaxError);
+  });
+
+  it("refuses a message nested deeper than the runner's limit before it is parsed, in a fraction of the parse's time", () => {
+    // 3 MB of brackets around a tagged string, so that the old path runs the reviver too.
+    const levels = 1_500_000;
+    const deep = `${'['.repeat(levels)}"\\u0000u"${']'.repeat(levels)}`;
+    const timed = (decode: () => unknown): { ms: number; error: unknown } => {
+      const started = performance.now();
+      let error: unknown = null;
+      try {
+        decode();
+      } catch (thrown) {
+        error = thrown;
+      }
+      return { ms: performance.now() - started, error };
+    };
+    const old = timed(() => decodeValue(deep));
+    const checked = timed(() => decodeValue(deep, MAX_CHILD_MESSAGE_DEPTH));
+    console.log(`a ${deep.length}-character nested frame: ${old.ms.toFixed(1)} ms parsed, ${checked.ms.toFixed(1)} ms refused by the depth scan`);
+    expect(checked.error).toBeInstanceOf(FrameError);
+    expect((checked.error as Error).message).toBe(`a message nested deeper than ${MAX_CHILD_MESSAGE_DEPTH} levels`);
+    expect(checked.ms).toBeLessThan(old.ms / 5);
+  });
+
+  it('counts only brackets outside strings, and passes a message at the limit', () => {
+    const atLimit = `${'['.repeat(MAX_CHILD_MESSAGE_DEPTH)}${']'.repeat(MAX_CHILD_MESSAGE_DEPTH)}`;
+    expect(decodeValue(atLimit, MAX_CHILD_MESSAGE_DEPTH)).toBeInstanceOf(Array);
+    expect(() => decodeValue(`[${atLimit}]`, MAX_CHILD_MESSAGE_DEPTH)).toThrow(FrameError);
+    const message = { type: 'log', message: `"[{\\${'['.repeat(100)}` };
+    expect(decodeValue(encodeValue(message), MAX_CHILD_MESSAGE_DEPTH)).toEqual(message);
+    expect(decodeValue(encodeValue({ type: 'call', id: 1, method: 'emit', arg: { error: 'no' } }), 2)).toEqual({ type: 'call', id: 1, method: 'emit', arg: { error: 'no' } });
   });
 
   it('reads frames however the bytes are cut, messages and file bytes alike', () => {

@@ -96,8 +96,32 @@ export function encodeValue(value: unknown): string {
   return JSON.stringify({ v: value }, tagged).slice('{"v":'.length, -1);
 }
 
-/** A value from the channel's JSON text; a FrameError or SyntaxError when it is not one. */
-export function decodeValue(text: string): unknown {
+/**
+ * A FrameError when `text` nests arrays and objects deeper than `maxDepth`: one pass over
+ * its characters, counting brackets outside strings, so that a deep text is refused before
+ * JSON.parse and its reviver spend time (and stack) on it. Malformed JSON is left to the parse.
+ */
+export function checkNesting(text: string, maxDepth: number): void {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c) index++; // a backslash: the next character is escaped
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = true;
+    else if (char === 0x5b || char === 0x7b) {
+      if (++depth > maxDepth) throw new FrameError(`a message nested deeper than ${maxDepth} levels`);
+    } else if (char === 0x5d || char === 0x7d) depth--;
+  }
+}
+
+/**
+ * A value from the channel's JSON text; a FrameError or SyntaxError when it is not one.
+ * With `maxDepth`, a text nested deeper is refused before it is parsed (`checkNesting`).
+ */
+export function decodeValue(text: string, maxDepth?: number): unknown {
+  if (maxDepth !== undefined) checkNesting(text, maxDepth);
   // Only a text holding a tag (a NUL, which JSON writes as \u0000) needs the reviver, which is called for every value.
   return text.includes('\\u0000') ? JSON.parse(text, untagged) : JSON.parse(text);
 }

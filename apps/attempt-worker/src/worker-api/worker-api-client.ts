@@ -88,8 +88,9 @@ export class WorkerApiClient {
     await this.call(PublicApi.appendAttemptLogs, held.tenantId, { params: { id: held.attemptId }, body: { lines }, headers: leaseOf(held) });
   }
 
-  upstream(held: HeldAttempt, assetKey: string) {
-    return this.call(PublicApi.attemptUpstream, held.tenantId, { params: { id: held.attemptId, key: assetKey }, headers: leaseOf(held) });
+  /** `ctx.read(assetKey)` of the attempt's asset `readerKey`. */
+  upstream(held: HeldAttempt, readerKey: string, assetKey: string) {
+    return this.call(PublicApi.attemptUpstream, held.tenantId, { params: { id: held.attemptId, key: assetKey }, query: { asset: readerKey }, headers: leaseOf(held) });
   }
 
   /** `ctx.connection(name)` of the attempt's asset `assetKey`. */

@@ -10,6 +10,19 @@ export interface RunnerSharePolicy {
   maxPerTenant: number | null;
 }
 
+/**
+ * The slots one tenant may hold at once: `setting` when the operator gave a number, none
+ * beyond the fair share for `all`, and by default the runner's slots less one (at least
+ * one). A tenant so never holds every slot while another waits: a tenant with nothing
+ * running finds one free, or takes the next that frees, whatever the first tenant's
+ * backlog and however long its assets run (issue 68, docs/decisions.md).
+ */
+export function tenantSlotCap(capacity: number, setting: number | 'all' | undefined): number | null {
+  if (setting === 'all') return null;
+  if (setting !== undefined) return setting;
+  return Number.isFinite(capacity) ? Math.max(1, capacity - 1) : null;
+}
+
 /** An admission takes at most this many attempts at once (the next one takes the rest). */
 const MAX_ADMITTED_AT_ONCE = 500;
 
@@ -27,9 +40,11 @@ const WAITS_FOR_A_SLOT = { executor: 'local', status: 'queued', waiting_for_slot
  * attempts are not put on the runner's queue when they are made: each waits, off the
  * queue, until an admission gives it a slot. An admission fills the free slots one at a
  * time, each to the tenant that holds the fewest (its oldest waiting attempt; the oldest
- * first among tenants holding as many), skipping tenants at `maxPerTenant`. A tenant's
- * backlog so never delays another tenant's next attempt by more than one slot's time,
- * however long it is: that attempt takes the next slot that frees. The counts are of
+ * first among tenants holding as many), skipping tenants at `maxPerTenant` (by default
+ * the slots less one, `tenantSlotCap`). A tenant's backlog so never delays another
+ * tenant's next attempt by more than one slot's time, however long it is: that attempt
+ * takes the next slot that frees; and with the default cap one tenant alone never holds
+ * them all, so another tenant's first attempt finds a slot free. The counts are of
  * stored attempts, across tenants and replicas, in one transaction fenced by a single
  * document, so two admissions never give the same slot twice.
  */

@@ -35,8 +35,8 @@ export function workerApiRouter(service: WorkerApiService): Router {
     data: { stored: await service.appendLogs(leaseCheck(tenantId, params.id, header), body) },
   }));
 
-  mountEndpoint(router, PublicApi.attemptUpstream, async ({ tenantId, params, header }) => ({
-    data: await service.upstream(leaseCheck(tenantId, params.id, header), params.key),
+  mountEndpoint(router, PublicApi.attemptUpstream, async ({ tenantId, params, query, header }) => ({
+    data: await service.upstream(leaseCheck(tenantId, params.id, header), query.asset, params.key),
   }));
 
   mountEndpoint(router, PublicApi.attemptConnection, async ({ tenantId, params, body, header }) => ({

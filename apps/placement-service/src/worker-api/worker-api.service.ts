@@ -113,11 +113,19 @@ export class WorkerApiService {
   }
 
   /**
-   * `ctx.read(key)`: where the upstream's latest non-quarantined rows are. Only a location
-   * under the environment's storage prefix is ever handed out, whatever was recorded.
+   * `ctx.read(key)` of the attempt's asset `readerKey`: where the upstream's latest
+   * non-quarantined rows are. Only an upstream the reader declares in its `deps` is read
+   * (checked here, not only by the worker, which a pool's owner controls), and only a
+   * location under the environment's storage prefix is ever handed out, whatever was recorded.
    */
-  async upstream(check: LeaseCheck, assetKey: string): Promise<UpstreamLocation> {
+  async upstream(check: LeaseCheck, readerKey: string, assetKey: string): Promise<UpstreamLocation> {
     const attempt = await this.runs.checkLease(check);
+    const run = attempt.assets.some((asset) => asset.key === readerKey) ? await this.runs.findRun(check.tenantId, attempt.run_id) : undefined;
+    const reader = run?.assets.find((candidate) => candidate.key === readerKey);
+    if (!reader) {
+      throw new ApiError('invalid_request', `Asset "${readerKey}" is not part of attempt "${attempt._id}".`, { details: [{ path: 'query.asset', message: 'is not an asset of this attempt' }] });
+    }
+    if (!reader.deps.includes(assetKey)) throw undeclaredUpstream(reader, assetKey);
     const [latest, environment] = await Promise.all([
       this.deployments.latestUsableMaterialization(check.tenantId, attempt.environment_id, assetKey),
       this.environments.findById(check.tenantId, attempt.environment_id),
@@ -247,6 +255,14 @@ export class WorkerApiService {
     await this.dispatcher.dispatch(attempt);
     return toAttempt(attempt);
   }
+}
+
+/** `ctx.read(key)` of an asset the reader does not declare in its `deps`. */
+export function undeclaredUpstream(reader: { key: string; deps: readonly string[] }, assetKey: string): ApiError {
+  const declared = reader.deps.length === 0 ? 'declares no deps' : `declares deps ${reader.deps.map((dep) => `"${dep}"`).join(', ')}`;
+  return new ApiError('invalid_request', `ctx.read("${assetKey}") refused: asset "${reader.key}" ${declared}; an asset reads only the assets its manifest entry names in deps.`, {
+    details: [{ path: 'key', message: `is not a dependency asset "${reader.key}" declares` }],
+  });
 }
 
 function notAnAssetOf(attemptId: string, assetKey: string): ApiError {

@@ -42,6 +42,21 @@ async function bomb(size: number): Promise<Buffer> {
   return gzipSync(Buffer.concat(chunks), { level: 9 });
 }
 
+type TarHeader = Partial<tar.Header> & Pick<tar.Header, 'name'>;
+
+/** A tar.gz of these headers (a file's content is a line of text): links, devices and paths as given. */
+async function tarGzOf(headers: ReadonlyArray<TarHeader>): Promise<Buffer> {
+  const pack = tar.pack();
+  for (const header of headers) {
+    if (header.type === undefined || header.type === 'file') pack.entry(header, 'export default () => {};\n');
+    else pack.entry(header);
+  }
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of pack) chunks.push(chunk as Buffer);
+  return gzipSync(Buffer.concat(chunks));
+}
+
 describe('readBundle', () => {
   it('hashes, counts and lists a tar.gz while passing every byte on', async () => {
     const bytes = await tarGz({ './assets/a.js': 'a', 'assets/b.js': 'b', 'package.json': '{}' });
@@ -120,5 +135,37 @@ describe('readBundle', () => {
     await expect(reading).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining('ended before its last byte') });
     expect(sink.destroyed).toBe(true);
     expect(sink.writableFinished).toBe(false);
+  });
+
+  const fine: TarHeader = { name: 'assets/fine.js' };
+  it.each<[string, TarHeader, string]>([
+    ['a path up out of the bundle', { name: '../escape.js' }, 'its path leaves the bundle (through "..")'],
+    ['a path that goes down, then up out of it', { name: 'assets/../../escape.js' }, 'its path leaves the bundle (through "..")'],
+    ['an absolute path', { name: '/etc/cron.d/evil' }, 'its path is absolute'],
+    ['a symbolic link out of the bundle', { name: 'assets/passwd', type: 'symlink', linkname: '../../etc/passwd' }, 'it is a symbolic link to "../../etc/passwd", outside the bundle'],
+    ['a symbolic link to an absolute path', { name: 'assets/passwd', type: 'symlink', linkname: '/etc/passwd' }, 'it is a symbolic link to "/etc/passwd", outside the bundle'],
+    ['a hard link out of the bundle', { name: 'assets/hard', type: 'link', linkname: '../outside.js' }, 'it is a hard link to "../outside.js", outside the bundle'],
+    ['a character device', { name: 'assets/null', type: 'character-device', devmajor: 1, devminor: 3 }, 'it is a character-device entry; a bundle holds files, folders and links inside it only'],
+    ['a FIFO', { name: 'assets/pipe', type: 'fifo' }, 'it is a fifo entry; a bundle holds files, folders and links inside it only'],
+  ])('refuses %s with 422 naming the entry, storing none of what follows', async (_what, bad, reason) => {
+    const sink = collector();
+    const bytes = await tarGzOf([fine, bad, { name: 'assets/after.js' }]);
+    const refusal = readBundle(inChunks(bytes, 256), sink, limits(1024 * 1024));
+    await expect(refusal).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: `The bundle's entry ${JSON.stringify(bad.name)} is refused: ${reason}. Nothing was stored.`,
+      details: [{ path: '(body)', message: `entry ${JSON.stringify(bad.name)}: ${reason}` }],
+    });
+  });
+
+  it('takes paths that stay inside after "..", and links to entries inside the bundle', async () => {
+    const bytes = await tarGzOf([
+      { name: './assets/a.js' },
+      { name: 'assets/../lib/b.js' },
+      { name: 'assets', type: 'directory' },
+      { name: 'assets/link.js', type: 'symlink', linkname: '../lib/b.js' },
+      { name: 'assets/hard.js', type: 'link', linkname: 'assets/a.js' },
+    ]);
+    await expect(readBundle(inChunks(bytes), collector(), limits(1024 * 1024))).resolves.toMatchObject({ entries: ['assets/a.js', 'assets/../lib/b.js'] });
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { posix } from 'node:path';
 import { once } from 'node:events';
 import { Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -26,6 +27,58 @@ function unpacksTooLarge(limits: BundleLimits, what: 'bytes' | 'files'): ApiErro
   return new ApiError('payload_too_large', message, { headers: { Connection: 'close' } });
 }
 
+/** What a tar header says of an entry, as far as its safety goes. */
+export interface TarEntryHeader {
+  name: string;
+  type?: string | null;
+  linkname?: string | null;
+}
+
+/** Whether a path inside the archive (already normalized, POSIX) leaves the bundle's folder. */
+const leaves = (path: string) => path.startsWith('/') || path === '..' || path.startsWith('../');
+
+/**
+ * Why an entry may not be in a bundle, or null: a path that is absolute or leaves the
+ * bundle's folder through `..`, a symbolic or hard link whose target does, and anything
+ * that is not a file, a folder or a link (devices, FIFOs). Such a bundle used to be stored
+ * and failed only when a worker unpacked it; it is refused at upload now.
+ */
+export function unsafeEntryReason(header: TarEntryHeader): string | null {
+  const name = header.name;
+  if (name.includes('\0')) return 'its path holds a NUL character';
+  if (name.startsWith('/')) return 'its path is absolute';
+  const path = posix.normalize(name);
+  if (leaves(path)) return 'its path leaves the bundle (through "..")';
+  switch (header.type ?? 'file') {
+    case 'file':
+    case 'contiguous-file':
+    case 'directory':
+      return null;
+    case 'symlink': {
+      const target = header.linkname ?? '';
+      // A symbolic link's target is relative to the link's own folder.
+      if (target.startsWith('/') || leaves(posix.normalize(posix.join(posix.dirname(path), target)))) return `it is a symbolic link to "${target}", outside the bundle`;
+      return null;
+    }
+    case 'link': {
+      const target = header.linkname ?? '';
+      // A hard link names another entry of the archive, from its root.
+      if (target.startsWith('/') || leaves(posix.normalize(target))) return `it is a hard link to "${target}", outside the bundle`;
+      return null;
+    }
+    default:
+      return `it is a ${header.type} entry; a bundle holds files, folders and links inside it only`;
+  }
+}
+
+function unsafeEntry(name: string, reason: string): ApiError {
+  const shown = JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
+  return new ApiError('invalid_request', `The bundle's entry ${shown} is refused: ${reason}. Nothing was stored.`, {
+    details: [{ path: '(body)', message: `entry ${shown}: ${reason}` }],
+    headers: { Connection: 'close' },
+  });
+}
+
 function notATarGz(): ApiError {
   return new ApiError('invalid_request', 'The bundle is not a readable tar.gz archive with at least one file.', {
     details: [{ path: '(body)', message: 'must be a gzip-compressed tar archive holding the project files' }],
@@ -37,7 +90,8 @@ function notATarGz(): ApiError {
  * listing the tar entries it holds; the archive is never held in memory whole, nor
  * unpacked anywhere. Fails with 413 past a limit (the upload's size, what it unpacks to,
  * or its file count: a tar bomb stops at the first header that goes past, before its
- * content is inflated) and 422 when the bytes are not a tar.gz.
+ * content is inflated) and 422 when the bytes are not a tar.gz or hold an unsafe entry
+ * (`unsafeEntryReason`: named in the answer, refused at its header).
  */
 export async function readBundle(upload: Readable, sink: Writable, limits: BundleLimits): Promise<ReadBundle> {
   const limitBytes = limits.bytes;
@@ -69,6 +123,8 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
     if (files > limits.files) return refuse(unpacksTooLarge(limits, 'files'));
     // Its declared size is what the reader will inflate: refused before any of it is.
     if (unpacked + (header.size ?? 0) > limits.unpackedBytes) return refuse(unpacksTooLarge(limits, 'bytes'));
+    const unsafe = unsafeEntryReason(header);
+    if (unsafe !== null) return refuse(unsafeEntry(header.name, unsafe));
     if (header.type === 'file') entries.push(header.name.replace(/^\.\//, ''));
     stream.on('end', () => next());
     stream.resume();
