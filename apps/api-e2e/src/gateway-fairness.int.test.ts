@@ -13,13 +13,15 @@ const shared = inject('stack');
 /**
  * The gateway's upstream capacity lowered, so that a probe a few times these numbers
  * exhausts it: 8 connections per service for the API's reads and writes, 4 for uploads and
- * downloads, a tenant's share 4 and 2 of them, and bodies cut below 2000 bytes/s over 1.5 s.
+ * downloads, a tenant's share 4 and 2 of them (refused at once past it, rather than after the
+ * default wait behind the tenant's own), and bodies cut below 2000 bytes/s over 1.5 s.
  */
 const SETTINGS = {
   UPSTREAM_CONNECTIONS: '8',
   UPSTREAM_STREAM_CONNECTIONS: '4',
   UPSTREAM_TENANT_IN_FLIGHT: '4',
   UPSTREAM_TENANT_STREAMS: '2',
+  UPSTREAM_TENANT_WAIT_MS: '0',
   BODY_MIN_BYTES_PER_SECOND: '2000',
   BODY_RATE_WINDOW_MS: '1500',
 };

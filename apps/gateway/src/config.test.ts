@@ -11,6 +11,7 @@ describe('the gateway settings of its upstream capacity', () => {
       UPSTREAM_STREAM_CONNECTIONS: 16,
       UPSTREAM_TENANT_IN_FLIGHT: 16,
       UPSTREAM_TENANT_STREAMS: 4,
+      UPSTREAM_TENANT_WAIT_MS: 5000,
       BODY_MIN_BYTES_PER_SECOND: 500,
       BODY_RATE_WINDOW_MS: 20_000,
     });

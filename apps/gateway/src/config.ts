@@ -48,6 +48,8 @@ const GatewayConfigSchema = z.object({
   UPSTREAM_TENANT_IN_FLIGHT: z.coerce.number().int().positive().optional(),
   /** Uploads and downloads one tenant may have in flight; unset: a quarter of UPSTREAM_STREAM_CONNECTIONS. Past it, 429 `rate_limited`. */
   UPSTREAM_TENANT_STREAMS: z.coerce.number().int().positive().optional(),
+  /** How long a request over its tenant's share waits, behind that tenant's own, for one of them to end; then 429. `0`: refused at once. */
+  UPSTREAM_TENANT_WAIT_MS: z.coerce.number().int().min(0).default(5000),
   /** The slowest a request or response body may move through the gateway (Apache mod_reqtimeout's `MinRate`): fewer bytes over a window cut it off. */
   BODY_MIN_BYTES_PER_SECOND: PositiveIntFromEnv(500),
   BODY_RATE_WINDOW_MS: PositiveIntFromEnv(20_000),

@@ -43,6 +43,8 @@ export interface GatewayDependencies {
   forwarder: UpstreamForwarder;
   /** Each tenant's requests in flight to the services, per pool (UPSTREAM_TENANT_IN_FLIGHT, UPSTREAM_TENANT_STREAMS). */
   inFlight: Record<UpstreamLane, TenantInFlight>;
+  /** How long a request over its tenant's share waits for one of the tenant's own to end before its 429 (UPSTREAM_TENANT_WAIT_MS). */
+  inFlightWaitMs: number;
   /** The operations the gateway serves itself (API tokens). */
   gatewayOperations: ReturnType<typeof tokenOperations>;
   /** Where each API token's use is noted for its `last_used_at`. */
@@ -142,7 +144,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
       if (isBundleUpload(req)) {
         // Streamed through with a limit of its own; an upload is content-addressed, so a
         // repeat is harmless and Idempotency-Key is not needed.
-        const release = deps.inFlight.stream.take(caller.tenantId);
+        const release = await deps.inFlight.stream.acquire(caller.tenantId, deps.inFlightWaitMs);
         if (!release) {
           // Answered once a little more of it is drained, as a refused upload always is.
           await drainRefusedBody(req);
@@ -182,7 +184,7 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         environments,
       };
       const idempotencyKey = req.method === 'POST' ? idempotencyKeyOf(req) : undefined;
-      const release = deps.inFlight[lane].take(caller.tenantId);
+      const release = await deps.inFlight[lane].acquire(caller.tenantId, deps.inFlightWaitMs);
       if (!release) throw overShare(deps, lane);
       try {
         if (idempotencyKey === undefined) {
@@ -227,11 +229,13 @@ async function authenticateCaller(deps: GatewayDependencies, req: Request): Prom
 /**
  * The refusal of a request past its tenant's share of a pool. A slot of the share is held
  * until the request's answer is sent or its client has gone (the upstream request aborted
- * with it), so another tenant always finds a connection.
+ * with it), so another tenant always finds a connection; a request over the share waits
+ * behind its own tenant's first, never in front of another's.
  */
 function overShare(deps: GatewayDependencies, lane: UpstreamLane, headers: Record<string, string> = {}): ApiError {
   const what = lane === 'stream' ? 'uploads and downloads' : 'requests';
-  return new ApiError('rate_limited', `This tenant has ${deps.inFlight[lane].limit} ${what} in flight through the gateway, its share; retry once one has finished.`, {
+  const waited = deps.inFlightWaitMs > 0 ? `, and none ended within ${deps.inFlightWaitMs} ms` : '';
+  return new ApiError('rate_limited', `This tenant has ${deps.inFlight[lane].limit} ${what} in flight through the gateway, its share${waited}; retry once one has finished.`, {
     headers: { 'Retry-After': '1', ...headers },
   });
 }

@@ -120,6 +120,7 @@ const app = createGatewayApp({
   failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
   inFlight: { api: new TenantInFlight(config.UPSTREAM_TENANT_IN_FLIGHT), stream: new TenantInFlight(config.UPSTREAM_TENANT_STREAMS) },
+  inFlightWaitMs: config.UPSTREAM_TENANT_WAIT_MS,
   gatewayOperations: tokenOperations(tokensService),
   tokenUsage,
   idempotency,

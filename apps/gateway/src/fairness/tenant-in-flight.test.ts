@@ -39,3 +39,42 @@ describe('TenantInFlight', () => {
     expect(() => new TenantInFlight(1.5)).toThrow(/at least 1/);
   });
 });
+
+describe('TenantInFlight waits', () => {
+  it("lets a request over its share wait for one of its own tenant's slots, in arrival order", async () => {
+    const inFlight = new TenantInFlight(1);
+    const first = (await inFlight.acquire('a', 1000))!;
+    const order: string[] = [];
+    const second = inFlight.acquire('a', 1000).then((release) => (order.push('second'), release));
+    const third = inFlight.acquire('a', 1000).then((release) => (order.push('third'), release));
+    // Another tenant does not wait behind them.
+    expect(await inFlight.acquire('b', 0)).toBeTypeOf('function');
+    first();
+    (await second)!();
+    (await third)!();
+    expect(order).toEqual(['second', 'third']);
+    expect(inFlight.heldBy('a')).toBe(0);
+  });
+
+  it('refuses a request whose wait ends without a slot, and at once without a wait', async () => {
+    const inFlight = new TenantInFlight(1);
+    const held = inFlight.take('a')!;
+    expect(await inFlight.acquire('a', 0)).toBeUndefined();
+    expect(await inFlight.acquire('a', 20)).toBeUndefined();
+    // The refused waiter is gone: the release frees the slot rather than handing it on.
+    held();
+    expect(inFlight.heldBy('a')).toBe(0);
+    expect(inFlight.tenants).toBe(0);
+  });
+
+  it('does not let a newcomer overtake the requests already waiting', async () => {
+    const inFlight = new TenantInFlight(1);
+    const held = inFlight.take('a')!;
+    const waiting = inFlight.acquire('a', 1000);
+    held();
+    // The slot went to the waiting request, not to the next arrival.
+    expect(inFlight.take('a')).toBeUndefined();
+    (await waiting)!();
+    expect(inFlight.take('a')).toBeTypeOf('function');
+  });
+});
