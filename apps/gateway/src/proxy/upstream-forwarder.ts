@@ -158,8 +158,6 @@ export class UpstreamForwarder {
         callback(null, chunk);
       },
     });
-    // Piping passes no error on: a client that goes away mid-upload ends the upstream
-    // request here, or the service would wait on a body that never ends, its store half-written.
     // A sender that drips holds its connection to the service: below the minimum rate the
     // upload is cut off, counted from when the connection starts reading it.
     const guard = rateGuard(this.bodyRate, 'upload', false);
@@ -170,6 +168,8 @@ export class UpstreamForwarder {
       upload.unpipe(guard);
       abort.abort(error);
     });
+    // Piping passes no error on: a client that goes away mid-upload ends the upstream
+    // request here, or the service would wait on a body that never ends, its store half-written.
     const detach = whenUploadCutOff(upload, () => {
       if (exceeded || tooSlow) return;
       brokenOff = true;
@@ -180,6 +180,8 @@ export class UpstreamForwarder {
     try {
       response = await this.dispatch(upstream, 'stream', request, counted, abort.signal);
     } catch (error) {
+      // Its windows end with the request (an answer before the last byte leaves the rest flowing).
+      guard.destroy();
       if (exceeded) {
         await drainRefusedBody(upload);
         throw tooLarge();
@@ -189,7 +191,6 @@ export class UpstreamForwarder {
       throw error;
     } finally {
       detach();
-      guard.destroy();
     }
     try {
       if (exceeded) {
