@@ -40,8 +40,19 @@ const GatewayConfigSchema = z.object({
   TOKENS_PER_TENANT: PositiveIntFromEnv(100),
   /** How often each token's `last_used_at` is written (the uses seen since, in one batch). */
   TOKEN_USAGE_FLUSH_MS: PositiveIntFromEnv(30_000),
-  /** Connections kept open to each replica of each internal service. */
+  /** Connections kept open to each replica of each internal service, for the API's reads and writes. */
   UPSTREAM_CONNECTIONS: PositiveIntFromEnv(64),
+  /** Connections to each replica of each service for uploads and downloads (a pool apart, so that files never starve the API). */
+  UPSTREAM_STREAM_CONNECTIONS: PositiveIntFromEnv(16),
+  /** Requests one tenant may have in flight to the services through this gateway; unset: a quarter of UPSTREAM_CONNECTIONS. Past it, 429 `rate_limited`. */
+  UPSTREAM_TENANT_IN_FLIGHT: z.coerce.number().int().positive().optional(),
+  /** Uploads and downloads one tenant may have in flight; unset: a quarter of UPSTREAM_STREAM_CONNECTIONS. Past it, 429 `rate_limited`. */
+  UPSTREAM_TENANT_STREAMS: z.coerce.number().int().positive().optional(),
+  /** How long a request over its tenant's share waits, behind that tenant's own, for one of them to end; then 429. `0`: refused at once. */
+  UPSTREAM_TENANT_WAIT_MS: z.coerce.number().int().min(0).default(5000),
+  /** The slowest a request or response body may move through the gateway (Apache mod_reqtimeout's `MinRate`): fewer bytes over a window cut it off. */
+  BODY_MIN_BYTES_PER_SECOND: PositiveIntFromEnv(500),
+  BODY_RATE_WINDOW_MS: PositiveIntFromEnv(20_000),
   /** Services that wait on workflows answer before this (their waits default to it minus a margin). */
   UPSTREAM_TIMEOUT_MS: PositiveIntFromEnv(GATEWAY_UPSTREAM_TIMEOUT_MS),
   /** How long an Idempotency-Key and its answer are kept (at least 24 hours). */
@@ -50,8 +61,22 @@ const GatewayConfigSchema = z.object({
   ...TracingSettings.shape,
 });
 
-export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+/** A tenant's share of a pool: given, or a quarter of it; below the whole pool either way, so that another tenant always finds a connection. */
+const WithTenantShares = GatewayConfigSchema.transform((config, ctx) => {
+  const share = (given: number | undefined, pool: number, name: string, poolName: string) => {
+    const value = given ?? Math.max(1, Math.floor(pool / 4));
+    if (pool > 1 && value >= pool) ctx.addIssue({ code: 'custom', path: [name], message: `must be below ${poolName} (${pool}): one tenant never holds every connection` });
+    return value;
+  };
+  return {
+    ...config,
+    UPSTREAM_TENANT_IN_FLIGHT: share(config.UPSTREAM_TENANT_IN_FLIGHT, config.UPSTREAM_CONNECTIONS, 'UPSTREAM_TENANT_IN_FLIGHT', 'UPSTREAM_CONNECTIONS'),
+    UPSTREAM_TENANT_STREAMS: share(config.UPSTREAM_TENANT_STREAMS, config.UPSTREAM_STREAM_CONNECTIONS, 'UPSTREAM_TENANT_STREAMS', 'UPSTREAM_STREAM_CONNECTIONS'),
+  };
+});
+
+export type GatewayConfig = z.infer<typeof WithTenantShares>;
 
 export function loadGatewayConfig(env: Record<string, string | undefined>): GatewayConfig {
-  return parseConfig(GatewayConfigSchema, env);
+  return parseConfig(WithTenantShares, env);
 }

@@ -5,6 +5,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { IDEMPOTENCY_KEY_PATTERN } from '@envengine/contracts';
 import {
   ApiError,
+  drainRefusedBody,
   errorHandler,
   httpServerTracing,
   methodHasBody,
@@ -25,8 +26,9 @@ import type { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import type { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { requestFingerprint } from './idempotency/request-fingerprint.ts';
 import { authorizeOperation } from './auth/operation-access.ts';
-import { methodsAllowedOn, operationOf, publicRouteOf } from './proxy/public-routes.ts';
-import type { BufferedResponse, ForwardRequest, Upstream, UpstreamForwarder } from './proxy/upstream-forwarder.ts';
+import { methodsAllowedOn, operationOf, publicRouteOf, streamsBodies } from './proxy/public-routes.ts';
+import type { BufferedResponse, ForwardRequest, Upstream, UpstreamForwarder, UpstreamLane } from './proxy/upstream-forwarder.ts';
+import type { TenantInFlight } from './fairness/tenant-in-flight.ts';
 import type { GatewayOperationId, tokenOperations } from './tokens/token-operations.ts';
 import type { TokenUsage } from './tokens/token-usage.ts';
 
@@ -39,6 +41,10 @@ export interface GatewayDependencies {
   /** Per client address, for requests whose token is refused: each costs a lookup. */
   failedAuthLimiter: TokenBucketLimiter;
   forwarder: UpstreamForwarder;
+  /** Each tenant's requests in flight to the services, per pool (UPSTREAM_TENANT_IN_FLIGHT, UPSTREAM_TENANT_STREAMS). */
+  inFlight: Record<UpstreamLane, TenantInFlight>;
+  /** How long a request over its tenant's share waits for one of the tenant's own to end before its 429 (UPSTREAM_TENANT_WAIT_MS). */
+  inFlightWaitMs: number;
   /** The operations the gateway serves itself (API tokens). */
   gatewayOperations: ReturnType<typeof tokenOperations>;
   /** Where each API token's use is noted for its `last_used_at`. */
@@ -133,10 +139,17 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
       }
       const upstream: Upstream = service;
       const environments = caller.environments.toHeader();
+      const lane: UpstreamLane = streamsBodies(operation.endpoint) ? 'stream' : 'api';
 
       if (isBundleUpload(req)) {
         // Streamed through with a limit of its own; an upload is content-addressed, so a
         // repeat is harmless and Idempotency-Key is not needed.
+        const release = await deps.inFlight.stream.acquire(caller.tenantId, deps.inFlightWaitMs);
+        if (!release) {
+          // Answered once a little more of it is drained, as a refused upload always is.
+          await drainRefusedBody(req);
+          throw overShare(deps, 'stream', { Connection: 'close' });
+        }
         const upload: ForwardRequest = {
           method: req.method,
           url: `/api/v1${req.url}`,
@@ -147,7 +160,11 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
           actor: caller.tokenId,
           environments,
         };
-        await deps.forwarder.forwardUpload(upstream, upload, req, deps.bundleBodyLimitBytes, res);
+        try {
+          await deps.forwarder.forwardUpload(upstream, upload, req, deps.bundleBodyLimitBytes, res);
+        } finally {
+          release();
+        }
         return;
       }
 
@@ -167,11 +184,17 @@ export function createGatewayApp(deps: GatewayDependencies): Express {
         environments,
       };
       const idempotencyKey = req.method === 'POST' ? idempotencyKeyOf(req) : undefined;
-      if (idempotencyKey === undefined) {
-        await deps.forwarder.forward(upstream, forwardRequest, res);
-      } else {
-        const response = await forwardOnce(deps, upstream, forwardRequest, idempotencyKey, res);
-        sendBuffered(res, response);
+      const release = await deps.inFlight[lane].acquire(caller.tenantId, deps.inFlightWaitMs);
+      if (!release) throw overShare(deps, lane);
+      try {
+        if (idempotencyKey === undefined) {
+          await deps.forwarder.forward(upstream, forwardRequest, res, lane);
+        } else {
+          const response = await forwardOnce(deps, upstream, forwardRequest, idempotencyKey, res);
+          sendBuffered(res, response);
+        }
+      } finally {
+        release();
       }
     } catch (error) {
       next(error);
@@ -201,6 +224,20 @@ async function authenticateCaller(deps: GatewayDependencies, req: Request): Prom
     if (error instanceof ApiError && error.code === 'unauthorized') deps.failedAuthLimiter.take(clientAddress);
     throw error;
   }
+}
+
+/**
+ * The refusal of a request past its tenant's share of a pool. A slot of the share is held
+ * until the request's answer is sent or its client has gone (the upstream request aborted
+ * with it), so another tenant always finds a connection; a request over the share waits
+ * behind its own tenant's first, never in front of another's.
+ */
+function overShare(deps: GatewayDependencies, lane: UpstreamLane, headers: Record<string, string> = {}): ApiError {
+  const what = lane === 'stream' ? 'uploads and downloads' : 'requests';
+  const waited = deps.inFlightWaitMs > 0 ? `, and none ended within ${deps.inFlightWaitMs} ms` : '';
+  return new ApiError('rate_limited', `This tenant has ${deps.inFlight[lane].limit} ${what} in flight through the gateway, its share${waited}; retry once one has finished.`, {
+    headers: { 'Retry-After': '1', ...headers },
+  });
 }
 
 function isWorkerApi(path: string): boolean {

@@ -11,6 +11,7 @@ import { IdempotencyStore } from './idempotency/idempotency-store.ts';
 import { loadGatewayConfig } from './config.ts';
 import { createGatewayApp } from './gateway-app.ts';
 import { UpstreamForwarder } from './proxy/upstream-forwarder.ts';
+import { TenantInFlight } from './fairness/tenant-in-flight.ts';
 import { SharedRateLimiter } from './rate-limit/shared-rate-limiter.ts';
 import { TokenBucketLimiter } from './rate-limit/token-bucket-limiter.ts';
 import { tokenOperations } from './tokens/token-operations.ts';
@@ -73,7 +74,12 @@ const forwarder = new UpstreamForwarder(
     secrets: config.SECRETS_SERVICE_URL,
   },
   config.INTERNAL_CREDENTIAL,
-  { connections: config.UPSTREAM_CONNECTIONS, timeoutMs: config.UPSTREAM_TIMEOUT_MS },
+  {
+    connections: config.UPSTREAM_CONNECTIONS,
+    streamConnections: config.UPSTREAM_STREAM_CONNECTIONS,
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    bodyRate: { minBytesPerSecond: config.BODY_MIN_BYTES_PER_SECOND, windowMs: config.BODY_RATE_WINDOW_MS },
+  },
 );
 
 const tokenUsage = new TokenUsage(
@@ -113,6 +119,8 @@ const app = createGatewayApp({
   ),
   failedAuthLimiter: new TokenBucketLimiter(config.FAILED_AUTH_PER_SECOND, config.FAILED_AUTH_BURST),
   forwarder,
+  inFlight: { api: new TenantInFlight(config.UPSTREAM_TENANT_IN_FLIGHT), stream: new TenantInFlight(config.UPSTREAM_TENANT_STREAMS) },
+  inFlightWaitMs: config.UPSTREAM_TENANT_WAIT_MS,
   gatewayOperations: tokenOperations(tokensService),
   tokenUsage,
   idempotency,

@@ -36,6 +36,15 @@ const ROUTES: readonly PublicRoute[] = (Object.entries(PublicApi) as [OperationI
   label: routeTemplateOf(`/api/v1${endpoint.path}`),
 }));
 
+/**
+ * Whether an operation's request or answer is a file streamed through (a bundle's upload
+ * and download, a materialization's download): the routes of the stream pool.
+ */
+export function streamsBodies(endpoint: Endpoint): boolean {
+  const raw = (body: unknown) => typeof body === 'string' && body !== 'empty';
+  return raw(endpoint.body) || Object.values(endpoint.responses).some(raw);
+}
+
 /** HEAD is GET without the body. */
 const asDeclared = (method: string) => (method === 'HEAD' ? 'GET' : method);
 
