@@ -302,3 +302,21 @@ describe('token lifetimes', () => {
     expect((await victim.api.get('/environments')).status).toBe(200);
   });
 });
+
+describe('the live tokens of a tenant are bounded', () => {
+  it('refuses a mint past the tenant’s live tokens with 429 tokens_quota_exceeded, takes one again once one is revoked, and leaves other tenants alone', async () => {
+    const tenant = await createTenant(stack, 'token-quota');
+    const other = await createTenant(stack, 'token-quota-other');
+    // The suite's gateway runs the default, TOKENS_PER_TENANT = 100: the tenant's first token counts.
+    const minted: string[] = [];
+    for (let index = 1; index < 100; index++) minted.push((await mint(tenant.api, { name: `t${index}`, role: 'viewer' })).id);
+    const refused = await tenant.api.post('/tokens', { name: 'one too many', role: 'viewer' });
+    expect([refused.status, refused.body.error?.code]).toEqual([429, 'tokens_quota_exceeded']);
+    expect(refused.body.error.message).toMatch(/100 live tokens/);
+    expect((await tenant.api.get('/tokens')).body.data).toHaveLength(100);
+    // Another tenant mints as before.
+    await mint(other.api, { name: 'unaffected', role: 'viewer' });
+    expect((await tenant.api.delete(`/tokens/${minted[0]}`)).status).toBe(200);
+    await mint(tenant.api, { name: 'in its place', role: 'viewer' });
+  }, 120_000);
+});
