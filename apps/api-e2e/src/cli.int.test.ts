@@ -1,11 +1,12 @@
 // envctl against the real stack, as a user runs it: the built CLI as a subprocess, its
 // stdout parsed with the contracts, its exit codes checked.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { ApiToken, ApiTokenCreated, AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow, Webhook, WebhookCreated, WebhookDelivery } from '@envengine/contracts';
@@ -40,17 +41,22 @@ let baseEnv: Record<string, string>;
 function envctl(args: string[], invocation: Invocation = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: { ...baseEnv, ...invocation.env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    collectOutput(child, resolve, reject);
     void (async () => {
       if (invocation.whileRunning) await invocation.whileRunning(child.pid!);
       child.stdin.end(invocation.input ?? '');
     })().catch(reject);
   });
+}
+
+/** Everything a child prints, and its exit code, once it has closed. */
+function collectOutput(child: ChildProcessByStdio<Writable | null, Readable, Readable>, resolve: (result: Result) => void, reject: (error: Error) => void): void {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.on('error', reject);
+  child.on('close', (code) => resolve({ code, stdout, stderr }));
 }
 
 const json = (result: Result) => JSON.parse(result.stdout) as unknown;
@@ -103,12 +109,7 @@ function envctlOnTerminal(args: string[], columns = 120): Promise<Result> {
   return new Promise((resolve, reject) => {
     const command = `stty cols ${columns} rows 40; exec ${[process.execPath, CLI, ...args].map(shellWord).join(' ')}`;
     const child = spawn('script', ['-qefc', command, '/dev/null'], { env: { ...baseEnv, TERM: 'xterm' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    collectOutput(child, resolve, reject);
   });
 }
 
