@@ -13,7 +13,8 @@ interface Waiter {
  */
 export class TenantInFlight {
   private readonly counts = new Map<string, number>();
-  private readonly waiting = new Map<string, Waiter[]>();
+  /** Per tenant, its waiting requests in arrival order (a Set keeps insertion order): each wait and release is constant time, however many wait. */
+  private readonly waiting = new Map<string, Set<Waiter>>();
 
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new Error('TenantInFlight needs a limit of at least 1');
@@ -46,7 +47,8 @@ export class TenantInFlight {
           resolve(undefined);
         }, waitMs),
       };
-      this.waiting.set(tenantId, [...(queue ?? []), waiter]);
+      if (queue) queue.add(waiter);
+      else this.waiting.set(tenantId, new Set([waiter]));
     });
   }
 
@@ -65,7 +67,7 @@ export class TenantInFlight {
     return () => {
       if (released) return;
       released = true;
-      const next = this.waiting.get(tenantId)?.[0];
+      const next = this.waiting.get(tenantId)?.values().next().value;
       if (next) {
         // The slot passes to the tenant's next waiting request: its count stays.
         this.leaveQueue(tenantId, next);
@@ -79,8 +81,8 @@ export class TenantInFlight {
   }
 
   private leaveQueue(tenantId: string, waiter: Waiter): void {
-    const rest = (this.waiting.get(tenantId) ?? []).filter((candidate) => candidate !== waiter);
-    if (rest.length === 0) this.waiting.delete(tenantId);
-    else this.waiting.set(tenantId, rest);
+    const queue = this.waiting.get(tenantId);
+    queue?.delete(waiter);
+    if (queue?.size === 0) this.waiting.delete(tenantId);
   }
 }
