@@ -60,8 +60,8 @@ case "$cmd" in
     # types and lint per project (cached by Nx), then the integration suite through the
     # gateway against real Temporal, MongoDB (a replica set) and Redis servers.
     node --import tsx tools/servers/install.ts
-    nx run-many -t lint typecheck test --outputStyle=static
-    nx run-many -t build --outputStyle=static
+    # One pass, so that Nx runs the builds beside the checks on both cores.
+    nx run-many -t lint typecheck test build --outputStyle=static
     nx run api-e2e:e2e --outputStyle=static
     # Then 2 minutes of steady load under faults at random (DESIGN.md §8) on a stack of its
     # own, the embedded profile, with a fixed seed: a broken invariant fails the test, and
