@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { findOnPath } from '@envengine/backing-servers';
-import { WORKSPACE_ROOT } from '@envengine/dev-stack';
+import { metricsBlock, stackPorts, WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { activationMetrics, createMetricsRegistry, httpMetrics, ingestMetrics, placementMetrics, workerMetrics } from '@envengine/service-metrics';
 
 // deploy/prometheus and deploy/grafana, checked by Prometheus's own promtool (installed by
@@ -42,6 +42,30 @@ function unknownMetrics(expression: string, exported: ReadonlySet<string>): stri
 }
 
 const rules = parse(readFileSync(join(DEPLOY, 'prometheus', 'alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+const scrapeConfig = parse(readFileSync(join(DEPLOY, 'prometheus', 'prometheus.yml'), 'utf8')) as {
+  scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }>;
+};
+const scrapeConfigComment = readFileSync(join(DEPLOY, 'prometheus', 'prometheus.yml'), 'utf8').split('\n').filter((line) => line.startsWith('#')).join('\n');
+
+/** Jobs of prometheus.yml that `npm start` runs no process for, and why. */
+const NOT_RUN_BY_NPM_START: Record<string, string> = {
+  'envengine-pool-worker': "a tenant's pool worker runs on the tenant's hosts (envctl worker start), not in npm start",
+};
+
+/** The lines `npm start` prints under `Metrics:`, read as prometheus.yml says to: each job's targets, the host:port of each URL. */
+function printedTargets(lines: string[]): Map<string, string[]> {
+  const printed = new Map<string, string[]>();
+  for (const line of lines) {
+    const match = /^ +(\S+) +→ (\S.*)$/.exec(line);
+    if (!match) throw new Error(`not a "job → URL, URL…" line: ${JSON.stringify(line)}`);
+    const urls = match[2]!.split(', ').map((url) => new URL(url));
+    for (const url of urls) expect(url.pathname, line).toBe('/metrics');
+    expect(printed.has(match[1]!), `${match[1]} printed twice`).toBe(false);
+    printed.set(match[1]!, urls.map((url) => url.host));
+  }
+  return printed;
+}
+
 const dashboard = JSON.parse(readFileSync(join(DEPLOY, 'grafana', 'envengine-dashboard.json'), 'utf8')) as {
   panels: Array<{ id: number; title: string; targets: Array<{ expr: string; datasource: { type: string } }> }>;
 };
@@ -67,6 +91,34 @@ describe('deploy/prometheus and deploy/grafana', () => {
     expect(rules.groups.flatMap((group) => group.rules).map((rule) => rule.alert).sort()).toEqual(
       ['EnvengineAttemptsLost', 'EnvengineAttemptsWaiting', 'EnvengineNoLiveRunner', 'EnvengineProcessDown', 'EnvengineScheduleTicksMissed'],
     );
+  });
+
+  it('names only jobs whose targets `npm start` prints, one per replica, at the ports its comment says', async () => {
+    const jobs = scrapeConfig.scrape_configs.map((job) => job.job_name);
+    for (const job of Object.keys(NOT_RUN_BY_NPM_START)) expect(jobs, 'a job npm start need not print is gone from prometheus.yml').toContain(job);
+    const runByNpmStart = scrapeConfig.scrape_configs.filter((job) => !(job.job_name in NOT_RUN_BY_NPM_START));
+    expect(runByNpmStart.length).toBeGreaterThanOrEqual(6);
+    const one = printedTargets(metricsBlock(await stackPorts('default', 1)));
+    const two = printedTargets(metricsBlock(await stackPorts('default', 2)));
+    // Every job it runs a process for, and only the job names of prometheus.yml.
+    expect([...one.keys()].sort()).toEqual(runByNpmStart.map((job) => job.job_name).sort());
+    expect([...two.keys()].sort()).toEqual([...one.keys()].sort());
+    for (const job of runByNpmStart) {
+      const ports = job.static_configs.flatMap((config) => config.targets).map((target) => Number(target.split(':').at(-1)));
+      expect(ports, job.job_name).toHaveLength(1);
+      // On the default ports: 127.0.0.1 at the compose target's port, each further replica 100 above it.
+      expect(one.get(job.job_name), job.job_name).toEqual([`127.0.0.1:${ports[0]}`]);
+      expect(two.get(job.job_name), job.job_name).toEqual([`127.0.0.1:${ports[0]}`, `127.0.0.1:${ports[0]! + 100}`]);
+    }
+    // The comment's example is a line npm start prints (two replicas), and the targets it makes of it.
+    const example = metricsBlock(await stackPorts('default', 2)).find((line) => line.includes('envengine-placement-service'))!.trim();
+    expect(scrapeConfigComment).toContain(`#   ${example}\n`);
+    expect(scrapeConfigComment).toContain(`targets: [${two.get('envengine-placement-service')!.map((target) => `"${target}"`).join(', ')}]`);
+    // The README's sample output of npm start shows the same lines.
+    const readme = readFileSync(join(WORKSPACE_ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain(`\n${metricsBlock(await stackPorts('default', 1)).join('\n')}\n\`\`\``);
+    // Positive control: a line that is not "job → URL" is refused.
+    expect(() => printedTargets(['    envengine-gateway http://127.0.0.1:9464/metrics'])).toThrow(/not a "job → URL/);
   });
 
   it('names only metrics that the engine exports, in its rules and in its dashboard', async () => {

@@ -9,6 +9,7 @@ import {
   STACK_PROFILES,
   devStackDataDir,
   issueToken,
+  metricsBlock,
   removeRunningStackFile,
   startStack,
   superviseStack,
@@ -86,12 +87,13 @@ writeFileSync(tokenFile, `${token.token}\n`, { mode: 0o600 });
 console.log(`
 envengine is up in ${((Date.now() - started) / 1000).toFixed(1)} s
   Gateway:      ${services.replicaUrls.gateway.map((url) => `${url}/api/v1`).join(', ')}
-  Metrics:      ${services.gatewayMetricsUrls.map((url) => `${url}/metrics`).join(', ')} (the gateway's; each service at its own /metrics)
   Pool gate:    ${services.poolGateUrl} (where pool workers reach their queues; pool credentials name it)
   Temporal UI:  ${servers.temporal.links['Temporal UI'] ?? '(external Temporal: see its own UI)'}
   Object store: ${servers.s3 ? `${servers.s3.url} (bucket "${servers.s3.bucket}": s3://${servers.s3.bucket}/<prefix> with a binding that names no endpoint)` : '(none)'}
   Dev token:    ${token.token}   (tenant "${tenant.name}", also in ${tokenFile})
   Logs:         ${join(dataDir, 'logs')}
+  Metrics:      every process's, by its job_name in deploy/prometheus/prometheus.yml (each URL's host:port is a target)
+${metricsBlock(services.ports).join('\n')}
 
   curl -H "Authorization: Bearer ${token.token}" ${services.gatewayUrl}/api/v1/environments
 

@@ -52,6 +52,24 @@ describe('npm start and npm run admin (a stack of its own)', () => {
     expect(secretValues(credentials).filter((value) => JSON.stringify(running).includes(value))).toEqual([]);
   });
 
+  it("prints each process's /metrics by its job in deploy/prometheus, and each answers there", async () => {
+    const lines = output.slice(output.indexOf('  Metrics:')).split('\n').slice(1).filter((line) => line.includes(' → '));
+    const printed = lines.map((line) => /^ {4}(\S+) +→ (\S+)$/.exec(line)!);
+    expect(printed.map((match) => match[1])).toEqual([
+      'envengine-gateway',
+      'envengine-placement-service',
+      'envengine-deployment-service',
+      'envengine-secrets-service',
+      'envengine-workflow-worker',
+      'envengine-attempt-worker',
+    ]);
+    for (const [, job, url] of printed) {
+      const answer = await fetch(url!);
+      expect(answer.status, job).toBe(200);
+      expect(await answer.text(), job).toContain('envengine_process_');
+    }
+  });
+
   it('rotates the Redis credentials with the admin command: the stack restarts its services, nothing is lost', async () => {
     expect((await api.post('/environments', { name: 'prod', storage_prefix: 's3://lake/p', executor: 'local' })).status).toBe(201);
     const before = loadOrCreateCredentials(dataDir);

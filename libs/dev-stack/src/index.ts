@@ -12,3 +12,4 @@ export * from './local-stack.ts';
 export * from './credential-rotation.ts';
 export * from './tenant-quota-admin.ts';
 export * from './workflow-bundle-options.ts';
+export * from './scrape-targets.ts';

@@ -46,7 +46,37 @@ export interface ServiceProcessOptions {
  */
 const serviceFreePort = () => freePortInRange(20_000, 32_000);
 
+/** The ports of a stack's processes, each replica's, the first one first. */
+export interface StackPorts {
+  /** Each deployable's (its `PORT`: its API, `/readyz` and, but for the gateway, `/metrics`). */
+  services: Record<ServiceName, number[]>;
+  /** Each gateway's `/metrics` listener (its `METRICS_PORT`). */
+  gatewayMetrics: number[];
+  /** Each placement-service's pool gate (its `POOL_GATE_PORT`). */
+  poolGate: number[];
+}
+
+/**
+ * The ports a stack's processes listen on. `default`: the first replica on the documented
+ * port (the one docker-compose.yml uses too), the next ones 100 above each; `random`: free ones.
+ */
+export async function stackPorts(kind: 'default' | 'random', replicaCount: number): Promise<StackPorts> {
+  const pick = async (defaultPort: number, replica: number) => (kind === 'default' ? defaultPort + 100 * replica : await serviceFreePort());
+  const services = {} as Record<ServiceName, number[]>;
+  for (const name of SERVICE_NAMES) {
+    services[name] = [];
+    for (let replica = 0; replica < replicaCount; replica++) services[name].push(await pick(SERVICES[name].defaultPort, replica));
+  }
+  const gatewayMetrics: number[] = [];
+  for (let replica = 0; replica < replicaCount; replica++) gatewayMetrics.push(await pick(GATEWAY_METRICS_PORT, replica));
+  const poolGate: number[] = [];
+  for (let replica = 0; replica < replicaCount; replica++) poolGate.push(await pick(POOL_GATE_PORT, replica));
+  return { services, gatewayMetrics, poolGate };
+}
+
 export interface RunningServices {
+  /** The port of every process, each replica's. */
+  ports: StackPorts;
   gatewayUrl: string;
   /** Each gateway's metrics listener (`/metrics`, on the loopback, never on the public port), the first one first. */
   gatewayMetricsUrls: string[];
@@ -110,20 +140,8 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   const deploymentsTaskQueue = options.ports === 'default' ? 'deployments' : `deployments-${randomBytes(4).toString('hex')}`;
   const replicaCount = options.replicas ?? 1;
   if (!Number.isInteger(replicaCount) || replicaCount < 1) throw new Error(`replicas must be a positive integer, not ${replicaCount}`);
-  const ports = {} as Record<ServiceName, number[]>;
-  for (const name of SERVICE_NAMES) {
-    ports[name] = [];
-    // Default ports: the first replica on the documented port, the next ones 100 above each.
-    for (let index = 0; index < replicaCount; index++) {
-      ports[name].push(options.ports === 'default' ? SERVICES[name].defaultPort + 100 * index : await serviceFreePort());
-    }
-  }
-  /** The port of `/metrics` of each gateway (its own listener; the gateway's default first). */
-  const gatewayMetricsPorts: number[] = [];
-  for (let index = 0; index < replicaCount; index++) gatewayMetricsPorts.push(options.ports === 'default' ? GATEWAY_METRICS_PORT + 100 * index : await serviceFreePort());
-  /** The pool gate of each placement-service replica; pool credentials name the first one's. */
-  const poolGatePorts: number[] = [];
-  for (let index = 0; index < replicaCount; index++) poolGatePorts.push(options.ports === 'default' ? POOL_GATE_PORT + 100 * index : await serviceFreePort());
+  const allPorts = await stackPorts(options.ports, replicaCount);
+  const { services: ports, gatewayMetrics: gatewayMetricsPorts, poolGate: poolGatePorts } = allPorts;
   const poolGateUrl = `redis://127.0.0.1:${poolGatePorts[0]}`;
   const replicaUrls = Object.fromEntries(
     SERVICE_NAMES.map((name) => [name, ports[name].map((port) => `http://127.0.0.1:${port}`)]),
@@ -226,6 +244,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     throw error;
   }
   const running: RunningServices = {
+    ports: allPorts,
     gatewayUrl: urls.gateway,
     gatewayMetricsUrls: gatewayMetricsPorts.map((port) => `http://127.0.0.1:${port}`),
     poolGateUrl,
