@@ -1,3 +1,5 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the package ships no types; the reference brings its declaration to every project that compiles this file.
+/// <reference path="./cluster-key-slot.d.ts" />
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import calculateSlot from 'cluster-key-slot';
