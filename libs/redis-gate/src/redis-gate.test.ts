@@ -111,3 +111,73 @@ describe('the gate, in front of a server with large replies', () => {
     expect(replies).toBe(COMMANDS + 1);
   });
 });
+
+describe('the gate, in front of a Redis Cluster', () => {
+  // Two stand-in nodes, each answering every command with its own name: slots 0-8191 on `low`, 8192-16383 on `high`.
+  const nodes: Server[] = [];
+  let clusterGate: RedisGate;
+
+  beforeAll(async () => {
+    const addresses: string[] = [];
+    for (const name of ['low', 'high']) {
+      const node = createServer((socket) => {
+        const reader = new CommandReader({ maxArgumentBytes: 1024, maxArguments: 8, maxCommandBytes: 4096 });
+        socket.on('data', (chunk: Buffer) => {
+          for (const command of reader.push(chunk).commands) socket.write(encodeStatus(command[0]!.toString().toLowerCase() === 'auth' ? 'OK' : name));
+        });
+        socket.on('error', () => undefined);
+      });
+      await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve));
+      nodes.push(node);
+      addresses.push(`127.0.0.1:${(node.address() as { port: number }).port}`);
+    }
+    clusterGate = await startRedisGate({
+      host: '127.0.0.1',
+      port: 0,
+      policy: (command) => ({ forward: 'keys', keys: command.slice(1) }),
+      limits: { maxArgumentBytes: 1024, maxArguments: 8, maxCommandBytes: 4096 },
+      acceptsUser: () => true,
+      nodeForSlot: (slot) => addresses[slot < 8192 ? 0 : 1],
+      cluster: true,
+      maxConnections: 4,
+      maxConnectionsPerUser: 4,
+      authTimeoutMs: 5000,
+      log: { info: () => undefined, warn: () => undefined },
+    });
+  });
+
+  afterAll(async () => {
+    await clusterGate?.close();
+    for (const node of nodes) await new Promise((resolve) => node.close(resolve));
+  });
+
+  /** The replies to AUTH and then `commands`, as text. */
+  async function ask(commands: string[][]): Promise<string[]> {
+    const socket = connect({ host: '127.0.0.1', port: Number(clusterGate.address.split(':').pop()) });
+    let received = Buffer.alloc(0);
+    const replies: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      socket.on('error', reject);
+      socket.on('data', (chunk: Buffer) => {
+        received = Buffer.concat([received, chunk]);
+        for (let end = replyEnd(received); end !== undefined; end = replyEnd(received)) {
+          replies.push(received.toString('utf8', 0, end - 2));
+          received = received.subarray(end);
+        }
+        if (replies.length === commands.length + 1) resolve();
+      });
+      socket.write(Buffer.concat([['AUTH', 'u', 'p'], ...commands].map((command) => encodeCommand(command))));
+    });
+    socket.destroy();
+    return replies.slice(1);
+  }
+
+  it("sends each command to the node of its keys' slot, a hash tag's keys together", async () => {
+    // Slots by CLUSTER KEYSLOT: bar 5061, foo 12182, foo{}{bar} 8363 (an empty tag hashes the whole key).
+    expect(await ask([['GET', 'bar'], ['GET', 'foo'], ['GET', 'foo{bar}'], ['MGET', '{foo}a', '{foo}b'], ['GET', 'foo{}{bar}']])).toEqual(['+low', '+high', '+low', '+high', '+high']);
+  });
+
+  it('refuses a command whose keys lie in two slots', async () => {
+    expect(await ask([['MGET', 'foo', 'bar'], ['MGET', '{bar}x', 'bar']])).toEqual(["-CROSSSLOT Keys in request don't hash to the same slot", '+low']);
+  });
+});

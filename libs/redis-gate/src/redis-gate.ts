@@ -1,5 +1,8 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the package ships no types; the reference brings its declaration to every project that compiles this file.
+/// <reference path="./cluster-key-slot.d.ts" />
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
+import calculateSlot from 'cluster-key-slot';
 import { CommandReader, encodeCommand, encodeError, encodeStatus, replyEnd, type CommandLimits, type ProtocolError } from './resp.ts';
 
 /** What a gate does with one command (after AUTH): send it on to Redis, or answer it with an error itself. */
@@ -77,24 +80,32 @@ export interface RedisGate {
   close(): Promise<void>;
 }
 
-/** CRC-16/XMODEM (polynomial 0x1021), the one Redis Cluster hashes keys with, a byte at a time. */
-const CRC16_TABLE = Uint16Array.from({ length: 256 }, (_, byte) => {
-  let crc = byte << 8;
-  for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  return crc;
-});
-
-/** The slot of a key, as Redis Cluster computes it: CRC16 of the key, or of its `{hash tag}` when it has a non-empty one, mod 16384. */
+/**
+ * The slot of a key, as Redis Cluster computes it: CRC16 of the key, or of its `{hash tag}` when it has a non-empty one, mod 16384.
+ * `cluster-key-slot` (ioredis's) computes the CRC; the tag is picked here by Redis's rule (from the first `{` to the first `}`
+ * after it, an empty one hashing the whole key), where the package's own differs: it reads past an empty `{}` to a later
+ * `}`, so `foo{}{bar}` would go to the slot of `{bar`, not the one Redis serves that key from.
+ */
 export function keySlot(key: Buffer | string): number {
-  let bytes = typeof key === 'string' ? Buffer.from(key) : key;
+  const bytes = typeof key === 'string' ? Buffer.from(key) : key;
   const open = bytes.indexOf(0x7b /* '{' */);
-  if (open >= 0) {
-    const close = bytes.indexOf(0x7d /* '}' */, open + 1);
-    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  const close = open >= 0 ? bytes.indexOf(0x7d /* '}' */, open + 1) : -1;
+  // A tag has no `}`, so the package hashes all of it.
+  if (close > open + 1) return calculateSlot(bytes.subarray(open + 1, close));
+  // No tag by Redis's rule, and none by the package's either when no `}` follows the empty `{}`.
+  if (close < 0 || bytes.indexOf(0x7d, close + 1) < 0) return calculateSlot(bytes);
+  // The package would find a tag past the empty one: hash the whole key with no brace in it. The CRC (zero start, no final
+  // xor) is linear, so the key's CRC is that of the key with every brace's low bit flipped (`{` -> `z`, `}` -> `|`) xor
+  // that of the flips alone (0x01 at each brace, 0 elsewhere); neither holds a brace, and the xor keeps the slot's bits.
+  const flipped = Buffer.from(bytes);
+  const flips = Buffer.alloc(bytes.length);
+  for (let index = 0; index < bytes.length; index++) {
+    if (bytes[index] === 0x7b || bytes[index] === 0x7d) {
+      flipped[index] = bytes[index]! ^ 0x01;
+      flips[index] = 0x01;
+    }
   }
-  let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff]!;
-  return crc % 16384;
+  return calculateSlot(flipped) ^ calculateSlot(flips);
 }
 
 /**

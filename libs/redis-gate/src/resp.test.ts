@@ -1,4 +1,3 @@
-import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { keySlot } from './redis-gate.ts';
 import { CommandReader, encodeCommand, ProtocolError, replyEnd } from './resp.ts';
@@ -70,10 +69,24 @@ describe('replyEnd', () => {
 });
 
 describe('keySlot', () => {
-  it('agrees with the slots ioredis computes', () => {
-    const keys = ['', 'a', 'foo', 'envengine:{attempts-ten_1}:wait', '{user1000}.following', '{', '}{', 'ключ', ...Array.from({ length: 200 }, (_, i) => `key:${i}:${(i * 7919).toString(36)}`)];
-    for (const key of keys) expect(keySlot(key), key).toBe(calculateSlot(key));
-    expect(keySlot('envengine:{attempts-ten_1}:wait')).toBe(keySlot('envengine:{attempts-ten_1}:marker'));
+  it('gives the slots `CLUSTER KEYSLOT` answers', () => {
+    // CRC-16/XMODEM's check value ("123456789" -> 0x31c3) and what redis-server 7 answered.
+    expect(keySlot('123456789')).toBe(0x31c3 % 16384);
+    expect(keySlot('foo')).toBe(12182);
+    expect(keySlot('bar')).toBe(5061);
+    expect(keySlot('')).toBe(0);
+    expect(keySlot(Buffer.from('foo'))).toBe(12182);
+  });
+
+  it('routes the keys of one hash tag to one slot, the slot of the tag itself', () => {
+    const tagged = ['envengine:{attempts-ten_1}:wait', 'envengine:{attempts-ten_1}:marker', '{attempts-ten_1}', 'x{attempts-ten_1}y{z}'];
+    expect(new Set(tagged.map((key) => keySlot(key)))).toEqual(new Set([keySlot('attempts-ten_1')]));
+    expect(keySlot('{user1000}.following')).toBe(keySlot('{user1000}.followers'));
+    expect(keySlot('ключ{тег}')).toBe(keySlot(Buffer.from('тег')));
+    // Without the tag the same names spread over slots, and a lone or unclosed brace hashes the whole key.
+    expect(new Set(['envengine:attempts-ten_1:wait', 'envengine:attempts-ten_1:marker', 'envengine:attempts-ten_1:active'].map((key) => keySlot(key))).size).toBeGreaterThan(1);
+    expect(keySlot('{')).not.toBe(keySlot(''));
+    expect(keySlot('a{b')).not.toBe(keySlot('b'));
   });
 
   it("follows Redis's rules for odd hash tags, where ioredis's package differs", () => {
