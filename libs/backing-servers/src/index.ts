@@ -11,6 +11,7 @@ export * from './install-servers.ts';
 export * from './sandbox-tools.ts';
 export * from './prometheus-tools.ts';
 export * from './schemathesis-tool.ts';
+export * from './openapi-python-client-tool.ts';
 export * from './object-store-server.ts';
 export * from './postgres-server.ts';
 export * from './temporal-cluster.ts';

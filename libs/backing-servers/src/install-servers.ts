@@ -4,6 +4,7 @@ import { redisServerBinary } from './redis-server.ts';
 import { bubblewrapBinary } from './sandbox-tools.ts';
 import { promtoolBinary } from './prometheus-tools.ts';
 import { ensureSchemathesis } from './schemathesis-tool.ts';
+import { ensureOpenApiPythonClient } from './openapi-python-client-tool.ts';
 import { temporalBinary } from './temporal-server.ts';
 import { weedBinary } from './object-store-server.ts';
 import { postgresBinaries } from './postgres-server.ts';
@@ -23,6 +24,8 @@ export interface InstalledServers {
   promtool: string | undefined;
   /** The OpenAPI fuzzer the suite runs against the gateway (its packages' directory). */
   schemathesis: string | undefined;
+  /** The Python client generator the suite checks the document with (its packages' directory). */
+  openapiPythonClient: string | undefined;
 }
 
 /**
@@ -42,5 +45,6 @@ export async function installServerBinaries(report: Reporter, env: NodeJS.Proces
     bubblewrap: env.SANDBOX === 'off' ? undefined : bubblewrapBinary(report, env),
     promtool: promtoolBinary(report, env),
     schemathesis: (await ensureSchemathesis(report, env))?.pythonPath,
+    openapiPythonClient: (await ensureOpenApiPythonClient(report, env))?.pythonPath,
   };
 }

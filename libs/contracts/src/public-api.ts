@@ -33,7 +33,7 @@ import type { ErrorCode } from './errors.ts';
 import { EngineEvent, EventListQuery } from './events.ts';
 import { PARQUET_MEDIA_TYPE, PUBLIC_API_BASE, type RouteContract } from './route-contract.ts';
 import { CreatePoolCredentialRequest, PoolCredentialIssued, PoolCredentialPathParams, PoolCredentialRevoked, PoolStatus } from './pool.ts';
-import { Attempt, CancelRunRequest, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
+import { Attempt, CancelRunRequest, CreateRunForAssets, CreateRunForJob, CreateRunRequest, Run, RunListQuery, RunLogLine, RunLogsQuery, RunPathParams } from './runs.ts';
 import { Quotas } from './quotas.ts';
 import {
   CreateWebhookRequest,
@@ -191,7 +191,7 @@ export const PublicApi = {
   createRun: endpoint({
     method: 'post', path: '/environments/:name/runs', service: 'placement', tag: 'Runs', auth: 'api_token', scope: 'runs:write',
     summary: 'Start a run of a job of the active deployment',
-    params: EnvironmentPathParams, body: CreateRunRequest, headers: [IDEMPOTENCY_HEADER],
+    params: EnvironmentPathParams, body: CreateRunRequest, describedBody: z.union([CreateRunForJob, CreateRunForAssets]), headers: [IDEMPOTENCY_HEADER],
     responses: { 201: Run },
     errors: ['not_found', 'environment_deleting', 'no_active_deployment', 'queued_runs_quota_exceeded', 'queued_runs_per_environment_quota_exceeded'],
   }),

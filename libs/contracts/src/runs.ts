@@ -71,25 +71,34 @@ export type Run = z.infer<typeof Run>;
 const AssetKeyName = z.string().min(1).max(200);
 
 /** `POST /api/v1/environments/:name/runs`: a job or a list of assets, never both. */
+const runTarget = {
+  job: z.string().min(1).max(200),
+  assets: z.array(AssetKeyName).min(1, { message: 'must name at least one asset' }).max(500),
+};
+
+const runOptions = {
+  max_attempts: z.number().int().min(1, { message: 'must be between 1 and 10' }).max(10, { message: 'must be between 1 and 10' }).default(1),
+  /** The run's time limit from its start, across its attempts (each asset's limit is the least of this, its own and the runner's). */
+  timeout_seconds: z
+    .number()
+    .int({ message: 'must be a whole number of seconds' })
+    .min(1, { message: `must be between 1 and ${MAX_TIMEOUT_SECONDS}` })
+    .max(MAX_TIMEOUT_SECONDS, { message: `must be between 1 and ${MAX_TIMEOUT_SECONDS}` })
+    .optional(),
+};
+
+/** A run of a job of the active deployment (how the document describes one form of the body). */
+export const CreateRunForJob = z.strictObject({ job: runTarget.job, ...runOptions });
+/** A run of the named assets (the other form). */
+export const CreateRunForAssets = z.strictObject({ assets: runTarget.assets, ...runOptions });
+
 export const CreateRunRequest = z
-  .strictObject({
-    job: z.string().min(1).max(200).optional(),
-    assets: z.array(AssetKeyName).min(1, { message: 'must name at least one asset' }).max(500).optional(),
-    max_attempts: z.number().int().min(1, { message: 'must be between 1 and 10' }).max(10, { message: 'must be between 1 and 10' }).default(1),
-    /** The run's time limit from its start, across its attempts (each asset's limit is the least of this, its own and the runner's). */
-    timeout_seconds: z
-      .number()
-      .int({ message: 'must be a whole number of seconds' })
-      .min(1, { message: `must be between 1 and ${MAX_TIMEOUT_SECONDS}` })
-      .max(MAX_TIMEOUT_SECONDS, { message: `must be between 1 and ${MAX_TIMEOUT_SECONDS}` })
-      .optional(),
-  })
+  .strictObject({ job: runTarget.job.optional(), assets: runTarget.assets.optional(), ...runOptions })
   .superRefine((body, ctx) => {
     if ((body.job === undefined) === (body.assets === undefined)) {
       ctx.addIssue({ code: 'custom', path: body.job === undefined ? [] : ['assets'], message: 'give exactly one of "job" or "assets"' });
     }
-  })
-  .meta({ oneOf: [{ required: ['job'] }, { required: ['assets'] }] });
+  });
 export type CreateRunRequest = z.infer<typeof CreateRunRequest>;
 
 /** What starts a run besides the public body: the schedule path sets the trigger. */

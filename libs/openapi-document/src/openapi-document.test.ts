@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { PublicApi } from '@envengine/contracts';
+import { EVENT_TYPES, PublicApi } from '@envengine/contracts';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument, openApiPath, serializedOpenApiDocument } from './openapi-document.ts';
 
@@ -65,6 +65,34 @@ describe('the OpenAPI document', () => {
     const conflict = JSON.stringify(createRun.responses['409']);
     expect(conflict).toContain('environment_deleting');
     expect(conflict).toContain('idempotency_key_in_use');
+  });
+
+  it('has shared components for generated clients: one Error, each event, the run body\'s forms (issue 61)', () => {
+    const schemas = (document.components as { schemas: Record<string, Record<string, unknown>> }).schemas;
+    // Every refusal is the one Error component, its codes named beside it.
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          if (Number(status) < 400 || !response.content) continue;
+          expect(JSON.stringify(response.content), `${method} ${path} ${status}`).toContain('"#/components/schemas/Error"');
+          expect(JSON.stringify(response.content), `${method} ${path} ${status}`).not.toContain('allOf');
+          expect(response['x-error-codes'], `${method} ${path} ${status}`).toBeInstanceOf(Array);
+        }
+      }
+    }
+    expect(schemas.Event!.oneOf).toHaveLength(EVENT_TYPES.length);
+    expect(schemas.RunQueuedEvent!.properties).toMatchObject({ subject: { $ref: '#/components/schemas/EventSubject' } });
+    expect(schemas.CreateRunRequest).toEqual({ oneOf: [{ $ref: '#/components/schemas/CreateRunForJob' }, { $ref: '#/components/schemas/CreateRunForAssets' }] });
+    // Defaulted fields are optional in a request, with no `default` keyword (which openapi-typescript makes required).
+    expect(schemas.CreateEnvironmentRequest!.required).toEqual(['name', 'storage_prefix', 'executor']);
+    expect(schemas.CreateRunForJob!.required).toEqual(['job']);
+    for (const id of Object.keys(schemas).filter((name) => name.endsWith('Request') || name.startsWith('CreateRunFor'))) {
+      expect(JSON.stringify(schemas[id]), id).not.toContain('"default":');
+    }
+    // A bundle's upload: raw bytes under either media type.
+    const upload = document.paths['/bundles']!.post!.requestBody as { content: Record<string, { schema: unknown }> };
+    expect(Object.keys(upload.content).sort()).toEqual(['application/gzip', 'application/octet-stream']);
+    expect(upload.content['application/octet-stream']!.schema).toMatchObject({ type: 'string', format: 'binary' });
   });
 
   it('is the committed docs/openapi.json (run `npm run build` and commit it when this fails)', () => {

@@ -9,8 +9,13 @@ import {
   DeletedResource,
   Deployment,
   DeploymentPending,
+  EngineEvent,
   Environment,
   ErrorBody,
+  EventActor,
+  EventSubject,
+  CreateRunForAssets,
+  CreateRunForJob,
   httpStatusFor,
   Materialization,
   MaterializationPreview,
@@ -73,8 +78,28 @@ const NAMED_SCHEMAS: Record<string, z.ZodType> = {
   SecretRow,
   Binding,
   DeletedResource,
-  ErrorBody,
+  // The error envelope every refusal answers with, one component (each response names its codes in `x-error-codes`).
+  Error: ErrorBody,
+  // An event (`GET /events`, a webhook's delivery): the union, each type's variant, and the fields they share.
+  Event: EngineEvent,
+  EventSubject,
+  EventActor,
+  ...Object.fromEntries(eventVariants().map((variant) => [eventComponentId(variant), variant])),
 };
+
+/** The run body's two forms, each a component (the body is one of them). */
+const NAMED_REQUEST_SCHEMAS: Record<string, z.ZodType> = { CreateRunForJob, CreateRunForAssets };
+
+/** The variants of the event union, one per type. */
+function eventVariants(): z.ZodObject[] {
+  return (EngineEvent as unknown as z.ZodDiscriminatedUnion<z.ZodObject[]>).options;
+}
+
+/** `run.queued` → `RunQueuedEvent`, `webhook.secret_rotated` → `WebhookSecretRotatedEvent`. */
+function eventComponentId(variant: z.ZodObject): string {
+  const type = (variant.shape.type as z.ZodLiteral<string>).value;
+  return `${type.split(/[._]/).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('')}Event`;
+}
 
 /**
  * Where a created resource is named next: the operation that creates it, the status it
@@ -185,6 +210,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
   // Request bodies, as a client may send them (defaults make fields optional).
   const requestRegistry = z.registry<{ id: string }>();
   const requestIds = new Map<string, string>();
+  for (const [id, schema] of Object.entries(NAMED_REQUEST_SCHEMAS)) requestRegistry.add(schema, { id });
   for (const [operationId, endpoint] of endpoints) {
     const body = endpoint.describedBody ?? endpoint.body;
     if (body === undefined || typeof body === 'string') continue;
@@ -192,7 +218,26 @@ export function buildOpenApiDocument(): OpenApiDocument {
     requestRegistry.add(body, { id });
     requestIds.set(operationId, id);
   }
-  const requestSchemas = z.toJSONSchema(requestRegistry, { io: 'input', unrepresentable: 'any', uri: componentRef }).schemas;
+  const requestSchemas = z.toJSONSchema(requestRegistry, {
+    io: 'input',
+    unrepresentable: 'any',
+    uri: componentRef,
+    override: ({ jsonSchema }) => {
+      // A field with a default is optional in a request (zod's input type, which leaves it out of `required`), and
+      // the default is said in words: openapi-typescript's default flags make any property with a `default` keyword
+      // required in a component schema, which would have every generated client send what the engine fills in.
+      if ('default' in jsonSchema) {
+        const { default: value, description } = jsonSchema;
+        delete jsonSchema.default;
+        jsonSchema.description = `${description ? `${description} ` : ''}Default: ${JSON.stringify(value)}.`;
+      }
+      // A union of request bodies whose forms exclude each other (each a closed object): one of them.
+      if (Array.isArray(jsonSchema.anyOf) && jsonSchema.anyOf.every((member) => typeof member === 'object' && '$ref' in member)) {
+        jsonSchema.oneOf = jsonSchema.anyOf;
+        delete jsonSchema.anyOf;
+      }
+    },
+  }).schemas;
 
   const schemas: Record<string, JsonSchema> = {};
   for (const [id, schema] of [...Object.entries(responseSchemas), ...Object.entries(requestSchemas)]) {
@@ -229,29 +274,26 @@ export function buildOpenApiDocument(): OpenApiDocument {
       codesByStatus.set(status, [...(codesByStatus.get(status) ?? []), code]);
     }
     for (const [status, codes] of [...codesByStatus].sort(([a], [b]) => a - b)) {
-      const refusal: JsonSchema = {
-        allOf: [
-          { $ref: componentRef('ErrorBody') },
-          { properties: { error: { properties: { code: { enum: codes } } } } },
-        ],
-      };
+      // The one Error component; the codes this status can carry are the response's `x-error-codes`.
+      const refusal: JsonSchema = { $ref: componentRef('Error') };
       const description = `Refused: ${codes.join(', ')}`;
       const retryAfter = codes.some((code) => code === 'rate_limited' || code === 'unavailable' || code === 'idempotency_key_in_use')
         ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'string' } } } }
         : {};
       const existing = responses[status];
       if (noBodies) {
-        responses[status] = { description, ...retryAfter };
+        responses[status] = { description, 'x-error-codes': codes, ...retryAfter };
       } else if (existing) {
         // A status that answers both ways (an ingest's failed deployment is a 422, as is a refused body).
         const content = existing.content as Record<string, { schema: JsonSchema }>;
         const success = content['application/json']!.schema;
         responses[status] = {
           description: `${existing.description as string}, or ${description}`,
+          'x-error-codes': codes,
           content: { 'application/json': { schema: { anyOf: [success, refusal] } } },
         };
       } else {
-        responses[status] = { description, ...retryAfter, content: { 'application/json': { schema: refusal } } };
+        responses[status] = { description, 'x-error-codes': codes, ...retryAfter, content: { 'application/json': { schema: refusal } } };
       }
     }
 
@@ -279,7 +321,9 @@ export function buildOpenApiDocument(): OpenApiDocument {
       responses,
     };
     if (endpoint.body === 'application/gzip') {
-      operation.requestBody = { required: true, content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } };
+      // The raw tar.gz; `application/octet-stream` too, the media type generators make an upload of.
+      const upload = { schema: { type: 'string', format: 'binary' } };
+      operation.requestBody = { required: true, content: { 'application/octet-stream': upload, 'application/gzip': upload } };
     } else if (endpoint.body !== undefined) {
       operation.requestBody = {
         required: !endpoint.bodyOptional,

@@ -16,7 +16,7 @@ interface Operation {
   pattern: RegExp;
   /** Literal segments count: a literal match wins over a parameter. */
   specificity: number;
-  responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+  responses: Record<string, { 'x-error-codes'?: string[]; content?: Record<string, { schema: unknown }> }>;
 }
 
 /** `#/components/schemas/X` → a reference into the components registered with ajv. */
@@ -49,7 +49,7 @@ export class OpenApiResponseChecker {
     addFormats(this.ajv);
     const components = (document.components as { schemas: Record<string, unknown> }).schemas;
     this.ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(components) as Record<string, unknown> });
-    this.errorBody = this.ajv.compile({ $ref: `${COMPONENTS_ID}#/$defs/ErrorBody` });
+    this.errorBody = this.ajv.compile({ $ref: `${COMPONENTS_ID}#/$defs/Error` });
     for (const [template, methods] of Object.entries(document.paths)) {
       const segments = template.split('/').filter(Boolean);
       const pattern = new RegExp(`^/${segments.map((segment) => (segment.startsWith('{') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`);
@@ -116,8 +116,16 @@ export class OpenApiResponseChecker {
       validate = this.ajv.compile(rewriteRefs(json.schema) as object);
       this.validators.set(key, validate);
     }
-    if (validate(body)) return [];
-    return [`${where}: the body does not match ${operation.method} ${operation.template} ${status}: ${this.ajv.errorsText(validate.errors)}; body ${text.slice(0, 500)}`];
+    if (!validate(body)) {
+      return [`${where}: the body does not match ${operation.method} ${operation.template} ${status}: ${this.ajv.errorsText(validate.errors)}; body ${text.slice(0, 500)}`];
+    }
+    // A refusal's code must be one the status declares for the operation (the shared Error schema allows any).
+    const codes = declared['x-error-codes'];
+    const code = this.errorBody(body) ? (body as { error: { code: string } }).error.code : undefined;
+    if (codes && code !== undefined && !codes.includes(code)) {
+      return [`${where}: the body does not match ${operation.method} ${operation.template} ${status}: error code ${code} is not one of its x-error-codes (${codes.join(', ')})`];
+    }
+    return [];
   }
 }
 

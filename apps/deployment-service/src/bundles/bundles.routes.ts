@@ -15,8 +15,8 @@ export function bundlesRouter(bundles: BundleRepository, limits: BundleLimits): 
       const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
       if (mediaType && !BUNDLE_CONTENT_TYPES.has(mediaType)) {
         await drainRefusedBody(req);
-        throw new ApiError('invalid_request', 'A bundle is sent as raw tar.gz bytes with Content-Type: application/gzip.', {
-          details: [{ path: 'Content-Type', message: 'must be application/gzip' }],
+        throw new ApiError('invalid_request', 'A bundle is sent as raw tar.gz bytes with Content-Type: application/gzip (or application/octet-stream).', {
+          details: [{ path: 'Content-Type', message: 'must be application/gzip or application/octet-stream' }],
           headers: { Connection: 'close' },
         });
       }
