@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureOpenApiPythonClient, type OpenApiPythonClientTool } from '@envengine/backing-servers';
+import { ensureOpenApiPythonClient, runPinnedPythonTool, type OpenApiPythonClientTool } from '@envengine/backing-servers';
 import { createTenant, makeBundle, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
@@ -25,26 +24,6 @@ const EXPECTED_WARNINGS = [
   'WARNING parsing POST /bundles within deployments.',
 ];
 
-interface Exit {
-  code: number | null;
-  output: string;
-}
-
-function python(tool: OpenApiPythonClientTool, args: string[], cwd: string, pythonPath: string): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(tool.python, args, {
-      cwd,
-      env: { ...process.env, PYTHONPATH: pythonPath, NO_COLOR: '1', PYTHONDONTWRITEBYTECODE: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-  });
-}
-
 describe('a Python client generated with openapi-python-client from the served document', () => {
   let tool: OpenApiPythonClientTool;
   let tenant: TestTenant;
@@ -60,11 +39,10 @@ describe('a Python client generated with openapi-python-client from the served d
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('generates with no dropped schema or endpoint, and uploads a bundle, deploys, runs and reads the run unchanged', async () => {
-    const generated = await python(
+    const generated = await runPinnedPythonTool(
       tool,
       ['-m', 'openapi_python_client', 'generate', '--url', `${stack.gatewayUrl}/api/v1/openapi.json`, '--meta', 'none', '--output-path', join(dir, 'envengine_client')],
-      dir,
-      tool.pythonPath,
+      { cwd: dir, env: { PYTHONDONTWRITEBYTECODE: '1' } },
     );
     expect(generated.code, generated.output).toBe(0);
     expect(generated.output).not.toMatch(/Unable to process schema|will not be generated|duplicate|conflict/i);
@@ -87,12 +65,10 @@ describe('a Python client generated with openapi-python-client from the served d
       }),
     );
     const storagePrefix = `file://${join(stack.dataDir, 'lake', tenant.tenantId, environment)}`;
-    const driven = await python(
-      tool,
-      [DRIVER, `${stack.gatewayUrl}/api/v1`, tenant.token, environment, storagePrefix, bundleFile, manifestFile],
-      dir,
-      `${dir}:${tool.pythonPath}`,
-    );
+    const driven = await runPinnedPythonTool(tool, [DRIVER, `${stack.gatewayUrl}/api/v1`, tenant.token, environment, storagePrefix, bundleFile, manifestFile], {
+      cwd: dir,
+      env: { PYTHONPATH: `${dir}:${tool.pythonPath}`, PYTHONDONTWRITEBYTECODE: '1' },
+    });
     expect(driven.code, driven.output).toBe(0);
     const result = JSON.parse(driven.output.trim().split('\n').at(-1)!) as { bundle_ref: string; run: { id: string; status: string; max_attempts: number } };
     expect(result.run).toMatchObject({ status: 'succeeded', max_attempts: 1 });

@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { PoolCredentialIssued } from '@envengine/contracts';
-import { ensureSchemathesis, type SchemathesisTool } from '@envengine/backing-servers';
+import { ensureSchemathesis, runPinnedPythonTool, type PinnedPythonToolRun, type SchemathesisTool } from '@envengine/backing-servers';
 import { createTenant, type TestTenant } from '@envengine/test-harness';
 
 const stack = inject('stack');
@@ -17,25 +16,12 @@ const SEED = 1;
 /** Cases per operation and phase: 46 operations, about a minute on two cores. */
 const MAX_EXAMPLES = 12;
 
-interface FuzzRun {
-  code: number | null;
-  output: string;
-}
-
 /** Schemathesis's exit code and everything it printed (stdout and stderr, in order). */
-function fuzz(tool: SchemathesisTool, env: Record<string, string>, args: string[]): Promise<FuzzRun> {
-  return new Promise((resolve, reject) => {
-    // Its caches (.hypothesis, .schemathesis) go to a directory of this run, not into the clone.
-    const child = spawn(tool.python, ['-m', 'schemathesis.cli', '--config-file', `${SCHEMATHESIS_DIR}schemathesis.toml`, 'run', ...args], {
-      cwd: mkdtempSync(join(tmpdir(), 'schemathesis-')),
-      env: { ...process.env, ...env, PYTHONPATH: tool.pythonPath, SCHEMATHESIS_HOOKS: `${SCHEMATHESIS_DIR}hooks.py`, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
+function fuzz(tool: SchemathesisTool, env: Record<string, string>, args: string[]): Promise<PinnedPythonToolRun> {
+  // Its caches (.hypothesis, .schemathesis) go to a directory of this run, not into the clone.
+  return runPinnedPythonTool(tool, ['-m', 'schemathesis.cli', '--config-file', `${SCHEMATHESIS_DIR}schemathesis.toml`, 'run', ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'schemathesis-')),
+    env: { ...env, SCHEMATHESIS_HOOKS: `${SCHEMATHESIS_DIR}hooks.py` },
   });
 }
 

@@ -10,6 +10,7 @@ export * from './pinned-wheels.ts';
 export * from './install-servers.ts';
 export * from './sandbox-tools.ts';
 export * from './prometheus-tools.ts';
+export { runPinnedPythonTool, type PinnedPythonTool, type PinnedPythonToolRun } from './pinned-python-tool.ts';
 export * from './schemathesis-tool.ts';
 export * from './openapi-python-client-tool.ts';
 export * from './object-store-server.ts';

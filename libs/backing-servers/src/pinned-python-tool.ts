@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -77,4 +77,26 @@ export async function ensurePinnedPythonTool(spec: PinnedPythonToolSpec, report:
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
+}
+
+/** What a run of the tool printed (stdout and stderr, in order) and its exit code. */
+export interface PinnedPythonToolRun {
+  code: number | null;
+  output: string;
+}
+
+/** Runs `python <args>` with the tool's packages on PYTHONPATH (before `env`'s own), collecting its output. */
+export function runPinnedPythonTool(tool: PinnedPythonTool, args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<PinnedPythonToolRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(tool.python, args, {
+      cwd: options.cwd,
+      env: { ...process.env, PYTHONPATH: tool.pythonPath, NO_COLOR: '1', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
 }
