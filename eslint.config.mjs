@@ -121,7 +121,9 @@ export default tseslint.config(
     files: ['**/*.ts'],
     plugins: { '@nx': nx },
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // One program for the whole workspace (tsconfig.json), as `tsc` checks it: a program per
+      // project read each lib's sources again in every project that imports it (docs/decisions.md).
+      parserOptions: { project: ['./tsconfig.json'], tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

@@ -30,6 +30,25 @@ if [ "$(node -p 'process.versions.node')" != "$pinned" ]; then
 fi
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 
+# `npm test` says how long each phase took (docs/development.md#how-long-ci-takes).
+phase_started=$SECONDS
+phase() {
+  echo "npm test: $1 in $((SECONDS - phase_started)) s"
+  phase_started=$SECONDS
+}
+# A command run beside the integration suite: its output into $beside/NAME.log, and its
+# exit code and seconds into $beside/NAME.status when it ends.
+run_beside() {
+  local name=$1
+  shift
+  (
+    started=$SECONDS
+    code=0
+    "$@" > "$beside/$name.log" 2>&1 || code=$?
+    echo "$code $((SECONDS - started))" > "$beside/$name.status"
+  ) &
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -56,18 +75,39 @@ case "$cmd" in
       embedded|cluster) ;;
       *) echo "--profile must be embedded or cluster (got \"${ENVENGINE_TEST_PROFILE}\")" >&2; exit 2 ;;
     esac
-    # The servers' binaries first (some libs' own tests start a Redis), then unit tests,
-    # types and lint per project (cached by Nx), then the integration suite through the
-    # gateway against real Temporal, MongoDB (a replica set) and Redis servers.
+    # The servers' binaries first (some libs' own tests start a Redis), then the apps'
+    # builds, which the integration suite's stacks and the soak start from. Then three at
+    # once, since the integration suite spends most of its time waiting on servers, fire
+    # times and leases: lint, types and unit tests (one pass, cached by Nx); the soak; and
+    # the integration suite through the gateway against real Temporal, MongoDB (a replica
+    # set), Redis and SeaweedFS servers. The suite's timed files run last, once the other
+    # two have ended (apps/api-e2e/src/measured-setup.ts).
+    echo "npm test: the npm packages in $phase_started s"
     node --import tsx tools/servers/install.ts
-    # One pass, so that Nx runs the builds beside the checks on both cores.
-    nx run-many -t lint typecheck test build --outputStyle=static
-    nx run api-e2e:e2e --outputStyle=static
-    # Then 2 minutes of steady load under faults at random (DESIGN.md §8) on a stack of its
-    # own, the embedded profile, with a fixed seed: a broken invariant fails the test, and
-    # `npm run soak -- --minutes 2 --seed 7` runs the same faults again.
-    echo "soak: 2 minutes, seed 7 (again: npm run soak -- --minutes 2 --seed 7)"
-    exec node --import tsx tools/soak/soak.ts --minutes 2 --seed 7 --profile embedded --report "${TMPDIR:-/tmp}/envengine-soak-report.md"
+    phase "the servers' binaries"
+    nx run-many -t build --outputStyle=static
+    phase "the builds"
+    beside=$(mktemp -d)
+    export ENVENGINE_BESIDE_E2E_DIR=$beside
+    run_beside checks nx run-many -t lint typecheck test --outputStyle=static
+    # 2 minutes of steady load under faults at random (docs/design.md#quality-bars) on a
+    # stack of its own, the embedded profile, with a fixed seed: a broken invariant fails
+    # the test, and `npm run soak -- --minutes 2 --seed 7` runs the same faults again.
+    run_beside soak node --import tsx tools/soak/soak.ts --minutes 2 --seed 7 --profile embedded --report "${TMPDIR:-/tmp}/envengine-soak-report.md"
+    e2e_status=0
+    nx run api-e2e:e2e --outputStyle=static --excludeTaskDependencies || e2e_status=$?
+    phase "the integration suite"
+    wait
+    status=$e2e_status
+    for name in checks soak; do
+      read -r code seconds < "$beside/$name.status"
+      echo "--- $name: $( [ "$code" = 0 ] && echo passed || echo "FAILED (exit $code)" ) in $seconds s; its output:"
+      cat "$beside/$name.log"
+      [ "$code" = 0 ] || status=$code
+    done
+    rm -rf "$beside"
+    echo "npm test: $( [ "$status" = 0 ] && echo passed || echo FAILED ) in $SECONDS s"
+    exit "$status"
     ;;
   bench)
     nx run-many -t build --outputStyle=static
