@@ -75,21 +75,19 @@ case "$cmd" in
       embedded|cluster) ;;
       *) echo "--profile must be embedded or cluster (got \"${ENVENGINE_TEST_PROFILE}\")" >&2; exit 2 ;;
     esac
-    # The servers' binaries first (some libs' own tests start a Redis), then the apps'
-    # builds, which the integration suite's stacks and the soak start from. Then three at
-    # once, since the integration suite spends most of its time waiting on servers, fire
-    # times and leases: lint, types and unit tests (one pass, cached by Nx); the soak; and
-    # the integration suite through the gateway against real Temporal, MongoDB (a replica
-    # set), Redis and SeaweedFS servers. The suite's timed files run last, once the other
-    # two have ended (apps/api-e2e/src/measured-setup.ts).
+    # The servers' binaries first (some libs' own tests start a Redis), then lint, types,
+    # unit tests and the apps' builds in one pass (cached by Nx). Then the integration suite
+    # through the gateway against real Temporal, MongoDB (a replica set), Redis and SeaweedFS
+    # servers, and the soak beside it, since the suite spends most of its time waiting on
+    # servers, fire times and leases; the suite's timed files run last, once the soak has
+    # ended (apps/api-e2e/src/measured-setup.ts).
     echo "npm test: the npm packages in $phase_started s"
     node --import tsx tools/servers/install.ts
     phase "the servers' binaries"
-    nx run-many -t build --outputStyle=static
-    phase "the builds"
+    nx run-many -t lint typecheck test build --outputStyle=static
+    phase "lint, types, unit tests and builds"
     beside=$(mktemp -d)
     export ENVENGINE_BESIDE_E2E_DIR=$beside
-    run_beside checks nx run-many -t lint typecheck test --outputStyle=static
     # 2 minutes of steady load under faults at random (docs/design.md#quality-bars) on a
     # stack of its own, the embedded profile, with a fixed seed: a broken invariant fails
     # the test, and `npm run soak -- --minutes 2 --seed 7` runs the same faults again.
@@ -99,7 +97,7 @@ case "$cmd" in
     phase "the integration suite"
     wait
     status=$e2e_status
-    for name in checks soak; do
+    for name in soak; do
       read -r code seconds < "$beside/$name.status"
       echo "--- $name: $( [ "$code" = 0 ] && echo passed || echo "FAILED (exit $code)" ) in $seconds s; its output:"
       cat "$beside/$name.log"

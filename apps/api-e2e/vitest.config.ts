@@ -1,4 +1,4 @@
-import { configDefaults, defineConfig } from 'vitest/config';
+import { defineConfig } from 'vitest/config';
 import { ProjectTimingsReporter } from './src/project-timings.reporter.ts';
 
 /**
@@ -48,7 +48,7 @@ export default defineConfig({
   test: {
     // One stack for every project (src/global-setup.ts boots it once and shares it).
     globalSetup: ['./src/global-setup.ts'],
-    reporters: [...configDefaults.reporters, new ProjectTimingsReporter()],
+    reporters: ['default', new ProjectTimingsReporter()],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     projects: [

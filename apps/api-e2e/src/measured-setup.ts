@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * The `measured` project's files time a victim's work and compare it with the same work
  * measured quiet, so nothing else may run beside them. Vitest runs the project after the
- * others (vitest.config.ts); `npm test` also runs lint, types, unit tests and the soak
+ * others (vitest.config.ts); `npm test` also runs the soak
  * beside the suite (tools/run.sh), and names their folder in ENVENGINE_BESIDE_E2E_DIR:
  * each writes NAME.status when it ends. A measured file starts once every one has.
  */

@@ -458,6 +458,37 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect([forged.status, ErrorBody.parse(forged.body).error.code]).toEqual([409, 'lease_superseded']);
   });
 
+  it("keeps an asset's recorded materialization as its outcome when the finish then reports the asset failed (it timed out while the record was under way)", async () => {
+    // Seen in the soak on a loaded machine: the asset's time ran out while its record was in
+    // flight; the record committed, then the finish said the asset failed, and the attempt
+    // named a failure beside a materialization it had made.
+    const held = await hold();
+    const call = callsAbout(held, bundleRef).materialization;
+    const id = newId('mat');
+    const recorded = await send(ownerPool, { ...call, json: { ...(call.json as object), id, location: ordersLocation(id) } });
+    expect(recorded.status).toBe(201);
+    const finished = await send(ownerPool, {
+      method: 'POST',
+      path: `/worker/attempts/${held.attemptId}/finish`,
+      lease: held.lease,
+      json: { status: 'failed', error: 'asset orders timed out', assets: [{ key: 'orders', status: 'failed', error: 'timed out' }, { key: 'totals', status: 'skipped', error: null }] },
+    });
+    expect(finished.status, finished.text).toBe(200);
+    const run = Run.parse((await owner.api.get(`/runs/${held.runId}`)).body.data);
+    const first = run.attempts.find((attempt) => attempt.id === held.attemptId)!;
+    expect(first.status).toBe('failed');
+    expect(first.assets.find((asset) => asset.key === 'orders')).toMatchObject({ status: 'succeeded', materialization_id: id });
+    expect(first.assets.find((asset) => asset.key === 'totals')).toMatchObject({ status: 'skipped', materialization_id: null });
+    await owner.api.post(`/runs/${held.runId}/cancel`, {});
+    // Not left as orders' latest materialization, which the last test of this block reads.
+    const mongo = await MongoClient.connect(stack.mongoUrl);
+    try {
+      await mongo.db(stack.databases['deployment-service']).collection<{ _id: string }>('materializations').deleteOne({ _id: id });
+    } finally {
+      await mongo.close();
+    }
+  });
+
   it("stores no log line past the attempt's limit, whatever a worker sends", async () => {
     const call = callsAbout(mine, bundleRef).logs;
     // The test stack keeps the default limit, 10,000 lines: seq 10,000 is the cut marker's, past it nothing.

@@ -321,9 +321,13 @@ export class RunRepository extends RunQueries {
       const current = await this.attempts.findOne(check.tenantId, { _id: check.attemptId }, { session });
       if (!current) throw notFound(`Attempt "${check.attemptId}"`);
       const reported = new Map(report.assets.map((asset) => [asset.key, asset]));
+      // An asset whose materialization is recorded keeps that outcome: its record committed
+      // before the report (its time ran out while the record was under way), and the
+      // materialization stays its attempt's outcome of the asset (tools/soak: materializations-backed).
       const assets = current.assets.map((asset) => {
         const outcome = reported.get(asset.key);
-        return outcome ? { ...asset, status: outcome.status, error: outcome.error } : asset;
+        if (!outcome || (asset.status === 'succeeded' && asset.materialization_id !== null)) return asset;
+        return { ...asset, status: outcome.status, error: outcome.error };
       });
       const attempt = await this.attempts.findOneAndUpdate(
         check.tenantId,
