@@ -66,9 +66,10 @@ export async function gatewaySuite(bench: Bench, { stack, tenantId, auth }: Suit
   const scopedRatio = scopedGetEnv.rps / adminGetEnv.rps;
 
   // Request metrics on against off in the same run: the same gateway restarted with
-  // HTTP_METRICS=off and back, rounds interleaved (DESIGN.md §7: unused observability costs nothing).
-  // Tracing stays off (no OTEL_EXPORTER_OTLP_ENDPOINT) in both: what an operator who
-  // turned nothing on pays. The order alternates per round so that drift weighs on both.
+  // HTTP_METRICS=off and back, rounds interleaved (docs/design.md#operating-it: unused
+  // observability costs nothing). Tracing stays off (no OTEL_EXPORTER_OTLP_ENDPOINT) in both:
+  // what an operator who turned nothing on pays. The order alternates per round so that drift
+  // weighs on both.
   const metricsOn: number[] = [];
   const metricsOff: number[] = [];
   const gatewayCpuOn: number[] = [];

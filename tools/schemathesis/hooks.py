@@ -54,9 +54,9 @@ def before_call(context, case, kwargs):
 
 
 # Refusals that depend on what is stored or on the engine's settings, not on the request's
-# shape: no schema can state them, and DESIGN.md §4 fixes their status (422). Each is named
-# by its operation, code, and the detail's path and message, and only a schema-valid
-# request's rejection (ST202) is let through for it.
+# shape: no schema can state them, and docs/design.md#wire-conventions fixes their status
+# (422). Each is named by its operation, code, and the detail's path and message, and only a
+# schema-valid request's rejection (ST202) is let through for it.
 STATE_DEPENDENT_REFUSALS = [
     # A `file://` prefix must lie under the engine's storage root (STORAGE_ROOT).
     ("POST /environments", "invalid_request", "storage_prefix", "must be under the engine's storage root"),

@@ -2,10 +2,10 @@
 // a stack of its own under a steady mixed load through the gateway while a seeded injector
 // kills (-9) and pauses its processes and cuts or slows its pool workers' network; then,
 // once the load stopped and the stack settled,
-// the invariants checked from the stores (DESIGN.md §8). With `--baseline-minutes B` the same
-// load runs B minutes without faults first, on the same stack, and the report sets the
-// operations' rates side by side. Prints a report and writes it to
-// docs/reliability.md (or FILE); exits 1 when an invariant is broken.
+// the invariants checked from the stores (docs/design.md#quality-bars). With
+// `--baseline-minutes B` the same load runs B minutes without faults first, on the same
+// stack, and the report sets the operations' rates side by side. Prints a report and writes
+// it to docs/reliability.md (or FILE); exits 1 when an invariant is broken.
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';

@@ -4,7 +4,7 @@ import { createTenant, makeBundle, manifestOf, type TestTenant } from '@envengin
 
 const stack = inject('stack');
 
-/** Every validation code of DESIGN.md §5 through the gateway; strict against non-strict environments. */
+/** Every validation code of docs/design.md#ingest through the gateway; strict against non-strict environments. */
 describe('deployment validation codes', () => {
   let tenant: TestTenant;
   let bundleRef: string;

@@ -7,10 +7,10 @@ import { engineTargets, probeAsset, waitForRun, type ProbeTarget } from './runs-
 const stack = inject('stack');
 
 /**
- * An environment's egress (DESIGN.md §6), on the engine's runner: `none` reaches nothing;
- * `public` reaches a host outside the engine (a server in a network namespace this test
- * makes, at a TEST-NET-3 address), and still no server of the engine host, no private
- * range and no link-local address.
+ * An environment's egress (docs/design.md#the-network), on the engine's runner: `none`
+ * reaches nothing; `public` reaches a host outside the engine (a server in a network
+ * namespace this test makes, at a TEST-NET-3 address), and still no server of the engine
+ * host, no private range and no link-local address.
  */
 const manifest = {
   version: 1,

@@ -11,9 +11,10 @@ import { engineTargets, issueCredential, probeAsset, waitForRun } from './runs-f
 const stack = inject('stack');
 
 /**
- * What a tenant's asset tries from the engine host, on the engine's own runner (DESIGN.md
- * §6): each escape is refused by the OS sandbox or fails its attempt with a clear error,
- * the runner survives every one, and another tenant's run goes on beside them.
+ * What a tenant's asset tries from the engine host, on the engine's own runner
+ * (docs/design.md#isolation): each escape is refused by the OS sandbox or fails its attempt
+ * with a clear error, the runner survives every one, and another tenant's run goes on beside
+ * them.
  */
 const SECRET_VALUE = 'sandbox-canary-5f1e9a2c7b';
 

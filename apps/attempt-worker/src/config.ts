@@ -47,9 +47,10 @@ const common = {
    */
   ASSET_SECCOMP: z.enum(['required', 'auto', 'off'], { message: 'must be "required", "auto" or "off"' }).optional(),
   /**
-   * `bwrap` (default): every asset runs in a bubblewrap sandbox (DESIGN.md §6). `off` runs
-   * user code under Node's permission model alone, which is no protection against hostile
-   * code; it must be set explicitly, is logged as a warning and shown in the pool view.
+   * `bwrap` (default): every asset runs in a bubblewrap sandbox
+   * (docs/design.md#tenants-code-in-an-os-sandbox). `off` runs user code under Node's
+   * permission model alone, which is no protection against hostile code; it must be set
+   * explicitly, is logged as a warning and shown in the pool view.
    */
   SANDBOX: z.enum(['bwrap', 'off'], { message: 'must be "bwrap" (the default) or "off"' }).default('bwrap'),
   /** Sandboxed children forked ahead of need (each still runs one asset); 0 forks each on demand. Default: CONCURRENCY. */

@@ -41,7 +41,7 @@ export interface CallOptions {
   accept?: string;
 }
 
-/** The exit code for an error code of the API (DESIGN.md §4), from its status. */
+/** The exit code for an error code of the API (docs/design.md#wire-conventions), from its status. */
 export function exitCodeForApiError(code: ErrorCode | undefined, status: number): ExitCode {
   const effective = code ? httpStatusFor(code) : status;
   if (effective === 401 || effective === 403) return ExitCode.auth;

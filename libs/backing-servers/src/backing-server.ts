@@ -1,7 +1,7 @@
 export { withoutCredential } from '@envengine/process-kit';
 import type { ManagedProcess } from './managed-process.ts';
 
-/** Where a server came from, in the order DESIGN.md §3 tries them. */
+/** Where a server came from, in the order docs/design.md#running-it tries them. */
 export type ServerSource = 'url' | 'path' | 'pip' | 'go-build' | 'apt';
 
 export interface BackingServer {

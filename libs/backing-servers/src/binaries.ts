@@ -3,7 +3,7 @@ import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, read
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
-/** Servers built from source with Go, pinned (DESIGN.md §3). */
+/** Servers built from source with Go, pinned (docs/design.md#running-it). */
 export const PINNED_GO_BUILDS: Record<PinnedBinary, GoBuildPin> = {
   temporal: { module: 'github.com/temporalio/cli', version: 'v1.5.1', mainPackage: './cmd/temporal' },
   // The cluster profile's Temporal: the server and UI modules at the versions CLI v1.5.1

@@ -29,8 +29,8 @@ export interface InstalledServers {
 }
 
 /**
- * Obtains the binaries of the backing servers ahead of their first start, by the
- * same lookup their start uses (DESIGN.md §3), so that tests which start a server of their
+ * Obtains the binaries of the backing servers ahead of their first start, by the same lookup
+ * their start uses (docs/design.md#running-it), so that tests which start a server of their
  * own (a lib's Redis test, say) find it on a fresh machine too. Nothing is installed for a
  * server given by URL; undefined where nothing could be had (its start then says why).
  */

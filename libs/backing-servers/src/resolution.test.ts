@@ -13,7 +13,7 @@ function emptyMachine() {
   const root = mkdtempSync(join(tmpdir(), 'envengine-resolution-'));
   const bin = join(root, 'bin');
   mkdirSync(bin);
-  // Nothing on PATH, no cache, no Go build, no pip, no apt: every way in DESIGN.md §3 is closed.
+  // Nothing on PATH, no cache, no Go build, no pip, no apt: every way of docs/design.md#running-it is closed.
   const env = { PATH: bin, ENVENGINE_CACHE_DIR: join(root, 'cache'), ENVENGINE_NO_GO_BUILD: '1', ENVENGINE_NO_PIP: '1', ENVENGINE_NO_APT: '1' };
   return { root, bin, env, report: () => undefined };
 }

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { aptInstall, findOnPath, type Reporter } from './binaries.ts';
 
-/** What the OS sandbox of tenants' code needs (DESIGN.md §6): command → Debian package. */
+/** What the OS sandbox of tenants' code needs (docs/design.md#tenants-code-in-an-os-sandbox): command → Debian package. */
 const SANDBOX_TOOLS = [
   // The sandbox itself.
   ['bwrap', 'bubblewrap'],

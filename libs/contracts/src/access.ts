@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { RESOURCE_NAME_PATTERN } from './names.ts';
 
 /**
- * What an API token may do (DESIGN.md §5 "Tokens"). Each operation of `PublicApi` names
+ * What an API token may do (docs/design.md#tokens). Each operation of `PublicApi` names
  * the one scope it needs; the gateway checks it before forwarding. No scope reads a
  * secret's value: nothing does.
  */
@@ -17,7 +17,7 @@ export const Scope = z.enum([
   'schedules:write',
   'pool:admin',
   'events:read',
-  /** Not in DESIGN.md's list: a webhook sends events out of the engine, which a read scope must not set up. */
+  /** A scope of its own (docs/design.md#tokens): a webhook sends events out of the engine, which a read scope must not set up. */
   'webhooks:write',
   'tokens:admin',
 ]);

@@ -44,7 +44,8 @@ export type Deployment = z.infer<typeof Deployment>;
 
 /**
  * What makes an ingest a deployment: a JSON body whose `manifest` is an object and whose
- * `bundle_ref` is a string. Anything else is 422 invalid_request and no row (DESIGN.md §5).
+ * `bundle_ref` is a string. Anything else is 422 invalid_request and no row
+ * (docs/design.md#ingest).
  */
 export const IngestGate = z.looseObject({
   manifest: z.record(z.string(), z.unknown(), { message: 'is required and must be the manifest object' }),
@@ -73,7 +74,7 @@ export type IngestOptions = z.infer<typeof IngestOptions>;
 
 /** The ingest's body as documented (the ingest checks it itself with IngestGate and IngestOptions). */
 export const CreateDeploymentRequest = IngestOptions.extend({
-  manifest: z.record(z.string(), z.unknown()).describe('The manifest (version 1): `version`, `assets`, `jobs`, `schedules` (DESIGN.md §5).'),
+  manifest: z.record(z.string(), z.unknown()).describe('The manifest (version 1): `version`, `assets`, `jobs`, `schedules` (docs/design.md#manifest).'),
   bundle_ref: BundleRef.describe('The digest of the uploaded bundle (POST /bundles).'),
 });
 
@@ -116,7 +117,7 @@ export const AssetListing = z.object({
   key: z.string(),
   binding: z.string(),
   schema: z.object({ columns: z.array(StoredColumn) }).nullable(),
-  /** `latest` or `quarantined` (DESIGN.md §5), the latest materialization's; null before the first. */
+  /** `latest` or `quarantined` (docs/design.md#activation-and-the-re-check), the latest materialization's; null before the first. */
   status: MaterializationStatus.nullable(),
   latest_materialization: Materialization.nullable(),
 });
@@ -130,7 +131,7 @@ export const AssetPathParams = z.object({ name: ResourceName, key: AssetKeyParam
 export type AssetPathParams = z.infer<typeof AssetPathParams>;
 
 /** `/environments/:name/assets/:key/materializations/:id/…` */
-// Any id is looked up: one that is malformed is as unknown as a missing one (404, DESIGN.md §4).
+// Any id is looked up: one that is malformed is as unknown as a missing one (404, docs/design.md#wire-conventions).
 export const AssetMaterializationPathParams = z.object({ name: ResourceName, key: AssetKeyParam, id: z.string().min(1).max(100) });
 export type AssetMaterializationPathParams = z.infer<typeof AssetMaterializationPathParams>;
 
@@ -230,9 +231,9 @@ export const DeploymentPending = z.object({
 export type DeploymentPending = z.infer<typeof DeploymentPending>;
 
 /**
- * What a bundle may unpack to (DESIGN.md §6): the archive's uncompressed size and its
- * file count, checked while it is read at upload and again by each worker's bundle cache
- * as it unpacks, so that a small upload cannot become a full disk (a tar bomb).
+ * What a bundle may unpack to (docs/design.md#availability): the archive's uncompressed size
+ * and its file count, checked while it is read at upload and again by each worker's bundle
+ * cache as it unpacks, so that a small upload cannot become a full disk (a tar bomb).
  */
 export const BUNDLE_UNPACKED_DEFAULTS = { maxUnpackedMb: 512, maxFiles: 10_000 } as const;
 

@@ -102,7 +102,7 @@ describe('environment lifecycle settings', () => {
 });
 
 describe('httpStatusFor', () => {
-  it('maps every error code to the status of DESIGN.md §4', () => {
+  it('maps every error code to the status of docs/design.md#wire-conventions', () => {
     const expected: Record<ErrorCode, number> = {
       unauthorized: 401,
       token_expired: 401,

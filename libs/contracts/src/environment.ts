@@ -9,15 +9,15 @@ export const EnvironmentKind = z.enum(['persistent', 'preview']);
 export type EnvironmentKind = z.infer<typeof EnvironmentKind>;
 
 /**
- * What the environment's assets may reach on the network (DESIGN.md §6): `none` (the
- * default) nothing; `public` other hosts through a user-mode network, never the engine
- * host, private ranges or link-local addresses.
+ * What the environment's assets may reach on the network (docs/design.md#the-network):
+ * `none` (the default) nothing; `public` other hosts through a user-mode network, never the
+ * engine host, private ranges or link-local addresses.
  */
 export const Egress = z.enum(['none', 'public']);
 export type Egress = z.infer<typeof Egress>;
 
 /**
- * `active`, or `deleting` while its tear-down runs (DESIGN.md §5 "Environment lifecycle"):
+ * `active`, or `deleting` while its tear-down runs (docs/design.md#environment-lifecycle):
  * writes to a deleting environment answer 409 `environment_deleting`.
  */
 export const EnvironmentStatus = z.enum(['active', 'deleting']);
@@ -149,7 +149,7 @@ export type EnvironmentPathParams = z.infer<typeof EnvironmentPathParams>;
 export const SetPlacementRequest = z.strictObject({ executor: Executor });
 export type SetPlacementRequest = z.infer<typeof SetPlacementRequest>;
 
-/** Body of schedules pause and resume; both are optional (DESIGN.md §5). */
+/** Body of schedules pause and resume; both are optional (docs/design.md#schedules-pause-and-resume). */
 export const ScheduleToggleRequest = z.strictObject({
   reason: z.string().max(500, { message: 'must be at most 500 characters' }).nullable().optional(),
 });

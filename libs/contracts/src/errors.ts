@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Every `error.code` the public API can answer with (DESIGN.md §4). */
+/** Every `error.code` the public API can answer with (docs/design.md#wire-conventions). */
 export const ErrorCode = z.enum([
   'unauthorized',
   /** An API token past its `expires_at`. */
@@ -40,7 +40,7 @@ export const ErrorCode = z.enum([
   /** A `Range` header that no byte of the file satisfies. */
   'range_not_satisfiable',
   'rate_limited',
-  /** A per-tenant quota (DESIGN.md §5, quotas.ts): the code names the quota. */
+  /** A per-tenant quota (quotas.ts): the code names the quota. */
   'queued_runs_quota_exceeded',
   'queued_runs_per_environment_quota_exceeded',
   'environments_quota_exceeded',

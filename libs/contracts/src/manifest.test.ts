@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManifestV1 } from './manifest.ts';
 
 describe('ManifestV1', () => {
-  it('parses the DESIGN.md example and applies the defaults', () => {
+  it('parses the example of docs/design.md#manifest and applies the defaults', () => {
     const parsed = ManifestV1.parse({
       version: 1,
       assets: [

@@ -9,7 +9,7 @@ import { quoted } from './quoted-values.ts';
 // is not a plain type, enum or unknown-field check reports a whole sentence as its
 // message; manifest-rules' shape issues pass those through unchanged.
 
-/** Column types an asset may declare (DESIGN.md §5 "Manifest (version 1)"). */
+/** Column types an asset may declare (docs/design.md#manifest). */
 export const ColumnType = z.enum(['string', 'integer', 'number', 'boolean', 'timestamp', 'date', 'json']);
 export type ColumnType = z.infer<typeof ColumnType>;
 
@@ -24,7 +24,7 @@ function checkedString(label: string, problemOf: (value: string) => string | nul
 const nonEmpty = (value: string) => (value.length === 0 ? 'must not be empty' : null);
 
 // Asset keys and binding names end up in storage paths and URLs, so they follow the
-// resource-name rule of DESIGN.md §4.
+// resource-name rule of names.ts (`RESOURCE_NAME_PATTERN`).
 function resourceNameProblem(value: string): string | null {
   if (!RESOURCE_NAME_PATTERN.test(value)) {
     return 'must be 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit';
@@ -127,7 +127,7 @@ function uniquelyNamed<T extends z.ZodType<{ name: string }>>(element: T, what: 
 }
 
 /**
- * A version-1 manifest (DESIGN.md §5). Unknown fields are shape errors so that a typo is
+ * A version-1 manifest (docs/design.md#manifest). Unknown fields are shape errors so that a typo is
  * not silently ignored. Duplicate asset keys are not a shape error: they are reported as
  * `duplicate_asset` by validateManifest.
  */

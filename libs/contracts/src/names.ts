@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Names used in paths: environments, connections, secrets (DESIGN.md §4). */
+/** Names used in paths: environments, connections, secrets (docs/design.md#wire-conventions). */
 export const RESOURCE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 export const ResourceName = z

@@ -112,7 +112,7 @@ export interface Endpoint extends RouteContract {
    */
   readonly describedBody?: z.ZodType;
   readonly headers?: readonly RequestHeader[];
-  /** Domain refusals this route can answer with (DESIGN.md §4). */
+  /** Domain refusals this route can answer with (docs/design.md#wire-conventions). */
   readonly errors: readonly ErrorCode[];
 }
 

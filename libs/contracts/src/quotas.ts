@@ -2,10 +2,10 @@ import { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
 
 /**
- * The per-tenant quotas (DESIGN.md §5), each checked where its work is admitted, by the
- * scope that owns that work: queued runs and environments by the placement scope, stored
- * bundle bytes and the stored bytes of materializations (checked when an emit is recorded)
- * by the deployment scope, secrets by the secrets scope.
+ * The per-tenant quotas (docs/design.md#quotas-and-fair-shares), each checked where its work
+ * is admitted, by the scope that owns that work: queued runs and environments by the
+ * placement scope, stored bundle bytes and the stored bytes of materializations (checked when
+ * an emit is recorded) by the deployment scope, secrets by the secrets scope.
  */
 export const QUOTA_NAMES = [
   'queued_runs',

@@ -15,12 +15,12 @@ export function schedulesOfManifest(manifest: unknown): ScheduleDefinition[] {
 }
 
 /**
- * What a schedule's tick came to (DESIGN.md §5): `run_created`; `late` (its run was made,
- * more than `LATE_TICK_MS` after the fire time); `skipped_overlap` (the schedule's previous
- * run was still going); `skipped_paused` (the environment's schedules were paused, or it
- * was being deleted); `skipped_quota` (the tenant or environment had as many queued runs as
- * its quota allows); `missed` (a fire time that passed while the engine was down or behind:
- * only the latest of such times fires).
+ * What a schedule's tick came to (docs/design.md#schedules-pause-and-resume): `run_created`;
+ * `late` (its run was made, more than `LATE_TICK_MS` after the fire time); `skipped_overlap`
+ * (the schedule's previous run was still going); `skipped_paused` (the environment's
+ * schedules were paused, or it was being deleted); `skipped_quota` (the tenant or environment
+ * had as many queued runs as its quota allows); `missed` (a fire time that passed while the
+ * engine was down or behind: only the latest of such times fires).
  */
 export const ScheduleTickOutcome = z.enum(['run_created', 'late', 'skipped_overlap', 'skipped_paused', 'skipped_quota', 'missed']);
 export type ScheduleTickOutcome = z.infer<typeof ScheduleTickOutcome>;

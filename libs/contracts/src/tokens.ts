@@ -57,7 +57,7 @@ export type ApiToken = z.infer<typeof ApiToken>;
 export const ApiTokenCreated = ApiToken.extend({ token: z.string() });
 export type ApiTokenCreated = z.infer<typeof ApiTokenCreated>;
 
-// Any id is looked up: one that is malformed is as unknown as a missing one (404, DESIGN.md §4).
+// Any id is looked up: one that is malformed is as unknown as a missing one (404, docs/design.md#wire-conventions).
 export const ApiTokenPathParams = z.object({ id: z.string().min(1).max(100) });
 
 export const ApiTokenRevoked = z.object({ id: z.string(), revoked_at: z.iso.datetime() });

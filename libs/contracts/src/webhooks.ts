@@ -57,7 +57,7 @@ export const UpdateWebhookRequest = z
   .meta({ minProperties: 1 });
 export type UpdateWebhookRequest = z.infer<typeof UpdateWebhookRequest>;
 
-// Any id is looked up: one that is malformed is as unknown as a missing one (404, DESIGN.md §4).
+// Any id is looked up: one that is malformed is as unknown as a missing one (404, docs/design.md#wire-conventions).
 export const WebhookPathParams = z.object({ id: z.string().min(1).max(100) });
 
 export const Webhook = z.object({

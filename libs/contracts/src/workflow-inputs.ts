@@ -118,9 +118,10 @@ export const SCHEDULE_TICKS_WORKFLOW = 'scheduleTicks';
 /** To a shard's tick loop: its schedules changed, so its earliest fire time may be sooner than the one it sleeps until. */
 export const SCHEDULES_CHANGED_SIGNAL = 'schedulesChanged';
 /**
- * One long-running tick loop per shard of the stored schedules (DESIGN.md §5):
- * `schedule-ticks-<shard>`, with the task queue in it when it is not the default one, so
- * that stacks sharing a Temporal namespace (each with its own queue) each have their own.
+ * One long-running tick loop per shard of the stored schedules
+ * (docs/design.md#schedules-pause-and-resume): `schedule-ticks-<shard>`, with the task queue
+ * in it when it is not the default one, so that stacks sharing a Temporal namespace (each
+ * with its own queue) each have their own.
  */
 export const scheduleTicksWorkflowId = (shard: number, taskQueue: string) =>
   taskQueue === DEFAULT_TASK_QUEUE ? `schedule-ticks-${shard}` : `schedule-ticks-${taskQueue}-${shard}`;

@@ -20,12 +20,12 @@ const FAILED_PASS_PAUSE_MS = 10_000;
 const PASSES_PER_RUN = 200;
 
 /**
- * `schedule-ticks-<shard>`: one of a fixed number of long-running loops that tick the
- * stored schedules (DESIGN.md §5). It sleeps on a durable timer until its shard's earliest
- * fire time, then asks the placement-service for one pass, which ticks every schedule due
- * then in batches and answers the next earliest time. A change to the shard's schedules
- * (an activation, a resume) wakes it early by signal. Each pass's size and outcomes are in
- * its activity's result and in the workflow's memo, in the Temporal UI.
+ * `schedule-ticks-<shard>`: one of a fixed number of long-running loops that tick the stored
+ * schedules (docs/design.md#schedules-pause-and-resume). It sleeps on a durable timer until
+ * its shard's earliest fire time, then asks the placement-service for one pass, which ticks
+ * every schedule due then in batches and answers the next earliest time. A change to the
+ * shard's schedules (an activation, a resume) wakes it early by signal. Each pass's size and
+ * outcomes are in its activity's result and in the workflow's memo, in the Temporal UI.
  */
 export async function scheduleTicks(raw: ScheduleTicksInput): Promise<void> {
   const input = workflowInput(ScheduleTicksInput, raw, 'scheduleTicks');

@@ -79,7 +79,7 @@ export const DEFAULT_S3_PORT = 8333;
 /** The bucket of the engine's own store, made at its start: `s3://lake/<prefix>` in docs/operations.md#object-storage. */
 export const ENGINE_BUCKET = 'lake';
 
-/** Temporal, a MongoDB-wire server, Redis and (when asked) the object store, each obtained in the order of DESIGN.md §3. */
+/** Temporal, a MongoDB-wire server, Redis and (when asked) the object store, each obtained in the order of docs/design.md#running-it. */
 export async function startBackingServers(options: BackingServerOptions): Promise<BackingServers> {
   const fixed = options.ports === 'default';
   const started: BackingServer[] = [];

@@ -6,7 +6,7 @@ import { ADMIN_USERNAME } from './backing-credentials.ts';
 import { credentialFilePath, loadOrCreateCredentialFile } from './credentials.ts';
 import { WORKSPACE_ROOT } from './service-processes.ts';
 
-/** The ports `npm start` gives its embedded servers (DESIGN.md §3). */
+/** The ports `npm start` gives its embedded servers (docs/design.md#running-it). */
 export const DEV_STACK_PORTS = { mongodb: 27017, redis: 6379, temporal: 7233, temporalUi: 8233 } as const;
 
 /** `npm start`'s data directory: ENVENGINE_DATA_DIR, else `.envengine` in the checkout. */

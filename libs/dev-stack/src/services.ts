@@ -1,4 +1,4 @@
-/** The deployables the stack runs, with their default ports (DESIGN.md §3). */
+/** The deployables the stack runs, with their default ports (docs/design.md#running-it). */
 export const SERVICES = {
   'placement-service': { defaultPort: 8081 },
   'deployment-service': { defaultPort: 8082 },

@@ -3,12 +3,12 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
 /**
- * The engine's own network, where nothing a tenant names is reached from the engine's
- * hosts (DESIGN.md §6): private ranges, link-local (cloud metadata), CGNAT, benchmark and
- * multicast ranges, besides loopback, every address of the engine host and the subnets
- * of its interfaces (its neighbours there may be the engine's other servers). The sandbox
- * makes the ranges and the host's addresses unreachable by route; the runner's storage
- * client and the webhook sender refuse all of them by address.
+ * The engine's own network, where nothing a tenant names is reached from the engine's hosts
+ * (docs/design.md#the-network): private ranges, link-local (cloud metadata), CGNAT, benchmark
+ * and multicast ranges, besides loopback, every address of the engine host and the subnets of
+ * its interfaces (its neighbours there may be the engine's other servers). The sandbox makes
+ * the ranges and the host's addresses unreachable by route; the runner's storage client and
+ * the webhook sender refuse all of them by address.
  */
 export const REFUSED_RANGES = [
   '0.0.0.0/8',

@@ -13,9 +13,9 @@ export interface LegacySchedule {
 
 /**
  * The Temporal Schedules of the first design (one per schedule, `sched-*`), which stored
- * schedules and the tick loops replace (DESIGN.md §5). A data directory made before holds
- * them: at start-up they are found, their environments' schedules stored, and they are
- * deleted. Every call is idempotent.
+ * schedules and the tick loops replace (docs/design.md#schedules-pause-and-resume). A data
+ * directory made before holds them: at start-up they are found, their environments' schedules
+ * stored, and they are deleted. Every call is idempotent.
  */
 export class LegacyTemporalSchedules {
   constructor(private readonly client: Client) {}

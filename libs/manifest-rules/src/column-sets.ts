@@ -2,7 +2,7 @@ import type { ColumnSpecInput } from '@envengine/contracts';
 import { quoted } from '@envengine/contracts';
 
 // A schema is compared as a SET of (name, type, nullable): column order does not matter
-// and a missing `nullable` means false (DESIGN.md §5 "Ingest").
+// and a missing `nullable` means false (docs/design.md#ingest).
 
 /** One column as a set member; JSON keeps names with any characters apart. */
 function columnTuple(column: ColumnSpecInput): string {

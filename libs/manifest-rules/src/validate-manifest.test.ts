@@ -3,7 +3,7 @@ import { ManifestV1 } from '@envengine/contracts';
 import type { ValidationContext } from './validation-issue.ts';
 import { validateManifest } from './validate-manifest.ts';
 
-/** The DESIGN.md §5 example, extended to two assets; valid against `context()`. */
+/** The example of docs/design.md#manifest, extended to two assets; valid against `context()`. */
 function validManifest() {
   return {
     version: 1,

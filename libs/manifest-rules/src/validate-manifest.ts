@@ -23,7 +23,7 @@ import {
 
 /**
  * Validates an ingest's manifest against the environment and bundle it is for
- * (DESIGN.md §5 "Ingest"). Pure and deterministic, so it can run inside a workflow, and
+ * (docs/design.md#ingest). Pure and deterministic, so it can run inside a workflow, and
  * it never throws: whatever `manifest` is, the answer lists what is wrong with it.
  *
  * Every problem is reported in one pass: when the shape is invalid, the checks of

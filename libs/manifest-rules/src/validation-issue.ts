@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ManifestV1 } from '@envengine/contracts';
 
 /**
- * Error codes of an ingest validation (DESIGN.md §5 "Ingest"). Errors are reported in
+ * Error codes of an ingest validation (docs/design.md#ingest). Errors are reported in
  * this order of codes, and within one code in manifest order.
  */
 export const ValidationErrorCode = z.enum([

@@ -1,6 +1,7 @@
 /**
- * The column types an asset may declare (DESIGN.md §5, the manifest's `ColumnType`). Kept
- * here rather than imported: `@envengine/manifest-rules` is a rules lib of another scope.
+ * The column types an asset may declare (the manifest's `ColumnType`,
+ * libs/contracts/src/manifest.ts). Kept here rather than imported:
+ * `@envengine/manifest-rules` is a rules lib of another scope.
  */
 export const COLUMN_TYPES = ['string', 'integer', 'number', 'boolean', 'timestamp', 'date', 'json'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];

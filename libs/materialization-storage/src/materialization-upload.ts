@@ -2,7 +2,7 @@
 // (which checks and encodes the rows: parquet-row-writer.ts): appended to a spool file on
 // the worker's disk, then stored through the driver as a stream, read back, and described
 // from its own footer, which must store the declared columns. The worker holds one chunk
-// of bytes at a time, never the rows (DESIGN.md §6, issue 34).
+// of bytes at a time, never the rows (docs/design.md#availability, issue 34).
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';

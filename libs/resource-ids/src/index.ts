@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** Kinds of resource id; the prefix tells a reader what an id names (DESIGN.md §4). */
+/** Kinds of resource id; the prefix tells a reader what an id names (docs/design.md#wire-conventions). */
 export type ResourceKind = 'env' | 'dep' | 'run' | 'att' | 'ten' | 'tok' | 'req' | 'err' | 'sec' | 'bnd' | 'aud' | 'mat' | 'pcr' | 'evt' | 'whk' | 'whd';
 
 // Crockford base32: sortable as plain strings, no ambiguous letters.

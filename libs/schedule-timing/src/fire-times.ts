@@ -1,9 +1,10 @@
 import type { ParsedCron } from './cron-expression.ts';
 import { firstInstantAfterWallTime, formatWallTime, instantsOfWallTime, offsetAt, wallTimeAt } from './zoned-time.ts';
 
-// When a schedule fires, by the rule DESIGN.md §5 sets for clock changes: a wall time the
-// clocks skip (spring forward) fires once, at the first instant after the jump; a wall
-// time that occurs twice (fall back) fires once, at its first occurrence.
+// When a schedule fires, by the rule docs/design.md#schedules-pause-and-resume sets for clock
+// changes: a wall time the clocks skip (spring forward) fires once, at the first instant
+// after the jump; a wall time that occurs twice (fall back) fires once, at its first
+// occurrence.
 
 const SECOND_MS = 1000;
 const DAY_MS = 86_400_000;

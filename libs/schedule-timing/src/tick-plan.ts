@@ -15,11 +15,12 @@ export interface TickPlan {
 }
 
 /**
- * The tick of a schedule whose stored next fire time `dueAt` has come (`dueAt <= now`),
- * by the catch-up rule (DESIGN.md §5): the latest fire time at or before `now` fires once,
- * the earlier ones since `dueAt` are missed. Fire times come from `nextFireTimes`, the code
- * that the schedules' previews use, so a tick follows the clock-change rule: a skipped wall
- * time fires once after the jump, a repeated one once, at its first occurrence.
+ * The tick of a schedule whose stored next fire time `dueAt` has come (`dueAt <= now`), by
+ * the catch-up rule (docs/design.md#schedules-pause-and-resume): the latest fire time at or
+ * before `now` fires once, the earlier ones since `dueAt` are missed. Fire times come from
+ * `nextFireTimes`, the code that the schedules' previews use, so a tick follows the
+ * clock-change rule: a skipped wall time fires once after the jump, a repeated one once, at
+ * its first occurrence.
  */
 export function planTick(cron: ParsedCron, timeZone: string, dueAt: number, now: number): TickPlan {
   // The usual tick is on time: one fire time ahead is all there is to look at.

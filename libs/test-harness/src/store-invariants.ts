@@ -4,8 +4,8 @@ import type { Db } from 'mongodb';
 
 /**
  * Invariants of the engine's stores, checked from MongoDB, Redis and Temporal after a load
- * has stopped and the stack has settled (`npm run soak`, DESIGN.md §8): what the stores
- * hold, never what the load believes. Each check names the ids that break it.
+ * has stopped and the stack has settled (`npm run soak`, docs/design.md#quality-bars): what
+ * the stores hold, never what the load believes. Each check names the ids that break it.
  */
 export interface InvariantResult {
   name: string;

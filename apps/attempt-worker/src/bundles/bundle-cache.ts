@@ -52,14 +52,14 @@ interface CachedBundle {
 }
 
 /**
- * Bundles cached by digest: `<dir>/<hex>.tar.gz` as fetched and `<dir>/<hex>/` unpacked,
- * with `<dir>/<hex>.files.json` listing the SHA-256 of every unpacked file. Before each
- * use the archive's digest and every unpacked file are checked; anything that does not
- * match (a tampered or half-written cache) is thrown away and fetched again, so code is
- * downloaded once per digest, not once per run, and never run from an altered copy.
- * Unpacking stops at the limits (DESIGN.md §6), and the cache keeps to its bound by
- * removing the least recently used bundles that no attempt is running from. One cache
- * serves every tenant of the worker; each call says how to fetch a missing bundle.
+ * Bundles cached by digest: `<dir>/<hex>.tar.gz` as fetched and `<dir>/<hex>/` unpacked, with
+ * `<dir>/<hex>.files.json` listing the SHA-256 of every unpacked file. Before each use the
+ * archive's digest and every unpacked file are checked; anything that does not match (a
+ * tampered or half-written cache) is thrown away and fetched again, so code is downloaded
+ * once per digest, not once per run, and never run from an altered copy. Unpacking stops at
+ * the limits (docs/design.md#availability), and the cache keeps to its bound by removing the
+ * least recently used bundles that no attempt is running from. One cache serves every tenant
+ * of the worker; each call says how to fetch a missing bundle.
  */
 export class BundleCache {
   private readonly inFlight = new Map<string, Promise<string>>();

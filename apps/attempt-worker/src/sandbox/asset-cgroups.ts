@@ -1,10 +1,10 @@
-// A cgroup of its own for each asset child (DESIGN.md §6, issue 34): the kernel caps its
-// memory (tmpfs and shared-memory pages count, which rlimits do not see), its processes
-// and threads, and its CPU share. cgroup v2 (current Linux hosts) and v1 (the memory, pids
-// and cpu hierarchies mounted apart) are both supported; which one is read from
-// /proc/self/mountinfo and /proc/self/cgroup. The worker's own cgroup gets a directory
-// `envengine-<pid>`, and each child a directory under it, made before the child starts
-// and removed once it is gone; the child joins it before it execs anything
+// A cgroup of its own for each asset child (docs/design.md#tenants-code-in-an-os-sandbox,
+// issue 34): the kernel caps its memory (tmpfs and shared-memory pages count, which rlimits
+// do not see), its processes and threads, and its CPU share. cgroup v2 (current Linux hosts)
+// and v1 (the memory, pids and cpu hierarchies mounted apart) are both supported; which one
+// is read from /proc/self/mountinfo and /proc/self/cgroup. The worker's own cgroup gets a
+// directory `envengine-<pid>`, and each child a directory under it, made before the child
+// starts and removed once it is gone; the child joins it before it execs anything
 // (os-sandbox.ts), so nothing of the sandbox ever runs outside it.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

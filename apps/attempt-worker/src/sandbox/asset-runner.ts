@@ -1,11 +1,12 @@
 // Runs one asset's user code in a child process with a time limit, so that a crash, an
-// endless loop or a runaway allocation fails the attempt, not the worker (DESIGN.md). The
-// child runs in the OS sandbox of os-sandbox.ts (memory and CPU capped, no network, no
-// view of the host), and under Node's permission model inside it: it may read its bundle
-// and its own script, write only its private /tmp, start no process, thread or addon;
-// logs, emits, upstream reads and connections go through ctx, relayed over its channel to
-// the handlers given here. The child checks and encodes an emit's rows itself; only the
-// file's bytes reach the worker, and an upstream's file goes to the child as bytes.
+// endless loop or a runaway allocation fails the attempt, not the worker
+// (docs/design.md#materializations-and-storage). The child runs in the OS sandbox of
+// os-sandbox.ts (memory and CPU capped, no network, no view of the host), and under Node's
+// permission model inside it: it may read its bundle and its own script, write only its
+// private /tmp, start no process, thread or addon; logs, emits, upstream reads and
+// connections go through ctx, relayed over its channel to the handlers given here. The child
+// checks and encodes an emit's rows itself; only the file's bytes reach the worker, and an
+// upstream's file goes to the child as bytes.
 //
 // Over 300 lines on purpose: `SandboxedAsset` is one state machine (start, IPC relay, the
 // three limits, every way a child can end, and the one outcome it reports), and each of
@@ -27,9 +28,9 @@ import { bytesFrameOf, decodeValue, encodeValue, frameContent, FrameError, Frame
 import type { WarmSandboxes } from './warm-sandboxes.ts';
 
 /**
- * One ctx.emit's Parquet file as its bytes arrive from the child (DESIGN.md §6: the
- * worker's memory does not grow with an asset's data). The bytes are the child's, hence
- * untrusted: `finish` checks what the file stores.
+ * One ctx.emit's Parquet file as its bytes arrive from the child
+ * (docs/design.md#availability: the worker's memory does not grow with an asset's data). The
+ * bytes are the child's, hence untrusted: `finish` checks what the file stores.
  */
 export interface EmitSink {
   /** Appends the next bytes of the file; the worker reads nothing more from the child until it settles. A rejection fails the asset. */

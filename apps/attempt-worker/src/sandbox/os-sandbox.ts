@@ -1,16 +1,16 @@
-// The operating system's sandbox around each asset's child process (DESIGN.md §6).
-// Tenants' code is hostile until proven otherwise: bubblewrap (Flatpak's sandbox, from
-// Debian's `bubblewrap`) gives the child its own user, network, PID, mount, IPC and UTS
-// namespaces, an unprivileged uid, no capabilities and no new privileges (bwrap sets
-// PR_SET_NO_NEW_PRIVS), and a file system of only the runtime (/usr, read-only), the
-// Node binary, the child script, its bundle (read-only) and a size-capped private /tmp.
-// Its network namespace holds only its own loopback: no address of the engine host is
-// reachable. An environment with `egress: "public"` gets a user-mode network in that
-// namespace (sandbox-network.ts) that reaches other hosts, never the engine host, private
-// ranges or link-local addresses. Memory (heap and Buffers alike) and CPU time are capped
-// by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock limit. A
-// seccomp filter (seccomp-filter.py) refuses the system calls Node has no use for. Node's
-// permission model stays inside as a second layer.
+// The operating system's sandbox around each asset's child process
+// (docs/design.md#tenants-code-in-an-os-sandbox). Tenants' code is hostile until proven
+// otherwise: bubblewrap (Flatpak's sandbox, from Debian's `bubblewrap`) gives the child its
+// own user, network, PID, mount, IPC and UTS namespaces, an unprivileged uid, no capabilities
+// and no new privileges (bwrap sets PR_SET_NO_NEW_PRIVS), and a file system of only the
+// runtime (/usr, read-only), the Node binary, the child script, its bundle (read-only) and a
+// size-capped private /tmp. Its network namespace holds only its own loopback: no address of
+// the engine host is reachable. An environment with `egress: "public"` gets a user-mode
+// network in that namespace (sandbox-network.ts) that reaches other hosts, never the engine
+// host, private ranges or link-local addresses. Memory (heap and Buffers alike) and CPU time
+// are capped by rlimits set with util-linux's `prlimit`, beside the worker's wall-clock
+// limit. A seccomp filter (seccomp-filter.py) refuses the system calls Node has no use for.
+// Node's permission model stays inside as a second layer.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions, type SpawnSyncReturns, type StdioOptions } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';

@@ -1,11 +1,11 @@
-// Public egress for a sandboxed child (DESIGN.md §6): slirp4netns gives the child's own
-// network namespace a user-mode network (a tap device whose traffic slirp4netns turns into
-// ordinary sockets of the worker's host), with the host's loopback refused
-// (--disable-host-loopback). Before that, routes in the child's namespace make every
-// private range, link-local (cloud metadata), CGNAT and each address of the engine host
-// unreachable, so those are refused inside the sandbox, by IP, whatever a name resolves
-// to. Only slirp4netns's own DNS forwarder (10.0.2.3) stays reachable in 10.0.0.0/8.
-// docs/decisions.md says why slirp4netns rather than pasta.
+// Public egress for a sandboxed child (docs/design.md#the-network): slirp4netns gives the
+// child's own network namespace a user-mode network (a tap device whose traffic slirp4netns
+// turns into ordinary sockets of the worker's host), with the host's loopback refused
+// (--disable-host-loopback). Before that, routes in the child's namespace make every private
+// range, link-local (cloud metadata), CGNAT and each address of the engine host unreachable,
+// so those are refused inside the sandbox, by IP, whatever a name resolves to. Only
+// slirp4netns's own DNS forwarder (10.0.2.3) stays reachable in 10.0.0.0/8. docs/decisions.md
+// says why slirp4netns rather than pasta.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { hostAddresses, REFUSED_RANGES } from '@envengine/egress-rules';

@@ -1,7 +1,8 @@
-// The seccomp filter of each asset's sandbox (DESIGN.md §6, issue 34): a denylist of system
-// calls (seccomp-filter.py says which and why), compiled to BPF once at start-up by
-// libseccomp's own Python bindings (Debian's python3-seccomp) and kept in memory; bwrap
-// loads it for every child (`--seccomp`, os-sandbox.ts) just before it execs the child.
+// The seccomp filter of each asset's sandbox (docs/design.md#tenants-code-in-an-os-sandbox,
+// issue 34): a denylist of system calls (seccomp-filter.py says which and why), compiled to
+// BPF once at start-up by libseccomp's own Python bindings (Debian's python3-seccomp) and
+// kept in memory; bwrap loads it for every child (`--seccomp`, os-sandbox.ts) just before it
+// execs the child.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 

@@ -16,7 +16,7 @@ import { EXPIRY_REASON, type EnvironmentRepository, type TeardownRequest } from 
 import { TeardownStillRunningError, type LifecycleWorkflows } from './lifecycle-workflows.ts';
 
 /**
- * An environment's life past its create (DESIGN.md §5 "Environment lifecycle"): the
+ * An environment's life past its create (docs/design.md#environment-lifecycle): the
  * settings a PATCH changes, the delete and its tear-down, and a preview's expiry. The
  * tear-down is a Temporal workflow (`teardown-<id>`); its steps on this scope's data are
  * the internal routes it calls back (`removeRuns`, `remove`), the others are the

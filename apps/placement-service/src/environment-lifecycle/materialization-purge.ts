@@ -24,7 +24,7 @@ const PURGE_PAGE = 500;
  * engine's storage root), `s3://` ones in the engine's own store, under the tenant's key
  * prefix. Files in a store of the tenant's own (a binding with an endpoint) are the
  * tenant's to remove: the engine holds no lasting keys to it. Nothing is removed that
- * lies under another live environment's prefix (DESIGN.md §5).
+ * lies under another live environment's prefix (docs/design.md#materializations-and-storage).
  */
 export class MaterializationPurge {
   constructor(

@@ -53,7 +53,7 @@ export function aboutEnvironment(doc: Pick<EnvironmentDocument, '_id' | 'name'>)
 const HOUR_MS = 3_600_000;
 const expiryAfter = (ttlHours: number | null | undefined, from: Date) => (ttlHours ? new Date(from.getTime() + ttlHours * HOUR_MS) : null);
 
-/** What a tear-down was asked to do (DESIGN.md §5 "Environment lifecycle"). */
+/** What a tear-down was asked to do (docs/design.md#environment-lifecycle). */
 export interface TeardownRequest {
   force: boolean;
   purge_data: boolean;
@@ -186,10 +186,11 @@ export class EnvironmentRepository {
    * conflict on that document, so the second runs again with the first's environment in
    * view, and of two overlapping creates exactly one is made, across replicas.
    *
-   * DESIGN.md §5 makes one exception, not built yet: a preview made with `parent` gets the
-   * default prefix `<parent's prefix>/previews/<name>`, which lies under its own parent's.
-   * When `parent` exists, that one pair (the preview and its parent, at that default prefix)
-   * is to be let through here; every other overlap stays refused.
+   * docs/design.md#previews-promotion-and-diffs names one exception, not built yet: a preview
+   * made with `parent` gets the default prefix `<parent's prefix>/previews/<name>`, which
+   * lies under its own parent's. When `parent` exists, that one pair (the preview and its
+   * parent, at that default prefix) is to be let through here; every other overlap stays
+   * refused.
    */
   private async checkPrefixIsOwn(tenantId: string, fields: Pick<EnvironmentDocument, 'name' | 'storage_prefix'>, session: ClientSession, visible: (name: string) => boolean): Promise<void> {
     const prefix = fields.storage_prefix;

@@ -3,7 +3,7 @@ import { InternalApi, PublicApi, type PublishEventsResult, type RecordedEvent } 
 import type { AuditLog } from '@envengine/event-log';
 import { mountEndpoint } from '@envengine/service-kit';
 
-/** The tenant's audit log (DESIGN.md §5 "Events, audit log and webhooks"). */
+/** The tenant's audit log (docs/design.md#events-audit-log-and-webhooks). */
 export function eventsRouter(auditLog: AuditLog): Router {
   const router = Router();
   mountEndpoint(router, PublicApi.listEvents, async ({ tenantId, query, environments }) => ({ data: await auditLog.list(tenantId, query, environments) }));

@@ -3,7 +3,7 @@ import { InternalApi, PublicApi } from '@envengine/contracts';
 import { mountEndpoint } from '@envengine/service-kit';
 import type { PoolService } from './pool.service.ts';
 
-/** `/api/v1/pool…` (DESIGN.md §5 "Worker pools and the worker API"). */
+/** `/api/v1/pool…` (docs/design.md#worker-pools-and-the-worker-api). */
 export function poolRouter(pool: PoolService): Router {
   const router = Router();
   mountEndpoint(router, PublicApi.getPool, async ({ tenantId }) => ({ data: await pool.status(tenantId) }));

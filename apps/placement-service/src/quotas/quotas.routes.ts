@@ -8,7 +8,7 @@ function visibleUse(use: EnvironmentQuotaUse, environments: EnvironmentAccess): 
   return environmentQuotaUse(use.limit, Object.fromEntries(Object.entries(use.by_environment).filter(([name]) => environments.allows(name))));
 }
 
-/** `GET /quotas` (DESIGN.md §5 "Quotas and fair shares"). */
+/** `GET /quotas` (docs/design.md#quotas-and-fair-shares). */
 export function quotasRouter(quotas: QuotasService): Router {
   const router = Router();
   mountEndpoint(router, PublicApi.getQuotas, async ({ tenantId, requestId, environments }) => {

@@ -25,7 +25,7 @@ export interface SlotFence {
 }
 
 /**
- * An environment's `max_concurrent_runs` (DESIGN.md §5 "Environment lifecycle"). A run
+ * An environment's `max_concurrent_runs` (docs/design.md#environment-lifecycle). A run
  * holds a slot from the moment its attempt is handed to a queue until it is terminal; a
  * run created while every slot is held, or while older runs wait, waits too, its attempt
  * kept off the queue. The count is of stored runs, in the transaction that changes them,
@@ -75,8 +75,9 @@ export class RunSlots {
     );
     const runIds = next.map((run) => run._id);
     const now = new Date();
-    // An attempt's executor is fixed when it is dispatched (DESIGN.md §5): a placement
-    // changed while it waited places it, as it does every attempt dispatched after it.
+    // An attempt's executor is fixed when it is dispatched
+    // (docs/design.md#runs-and-attempts): a placement changed while it waited places it, as
+    // it does every attempt dispatched after it.
     const executor = await this.fence.executorOf(tenantId, environmentId, session);
     await this.runs.updateMany(tenantId, { _id: { $in: runIds }, waiting_for_slot: true }, { $set: { waiting_for_slot: false } }, { session });
     // Dispatched now: the reconciler counts its wait for a queue add from here.

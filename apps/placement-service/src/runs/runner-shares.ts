@@ -36,7 +36,7 @@ const HOLDS_A_SLOT: QueryFilter<AttemptDocument> = {
 const WAITS_FOR_A_SLOT = { executor: 'local', status: 'queued', waiting_for_slot: { $ne: true }, admitted_at: null, enqueued_at: null } satisfies QueryFilter<AttemptDocument>;
 
 /**
- * The engine runner's fair shares (issue 35, DESIGN.md §5 "Quotas and fair shares"). Local
+ * The engine runner's fair shares (issue 35, docs/design.md#quotas-and-fair-shares). Local
  * attempts are not put on the runner's queue when they are made: each waits, off the
  * queue, until an admission gives it a slot. An admission fills the free slots one at a
  * time, each to the tenant that holds the fewest (its oldest waiting attempt; the oldest

@@ -3,7 +3,7 @@ import { PublicApi } from '@envengine/contracts';
 import { mountEndpoint } from '@envengine/service-kit';
 import type { RunsService } from './runs.service.ts';
 
-/** Runs (DESIGN.md §5 "Runs and attempts"). */
+/** Runs (docs/design.md#runs-and-attempts). */
 export function runsRouter(runs: RunsService): Router {
   const router = Router();
 

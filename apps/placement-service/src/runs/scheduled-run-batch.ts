@@ -68,14 +68,14 @@ export interface TickBatchFence {
 }
 
 /**
- * A batch of one tenant's due ticks turned into runs in one transaction (DESIGN.md §5
- * "Schedules"): behind the tenant's quota fence, the batch reads its schedules (still due?),
- * environments (paused? deleting? run limit?), unfinished scheduled runs (overlap) and
- * queued-run counts (quota) once, writes every run and first attempt with one insert each,
- * and records every tick in the same transaction. A pause, a tear-down, a run limit's
- * change, another pass of the same ticks or a manual run of the tenant that commits
- * meanwhile conflicts with it, and the batch is run again with that change in view: the
- * same guarantees as one run's creation, for hundreds of ticks at once.
+ * A batch of one tenant's due ticks turned into runs in one transaction
+ * (docs/design.md#schedules-pause-and-resume): behind the tenant's quota fence, the batch
+ * reads its schedules (still due?), environments (paused? deleting? run limit?), unfinished
+ * scheduled runs (overlap) and queued-run counts (quota) once, writes every run and first
+ * attempt with one insert each, and records every tick in the same transaction. A pause, a
+ * tear-down, a run limit's change, another pass of the same ticks or a manual run of the
+ * tenant that commits meanwhile conflicts with it, and the batch is run again with that
+ * change in view: the same guarantees as one run's creation, for hundreds of ticks at once.
  */
 export class ScheduledRunBatch {
   constructor(

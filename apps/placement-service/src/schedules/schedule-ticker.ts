@@ -30,14 +30,14 @@ interface PlannedTick {
 }
 
 /**
- * Ticks a shard's due schedules (DESIGN.md §5 "Schedules"): one pass reads the schedules
- * due now in batches of 500; each batch applies the catch-up rule (`planTick`) and turns
- * each tenant's part of it into runs in one transaction (`RunsService.createForTicks`:
- * pause, overlap and quotas applied inside it, the ticks recorded inside it with the fire
- * time they were due at as the precondition), then adds their attempts with one `addBulk`
- * per queue. A pass retried after a crash, or a shard ticked by two replicas at once,
- * makes no tick twice. A tenant's part that fails is left due and tried again shortly;
- * the other tenants' ticks go on.
+ * Ticks a shard's due schedules (docs/design.md#schedules-pause-and-resume): one pass reads
+ * the schedules due now in batches of 500; each batch applies the catch-up rule (`planTick`)
+ * and turns each tenant's part of it into runs in one transaction
+ * (`RunsService.createForTicks`: pause, overlap and quotas applied inside it, the ticks
+ * recorded inside it with the fire time they were due at as the precondition), then adds
+ * their attempts with one `addBulk` per queue. A pass retried after a crash, or a shard
+ * ticked by two replicas at once, makes no tick twice. A tenant's part that fails is left due
+ * and tried again shortly; the other tenants' ticks go on.
  */
 export class ScheduleTicker {
   constructor(

@@ -4,7 +4,7 @@ import { ApiError, mountEndpoint } from '@envengine/service-kit';
 import type { ScheduleTicker } from './schedule-ticker.ts';
 import type { SchedulesService } from './schedules.service.ts';
 
-/** Schedules of an environment, their pause and resume (DESIGN.md §5 "Schedules, pause and resume"). */
+/** Schedules of an environment, their pause and resume (docs/design.md#schedules-pause-and-resume). */
 export function schedulesRouter(schedules: SchedulesService): Router {
   const router = Router();
 

@@ -12,8 +12,9 @@ export interface StoredTick {
 }
 
 /**
- * A schedule of an environment's active deployment, with its next fire time (DESIGN.md §5):
- * what the tick loops read. One per (environment, schedule name).
+ * A schedule of an environment's active deployment, with its next fire time
+ * (docs/design.md#schedules-pause-and-resume): what the tick loops read. One per
+ * (environment, schedule name).
  */
 export interface StoredScheduleDocument {
   /** `<environment id>:<schedule name>`. */

@@ -3,7 +3,7 @@ import { PublicApi } from '@envengine/contracts';
 import { mountEndpoint } from '@envengine/service-kit';
 import type { WebhooksService } from './webhooks.service.ts';
 
-/** `/api/v1/webhooks…` (DESIGN.md §5 "Events, audit log and webhooks"). */
+/** `/api/v1/webhooks…` (docs/design.md#events-audit-log-and-webhooks). */
 export function webhooksRouter(webhooks: WebhooksService): Router {
   const router = Router();
   mountEndpoint(router, PublicApi.createWebhook, async ({ tenantId, body, cause }) => ({ status: 201, data: await webhooks.create(tenantId, body, cause) }));

@@ -15,7 +15,7 @@ export interface WebhooksServiceOptions {
   secretOverlapMs: number;
 }
 
-/** `/api/v1/webhooks` (DESIGN.md §5 "Events, audit log and webhooks"). */
+/** `/api/v1/webhooks` (docs/design.md#events-audit-log-and-webhooks). */
 export class WebhooksService {
   constructor(
     private readonly connection: Connection,
