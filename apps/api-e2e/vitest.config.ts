@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 import { ProjectTimingsReporter } from './src/project-timings.reporter.ts';
 
 /**
- * The e2e files by the stack they need (docs/development.md#the-integration-suite):
+ * The e2e files by the stack they need (docs/development.md#tests):
  *
  * - `shared`: the suite's one stack (src/global-setup.ts). Each file makes tenants of its
  *   own, so files run side by side.
