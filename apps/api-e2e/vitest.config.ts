@@ -62,7 +62,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'measured', include: MEASURED, setupFiles: ['./src/measured-setup.ts'], maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: { name: 'measured', include: MEASURED, maxWorkers: 1, sequence: { groupOrder: 1 } },
       },
     ],
   },

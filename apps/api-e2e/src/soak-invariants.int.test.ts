@@ -97,7 +97,7 @@ describe('the soak invariants catch what they guard', () => {
     await stores.placement.collection('runs').deleteMany({});
   });
 
-  it("materializations backed: one its attempt does not record as the asset's succeeded outcome, and one whose file is gone, are caught; one of a lost attempt that recorded it is not", async () => {
+  it("materializations backed: one its attempt does not record as the asset's outcome, and one whose file is gone, are caught; one of a lost attempt that recorded it, and one of an asset that failed after its emit, are not", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'soakctl-'));
     writeFileSync(join(dir, 'present.parquet'), 'x');
     const present = pathToFileURL(join(dir, 'present.parquet')).href;
@@ -107,13 +107,16 @@ describe('the soak invariants catch what they guard', () => {
       // Lost after the asset succeeded: its materialization stays, the retry skips the asset.
       withOutcome(attempt('att_lost', 'run_l', 1, 'lost', 1, 20), 'orders', 'succeeded', 'mat_of_lost'),
       withOutcome(attempt('att_bad', 'run_n', 1, 'failed', 1, 2), 'orders', 'failed', null),
+      // Emitted, then threw (or timed out while its record was under way): the rows stand, the retry skips the asset.
+      withOutcome(attempt('att_threw', 'run_t', 1, 'failed', 1, 2), 'orders', 'failed', 'mat_of_throw'),
     ] as never[]);
     const materializations = stores.deployment.collection('materializations');
     await materializations.insertMany([
       { _id: 'mat_ok', attempt_id: 'att_ok', asset_key: 'orders', location: present },
       { _id: 'mat_of_lost', attempt_id: 'att_lost', asset_key: 'orders', location: present },
+      { _id: 'mat_of_throw', attempt_id: 'att_threw', asset_key: 'orders', location: present },
     ] as never[]);
-    expect(await materializationsBacked(stores)).toMatchObject({ held: true, checked: 2 });
+    expect(await materializationsBacked(stores)).toMatchObject({ held: true, checked: 3 });
     await materializations.insertMany([
       { _id: 'mat_failed', attempt_id: 'att_bad', asset_key: 'orders', location: present },
       { _id: 'mat_fileless', attempt_id: 'att_ok', asset_key: 'orders', location: pathToFileURL(join(dir, 'gone.parquet')).href },

@@ -136,10 +136,14 @@ describe('OpenTelemetry traces (a stack of its own, exporting to the test\'s OTL
     );
     const traceId = gatewaySpan!.traceId;
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
-    // The worker's spans are exported after the attempt ends: wait for the asset's.
+    // The worker's spans are exported in batches after each ends, the asset's first and its
+    // parents (the attempt, the job's consumer) after it: wait for all three.
     const spans = await until(
       async () => receiver.trace(traceId),
-      (found) => found.some((span) => span.service === 'attempt-worker' && span.name === 'asset'),
+      (found) =>
+        found.some((span) => span.service === 'attempt-worker' && span.name === 'asset') &&
+        found.some((span) => span.service === 'attempt-worker' && span.name === 'attempt') &&
+        found.some((span) => span.service === 'attempt-worker' && span.kind === KIND.consumer),
       15_000,
       100,
     );

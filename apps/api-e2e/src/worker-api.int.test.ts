@@ -458,10 +458,10 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     expect([forged.status, ErrorBody.parse(forged.body).error.code]).toEqual([409, 'lease_superseded']);
   });
 
-  it("keeps an asset's recorded materialization as its outcome when the finish then reports the asset failed (it timed out while the record was under way)", async () => {
-    // Seen in the soak on a loaded machine: the asset's time ran out while its record was in
-    // flight; the record committed, then the finish said the asset failed, and the attempt
-    // named a failure beside a materialization it had made.
+  it("keeps an asset's recorded materialization when the finish then reports the asset failed (its time ran out while the record was under way)", async () => {
+    // Seen in the soak on a loaded machine: the record committed, then the finish said the
+    // asset failed. Like an asset that emitted and then threw, its rows stand: the outcome
+    // is failed, it names the materialization, and a retry does not run the asset again.
     const held = await hold();
     const call = callsAbout(held, bundleRef).materialization;
     const id = newId('mat');
@@ -477,7 +477,7 @@ describe('the worker API refuses other tenants and bad input, and changes nothin
     const run = Run.parse((await owner.api.get(`/runs/${held.runId}`)).body.data);
     const first = run.attempts.find((attempt) => attempt.id === held.attemptId)!;
     expect(first.status).toBe('failed');
-    expect(first.assets.find((asset) => asset.key === 'orders')).toMatchObject({ status: 'succeeded', materialization_id: id });
+    expect(first.assets.find((asset) => asset.key === 'orders')).toMatchObject({ status: 'failed', materialization_id: id });
     expect(first.assets.find((asset) => asset.key === 'totals')).toMatchObject({ status: 'skipped', materialization_id: null });
     await owner.api.post(`/runs/${held.runId}/cancel`, {});
     // Not left as orders' latest materialization, which the last test of this block reads.

@@ -99,6 +99,8 @@ export interface RunningServices {
   deploymentsTaskQueue: string;
   /** Starts one service's replica (default the first) again, after stopping it if it runs, with the same settings. */
   restart(name: ServiceName, env?: Record<string, string>, replica?: number): Promise<void>;
+  /** Stops every replica of every service (in `stop`'s order), then starts them all again with the current credentials. */
+  restartAll(): Promise<void>;
   /** Credentials for the services started from now on (after a rotation); running ones keep theirs until restarted. */
   setCredentials(connections: ServiceConnections, internalCredentials: Credentials['internal']): void;
   stop(): Promise<void>;
@@ -226,8 +228,11 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     Object.fromEntries(SERVICE_NAMES.map((name) => [name, { get: () => replicas[name][0], enumerable: true }])),
   ) as Record<ServiceName, ManagedProcess>;
   const stop = async () => {
-    // The gateways first, so that no request reaches a service that is going away.
+    // The gateways first, so that no request reaches a service that is going away; then the
+    // workers, whose stop still calls the services (the attempt-worker's farewell to the
+    // placement-service): stopped beside them, it waited out its 10 s grace on every stack.
     await Promise.all(replicas.gateway.map((process_) => process_.stop()));
+    await Promise.all([...replicas['attempt-worker'], ...replicas['workflow-worker']].map((process_) => process_.stop()));
     await Promise.all(Object.values(replicas).flat().map((process_) => process_.stop()));
   };
   try {
@@ -261,6 +266,15 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
       await replicas[name][replica].stop();
       replicas[name][replica] = launch(name, replica, env);
       await waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, replicas[name][replica]);
+    },
+    restartAll: async () => {
+      await stop();
+      for (const name of SERVICE_NAMES) {
+        for (let replica = 0; replica < replicas[name].length; replica++) replicas[name][replica] = launch(name, replica);
+      }
+      await Promise.all(
+        SERVICE_NAMES.flatMap((name) => replicas[name].map((process_, replica) => waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, process_))),
+      );
     },
     setCredentials: (newConnections, internalCredentials) => {
       connections = newConnections;

@@ -90,5 +90,13 @@ export function superviseStack(stack: RunningStack, options: SupervisorOptions):
     await restart(name, env, replica);
     supervisor.watch(replicaName(name, replica), serviceTarget(stack, name, replica));
   };
+  // The same for restartAll() (a credentials reload): every new process supervised.
+  const restartAll = services.restartAll;
+  services.restartAll = async () => {
+    await restartAll();
+    for (const name of Object.keys(services.replicas) as ServiceName[]) {
+      services.replicas[name].forEach((_, replica) => supervisor.watch(replicaName(name, replica), serviceTarget(stack, name, replica)));
+    }
+  };
   return supervisor;
 }

@@ -4,7 +4,7 @@ import { startBackingServers, type BackingServerOptions, type BackingServers } f
 import { mongoAuth, redisAcl, REDIS_USER_OF_SERVICE } from './backing-credentials.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { startServiceProcesses, type RunningServices, type ServiceConnections } from './service-processes.ts';
-import { SERVICE_DATABASES, type ServiceName } from './services.ts';
+import { SERVICE_DATABASES } from './services.ts';
 
 /**
  * `embedded`: one process per server (the Temporal dev server on SQLite), one per deployable.
@@ -135,10 +135,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     reloadCredentials: async () => {
       const reloaded = loadOrCreateCredentials(options.dataDir);
       services.setCredentials(serviceConnections(servers, reloaded, databases), reloaded.internal);
-      // All at once: services that share the internal credential must change it together.
-      await Promise.all(
-        (Object.keys(services.replicas) as ServiceName[]).flatMap((name) => services.replicas[name].map((_, replica) => services.restart(name, undefined, replica))),
-      );
+      // All together: services that share the internal credential must change it together.
+      await services.restartAll();
     },
     stop: async () => {
       await services.stop();

@@ -169,8 +169,8 @@ export async function oneRunPerTick({ placement }: EngineStores): Promise<Invari
 
 /**
  * Every recorded materialization is backed: the attempt that wrote it recorded the asset
- * succeeded with this very materialization (the outcome's write, under the lease, is what
- * commits it; a superseded lease takes the record back), and its file (a `file://`
+ * with this very materialization, succeeded or failed after its emit (the outcome's write,
+ * under the lease, is what commits it; a superseded lease takes the record back), and its file (a `file://`
  * location) exists. The attempt itself may have failed or been lost later: a retry re-runs
  * only the assets no earlier attempt materialized (docs/api.md, Runs), so an asset's
  * materialization outlives its attempt by design. Object-store locations are counted, not
@@ -194,13 +194,15 @@ export async function materializationsBacked({ placement, deployment }: EngineSt
   for (const row of rows) {
     if (row.attempt_id !== null) {
       const outcome = outcomes.get(row.attempt_id)?.find((asset) => asset.key === row.asset_key);
-      if (outcome?.status !== 'succeeded' || outcome.materialization_id !== row._id) {
+      // Succeeded, or failed after its emit (it threw, or its time ran out, once its record
+      // had committed): either way the attempt names this materialization as the asset's.
+      if ((outcome?.status !== 'succeeded' && outcome?.status !== 'failed') || outcome.materialization_id !== row._id) {
         offenders.push(`${row._id}: attempt ${row.attempt_id} records ${row.asset_key} as ${outcome ? `${outcome.status} with ${outcome.materialization_id ?? 'no materialization'}` : 'nothing'}`);
       }
     }
     if (row.location?.startsWith('file://') && !existsSync(fileURLToPath(row.location))) offenders.push(`${row._id}: its file ${row.location} is missing`);
   }
-  return result('materializations-backed', "every materialization is its attempt's succeeded outcome of the asset, and its file exists", rows.length, offenders);
+  return result('materializations-backed', "every materialization is its attempt's outcome of the asset (succeeded, or failed after its emit), and its file exists", rows.length, offenders);
 }
 
 /**

@@ -321,13 +321,9 @@ export class RunRepository extends RunQueries {
       const current = await this.attempts.findOne(check.tenantId, { _id: check.attemptId }, { session });
       if (!current) throw notFound(`Attempt "${check.attemptId}"`);
       const reported = new Map(report.assets.map((asset) => [asset.key, asset]));
-      // An asset whose materialization is recorded keeps that outcome: its record committed
-      // before the report (its time ran out while the record was under way), and the
-      // materialization stays its attempt's outcome of the asset (tools/soak: materializations-backed).
       const assets = current.assets.map((asset) => {
         const outcome = reported.get(asset.key);
-        if (!outcome || (asset.status === 'succeeded' && asset.materialization_id !== null)) return asset;
-        return { ...asset, status: outcome.status, error: outcome.error };
+        return outcome ? { ...asset, status: outcome.status, error: outcome.error } : asset;
       });
       const attempt = await this.attempts.findOneAndUpdate(
         check.tenantId,
@@ -472,7 +468,7 @@ export class RunRepository extends RunQueries {
     // Placed afresh: the environment's executor now, not the failed attempt's.
     const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
     const earlier = await this.attempts.find(tenantId, { run_id: run._id }, { session });
-    // Materialized: recorded under an earlier attempt's lease, even if its code threw after the emit (docs/design.md#runs-and-attempts).
+    // Materialized: recorded under an earlier attempt's lease, even if its code threw after the emit (DESIGN.md §5).
     const materialized = new Set(
       earlier.flatMap((attempt) => attempt.assets.filter((asset) => asset.status === 'succeeded' || asset.materialization_id !== null).map((asset) => asset.key)),
     );
