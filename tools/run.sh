@@ -30,7 +30,7 @@ if [ "$(node -p 'process.versions.node')" != "$pinned" ]; then
 fi
 export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 
-# `npm test` says how long each phase took (docs/development.md#how-long-ci-takes).
+# `npm test` says how long each phase took (docs/development.md#how-long-npm-test-takes).
 phase_started=$SECONDS
 phase() {
   echo "npm test: $1 in $((SECONDS - phase_started)) s"

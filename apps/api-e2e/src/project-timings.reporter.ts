@@ -1,6 +1,6 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Each vitest project's wall time, first file's start to last file's end, for docs/development.md#how-long-ci-takes. */
+/** Each vitest project's wall time, first file's start to last file's end, for docs/development.md#how-long-npm-test-takes. */
 export class ProjectTimingsReporter implements Reporter {
   private readonly spans = new Map<string, { start: number; end: number; files: number }>();
 
