@@ -235,15 +235,19 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     await Promise.all([...replicas['attempt-worker'], ...replicas['workflow-worker']].map((process_) => process_.stop()));
     await Promise.all(Object.values(replicas).flat().map((process_) => process_.stop()));
   };
-  try {
+  // Every replica of every service started (in place of any before it), then each ready.
+  const launchAll = async () => {
     for (const name of SERVICE_NAMES) {
-      for (let replica = 0; replica < replicaCount; replica++) replicas[name].push(launch(name, replica));
+      for (let replica = 0; replica < replicaCount; replica++) replicas[name][replica] = launch(name, replica);
     }
     await Promise.all(
       SERVICE_NAMES.flatMap((name) =>
         replicas[name].map((process_, replica) => waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, process_)),
       ),
     );
+  };
+  try {
+    await launchAll();
   } catch (error) {
     await stop();
     throw error;
@@ -269,12 +273,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
     },
     restartAll: async () => {
       await stop();
-      for (const name of SERVICE_NAMES) {
-        for (let replica = 0; replica < replicas[name].length; replica++) replicas[name][replica] = launch(name, replica);
-      }
-      await Promise.all(
-        SERVICE_NAMES.flatMap((name) => replicas[name].map((process_, replica) => waitForReady(replicaName(name, replica), replicaUrls[name][replica]!, process_))),
-      );
+      await launchAll();
     },
     setCredentials: (newConnections, internalCredentials) => {
       connections = newConnections;
