@@ -34,10 +34,38 @@ describe('bundles', () => {
   let bundle: Buffer;
 
   const mongo = new MongoClient(stack.mongoUrl);
-  /** Every bundle's bytes as the deployment-service stores them (GridFS), counted. */
+  /**
+   * The bundle bytes the deployment-service stores (GridFS) for this file's tenants:
+   * `files` and their `chunks`. Other files upload to the same store at the same time,
+   * so a chunk of no file yet is counted apart (`loose`): an upload in flight, anyone's,
+   * or one a refused upload left behind. `large` counts loose chunks past the first
+   * megabyte: only this file uploads that much.
+   */
   const storedBundleFiles = async () => {
     const db = mongo.db(stack.databases['deployment-service']);
-    return { files: await db.collection('bundle_files.files').countDocuments(), chunks: await db.collection('bundle_files.chunks').countDocuments() };
+    const ours = [tenant.tenantId, other.tenantId];
+    const files = await db.collection('bundle_files.files').countDocuments({ 'metadata.tenant_id': { $in: ours } });
+    const [counts] = await db
+      .collection('bundle_files.chunks')
+      .aggregate<{ chunks: number; loose: number; large: number }>([
+        { $lookup: { from: 'bundle_files.files', localField: 'files_id', foreignField: '_id', as: 'file', pipeline: [{ $project: { metadata: 1 } }] } },
+        { $set: { loose: { $eq: [{ $size: '$file' }, 0] }, ours: { $in: [{ $first: '$file.metadata.tenant_id' }, ours] } } },
+        {
+          $group: {
+            _id: null,
+            chunks: { $sum: { $cond: ['$ours', 1, 0] } },
+            loose: { $sum: { $cond: ['$loose', 1, 0] } },
+            large: { $sum: { $cond: [{ $and: ['$loose', { $gte: ['$n', 4] }] }, 1, 0] } },
+          },
+        },
+      ])
+      .toArray();
+    return { files, chunks: counts?.chunks ?? 0, loose: counts?.loose ?? 0, large: counts?.large ?? 0 };
+  };
+  /** Waits until no upload is in flight or left behind (30 s at most), and answers the counts then. */
+  const settledBundleFiles = async () => {
+    const now = await until(storedBundleFiles, (counts) => counts.loose === 0, 30_000, 100);
+    return { files: now.files, chunks: now.chunks, loose: now.loose };
   };
   afterAll(() => mongo.close());
 
@@ -94,7 +122,8 @@ describe('bundles', () => {
   ])('refuses a bundle holding %s with 422 naming the entry, and keeps nothing of it', async (_what, name, type, linkname, reason) => {
     // A file first, so that the store has begun taking the upload when the entry is refused.
     const bytes = gzipSync(Buffer.concat([tarHeader('assets/fine.js', 0), tarHeader(name, 0, type, linkname), Buffer.alloc(1024)]));
-    const stored = await storedBundleFiles();
+    const stored = await settledBundleFiles();
+    expect(stored.loose).toBe(0);
     const response = await tenant.api.request('POST', '/bundles', { raw: bytes, headers: gzip });
     expect(response.status).toBe(422);
     expect(ErrorBody.parse(response.body).error).toMatchObject({
@@ -102,7 +131,7 @@ describe('bundles', () => {
       message: `The bundle's entry ${JSON.stringify(name)} is refused: ${reason}. Nothing was stored.`,
     });
     expect((await tenant.api.request('HEAD', `/bundles/sha256:${createHash('sha256').update(bytes).digest('hex')}`)).status).toBe(404);
-    expect(await storedBundleFiles()).toEqual(stored);
+    expect(await settledBundleFiles()).toEqual(stored);
   });
 
   it('refuses a JSON body (wrong content type) with 422', async () => {
@@ -131,7 +160,8 @@ describe('bundles', () => {
     const bomb = Buffer.concat(gzipped);
     expect(bomb.length).toBeLessThan(2 * 1024 * 1024);
     const ref = `sha256:${createHash('sha256').update(bomb).digest('hex')}`;
-    const stored = await storedBundleFiles();
+    const stored = await settledBundleFiles();
+    expect(stored.loose).toBe(0);
     // Another tenant's upload goes on beside it.
     const [response, beside] = await Promise.all([
       tenant.api.request('POST', '/bundles', { raw: bomb, headers: gzip }),
@@ -142,7 +172,7 @@ describe('bundles', () => {
     expect(response.body.error).toMatchObject({ code: 'payload_too_large', message: `The bundle unpacks to more than ${512 * 1024 * 1024} bytes (the limit of its unpacked size).` });
     expect((await tenant.api.request('HEAD', `/bundles/${ref}`)).status).toBe(404);
     // Nothing of it is kept: the store holds the other tenant's one new bundle, no more.
-    expect(await storedBundleFiles()).toEqual({ files: stored.files + 1, chunks: stored.chunks + 1 });
+    expect(await settledBundleFiles()).toEqual({ files: stored.files + 1, chunks: stored.chunks + 1, loose: 0 });
     // The service goes on: the next upload is stored.
     expect((await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/after.js': 'export default () => {}' }), headers: gzip })).status).toBe(201);
   });
@@ -205,7 +235,8 @@ describe('bundles', () => {
   it('keeps nothing of an upload its client cut off halfway, and goes on taking uploads', async () => {
     // A readable tar.gz for as far as it is sent: a file header, then 8 MiB of incompressible bytes.
     const archive = gzipSync(Buffer.concat([tarHeader('noise.bin', 8 * 1024 * 1024), randomBytes(8 * 1024 * 1024)]), { level: 1 });
-    const stored = await storedBundleFiles();
+    const stored = await settledBundleFiles();
+    expect(stored.loose).toBe(0);
     const upload = httpRequest(`${stack.gatewayUrl}/api/v1/bundles`, {
       method: 'POST',
       headers: { ...gzip, authorization: `Bearer ${tenant.token}`, 'content-length': String(archive.length) },
@@ -216,13 +247,12 @@ describe('bundles', () => {
     });
     upload.write(archive.subarray(0, 3 * 1024 * 1024));
     // The service has begun storing it before the client goes.
-    const storing = await until(storedBundleFiles, (now) => now.chunks > stored.chunks, 30_000, 100);
-    expect(storing.chunks).toBeGreaterThan(stored.chunks);
+    const storing = await until(storedBundleFiles, (now) => now.large > 0, 30_000, 100);
+    expect(storing.large).toBeGreaterThan(0);
     upload.destroy();
     await settled;
     // What it stored of the upload goes: no GridFS file or chunk of it stays behind.
-    const after = await until(storedBundleFiles, (now) => now.chunks === stored.chunks && now.files === stored.files, 30_000, 100);
-    expect(after).toEqual(stored);
+    expect(await settledBundleFiles()).toEqual(stored);
     expect((await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/after-cut.js': 'export default () => {}' }), headers: gzip })).status).toBe(201);
   });
 });
