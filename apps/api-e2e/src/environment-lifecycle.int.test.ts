@@ -341,6 +341,18 @@ describe('environment lifecycle through the gateway', () => {
     for (const file of files) expect(existsSync(file)).toBe(true);
   });
 
+
+  it("stops a deleted preview's expiry timer: a DELETE before the TTL lapses terminates it", async () => {
+    const name = uniqueName('pr-del');
+    const created = EnvironmentResponse.parse((await tenant.api.post('/environments', { name, storage_prefix: `s3://lake/${name}`, executor: 'local', kind: 'preview', ttl_hours: 1 })).body).data;
+    const timer = temporal.workflow.getHandle(`expiry-${created.id}`);
+    expect((await timer.describe()).status.name).toBe('RUNNING');
+    expect((await tenant.api.delete(`/environments/${name}`)).status).toBe(200);
+    await temporal.workflow.getHandle(`teardown-${created.id}`).result();
+    const stopped = await timer.describe();
+    expect(stopped.status.name).toBe('TERMINATED');
+    expect((await tenant.api.get(`/environments/${name}`)).body.error.code).toBe('not_found');
+  });
   it('with max_concurrent_runs 2, ten runs started at once never run more than two at a time, and all succeed in order of creation', async () => {
     const name = uniqueName('limited');
     await deployed(tenant, name, 'local', { max_concurrent_runs: 2 });

@@ -134,8 +134,17 @@ export type ScheduleTicksInput = z.infer<typeof ScheduleTicksInput>;
 export const EnvironmentTeardownInput = EnvironmentScope.extend({
   /** Remove the materialization files through the storage driver too. */
   purgeData: z.boolean(),
+  /**
+   * Begun by the TTL lapsing (the expiry timer's own call): the timer is left to end by
+   * itself rather than terminated. Absent in histories of tear-downs started before it.
+   */
+  expired: z.boolean().default(false),
 });
 export type EnvironmentTeardownInput = z.infer<typeof EnvironmentTeardownInput>;
+
+/** The tear-down's first step: what could start work stops. */
+export const StopEnvironmentWorkflowsInput = EnvironmentScope.extend({ expired: z.boolean() });
+export type StopEnvironmentWorkflowsInput = z.infer<typeof StopEnvironmentWorkflowsInput>;
 
 /** A preview's expiry timer (`expiry-<environment id>`): sleeps until `expiresAt`, moved by each deploy's signal. */
 export const EnvironmentExpiryInput = EnvironmentScope.extend({

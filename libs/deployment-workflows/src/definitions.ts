@@ -8,6 +8,7 @@ import type {
   EnvironmentExpiryInput,
   EnvironmentScope,
   ExpireEnvironmentResult,
+  StopEnvironmentWorkflowsInput,
   IngestInput,
   Recheck,
   TickShardResult,
@@ -133,7 +134,7 @@ export const EXPIRY_NOTICE_MS = 3_600_000;
 /** The activities of an environment's tear-down and expiry; each is idempotent, so a retry or a resumed tear-down repeats it safely. */
 export interface EnvironmentLifecycleActivities {
   /** Ends the environment's activation and expiry workflows, so nothing activates or expires it while it goes. */
-  stopEnvironmentWorkflows(input: EnvironmentScope): Promise<void>;
+  stopEnvironmentWorkflows(input: StopEnvironmentWorkflowsInput): Promise<void>;
   /** Deletes its stored schedules (and any Temporal Schedule of the first design left of it). */
   deleteEnvironmentSchedules(input: EnvironmentScope): Promise<{ deleted: number }>;
   /** Cancels what is left of its runs (withdrawn from their queues), then removes runs, attempts and logs. */

@@ -23,7 +23,7 @@ const steps = proxyActivities<EnvironmentLifecycleActivities>({
 export async function environmentTeardown(raw: EnvironmentTeardownInput): Promise<{ name: string }> {
   const input = workflowInput(EnvironmentTeardownInput, raw, 'environmentTeardown');
   const scope = { tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName };
-  await steps.stopEnvironmentWorkflows(scope);
+  await steps.stopEnvironmentWorkflows({ ...scope, expired: input.expired });
   await steps.deleteEnvironmentSchedules(scope);
   await steps.removeEnvironmentRuns(scope);
   if (input.purgeData) {

@@ -93,7 +93,7 @@ export class EnvironmentLifecycle {
     // Gone between the two reads: a tear-down already under way has finished.
     if (!target) return { name: environment.name };
     try {
-      await this.workflows.tearDown(tenantId, target.environment, target.purgeData, this.options.teardownWaitMs);
+      await this.workflows.tearDown(target, this.options.teardownWaitMs);
     } catch (error) {
       if (!(error instanceof TeardownStillRunningError)) throw error;
       throw new ApiError('unavailable', `The tear-down of "${name}" is still running; it goes on, and deleting again waits for it.`, {
@@ -114,7 +114,7 @@ export class EnvironmentLifecycle {
     if (environment.status === 'deleting') {
       // Marked by an earlier try whose workflow start failed, or by a DELETE: the tear-down is (re)started, idempotently.
       const target = await this.environments.teardownOf(tenantId, environmentId);
-      if (target) await this.workflows.tearDown(tenantId, target.environment, target.purgeData, 0);
+      if (target) await this.workflows.tearDown(target, 0);
       return { expired: true, expires_at: environment.expires_at };
     }
     if (environment.expires_at === null) return { expired: false, expires_at: null };
@@ -125,7 +125,7 @@ export class EnvironmentLifecycle {
       if (now?.status === 'active') return { expired: false, expires_at: now.expires_at };
     }
     const target = await this.environments.teardownOf(tenantId, environmentId);
-    if (target) await this.workflows.tearDown(tenantId, target.environment, target.purgeData, 0);
+    if (target) await this.workflows.tearDown(target, 0);
     this.log.info({ tenant_id: tenantId, environment_id: environmentId }, 'environment expired; tear-down started');
     return { expired: true, expires_at: environment.expires_at };
   }
@@ -172,7 +172,7 @@ export class EnvironmentLifecycle {
   async resume(): Promise<void> {
     for (const target of await this.environments.allDeleting(1000)) {
       await this.workflows
-        .tearDown(target.tenantId, target.environment, target.purgeData, 0)
+        .tearDown(target, 0)
         .catch((error: Error) => this.log.warn({ environment_id: target.environment.id, err: error.message }, 'could not resume a tear-down; the next delete will'));
     }
     for (const { tenantId, environment } of await this.environments.allExpiring(1000)) await this.armExpiry(tenantId, environment);

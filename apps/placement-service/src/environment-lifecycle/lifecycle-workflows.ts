@@ -9,6 +9,7 @@ import {
   environmentTeardownWorkflowId,
   type Environment,
 } from '@envengine/contracts';
+import type { TeardownTarget } from '../environments/environment.repository.ts';
 import { ApiError, callTemporal, isBackingServerUnavailable } from '@envengine/service-kit';
 
 /** The tear-down goes on after the request's wait is over. */
@@ -30,8 +31,8 @@ export class LifecycleWorkflows {
    * Starts the environment's tear-down, or joins the one under way (a finished one is
    * started again: every step is idempotent), and waits up to `waitMs` for it to finish.
    */
-  async tearDown(tenantId: string, environment: Environment, purgeData: boolean, waitMs: number): Promise<void> {
-    const input = EnvironmentTeardownInput.parse({ tenantId, environmentId: environment.id, environmentName: environment.name, purgeData });
+  async tearDown({ tenantId, environment, purgeData, expired }: TeardownTarget, waitMs: number): Promise<void> {
+    const input = EnvironmentTeardownInput.parse({ tenantId, environmentId: environment.id, environmentName: environment.name, purgeData, expired });
     const handle = await this.call(() =>
       this.client.workflow.start(ENVIRONMENT_TEARDOWN_WORKFLOW, {
         workflowId: environmentTeardownWorkflowId(environment.id),

@@ -69,6 +69,12 @@ export interface TeardownTarget {
   tenantId: string;
   environment: Environment;
   purgeData: boolean;
+  /** Begun by the TTL lapsing: the expiry timer that began it ends by itself. */
+  expired: boolean;
+}
+
+function teardownTarget(tenantId: string, doc: { teardown?: TeardownRequest | null } & Parameters<typeof toEnvironment>[0]): TeardownTarget {
+  return { tenantId, environment: toEnvironment(doc), purgeData: doc.teardown?.purge_data ?? false, expired: doc.teardown?.reason === EXPIRY_REASON };
 }
 
 /**
@@ -433,13 +439,13 @@ export class EnvironmentRepository {
   /** What the tear-down of a deleting environment was asked to do; undefined unless it is deleting. */
   async teardownOf(tenantId: string, id: string): Promise<TeardownTarget | undefined> {
     const doc = await this.environments.findOne(tenantId, { _id: id, status: 'deleting' });
-    return doc ? { tenantId, environment: toEnvironment(doc), purgeData: doc.teardown?.purge_data ?? false } : undefined;
+    return doc ? teardownTarget(tenantId, doc) : undefined;
   }
 
   /** Environments whose tear-down began, of every tenant: resumed at start-up. */
   async allDeleting(limit: number): Promise<TeardownTarget[]> {
     const docs = await this.environments.findAcrossTenants({ status: 'deleting' }, { limit });
-    return docs.map((doc) => ({ tenantId: doc.tenant_id, environment: toEnvironment(doc), purgeData: doc.teardown?.purge_data ?? false }));
+    return docs.map((doc) => teardownTarget(doc.tenant_id, doc));
   }
 
   /** Active environments with an expiry, of every tenant: their timers are armed again at start-up. */

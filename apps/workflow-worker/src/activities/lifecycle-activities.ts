@@ -65,11 +65,14 @@ export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLif
   }
 
   return {
-    async stopEnvironmentWorkflows({ environmentId, environmentName }) {
+    async stopEnvironmentWorkflows({ environmentId, environmentName, expired }) {
       // An activation in flight fails at its last step (the environment refuses a new pointer while it is deleting).
       await terminate(environmentActivationsWorkflowId(environmentId), 'environment deleted');
       await answerUnanswered(environmentId, environmentName);
-      await terminate(environmentExpiryWorkflowId(environmentId), 'environment deleted');
+      // The expiry timer that began this tear-down returns once its call is answered (an
+      // answer lost is asked again, and answers expired again): terminated here, it would
+      // show a lapsed TTL as a deletion in Temporal's UI.
+      if (!expired) await terminate(environmentExpiryWorkflowId(environmentId), 'environment deleted');
     },
 
     async deleteEnvironmentSchedules({ tenantId, environmentId }) {
