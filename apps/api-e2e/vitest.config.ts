@@ -51,6 +51,11 @@ export default defineConfig({
     reporters: ['default', new ProjectTimingsReporter()],
     testTimeout: 60_000,
     hookTimeout: 180_000,
+    // A worker process runs file after file with the modules it has loaded: each file
+    // importing the harness, the clients and the drivers again cost 100 s of the shared
+    // project's CPU (docs/development.md#how-long-npm-test-takes). No file mocks a module
+    // or keeps state at module level that another file reads.
+    isolate: false,
     projects: [
       {
         extends: true,
