@@ -468,7 +468,7 @@ export class RunRepository extends RunQueries {
     // Placed afresh: the environment's executor now, not the failed attempt's.
     const executor = await this.environments.executorOf(tenantId, run.environment_id, session);
     const earlier = await this.attempts.find(tenantId, { run_id: run._id }, { session });
-    // Materialized: recorded under an earlier attempt's lease, even if its code threw after the emit (DESIGN.md §5).
+    // Materialized: recorded under an earlier attempt's lease, even if its code threw after the emit (docs/design.md#runs-and-attempts).
     const materialized = new Set(
       earlier.flatMap((attempt) => attempt.assets.filter((asset) => asset.status === 'succeeded' || asset.materialization_id !== null).map((asset) => asset.key)),
     );
