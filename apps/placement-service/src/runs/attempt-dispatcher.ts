@@ -1,13 +1,10 @@
 import type { AttemptQueueProducer } from '@envengine/attempt-queues';
 import type { Logger } from '@envengine/service-kit';
-import { context, type Context } from '@envengine/tracing';
+import { context, extractTraceContext } from '@envengine/tracing';
 import type { RunRepository } from './run.repository.ts';
 import { RunnerAdmission } from './runner-admission.ts';
 import type { RunnerSharePolicy } from './runner-shares.ts';
 import type { AttemptDocument } from './run.schema.ts';
-
-/** Trace contexts kept of attempts waiting for the runner's admission (those another replica admits are dropped oldest first). */
-const MAX_WAITING_CONTEXTS = 10_000;
 
 /** Whether an attempt waits, off the queue, for the engine runner's admission (it is local and has no slot yet). */
 export function awaitsRunnerAdmission(attempt: Pick<AttemptDocument, 'executor' | 'admitted_at' | 'enqueued_at'>): boolean {
@@ -32,12 +29,6 @@ export function awaitsRunnerAdmission(attempt: Pick<AttemptDocument, 'executor' 
  */
 export class AttemptDispatcher {
   private readonly admission: RunnerAdmission | null;
-  /**
-   * The trace context of each local attempt's dispatch, kept until an admission puts it on
-   * the queue (whichever request's or sweep's admission that is), so that its queue add and
-   * its run stay in the trace of the request that made it.
-   */
-  private readonly waitingContexts = new Map<string, Context>();
 
   constructor(
     private readonly runs: RunRepository,
@@ -45,7 +36,7 @@ export class AttemptDispatcher {
     private readonly log: Logger,
     runnerShares: (() => Promise<RunnerSharePolicy>) | null = null,
   ) {
-    this.admission = runnerShares && new RunnerAdmission(runs, runnerShares, (attempt) => this.dispatchAdmitted(attempt), log);
+    this.admission = runnerShares && new RunnerAdmission(runs, runnerShares, (attempt) => this.dispatch(attempt), log);
   }
 
   /** Whether local attempts wait for the runner's admission before their queue add. */
@@ -60,16 +51,16 @@ export class AttemptDispatcher {
    */
   async dispatch(attempt: AttemptDocument): Promise<boolean> {
     if (this.admission && awaitsRunnerAdmission(attempt)) {
-      if (this.waitingContexts.size >= MAX_WAITING_CONTEXTS) this.waitingContexts.delete(this.waitingContexts.keys().next().value!);
-      this.waitingContexts.set(attempt._id, context.active());
       // Not awaited: the caller (a run's creation) does not wait for the runner's shares.
       void this.admission.request();
       return true;
     }
     try {
-      await this.queues.enqueue(
-        { attempt_id: attempt._id, run_id: attempt.run_id, tenant_id: attempt.tenant_id, dispatch: attempt.dispatch_seq },
-        attempt.executor,
+      // In the trace the attempt was made in, whoever adds it: an admission begun by another
+      // request or a sweep may take it before its own request's dispatch gets here.
+      const made = attempt.trace_parent ? extractTraceContext({ traceparent: attempt.trace_parent }) : context.active();
+      await context.with(made, () =>
+        this.queues.enqueue({ attempt_id: attempt._id, run_id: attempt.run_id, tenant_id: attempt.tenant_id, dispatch: attempt.dispatch_seq }, attempt.executor),
       );
     } catch (error) {
       this.log.warn({ attempt_id: attempt._id, err: (error as Error).message }, 'queue add failed; the reconciler will retry');
@@ -115,13 +106,6 @@ export class AttemptDispatcher {
         }),
       ),
     );
-  }
-
-  /** An attempt the runner's admission gave a slot: added to the queue in the trace of the request that made it. */
-  private dispatchAdmitted(attempt: AttemptDocument): Promise<boolean> {
-    const made = this.waitingContexts.get(attempt._id);
-    this.waitingContexts.delete(attempt._id);
-    return made ? context.with(made, () => this.dispatch(attempt)) : this.dispatch(attempt);
   }
 
   /** Adds each attempt to its queue; the reconciler retries those Redis refused. */

@@ -1,6 +1,7 @@
 import type { Executor, RunStatus } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { ApiError } from '@envengine/service-kit';
+import { injectTraceContext } from '@envengine/tracing';
 import type { AttemptDocument } from './run.schema.ts';
 
 /** A run that has not ended. */
@@ -10,7 +11,11 @@ export const ACTIVE_RUN: RunStatus[] = ['queued', 'running'];
 export const CANCELED_ASSETS = { 'assets.$[unfinished].status': 'canceled' } as const;
 export const UNFINISHED_ASSETS = [{ 'unfinished.status': { $in: ['pending', 'running'] } }];
 
-/** A new attempt of a run, queued, for the assets it is to run. */
+/**
+ * A new attempt of a run, queued, for the assets it is to run. It keeps the trace context it
+ * was made in (null when tracing is off): its queue add, made by whichever request, sweep or
+ * replica admits it, continues that trace.
+ */
 export function newAttempt(
   runId: string,
   environmentId: string,
@@ -34,6 +39,7 @@ export function newAttempt(
     start_key: null,
     dispatch_seq: 0,
     dispatched_at: now,
+    trace_parent: injectTraceContext({})['traceparent'] ?? null,
     enqueued_at: null,
     admitted_at: null,
     started_at: null,

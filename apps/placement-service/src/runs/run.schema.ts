@@ -58,6 +58,8 @@ export interface AttemptDocument {
   /** Bumped when a draining worker hands the attempt back, so the queue job id is new. */
   dispatch_seq: number;
   dispatched_at: Date;
+  /** The W3C `traceparent` of where it was made (attempt-records.ts `newAttempt`); null untraced or made before the field. */
+  trace_parent?: string | null;
   /** When the queue add was confirmed; null until then (the reconciler re-offers it). */
   enqueued_at: Date | null;
   /**
@@ -155,6 +157,7 @@ export const attemptSchema = new Schema<AttemptDocument>(
     start_key: { type: String, default: null },
     dispatch_seq: { type: Number, required: true },
     dispatched_at: { type: Date, required: true },
+    trace_parent: { type: String, default: null },
     enqueued_at: { type: Date, default: null },
     admitted_at: { type: Date, default: null },
     started_at: { type: Date, default: null },
