@@ -14,6 +14,7 @@ import {
   type RouteInput,
   type RouteTransport,
 } from '@envengine/contracts';
+import { retrying, type Backoff } from '@envengine/retry-policy';
 import { CliError, ExitCode } from './exit-codes.ts';
 
 export interface ApiClientOptions {
@@ -137,39 +138,29 @@ export class ApiClient {
     };
     const repeatable = method !== 'POST' || options.idempotent === true;
     if (method === 'POST' && options.idempotent) headers['idempotency-key'] = `envctl-${randomUUID()}`;
-    const maxTries = repeatable ? (this.options.maxTries ?? 4) : 1;
-    for (let attempt = 1; ; attempt += 1) {
-      let response: Response;
-      try {
-        response = await this.fetchImpl(url, {
-          method,
-          headers,
-          body,
-          signal: AbortSignal.timeout(options.timeoutMs ?? this.options.requestTimeoutMs ?? 60_000),
-        });
-      } catch (error) {
-        if (attempt < maxTries) {
-          await this.sleep(backoffMs(attempt));
-          continue;
-        }
-        // A network library may quote a header it refused (the token): never repeated.
-        const described = describeNetworkError(error);
-        const reason = this.options.token === '' ? described : described.split(this.options.token).join('<token>');
-        throw new CliError(ExitCode.unreachable, 'unreachable', `cannot reach ${this.options.baseUrl} (${method} ${url}): ${reason}`);
-      }
-      if (RETRYABLE_STATUSES.has(response.status) && attempt < maxTries) {
-        await response.arrayBuffer();
-        await this.sleep(retryAfterMs(response.headers.get('retry-after')) ?? backoffMs(attempt));
-        continue;
-      }
-      return response;
+    try {
+      return await retrying(
+        () => this.fetchImpl(url, { method, headers, body, signal: AbortSignal.timeout(options.timeoutMs ?? this.options.requestTimeoutMs ?? 60_000) }),
+        {
+          backoff: CALL_BACKOFF,
+          maxTries: repeatable ? (this.options.maxTries ?? 4) : 1,
+          retryValue: (response) => RETRYABLE_STATUSES.has(response.status),
+          discard: async (response) => void (await response.arrayBuffer()),
+          waitOf: (response) => retryAfterMs(response.headers.get('retry-after')),
+          sleep: this.sleep,
+        },
+      );
+    } catch (error) {
+      // A network library may quote a header it refused (the token): never repeated.
+      const described = describeNetworkError(error);
+      const reason = this.options.token === '' ? described : described.split(this.options.token).join('<token>');
+      throw new CliError(ExitCode.unreachable, 'unreachable', `cannot reach ${this.options.baseUrl} (${method} ${url}): ${reason}`);
     }
   }
 }
 
-function backoffMs(attempt: number): number {
-  return Math.min(4_000, 250 * 2 ** attempt);
-}
+/** 500 ms, 1 s, 2 s between a call's four tries. */
+const CALL_BACKOFF: Backoff = { firstMs: 500, factor: 2, maxMs: 4_000 };
 
 function retryAfterMs(header: string | null): number | undefined {
   if (header === null || !/^\d+$/.test(header)) return undefined;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExitStatus, ManagedProcess } from '@envengine/backing-servers';
+import { backoffDelay } from '@envengine/retry-policy';
 
 /** When a crashed process is started again. */
 export interface RestartBackoff {
@@ -24,9 +25,7 @@ export function nextRestart(
   backoff: RestartBackoff = DEFAULT_RESTART_BACKOFF,
 ): { crashesInARow: number; delayMs: number } {
   const crashesInARow = uptimeMs >= backoff.resetAfterMs ? 1 : crashesBefore + 1;
-  // 2 ** n overflows to Infinity for a long series, which Math.min caps like any other.
-  const delayMs = Math.min(backoff.maxMs, backoff.initialMs * 2 ** (crashesInARow - 1));
-  return { crashesInARow, delayMs };
+  return { crashesInARow, delayMs: backoffDelay({ firstMs: backoff.initialMs, factor: 2, maxMs: backoff.maxMs }, crashesInARow) };
 }
 
 export interface SupervisedProcess {

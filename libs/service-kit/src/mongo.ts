@@ -1,5 +1,6 @@
 import mongoose, { type Connection, type Model, type Schema } from 'mongoose';
 import type { Logger } from '@envengine/process-kit';
+import { retrying, type Backoff } from '@envengine/retry-policy';
 
 /**
  * The start of the MongoDB `appName` of every engine service on that database
@@ -26,7 +27,7 @@ export interface MongoOptions {
  * one has been made.
  */
 export async function connectMongo(options: MongoOptions, log: Logger): Promise<Connection> {
-  for (let attempt = 1; ; attempt += 1) {
+  return retrying(async () => {
     const connection = mongoose.createConnection(options.url, {
       dbName: options.dbName,
       appName: `${engineAppNamePrefix(options.dbName)}${options.service}`,
@@ -42,17 +43,21 @@ export async function connectMongo(options: MongoOptions, log: Logger): Promise<
     });
     try {
       await connection.asPromise();
-      connection.on('disconnected', () => log.warn('mongodb disconnected'));
-      connection.on('reconnected', () => log.info('mongodb reconnected'));
-      return connection;
     } catch (error) {
       await connection.close().catch(() => undefined);
-      const delay = Math.min(5000, 250 * attempt);
-      log.warn({ attempt, retry_in_ms: delay, err: (error as Error).message }, 'mongodb not reachable yet');
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      throw error;
     }
-  }
+    connection.on('disconnected', () => log.warn('mongodb disconnected'));
+    connection.on('reconnected', () => log.info('mongodb reconnected'));
+    return connection;
+  }, {
+    backoff: FIRST_CONNECTION_BACKOFF,
+    onRetry: ({ tries, delayMs, error }) => log.warn({ attempt: tries, retry_in_ms: delayMs, err: (error as Error).message }, 'mongodb not reachable yet'),
+  });
 }
+
+/** A service started before its database waits 250 ms, 500 ms, … then 5 s between tries. */
+const FIRST_CONNECTION_BACKOFF: Backoff = { firstMs: 250, factor: 2, maxMs: 5_000 };
 
 export async function pingMongo(connection: Connection): Promise<boolean> {
   const db = connection.db;

@@ -1,3 +1,4 @@
+import { retrying, type Backoff } from '@envengine/retry-policy';
 import { injectTraceContext } from '@envengine/tracing';
 import { Readable } from 'node:stream';
 import { ReplicaPools } from '@envengine/replica-pools';
@@ -148,11 +149,8 @@ export class WorkerApiClient {
         // A restarting service or gateway (503, a refused connection) is waited out, up to
         // RETRY_FOR_MS, so that user code's ctx calls survive it; every call is idempotent
         // or fenced by the lease.
-        const deadline = Date.now() + RETRY_FOR_MS;
-        let status: number;
-        let text: string;
-        for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-          try {
+        const answer = await retrying(
+          async () => {
             const response = await this.attempts.request({
               method: exchange.method,
               path: exchange.path,
@@ -162,15 +160,11 @@ export class WorkerApiClient {
               // log append that may have arrived is not sent twice there.
               idempotent: exchange.method === 'GET',
             });
-            status = response.statusCode;
-            text = await response.body.text();
-            if ((status !== 502 && status !== 503) || Date.now() > deadline) break;
-          } catch (error) {
-            if (Date.now() > deadline) throw error;
-          }
-          await new Promise((resolve) => setTimeout(resolve, delay));
-        }
-        return { status, body: parseAnswerBody(text) };
+            return { status: response.statusCode, text: await response.body.text() };
+          },
+          { backoff: UNREACHABLE_BACKOFF, deadline: Date.now() + RETRY_FOR_MS, retryValue: ({ status }) => status === 502 || status === 503 },
+        );
+        return { status: answer.status, body: parseAnswerBody(answer.text) };
       },
       refused: (_exchange, status, error) => refusal(status, error),
     };
@@ -179,6 +173,7 @@ export class WorkerApiClient {
 
 /** How long a worker API call waits out an unreachable service before it fails. */
 const RETRY_FOR_MS = 30_000;
+const UNREACHABLE_BACKOFF: Backoff = { firstMs: 100, factor: 2, maxMs: 2_000 };
 
 function leaseOf(held: HeldAttempt): Record<string, string> {
   return { [ATTEMPT_LEASE_HEADER]: held.lease };

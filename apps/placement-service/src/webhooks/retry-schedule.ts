@@ -1,3 +1,5 @@
+import { backoffDelay, type Backoff } from '@envengine/retry-policy';
+
 /**
  * When a failed delivery is tried again: exponential back-off, each wait four times the
  * last, from `firstDelayMs`, none longer than a quarter of the window, for as many tries as
@@ -14,16 +16,18 @@ export interface RetrySchedule {
 
 /** The waits before each retry, in order (the first try is at once). */
 export function retryDelays(schedule: RetrySchedule): number[] {
+  const backoff = backoffOf(schedule);
   const delays: number[] = [];
-  const longest = Math.max(schedule.firstDelayMs, Math.floor(schedule.windowMs / 4));
   let total = 0;
-  let next = schedule.firstDelayMs;
-  while (total + next <= schedule.windowMs) {
+  for (let next = backoffDelay(backoff, 1); total + next <= schedule.windowMs; next = backoffDelay(backoff, delays.length + 1)) {
     delays.push(next);
     total += next;
-    next = Math.min(next * 4, longest);
   }
   return delays;
+}
+
+function backoffOf(schedule: RetrySchedule): Backoff {
+  return { firstMs: schedule.firstDelayMs, factor: 4, maxMs: Math.max(schedule.firstDelayMs, Math.floor(schedule.windowMs / 4)) };
 }
 
 /**
@@ -32,6 +36,6 @@ export function retryDelays(schedule: RetrySchedule): number[] {
  * that was the last try.
  */
 export function delayAfterFailure(schedule: RetrySchedule, tries: number, random: () => number = Math.random): number | undefined {
-  const delay = retryDelays(schedule)[tries - 1];
-  return delay === undefined ? undefined : Math.round(delay * (1 + random() / 10));
+  if (tries > retryDelays(schedule).length) return undefined;
+  return backoffDelay({ ...backoffOf(schedule), jitter: 0.1 }, tries, random);
 }
