@@ -16,10 +16,10 @@ const stack = inject('stack');
 const NIGHTLY = { name: 'nightly', job: 'all', cron: '0 3 * * *', timezone: 'UTC' };
 
 /** The runs project with one schedule, deployed to a new environment; returns the environment. */
-async function deployed(tenant: TestTenant, name: string, executor: 'local' | 'remote', settings: Record<string, unknown> = {}): Promise<Environment> {
+async function deployed(tenant: TestTenant, name: string, executor: 'local' | 'remote', settings: Record<string, unknown> = {}, dataDir = stack.dataDir): Promise<Environment> {
   await deployProject(tenant.api, {
     environment: name,
-    storagePrefix: `file://${join(stack.dataDir, 'lake', tenant.tenantId, name)}`,
+    storagePrefix: `file://${join(dataDir, 'lake', tenant.tenantId, name)}`,
     executor,
     settings,
     bindings: { warehouse: {}, gate: { config: { open: false } } },
@@ -353,72 +353,6 @@ describe('environment lifecycle through the gateway', () => {
     expect(stopped.status.name).toBe('TERMINATED');
     expect((await tenant.api.get(`/environments/${name}`)).body.error.code).toBe('not_found');
   });
-  it('with max_concurrent_runs 2, ten runs started at once never run more than two at a time, and all succeed in order of creation', async () => {
-    const name = uniqueName('limited');
-    await deployed(tenant, name, 'local', { max_concurrent_runs: 2 });
-    const created: Run[] = [];
-    // The gate is closed: the first two hold their slots until it opens, whatever the machine's speed.
-    for (let index = 0; index < 10; index += 1) created.push(Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data));
-    expect(created.map((run) => run.waiting_for_slot)).toEqual([false, false, ...Array(8).fill(true)]);
-    await until(() => tenant.api.get(`/runs/${created[1]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
-    expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
-    const finished = await Promise.all(created.map((run) => waitForRun(tenant, run.id, 60_000)));
-    expect(finished.map((run) => run.status)).toEqual(Array(10).fill('succeeded'));
-    expect(finished.every((run) => run.waiting_for_slot === false)).toBe(true);
-
-    // From the attempts' own start and finish times: an end before a start at the same instant.
-    const events = finished.flatMap((run) => run.attempts.flatMap((attempt) => [
-      { at: Date.parse(attempt.started_at!), delta: 1 },
-      { at: Date.parse(attempt.finished_at!), delta: -1 },
-    ]));
-    events.sort((a, b) => a.at - b.at || a.delta - b.delta);
-    let running = 0;
-    let most = 0;
-    for (const event of events) {
-      running += event.delta;
-      most = Math.max(most, running);
-    }
-    expect(most).toBeLessThanOrEqual(2);
-    expect(most).toBe(2);
-    const byStart = [...finished].sort((a, b) => Date.parse(a.attempts[0]!.started_at!) - Date.parse(b.attempts[0]!.started_at!));
-    expect(byStart.map((run) => run.id)).toEqual(created.map((run) => run.id));
-  });
-
-  it('applies a changed limit to runs not yet started, and shows why a run waits', async () => {
-    const name = uniqueName('gated');
-    await deployed(tenant, name, 'local', { max_concurrent_runs: 1 });
-    const runs: Run[] = [];
-    for (let index = 0; index < 3; index += 1) runs.push(Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data));
-    expect(runs.map((run) => run.waiting_for_slot)).toEqual([false, true, true]);
-    await until(() => tenant.api.get(`/runs/${runs[0]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
-    const waiting = (await tenant.api.get(`/runs/${runs[1]!.id}`)).body.data;
-    expect(waiting).toMatchObject({ status: 'queued', waiting_for_slot: true, waiting_for_worker: false });
-
-    expect((await tenant.api.request('PATCH', `/environments/${name}`, { json: { max_concurrent_runs: 2 } })).status).toBe(200);
-    await until(() => tenant.api.get(`/runs/${runs[1]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
-    expect((await tenant.api.get(`/runs/${runs[2]!.id}`)).body.data).toMatchObject({ status: 'queued', waiting_for_slot: true });
-
-    expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
-    const finished = await Promise.all(runs.map((run) => waitForRun(tenant, run.id, 60_000)));
-    expect(finished.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
-  });
-
-  it('places an attempt that waited for a slot by the placement when it is dispatched, not the one when its run was made', async () => {
-    const name = uniqueName('moved');
-    await deployed(tenant, name, 'local', { max_concurrent_runs: 1 });
-    const first = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data);
-    const second = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data);
-    expect([first.waiting_for_slot, second.waiting_for_slot]).toEqual([false, true]);
-    await until(() => tenant.api.get(`/runs/${first.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
-    expect((await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' })).status).toBe(200);
-    expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
-    // The first keeps the placement it started with; the second, dispatched after the change, goes to the pool.
-    expect((await waitForRun(tenant, first.id, 60_000)).attempts.map((attempt) => attempt.executor)).toEqual(['local']);
-    const dispatched = await until(() => tenant.api.get(`/runs/${second.id}`), (response) => response.body.data.waiting_for_slot === false, 20_000, 100);
-    expect(Run.parse(dispatched.body.data)).toMatchObject({ status: 'queued', attempts: [{ executor: 'remote', status: 'queued' }] });
-    expect((await tenant.api.delete(`/environments/${name}?force=true`)).status).toBe(200);
-  });
-
   it("refuses a pool worker's start of an attempt that waits for a slot: the limit holds against a worker that knows its id", async () => {
     const name = uniqueName('pool-limited');
     await deployed(tenant, name, 'remote', { max_concurrent_runs: 1 });
@@ -455,17 +389,17 @@ describe('environment lifecycle through the gateway', () => {
   });
 });
 
-describe('an interrupted delete (a stack of its own)', () => {
+describe('a stack of its own', () => {
   let own: TestStack;
-  let tenant: TestTenant;
   let temporalConnection: Connection;
   let temporal: Client;
 
   beforeAll(async () => {
     // A DELETE waits one second for its tear-down before it answers 503 (the tear-down goes on).
     // One of each whatever the profile: the test stops the one workflow-worker and kills the one placement-service.
+    // The runner's own asset limit (15 min by default), not the shared stack's 4 s: an asset
+    // held at a closed gate holds its slot for as long as the test needs, however loaded the machine.
     own = await startTestStack({ replicas: 1, mongoUrl: stack.mongoUrl, temporalAddress: stack.temporalAddress, env: { TEARDOWN_WAIT_MS: '1000' } });
-    tenant = await createTenant(own.info, 'interrupted');
     temporalConnection = await Connection.connect({ address: stack.temporalAddress });
     temporal = new Client({ connection: temporalConnection });
   });
@@ -475,100 +409,182 @@ describe('an interrupted delete (a stack of its own)', () => {
     await temporalConnection?.close();
   });
 
-  async function deployedHere(name: string): Promise<Environment> {
-    await deployProject(tenant.api, {
-      environment: name,
-      storagePrefix: `file://${join(own.info.dataDir, 'lake', name)}`,
-      executor: 'local',
-      bindings: { warehouse: {}, gate: { config: { open: false } } },
-      files: ASSET_CODE,
-      manifest: { ...runsManifest(), schedules: [NIGHTLY] },
+  describe('run slots, with assets held at a gate', () => {
+    let tenant: TestTenant;
+
+    beforeAll(async () => {
+      tenant = await createTenant(own.info, 'slots');
     });
-    expect((await tenant.api.put(`/environments/${name}/secrets/token`, { value: 'interrupted-canary' })).status).toBe(201);
-    // Runs made (their admission stripes too, which a delete's mark must close).
-    for (let index = 0; index < 2; index += 1) {
-      expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data).id)).status).toBe('succeeded');
+
+    it('with max_concurrent_runs 2, ten runs started at once never run more than two at a time, and all succeed in order of creation', async () => {
+      const name = uniqueName('limited');
+      await deployed(tenant, name, 'local', { max_concurrent_runs: 2 }, own.info.dataDir);
+      const created: Run[] = [];
+      // The gate is closed: the first two hold their slots until it opens, whatever the machine's speed.
+      for (let index = 0; index < 10; index += 1) created.push(Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data));
+      expect(created.map((run) => run.waiting_for_slot)).toEqual([false, false, ...Array(8).fill(true)]);
+      await until(() => tenant.api.get(`/runs/${created[1]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+      expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
+      const finished = await Promise.all(created.map((run) => waitForRun(tenant, run.id, 60_000)));
+      expect(finished.map((run) => run.status)).toEqual(Array(10).fill('succeeded'));
+      expect(finished.every((run) => run.waiting_for_slot === false)).toBe(true);
+
+      // From the attempts' own start and finish times: an end before a start at the same instant.
+      const events = finished.flatMap((run) => run.attempts.flatMap((attempt) => [
+        { at: Date.parse(attempt.started_at!), delta: 1 },
+        { at: Date.parse(attempt.finished_at!), delta: -1 },
+      ]));
+      events.sort((a, b) => a.at - b.at || a.delta - b.delta);
+      let running = 0;
+      let most = 0;
+      for (const event of events) {
+        running += event.delta;
+        most = Math.max(most, running);
+      }
+      expect(most).toBeLessThanOrEqual(2);
+      expect(most).toBe(2);
+      const byStart = [...finished].sort((a, b) => Date.parse(a.attempts[0]!.started_at!) - Date.parse(b.attempts[0]!.started_at!));
+      expect(byStart.map((run) => run.id)).toEqual(created.map((run) => run.id));
+    });
+
+    it('applies a changed limit to runs not yet started, and shows why a run waits', async () => {
+      const name = uniqueName('gated');
+      await deployed(tenant, name, 'local', { max_concurrent_runs: 1 }, own.info.dataDir);
+      const runs: Run[] = [];
+      for (let index = 0; index < 3; index += 1) runs.push(Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data));
+      expect(runs.map((run) => run.waiting_for_slot)).toEqual([false, true, true]);
+      await until(() => tenant.api.get(`/runs/${runs[0]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+      const waiting = (await tenant.api.get(`/runs/${runs[1]!.id}`)).body.data;
+      expect(waiting).toMatchObject({ status: 'queued', waiting_for_slot: true, waiting_for_worker: false });
+
+      expect((await tenant.api.request('PATCH', `/environments/${name}`, { json: { max_concurrent_runs: 2 } })).status).toBe(200);
+      await until(() => tenant.api.get(`/runs/${runs[1]!.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+      expect((await tenant.api.get(`/runs/${runs[2]!.id}`)).body.data).toMatchObject({ status: 'queued', waiting_for_slot: true });
+
+      expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
+      const finished = await Promise.all(runs.map((run) => waitForRun(tenant, run.id, 60_000)));
+      expect(finished.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    });
+
+    it('places an attempt that waited for a slot by the placement when it is dispatched, not the one when its run was made', async () => {
+      const name = uniqueName('moved');
+      await deployed(tenant, name, 'local', { max_concurrent_runs: 1 }, own.info.dataDir);
+      const first = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['gated'] })).body.data);
+      const second = Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data);
+      expect([first.waiting_for_slot, second.waiting_for_slot]).toEqual([false, true]);
+      await until(() => tenant.api.get(`/runs/${first.id}`), (response) => response.body.data.status === 'running', 20_000, 100);
+      expect((await tenant.api.post(`/environments/${name}/placement`, { executor: 'remote' })).status).toBe(200);
+      expect((await tenant.api.put(`/environments/${name}/bindings/gate`, { config: { open: true } })).status).toBe(200);
+      // The first keeps the placement it started with; the second, dispatched after the change, goes to the pool.
+      expect((await waitForRun(tenant, first.id, 60_000)).attempts.map((attempt) => attempt.executor)).toEqual(['local']);
+      const dispatched = await until(() => tenant.api.get(`/runs/${second.id}`), (response) => response.body.data.waiting_for_slot === false, 20_000, 100);
+      expect(Run.parse(dispatched.body.data)).toMatchObject({ status: 'queued', attempts: [{ executor: 'remote', status: 'queued' }] });
+      expect((await tenant.api.delete(`/environments/${name}?force=true`)).status).toBe(200);
+    });
+  });
+
+  describe('an interrupted delete', () => {
+    let tenant: TestTenant;
+
+    beforeAll(async () => {
+      tenant = await createTenant(own.info, 'interrupted');
+    });
+
+    async function deployedHere(name: string): Promise<Environment> {
+      await deployProject(tenant.api, {
+        environment: name,
+        storagePrefix: `file://${join(own.info.dataDir, 'lake', name)}`,
+        executor: 'local',
+        bindings: { warehouse: {}, gate: { config: { open: false } } },
+        files: ASSET_CODE,
+        manifest: { ...runsManifest(), schedules: [NIGHTLY] },
+      });
+      expect((await tenant.api.put(`/environments/${name}/secrets/token`, { value: 'interrupted-canary' })).status).toBe(201);
+      // Runs made (their admission stripes too, which a delete's mark must close).
+      for (let index = 0; index < 2; index += 1) {
+        expect((await waitForRun(tenant, Run.parse((await tenant.api.post(`/environments/${name}/runs`, { assets: ['orders'] })).body.data).id)).status).toBe('succeeded');
+      }
+      return EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
     }
-    return EnvironmentResponse.parse((await tenant.api.get(`/environments/${name}`)).body).data;
-  }
 
-  it('refuses writes while it is deleting, and completes after the placement-service is killed and restarted', async () => {
-    const lost = await deployedHere('lost');
-    const stalled = await deployedHere('stalled');
-    const bundleRef = (await tenant.api.get(`/deployments/${lost.active_deployment_id}`)).body.data.bundle_ref;
+    it('refuses writes while it is deleting, and completes after the placement-service is killed and restarted', async () => {
+      const lost = await deployedHere('lost');
+      const stalled = await deployedHere('stalled');
+      const bundleRef = (await tenant.api.get(`/deployments/${lost.active_deployment_id}`)).body.data.bundle_ref;
 
-    /** The activation's own write of the environment's stored schedules (placement's internal API). */
-    const reconcileSchedules = (environmentId: string) =>
-      fetch(`${own.info.urls['placement-service']}/internal/v1/environments/${environmentId}/schedules`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json', [INTERNAL_HEADERS.credential]: own.info.internalCredential, [INTERNAL_HEADERS.tenantId]: tenant.tenantId },
-        body: JSON.stringify({ schedules: [NIGHTLY] }),
-      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error?: { code: string } } }));
-    // Positive control: an active environment's schedules are reconciled.
-    expect((await reconcileSchedules(lost.id)).status).toBe(200);
+      /** The activation's own write of the environment's stored schedules (placement's internal API). */
+      const reconcileSchedules = (environmentId: string) =>
+        fetch(`${own.info.urls['placement-service']}/internal/v1/environments/${environmentId}/schedules`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json', [INTERNAL_HEADERS.credential]: own.info.internalCredential, [INTERNAL_HEADERS.tenantId]: tenant.tenantId },
+          body: JSON.stringify({ schedules: [NIGHTLY] }),
+        }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error?: { code: string } } }));
+      // Positive control: an active environment's schedules are reconciled.
+      expect((await reconcileSchedules(lost.id)).status).toBe(200);
 
-    // No workflow-worker: the tear-downs are started and marked, and wait.
-    await own.services.processes['workflow-worker'].stop();
-    for (const name of ['lost', 'stalled']) {
-      const response = await tenant.api.delete(`/environments/${name}`);
-      expect([response.status, response.body.error.code]).toEqual([503, 'unavailable']);
-      expect(response.headers.get('retry-after')).not.toBeNull();
-      expect((await tenant.api.get(`/environments/${name}`)).body.data.status).toBe('deleting');
-    }
+      // No workflow-worker: the tear-downs are started and marked, and wait.
+      await own.services.processes['workflow-worker'].stop();
+      for (const name of ['lost', 'stalled']) {
+        const response = await tenant.api.delete(`/environments/${name}`);
+        expect([response.status, response.body.error.code]).toEqual([503, 'unavailable']);
+        expect(response.headers.get('retry-after')).not.toBeNull();
+        expect((await tenant.api.get(`/environments/${name}`)).body.data.status).toBe('deleting');
+      }
 
-    // Every write to a deleting environment is 409 environment_deleting, and changes nothing.
-    const writes: Array<[string, string, unknown]> = [
-      ['POST', '/environments/lost/runs', { job: 'all' }],
-      ['PATCH', '/environments/lost', { max_concurrent_runs: 1 }],
-      ['POST', '/environments/lost/placement', { executor: 'remote' }],
-      ['POST', '/environments/lost/schedules/pause', {}],
-      ['PUT', '/environments/lost/secrets/token', { value: 'changed' }],
-      ['PUT', '/environments/lost/bindings/warehouse', { mode: 'read_only' }],
-      ['POST', '/environments/lost/deployments', { manifest: runsManifest(), bundle_ref: bundleRef }],
-      ['POST', `/deployments/${lost.active_deployment_id}/activate`, {}],
-    ];
-    for (const [method, path, json] of writes) {
-      const response = await tenant.api.request(method, path, { json });
-      expect([method, path, response.status, response.body.error?.code]).toEqual([method, path, 409, 'environment_deleting']);
-    }
-    // An activation's reconcile landing after the mark would leave schedules behind the tear-down's removal (the soak found one).
-    const late = await reconcileSchedules(lost.id);
-    expect([late.status, late.body.error?.code]).toEqual([409, 'environment_deleting']);
-    expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 's3://lake/p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
-    const lostNow = (await tenant.api.get('/environments/lost')).body.data;
-    expect(lostNow).toMatchObject({ status: 'deleting', executor: 'local', schedules_paused: false, max_concurrent_runs: null, active_deployment_id: lost.active_deployment_id });
-    expect((await tenant.api.get('/environments/lost/runs')).body.data.map((run: Run) => run.status)).toEqual(['succeeded', 'succeeded']);
+      // Every write to a deleting environment is 409 environment_deleting, and changes nothing.
+      const writes: Array<[string, string, unknown]> = [
+        ['POST', '/environments/lost/runs', { job: 'all' }],
+        ['PATCH', '/environments/lost', { max_concurrent_runs: 1 }],
+        ['POST', '/environments/lost/placement', { executor: 'remote' }],
+        ['POST', '/environments/lost/schedules/pause', {}],
+        ['PUT', '/environments/lost/secrets/token', { value: 'changed' }],
+        ['PUT', '/environments/lost/bindings/warehouse', { mode: 'read_only' }],
+        ['POST', '/environments/lost/deployments', { manifest: runsManifest(), bundle_ref: bundleRef }],
+        ['POST', `/deployments/${lost.active_deployment_id}/activate`, {}],
+      ];
+      for (const [method, path, json] of writes) {
+        const response = await tenant.api.request(method, path, { json });
+        expect([method, path, response.status, response.body.error?.code]).toEqual([method, path, 409, 'environment_deleting']);
+      }
+      // An activation's reconcile landing after the mark would leave schedules behind the tear-down's removal (the soak found one).
+      const late = await reconcileSchedules(lost.id);
+      expect([late.status, late.body.error?.code]).toEqual([409, 'environment_deleting']);
+      expect((await tenant.api.post('/environments', { name: 'lost', storage_prefix: 's3://lake/p/x', executor: 'local' })).body.error.code).toBe('environment_exists');
+      const lostNow = (await tenant.api.get('/environments/lost')).body.data;
+      expect(lostNow).toMatchObject({ status: 'deleting', executor: 'local', schedules_paused: false, max_concurrent_runs: null, active_deployment_id: lost.active_deployment_id });
+      expect((await tenant.api.get('/environments/lost/runs')).body.data.map((run: Run) => run.status)).toEqual(['succeeded', 'succeeded']);
 
-    // One tear-down is lost (terminated), as after a crash between the mark and its start; then the placement-service dies.
-    await temporal.workflow.getHandle(`teardown-${lost.id}`).terminate('simulated loss');
-    const placement = own.services.processes['placement-service'];
-    process.kill(placement.pid!, 'SIGKILL');
-    await placement.waitForExit();
+      // One tear-down is lost (terminated), as after a crash between the mark and its start; then the placement-service dies.
+      await temporal.workflow.getHandle(`teardown-${lost.id}`).terminate('simulated loss');
+      const placement = own.services.processes['placement-service'];
+      process.kill(placement.pid!, 'SIGKILL');
+      await placement.waitForExit();
 
-    // The workflow-worker comes back: the other tear-down's steps fail against the dead service, and are retried.
-    await own.services.restart('workflow-worker');
-    const stalledTeardown = temporal.workflow.getHandle(`teardown-${stalled.id}`);
-    await until(
-      () => stalledTeardown.describe(),
-      (description) => (description.raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 0) >= 2),
-      30_000,
-      200,
-    );
+      // The workflow-worker comes back: the other tear-down's steps fail against the dead service, and are retried.
+      await own.services.restart('workflow-worker');
+      const stalledTeardown = temporal.workflow.getHandle(`teardown-${stalled.id}`);
+      await until(
+        () => stalledTeardown.describe(),
+        (description) => (description.raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 0) >= 2),
+        30_000,
+        200,
+      );
 
-    // The placement-service restarts: it resumes the lost tear-down; the stalled one's next retry passes.
-    await own.services.restart('placement-service', { TEARDOWN_WAIT_MS: '1000' });
-    for (const name of ['lost', 'stalled']) {
-      await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 60_000, 250);
-    }
-    const mongo = await new MongoClient(stack.mongoUrl).connect();
-    try {
-      expect(await documentsNaming(mongo, own.info, [lost.id, stalled.id])).toEqual([]);
-    } finally {
-      await mongo.close();
-    }
-    // The environment's document goes in the last step; the workflow ends just after it.
-    expect(await stalledTeardown.result()).toEqual({ name: 'stalled' });
-    // A repeat of the delete finds nothing: 404.
-    expect((await tenant.api.delete('/environments/lost')).status).toBe(404);
+      // The placement-service restarts: it resumes the lost tear-down; the stalled one's next retry passes.
+      await own.services.restart('placement-service', { TEARDOWN_WAIT_MS: '1000' });
+      for (const name of ['lost', 'stalled']) {
+        await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 60_000, 250);
+      }
+      const mongo = await new MongoClient(stack.mongoUrl).connect();
+      try {
+        expect(await documentsNaming(mongo, own.info, [lost.id, stalled.id])).toEqual([]);
+      } finally {
+        await mongo.close();
+      }
+      // The environment's document goes in the last step; the workflow ends just after it.
+      expect(await stalledTeardown.result()).toEqual({ name: 'stalled' });
+      // A repeat of the delete finds nothing: 404.
+      expect((await tenant.api.delete('/environments/lost')).status).toBe(404);
+    });
   });
 });
