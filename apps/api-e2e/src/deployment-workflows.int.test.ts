@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Recheck } from '@envengine/contracts';
+import { scopeTaskQueue, type Recheck } from '@envengine/contracts';
 import {
   activationRequested,
   ENVIRONMENT_ACTIVATIONS_WORKFLOW,
@@ -52,14 +52,24 @@ describe('deployment workflows', () => {
     await connection?.close();
   });
 
-  /** Runs `body` with a worker whose activities are `activities` (any not given throws). */
-  async function withWorker<T>(activities: Partial<DeploymentActivities & EnvironmentLifecycleActivities & ScheduleTickActivities>, body: (taskQueue: string) => Promise<T>): Promise<T> {
+  type AnyActivities = Partial<DeploymentActivities & EnvironmentLifecycleActivities & ScheduleTickActivities>;
+
+  /**
+   * Runs `body` with a worker of the workflows whose activities are `activities` (any not
+   * given throws), and the placement scope's activity worker on its own queue with
+   * `placementActivities` (by default the same ones), as the placement-service serves them.
+   */
+  async function withWorker<T>(activities: AnyActivities, body: (taskQueue: string) => Promise<T>, placementActivities: AnyActivities = activities): Promise<T> {
     const taskQueue = `wf-test-${randomBytes(4).toString('hex')}`;
     const workerConnection = await NativeConnection.connect({ address: stack.temporalAddress });
     const worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle: bundle, activities });
+    const placementWorker = await Worker.create({ connection: workerConnection, taskQueue: scopeTaskQueue(taskQueue, 'placement'), activities: placementActivities });
+    const placementRunning = placementWorker.run();
     try {
       return await worker.runUntil(body(taskQueue));
     } finally {
+      placementWorker.shutdown();
+      await placementRunning;
       await workerConnection.close();
     }
   }
@@ -380,6 +390,30 @@ describe('deployment workflows', () => {
     expect(notices[0]!.asked).toBe(expiresAt);
     expect(notices[0]!.at).toBeGreaterThanOrEqual(Date.parse(expiresAt) - EXPIRY_NOTICE_MS);
     expect(expireCalls).toBe(0);
+  });
+
+  it("a tick loop's pass runs on the placement scope's own queue, where the owner of the schedules serves it", async () => {
+    const served: string[] = [];
+    const outcomes = { run_created: 0, late: 0, skipped_overlap: 0, skipped_paused: 0, skipped_quota: 0, missed: 0 };
+    const pass = (queue: string): ScheduleTickActivities['tickSchedules'] => async ({ shard }) => {
+      served.push(queue);
+      return { shard, ticked: 0, batches: 0, outcomes, next_due_at: null };
+    };
+    await withWorker(
+      { tickSchedules: pass('workflows') },
+      async (taskQueue) => {
+        const handle = await client.workflow.start('scheduleTicks', { taskQueue, workflowId: `ticks-queue-${randomBytes(4).toString('hex')}`, args: [{ shard: 0, passes: 0 }] });
+        try {
+          await until(async () => served.length, (count) => count >= 1, 30_000, 20);
+          await handle.signal(schedulesChanged);
+          await until(async () => served.length, (count) => count >= 2, 30_000, 20);
+          expect(served.slice(0, 2)).toEqual(['placement', 'placement']);
+        } finally {
+          await handle.terminate().catch(() => undefined);
+        }
+      },
+      { tickSchedules: pass('placement') },
+    );
   });
 
   it('a tick loop outlives a pass that failed every retry: it ticks again, woken by a change or after its pause', async () => {

@@ -1,15 +1,17 @@
 import { Client, Connection } from '@temporalio/client';
 import { BullMQOtel } from 'bullmq-otel';
-import { ENVIRONMENT_RETIRED_CHANNEL, type RecordedEvent } from '@envengine/contracts';
+import { ENVIRONMENT_RETIRED_CHANNEL, scopeTaskQueue, type RecordedEvent } from '@envengine/contracts';
 import { connectRedis } from '@envengine/redis-connections';
 import { AuditLog, EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { AttemptQueueProducer, PoolAclRegistry, reapplyOnReady } from '@envengine/attempt-queues';
 import { DeploymentClient, SecretResolverClient, SecretsClient } from '@envengine/service-clients';
-import { PeriodicSweep, privateApiOf, runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, TtlCache } from '@envengine/service-kit';
+import { PeriodicSweep, privateApiOf, runInternalService, temporalClientConnectionOptions, temporalClientInterceptors, temporalConnectionOptions, TtlCache } from '@envengine/service-kit';
+import { ActivityWorker, installTemporalRuntime } from '@envengine/temporal-worker';
 import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
+import { scheduleTickActivities } from './schedules/schedule-tick-activities.ts';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { EnvironmentLifecycle } from './environment-lifecycle/environment-lifecycle.ts';
 import { LifecycleWorkflows } from './environment-lifecycle/lifecycle-workflows.ts';
@@ -61,6 +63,8 @@ let sweeps: Array<{ start(): void; stop(): void }> = [];
 let poolGate: RedisGate | undefined;
 let relay: OutboxRelay | undefined;
 let webhookDispatch: WebhookDispatch | undefined;
+/** This scope's own activities (the tick loops' passes), served on its own task queue. */
+let activityWorker: ActivityWorker | undefined;
 /** The webhooks' queue worker blocks on Redis: a connection of its own, retrying for ever as BullMQ's workers need. */
 const webhookRedis = connectRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
 /** How often streams whose queue job was lost (Redis flushed, a job failed) are offered again. */
@@ -173,6 +177,17 @@ await runInternalService({
     void tickLoops.ensureRunning().catch((error: Error) => log.warn({ err: error.message }, 'could not start the schedule tick loops; the next schedule change or start-up does'));
     const schedules = new SchedulesService(environments, runs, storedSchedules, deployments, tickLoops);
     const ticker = new ScheduleTicker(storedSchedules, runsService, metrics, log);
+    // In the background as well: it connects when Temporal answers.
+    installTemporalRuntime(log);
+    activityWorker = new ActivityWorker({
+      connection: temporalConnectionOptions(config),
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: scopeTaskQueue(config.DEPLOYMENTS_TASK_QUEUE, 'placement'),
+      activities: scheduleTickActivities(ticker),
+      traced: tracingConfigured(config),
+      log,
+    });
+    activityWorker.start();
     const storeKeys = engineStore && new PoolStoreKeys(engineStore, credentials, environments, log);
     if (storeKeys) {
       const storeKeysSweep = new PeriodicSweep('store_keys', STORE_KEYS_SWEEP_MS, () => storeKeys.retireOutstanding(), log, metrics);
@@ -216,6 +231,8 @@ await runInternalService({
     return { api, privateApi: privateApiOf(internal, { internal: config.INTERNAL_CREDENTIAL }) };
   },
   onStop: async () => {
+    // First: a pass in flight ends while its database and queues are still open.
+    await activityWorker?.stop();
     for (const sweep of sweeps) sweep.stop();
     await relay?.stop();
     await webhookDispatch?.stop();

@@ -2,15 +2,15 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { installTemporalRuntime, tracedActivity } from '@envengine/temporal-worker';
 import { BundleRepository, DeploymentRepository, MaterializationRepository } from '@envengine/deployment-data';
 import { LegacyTemporalSchedules } from '@envengine/environment-schedules';
 import { EventOutbox } from '@envengine/event-log';
 import { PlacementClient, SecretsClient } from '@envengine/service-clients';
 import { connectMongo, createLogger, pingMongo, startHealthServer, stopOnSignals, temporalClientConnectionOptions, temporalClientInterceptors, temporalConnectionOptions } from '@envengine/service-kit';
 import { startTracing } from '@envengine/tracing';
-import type { Context as ActivityContext } from '@temporalio/activity';
-import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
+import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { createMetricsRegistry, activationMetrics, exposition } from '@envengine/service-metrics';
 import { deploymentActivities } from './activities/deployment-activities.ts';
 import { lifecycleActivities } from './activities/lifecycle-activities.ts';
@@ -26,17 +26,7 @@ const log = createLogger('workflow-worker', config.LOG_LEVEL);
 const workflowBundle = join(dirname(fileURLToPath(import.meta.url)), tracing.enabled ? 'workflow-bundle-traced.js' : 'workflow-bundle.js');
 if (!existsSync(workflowBundle)) throw new Error(`${workflowBundle} is missing: build the app (npx nx run workflow-worker:build)`);
 
-// The SDK's own log lines join this service's JSON log. No signal handlers of the SDK's:
-// its own would shut the worker down first, and this service's stop (below), which then
-// closes its connections, found it draining and failed (exit 1 on every SIGTERM).
-Runtime.install({
-  shutdownSignals: [],
-  logger: new DefaultLogger('WARN', (entry) => {
-    const level = entry.level === 'ERROR' ? 'error' : 'warn';
-    log[level]({ sdk: entry.meta }, entry.message);
-  }),
-  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
-});
+installTemporalRuntime(log);
 
 const metricsRegistry = createMetricsRegistry('workflow-worker');
 const credential = config.INTERNAL_CREDENTIAL;
@@ -95,9 +85,7 @@ const worker = await Worker.create({
   // spans (made in its sandbox) leave through the exporter sink.
   ...(tracing.enabled && tracing.spanProcessor && tracing.resource
     ? {
-        interceptors: {
-          activity: [(ctx: ActivityContext) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
-        },
+        interceptors: { activity: [tracedActivity] },
         sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
       }
     : {}),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GitInfo, ValidationItem } from './deployment-fields.ts';
 import { EventActor } from './event-actor.ts';
+import type { TickShardResult } from './schedules.ts';
 
 // The inputs of the deployment workflows: ids and small values, never documents. Checked
 // where a workflow is started (deployment-service, workflow-worker) and where it begins
@@ -114,7 +115,25 @@ export const EXPIRY_MOVED_SIGNAL = 'expiryMoved';
 export const environmentTeardownWorkflowId = (environmentId: string) => `teardown-${environmentId}`;
 export const environmentExpiryWorkflowId = (environmentId: string) => `expiry-${environmentId}`;
 
+/**
+ * The task queue of one scope's own activities, served by the service that owns their data
+ * (libs/temporal-worker): named after the workflows' queue, so that stacks sharing a
+ * Temporal namespace, each with its own workflows' queue, keep theirs apart too.
+ */
+export const scopeTaskQueue = (workflowQueue: string, scope: 'placement') => `${workflowQueue}-${scope}`;
+/**
+ * The workflows' patch (`patched`) under which they schedule a scope's activities on its own
+ * queue: a history begun before it keeps the workflows' queue, where the workflow-worker
+ * still serves those activities over the owner's internal API.
+ */
+export const SCOPE_TASK_QUEUES_PATCH = 'scope-task-queues';
+
 export const SCHEDULE_TICKS_WORKFLOW = 'scheduleTicks';
+/** The tick loops' one activity, served on the placement scope's queue by the placement-service, which owns the stored schedules. */
+export interface ScheduleTickActivities {
+  /** One pass over the shard's due schedules; answers the shard's next fire time. */
+  tickSchedules(input: { shard: number }): Promise<TickShardResult>;
+}
 /** To a shard's tick loop: its schedules changed, so its earliest fire time may be sooner than the one it sleeps until. */
 export const SCHEDULES_CHANGED_SIGNAL = 'schedulesChanged';
 /**

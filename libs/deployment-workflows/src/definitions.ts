@@ -11,7 +11,6 @@ import type {
   StopEnvironmentWorkflowsInput,
   IngestInput,
   Recheck,
-  TickShardResult,
 } from '@envengine/contracts';
 
 // The inputs are zod schemas in libs/contracts (one definition, checked where a workflow is
@@ -123,10 +122,8 @@ export interface DeploymentActivities {
 }
 
 /** The tick loops' one activity. */
-export interface ScheduleTickActivities {
-  /** One pass over the shard's due schedules, by the placement-service, which owns them; answers the shard's next fire time. */
-  tickSchedules(input: { shard: number }): Promise<TickShardResult>;
-}
+/** The tick loops' activity, in the contracts: the placement-service serves it (see `scopeTaskQueue`). */
+export type { ScheduleTickActivities } from '@envengine/contracts/workflow-inputs';
 
 /** How long before a TTL lapses its expiry timer records `environment.expiring` (at once when less is left). */
 export const EXPIRY_NOTICE_MS = 3_600_000;

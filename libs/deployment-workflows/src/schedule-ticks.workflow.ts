@@ -1,16 +1,28 @@
-import { ActivityFailure, condition, continueAsNew, proxyActivities, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, patched, proxyActivities, setHandler, upsertMemo, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { TickShardResult } from '@envengine/contracts';
-import { ScheduleTicksInput } from '@envengine/contracts/workflow-inputs';
+import { SCOPE_TASK_QUEUES_PATCH, ScheduleTicksInput, scopeTaskQueue } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import type { ScheduleTickActivities } from './definitions.ts';
 import { schedulesChanged } from './lifecycle-signals.ts';
 
 // A pass answers within its budget (20 s) on a healthy placement-service; a pass that
 // fails is tried again soon, and a loop never gives up (the cap only bounds one call).
-const { tickSchedules } = proxyActivities<ScheduleTickActivities>({
+const PASS_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
-});
+};
+
+/**
+ * The pass, on the placement scope's own queue: the placement-service, which owns the stored
+ * schedules, serves it over its own repositories. A history begun before that keeps the
+ * workflows' queue (SCOPE_TASK_QUEUES_PATCH), where the workflow-worker asks it over HTTP.
+ */
+function passActivities(): ScheduleTickActivities {
+  if (!patched(SCOPE_TASK_QUEUES_PATCH)) return proxyActivities<ScheduleTickActivities>(PASS_OPTIONS);
+  // It beats every 2 s (apps/placement-service/src/schedules/schedule-tick-activities.ts): a
+  // pass whose placement-service died is tried again after 10 s, not after its minute.
+  return proxyActivities<ScheduleTickActivities>({ ...PASS_OPTIONS, heartbeatTimeout: '10 seconds', taskQueue: scopeTaskQueue(workflowInfo().taskQueue, 'placement') });
+}
 
 /** The loop looks at its shard at least this often, even with nothing due (a signal lost in flight costs at most this). */
 const MAX_SLEEP_MS = 60_000;
@@ -22,13 +34,14 @@ const PASSES_PER_RUN = 200;
 /**
  * `schedule-ticks-<shard>`: one of a fixed number of long-running loops that tick the stored
  * schedules (docs/design.md#schedules-pause-and-resume). It sleeps on a durable timer until
- * its shard's earliest fire time, then asks the placement-service for one pass, which ticks
+ * its shard's earliest fire time, then has the placement-service make one pass, which ticks
  * every schedule due then in batches and answers the next earliest time. A change to the
  * shard's schedules (an activation, a resume) wakes it early by signal. Each pass's size and
  * outcomes are in its activity's result and in the workflow's memo, in the Temporal UI.
  */
 export async function scheduleTicks(raw: ScheduleTicksInput): Promise<void> {
   const input = workflowInput(ScheduleTicksInput, raw, 'scheduleTicks');
+  const { tickSchedules } = passActivities();
   let changed = false;
   setHandler(schedulesChanged, () => {
     changed = true;

@@ -59,6 +59,9 @@ export function scheduleActivities(deps: ScheduleActivityDeps) {
       await reconcileTo(scope, environment.active_deployment_id);
     },
 
+    // A tick loop's history begun before SCOPE_TASK_QUEUES_PATCH (libs/contracts/src/workflow-inputs.ts)
+    // schedules its pass here, on the workflows' queue, until its next continue-as-new: the
+    // placement-service serves the passes of every later run on its own queue, over its own data.
     tickSchedules({ shard }) {
       return deps.tickPasses.tickSchedules(shard);
     },
