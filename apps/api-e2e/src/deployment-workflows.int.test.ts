@@ -74,6 +74,9 @@ describe('deployment workflows', () => {
     }
   }
 
+  /** Runs `body` with `activities` served on the placement scope's queue only: a step scheduled on the workflows' queue finds no worker. */
+  const withPlacementWorker = <T,>(activities: AnyActivities, body: (taskQueue: string) => Promise<T>): Promise<T> => withWorker({}, body, activities);
+
   /**
    * What `requestActivation` does in production (signal-with-start of the environment's
    * workflow), with a short retry so that the retry cap is reached in seconds.
@@ -246,36 +249,54 @@ describe('deployment workflows', () => {
     await terminateEnvironment(environmentId);
   });
 
-  it('a tear-down runs its steps in order, rides out a failing step, and purges only when asked', async () => {
+  it("a tear-down runs its steps in order, rides out a failing step, purges only when asked, and runs the placement scope's steps on its queue", async () => {
     const scope = { tenantId: 'ten_wf', environmentId: `env_${randomBytes(6).toString('hex')}`, environmentName: 'pr-1' };
     const steps: string[] = [];
     let secretsFailures = 2;
-    const record = (name: string) => async () => {
-      steps.push(name);
-      return {};
-    };
-    const activities: Partial<EnvironmentLifecycleActivities> = {
-      stopEnvironmentWorkflows: async () => void steps.push('stop workflows'),
-      deleteEnvironmentSchedules: async () => (steps.push('schedules'), { deleted: 1 }),
-      removeEnvironmentRuns: record('runs'),
-      // Two pages: the workflow asks again from where the first one ended.
-      purgeMaterializationFiles: async ({ after }) => (steps.push(`files after ${after}`), after === null ? { removed: 500, next: 'mat_page1' } : { removed: 2, next: null }),
-      retireEnvironmentSecrets: async () => {
-        steps.push('secrets');
-        if (secretsFailures-- > 0) throw new Error('secrets-service is restarting');
+    /** Every step on either queue, each recorded with the queue that served it. */
+    const activitiesOn = (queue: string): Partial<EnvironmentLifecycleActivities> => {
+      const record = (name: string) => async () => {
+        steps.push(`${name} @${queue}`);
         return {};
-      },
-      removeDeploymentRecords: record('deployments'),
-      removeEnvironment: async () => void steps.push('environment'),
+      };
+      return {
+        stopEnvironmentWorkflows: async () => void steps.push(`stop workflows @${queue}`),
+        deleteEnvironmentSchedules: async () => (steps.push(`schedules @${queue}`), { deleted: 1 }),
+        removeEnvironmentRuns: record('runs'),
+        // Two pages: the workflow asks again from where the first one ended.
+        purgeMaterializationFiles: async ({ after }) => (steps.push(`files after ${after} @${queue}`), after === null ? { removed: 500, next: 'mat_page1' } : { removed: 2, next: null }),
+        retireEnvironmentSecrets: async () => {
+          steps.push(`secrets @${queue}`);
+          if (secretsFailures-- > 0) throw new Error('secrets-service is restarting');
+          return {};
+        },
+        removeDeploymentRecords: record('deployments'),
+        removeEnvironment: async () => void steps.push(`environment @${queue}`),
+      };
     };
-    const results = await withWorker(activities, async (taskQueue) => [
-      await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}`, args: [{ ...scope, purgeData: true }] }),
-      await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}-again`, args: [{ ...scope, purgeData: false }] }),
-    ]);
+    const results = await withWorker(
+      activitiesOn('workflows'),
+      async (taskQueue) => [
+        await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}`, args: [{ ...scope, purgeData: true }] }),
+        await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}-again`, args: [{ ...scope, purgeData: false }] }),
+      ],
+      activitiesOn('placement'),
+    );
     expect(results).toEqual([{ name: 'pr-1' }, { name: 'pr-1' }]);
-    const order = ['stop workflows', 'schedules', 'runs', 'files after null', 'files after mat_page1', 'secrets', 'secrets', 'secrets', 'deployments', 'environment'];
+    const order = [
+      'stop workflows @workflows',
+      'schedules @placement',
+      'runs @placement',
+      'files after null @placement',
+      'files after mat_page1 @placement',
+      'secrets @workflows',
+      'secrets @workflows',
+      'secrets @workflows',
+      'deployments @workflows',
+      'environment @placement',
+    ];
     expect(steps.slice(0, order.length)).toEqual(order);
-    expect(steps.slice(order.length)).toEqual(['stop workflows', 'schedules', 'runs', 'secrets', 'deployments', 'environment']);
+    expect(steps.slice(order.length)).toEqual(['stop workflows @workflows', 'schedules @placement', 'runs @placement', 'secrets @workflows', 'deployments @workflows', 'environment @placement']);
   });
 
   it("a tear-down answers every activation its environment's workflow held (queued or under way): each ingest fails at once, saying the environment was deleted", async () => {
@@ -325,7 +346,7 @@ describe('deployment workflows', () => {
     const calls: Array<{ at: number; asked: string }> = [];
     const notices: Array<{ at: number; asked: string }> = [];
     const storedExpiry = new Date(Date.now() + 1500).toISOString();
-    const expired = await withWorker(
+    const expired = await withPlacementWorker(
       {
         noticeEnvironmentExpiry: async ({ expiresAt }) => {
           notices.push({ at: Date.now(), asked: expiresAt });
@@ -368,7 +389,7 @@ describe('deployment workflows', () => {
     const notices: Array<{ at: number; asked: string }> = [];
     let expireCalls = 0;
     const expiresAt = new Date(Date.now() + EXPIRY_NOTICE_MS + 1500).toISOString();
-    await withWorker(
+    await withPlacementWorker(
       {
         noticeEnvironmentExpiry: async ({ expiresAt: asked }) => {
           notices.push({ at: Date.now(), asked });

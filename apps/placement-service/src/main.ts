@@ -12,6 +12,8 @@ import { placementMetrics } from '@envengine/service-metrics';
 import { TRACER_NAME, tracingConfigured } from '@envengine/tracing';
 import { loadPlacementConfig } from './config.ts';
 import { scheduleTickActivities } from './schedules/schedule-tick-activities.ts';
+import { placementLifecycleActivities } from './environment-lifecycle/lifecycle-activities.ts';
+import { LegacyTemporalSchedules } from '@envengine/environment-schedules';
 import { EnvironmentRepository } from './environments/environment.repository.ts';
 import { EnvironmentLifecycle } from './environment-lifecycle/environment-lifecycle.ts';
 import { LifecycleWorkflows } from './environment-lifecycle/lifecycle-workflows.ts';
@@ -177,13 +179,17 @@ await runInternalService({
     void tickLoops.ensureRunning().catch((error: Error) => log.warn({ err: error.message }, 'could not start the schedule tick loops; the next schedule change or start-up does'));
     const schedules = new SchedulesService(environments, runs, storedSchedules, deployments, tickLoops);
     const ticker = new ScheduleTicker(storedSchedules, runsService, metrics, log);
+    const purge = new MaterializationPurge(environments, engineStore, log);
     // In the background as well: it connects when Temporal answers.
     installTemporalRuntime(log);
     activityWorker = new ActivityWorker({
       connection: temporalConnectionOptions(config),
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: scopeTaskQueue(config.DEPLOYMENTS_TASK_QUEUE, 'placement'),
-      activities: scheduleTickActivities(ticker),
+      activities: {
+        ...scheduleTickActivities(ticker),
+        ...placementLifecycleActivities({ environments, lifecycle, purge, schedules, legacySchedules: new LegacyTemporalSchedules(temporal) }),
+      },
       traced: tracingConfigured(config),
       log,
     });
@@ -227,7 +233,7 @@ await runInternalService({
       auditLog,
       webhooks: new WebhooksService(mongo, webhooks, webhookDeliveries, outbox, webhookGuard, config.webhooksKeyring, { secretOverlapMs: config.WEBHOOK_SECRET_OVERLAP_HOURS * 3_600_000 }),
     });
-    const internal = placementInternalApi({ environments, lifecycle, purge: new MaterializationPurge(environments, engineStore, log), pool, schedules, ticker, publishEvents });
+    const internal = placementInternalApi({ environments, lifecycle, purge, pool, schedules, ticker, publishEvents });
     return { api, privateApi: privateApiOf(internal, { internal: config.INTERNAL_CREDENTIAL }) };
   },
   onStop: async () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GitInfo, ValidationItem } from './deployment-fields.ts';
 import { EventActor } from './event-actor.ts';
+import type { ExpireEnvironmentResult } from './environment.ts';
 import type { TickShardResult } from './schedules.ts';
 
 // The inputs of the deployment workflows: ids and small values, never documents. Checked
@@ -170,3 +171,27 @@ export const EnvironmentExpiryInput = EnvironmentScope.extend({
   expiresAt: z.iso.datetime(),
 });
 export type EnvironmentExpiryInput = z.infer<typeof EnvironmentExpiryInput>;
+
+/**
+ * The steps of an environment's tear-down and expiry on the placement scope's data, served on
+ * its own queue (`scopeTaskQueue`) by the placement-service. Each is idempotent, so a retry or
+ * a resumed tear-down repeats it safely.
+ */
+export interface PlacementLifecycleActivities {
+  /** Deletes its stored schedules (and any Temporal Schedule of the first design left of it). */
+  deleteEnvironmentSchedules(input: EnvironmentScope): Promise<{ deleted: number }>;
+  /** Cancels what is left of its runs (withdrawn from their queues), then removes runs, attempts and logs. */
+  removeEnvironmentRuns(input: EnvironmentScope): Promise<Record<string, number>>;
+  /**
+   * Removes one page of its materialization files through the storage driver (`purge_data`),
+   * those recorded after `after`; answers where the next page starts (null: done). A page
+   * per activity, so that a large environment's purge goes on from where a failure left it.
+   */
+  purgeMaterializationFiles(input: EnvironmentScope & { after: string | null }): Promise<{ removed: number; next: string | null }>;
+  /** The last step: the environment's document goes, and its name is free again. */
+  removeEnvironment(input: EnvironmentScope): Promise<void>;
+  /** The TTL's timer fired: begins the tear-down unless a deploy moved the expiry (then the new instant). */
+  expireEnvironment(input: EnvironmentExpiryInput): Promise<ExpireEnvironmentResult>;
+  /** The TTL lapses within the notice: records `environment.expiring` once for that expiry, if it still is the environment's. */
+  noticeEnvironmentExpiry(input: EnvironmentExpiryInput): Promise<{ noticed: boolean }>;
+}

@@ -5,9 +5,7 @@ import type {
   ActivateInput,
   ActivationRequest,
   ActivationRetry,
-  EnvironmentExpiryInput,
   EnvironmentScope,
-  ExpireEnvironmentResult,
   StopEnvironmentWorkflowsInput,
   IngestInput,
   Recheck,
@@ -123,35 +121,24 @@ export interface DeploymentActivities {
 
 /** The tick loops' one activity. */
 /** The tick loops' activity, in the contracts: the placement-service serves it (see `scopeTaskQueue`). */
-export type { ScheduleTickActivities } from '@envengine/contracts/workflow-inputs';
+export type { PlacementLifecycleActivities, ScheduleTickActivities } from '@envengine/contracts/workflow-inputs';
+import type { PlacementLifecycleActivities } from '@envengine/contracts/workflow-inputs';
 
 /** How long before a TTL lapses its expiry timer records `environment.expiring` (at once when less is left). */
 export const EXPIRY_NOTICE_MS = 3_600_000;
 
-/** The activities of an environment's tear-down and expiry; each is idempotent, so a retry or a resumed tear-down repeats it safely. */
-export interface EnvironmentLifecycleActivities {
+/**
+ * The activities of an environment's tear-down and expiry: the placement scope's steps
+ * (`PlacementLifecycleActivities`, on its own queue) and those of the deployment and secrets
+ * scopes. Each is idempotent, so a retry or a resumed tear-down repeats it safely.
+ */
+export interface EnvironmentLifecycleActivities extends PlacementLifecycleActivities {
   /** Ends the environment's activation and expiry workflows, so nothing activates or expires it while it goes. */
   stopEnvironmentWorkflows(input: StopEnvironmentWorkflowsInput): Promise<void>;
-  /** Deletes its stored schedules (and any Temporal Schedule of the first design left of it). */
-  deleteEnvironmentSchedules(input: EnvironmentScope): Promise<{ deleted: number }>;
-  /** Cancels what is left of its runs (withdrawn from their queues), then removes runs, attempts and logs. */
-  removeEnvironmentRuns(input: EnvironmentScope): Promise<Record<string, number>>;
-  /**
-   * Removes one page of its materialization files through the storage driver (`purge_data`),
-   * those recorded after `after`; answers where the next page starts (null: done). A page
-   * per activity, so that a large environment's purge goes on from where a failure left it.
-   */
-  purgeMaterializationFiles(input: EnvironmentScope & { after: string | null }): Promise<{ removed: number; next: string | null }>;
   /** Deletes its bindings and retires its secrets in their backend. */
   retireEnvironmentSecrets(input: EnvironmentScope): Promise<Record<string, number>>;
   /** Removes its deployments, manifests and materialization records. */
   removeDeploymentRecords(input: EnvironmentScope): Promise<Record<string, number>>;
-  /** The last step: the environment's document goes, and its name is free again. */
-  removeEnvironment(input: EnvironmentScope): Promise<void>;
-  /** The TTL's timer fired: begins the tear-down unless a deploy moved the expiry (then the new instant). */
-  expireEnvironment(input: EnvironmentExpiryInput): Promise<ExpireEnvironmentResult>;
-  /** The TTL lapses within the notice: records `environment.expiring` once for that expiry, if it still is the environment's. */
-  noticeEnvironmentExpiry(input: EnvironmentExpiryInput): Promise<{ noticed: boolean }>;
 }
 
 /** The type of an activity's failure when a service it called stayed unreachable: the caller of the workflow answers 503, not 500. */

@@ -1,14 +1,15 @@
-import { condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, setHandler, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { ExpireEnvironmentResult } from '@envengine/contracts';
 import { EnvironmentExpiryInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
-import { EXPIRY_NOTICE_MS, type EnvironmentLifecycleActivities } from './definitions.ts';
+import { EXPIRY_NOTICE_MS, type PlacementLifecycleActivities } from './definitions.ts';
+import { placementScopeActivities } from './scope-queues.ts';
 import { expiryMoved } from './lifecycle-signals.ts';
 
-const { expireEnvironment, noticeEnvironmentExpiry } = proxyActivities<EnvironmentLifecycleActivities>({
+const STEP_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 100 },
-});
+};
 
 /**
  * `expiry-<environment id>`: a preview environment's TTL as a durable Temporal timer, not
@@ -20,6 +21,8 @@ const { expireEnvironment, noticeEnvironmentExpiry } = proxyActivities<Environme
  */
 export async function environmentExpiry(raw: EnvironmentExpiryInput): Promise<void> {
   const input = workflowInput(EnvironmentExpiryInput, raw, 'environmentExpiry');
+  // The placement scope's steps, on its own queue (scope-queues.ts).
+  const { expireEnvironment, noticeEnvironmentExpiry } = placementScopeActivities<PlacementLifecycleActivities>(STEP_OPTIONS);
   let expiresAt: string | null = input.expiresAt;
   let moved = false;
   /** The expiry whose notice was given (the placement-service records it once per instant anyway). */

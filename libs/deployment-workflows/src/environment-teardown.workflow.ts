@@ -1,16 +1,19 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { EnvironmentTeardownInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
-import type { EnvironmentLifecycleActivities } from './definitions.ts';
+import type { EnvironmentLifecycleActivities, PlacementLifecycleActivities } from './definitions.ts';
+import { placementScopeActivities } from './scope-queues.ts';
 
 // Each step is retried until it passes (a service restarting, Temporal's own hiccups): a
 // tear-down never stops half-way on a transient fault. The cap is generous, about an hour,
 // and a tear-down that still fails is started again by the next DELETE or by the
 // placement-service's start-up, from the first step (every step is idempotent).
-const steps = proxyActivities<EnvironmentLifecycleActivities>({
+const STEP_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 150 },
-});
+};
+/** The deployment and secrets scopes' steps, on the workflows' queue (the workflow-worker). */
+const steps = proxyActivities<EnvironmentLifecycleActivities>(STEP_OPTIONS);
 
 /**
  * `teardown-<environment id>`: removes an environment that was marked `deleting` (no run,
@@ -23,18 +26,20 @@ const steps = proxyActivities<EnvironmentLifecycleActivities>({
 export async function environmentTeardown(raw: EnvironmentTeardownInput): Promise<{ name: string }> {
   const input = workflowInput(EnvironmentTeardownInput, raw, 'environmentTeardown');
   const scope = { tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName };
+  // The placement scope's steps on its own queue (scope-queues.ts).
+  const placement = placementScopeActivities<PlacementLifecycleActivities>(STEP_OPTIONS);
   await steps.stopEnvironmentWorkflows({ ...scope, expired: input.expired });
-  await steps.deleteEnvironmentSchedules(scope);
-  await steps.removeEnvironmentRuns(scope);
+  await placement.deleteEnvironmentSchedules(scope);
+  await placement.removeEnvironmentRuns(scope);
   if (input.purgeData) {
     for (let after: string | null = null; ; ) {
-      const page: { next: string | null } = await steps.purgeMaterializationFiles({ ...scope, after });
+      const page: { next: string | null } = await placement.purgeMaterializationFiles({ ...scope, after });
       if (page.next === null) break;
       after = page.next;
     }
   }
   await steps.retireEnvironmentSecrets(scope);
   await steps.removeDeploymentRecords(scope);
-  await steps.removeEnvironment(scope);
+  await placement.removeEnvironment(scope);
   return { name: input.environmentName };
 }

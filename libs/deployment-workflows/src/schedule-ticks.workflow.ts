@@ -1,6 +1,7 @@
-import { ActivityFailure, condition, continueAsNew, patched, proxyActivities, setHandler, upsertMemo, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, setHandler, upsertMemo, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { TickShardResult } from '@envengine/contracts';
-import { SCOPE_TASK_QUEUES_PATCH, ScheduleTicksInput, scopeTaskQueue } from '@envengine/contracts/workflow-inputs';
+import { ScheduleTicksInput } from '@envengine/contracts/workflow-inputs';
+import { placementScopeActivities } from './scope-queues.ts';
 import { workflowInput } from './workflow-input.ts';
 import type { ScheduleTickActivities } from './definitions.ts';
 import { schedulesChanged } from './lifecycle-signals.ts';
@@ -12,17 +13,6 @@ const PASS_OPTIONS: ActivityOptions = {
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
 };
 
-/**
- * The pass, on the placement scope's own queue: the placement-service, which owns the stored
- * schedules, serves it over its own repositories. A history begun before that keeps the
- * workflows' queue (SCOPE_TASK_QUEUES_PATCH), where the workflow-worker asks it over HTTP.
- */
-function passActivities(): ScheduleTickActivities {
-  if (!patched(SCOPE_TASK_QUEUES_PATCH)) return proxyActivities<ScheduleTickActivities>(PASS_OPTIONS);
-  // It beats every 2 s (apps/placement-service/src/schedules/schedule-tick-activities.ts): a
-  // pass whose placement-service died is tried again after 10 s, not after its minute.
-  return proxyActivities<ScheduleTickActivities>({ ...PASS_OPTIONS, heartbeatTimeout: '10 seconds', taskQueue: scopeTaskQueue(workflowInfo().taskQueue, 'placement') });
-}
 
 /** The loop looks at its shard at least this often, even with nothing due (a signal lost in flight costs at most this). */
 const MAX_SLEEP_MS = 60_000;
@@ -41,7 +31,10 @@ const PASSES_PER_RUN = 200;
  */
 export async function scheduleTicks(raw: ScheduleTicksInput): Promise<void> {
   const input = workflowInput(ScheduleTicksInput, raw, 'scheduleTicks');
-  const { tickSchedules } = passActivities();
+  // On the placement scope's queue (scope-queues.ts). It beats every 2 s
+  // (apps/placement-service/src/schedules/schedule-tick-activities.ts): a pass whose
+  // placement-service died is tried again after 10 s, not after its minute.
+  const { tickSchedules } = placementScopeActivities<ScheduleTickActivities>(PASS_OPTIONS, { heartbeatTimeout: '10 seconds' });
   let changed = false;
   setHandler(schedulesChanged, () => {
     changed = true;
