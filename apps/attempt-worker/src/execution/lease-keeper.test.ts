@@ -46,4 +46,16 @@ describe('LeaseKeeper', () => {
     leases.stop();
     expect(lines.map((line) => line.msg)).toEqual(['lease superseded (canceled or presumed lost): stopping the attempt']);
   });
+
+  it('stops an attempt tracked after stopAll at once: a start answered after a second Ctrl-C is handed back, not run on', () => {
+    const { log } = recordingLogger();
+    const leases = new LeaseKeeper({ heartbeat: async () => ({ superseded: [] }) } as unknown as WorkerApiClient, worker, log, 500, 'ten_1');
+    const before = vi.fn();
+    leases.track({ tenantId: 'ten_1', attemptId: 'att_1', lease: 'lease-1' }, before);
+    leases.stopAll('drain');
+    expect(before).toHaveBeenCalledWith('drain');
+    const after = vi.fn();
+    leases.track({ tenantId: 'ten_1', attemptId: 'att_2', lease: 'lease-2' }, after);
+    expect(after).toHaveBeenCalledWith('drain');
+  });
 });

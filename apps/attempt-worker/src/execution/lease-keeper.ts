@@ -59,6 +59,8 @@ export class LeaseKeeper {
   /** Undefined until the first answer or failure. */
   private lastBeatOk: boolean | undefined;
   private apiDown = false;
+  /** Set by `stopAll`: the worker is going away, and an attempt tracked from now on is stopped at once. */
+  private stoppedAll: StopReason | undefined;
 
   /**
    * One heartbeat with nothing running, before the worker takes any job: false when the
@@ -104,8 +106,14 @@ export class LeaseKeeper {
     }
   }
 
+  /**
+   * Tracks a started attempt. One tracked after `stopAll` (its start's answer arrived after
+   * a second Ctrl-C or the drain deadline) is stopped at once, for the same reason: it would
+   * otherwise run on, unstopped, in a worker that is going away.
+   */
   track(held: HeldAttempt, stop: (reason: StopReason) => void, describe: () => Record<string, unknown> = () => ({})): void {
     this.running.set(held.attemptId, { held, asset: null, stop, describe });
+    if (this.stoppedAll) stop(this.stoppedAll);
   }
 
   setAsset(attemptId: string, asset: string | null): void {
@@ -117,8 +125,9 @@ export class LeaseKeeper {
     this.running.delete(attemptId);
   }
 
-  /** Stops every running attempt (the drain deadline passed). */
+  /** Stops every running attempt (the drain deadline passed, a second Ctrl-C), and every one tracked after. */
   stopAll(reason: StopReason): void {
+    this.stoppedAll ??= reason;
     for (const tracked of this.running.values()) tracked.stop(reason);
   }
 
