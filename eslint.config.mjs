@@ -114,6 +114,23 @@ const API_BASE_ALLOWED = [
   'libs/openapi-document/src/openapi-document.ts',
 ];
 
+/** `env` from `process`: configuration is read once, by the app's config. */
+const ENV_IMPORT_PATHS = ['process', 'node:process'].map((name) => ({ name, importNames: ['env'], message: 'Read configuration in the app config (parsed once at start) and pass it in.' }));
+
+/**
+ * Activity modules that still call another scope's service, each for its reason. Every other
+ * activity runs in the service that owns the data it changes (docs/design.md, "A task queue
+ * per scope").
+ */
+const ACTIVITIES_CALLING_OTHER_SCOPES = [
+  // An activation moves the placement-service's pointer to the active deployment and its
+  // stored schedules: one owner of that fact is not built yet (docs/design.md).
+  'apps/workflow-worker/src/activities/deployment-activities.ts',
+  'apps/workflow-worker/src/activities/schedule-activities.ts',
+  // The placement and secrets steps of histories begun before their scopes' queues.
+  'apps/workflow-worker/src/activities/lifecycle-activities.ts',
+];
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', '.envengine/**'] },
   ...tseslint.configs.recommended,
@@ -190,7 +207,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: ['process', 'node:process'].map((name) => ({ name, importNames: ['env'], message: 'Read configuration in the app config (parsed once at start) and pass it in.' })),
+          paths: ENV_IMPORT_PATHS,
           patterns: DEEP_IMPORT_PATTERNS,
         },
       ],
@@ -218,6 +235,24 @@ export default tseslint.config(
         },
       ],
       'no-restricted-globals': ['error', 'fetch', 'setInterval', 'process'],
+    },
+  },
+  {
+    // An activity changes its own scope's data, over its repositories, in the service that
+    // owns it (served on that scope's task queue): never through another service's client.
+    files: ['apps/*/src/**/*-activities.ts', 'apps/*/src/**/activities/**/*.ts'],
+    ignores: ['**/*.test.ts', ...ACTIVITIES_CALLING_OTHER_SCOPES],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: DEEP_IMPORT_PATTERNS,
+          paths: [
+            ...ENV_IMPORT_PATHS,
+            { name: '@envengine/service-clients', message: "An activity runs in the service that owns the data it changes, over its repositories: serve it on that scope's task queue (libs/temporal-worker), not through another service's client." },
+          ],
+        },
+      ],
     },
   },
   {

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { scopeTaskQueue, type Recheck } from '@envengine/contracts';
+import { scopeTaskQueue, type Recheck, type ScopeWithActivities } from '@envengine/contracts';
 import {
   activationRequested,
   ENVIRONMENT_ACTIVATIONS_WORKFLOW,
@@ -56,25 +56,34 @@ describe('deployment workflows', () => {
 
   /**
    * Runs `body` with a worker of the workflows whose activities are `activities` (any not
-   * given throws), and the placement scope's activity worker on its own queue with
-   * `placementActivities` (by default the same ones), as the placement-service serves them.
+   * given throws), and each scope's activity worker on its own queue, as its service serves
+   * them, with `onScopeQueues` (one set for every scope, or a set per scope; by default
+   * `activities`).
    */
-  async function withWorker<T>(activities: AnyActivities, body: (taskQueue: string) => Promise<T>, placementActivities: AnyActivities = activities): Promise<T> {
+  async function withWorker<T>(
+    activities: AnyActivities,
+    body: (taskQueue: string) => Promise<T>,
+    onScopeQueues: AnyActivities | ((scope: ScopeWithActivities) => AnyActivities) = activities,
+  ): Promise<T> {
     const taskQueue = `wf-test-${randomBytes(4).toString('hex')}`;
     const workerConnection = await NativeConnection.connect({ address: stack.temporalAddress });
     const worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle: bundle, activities });
-    const placementWorker = await Worker.create({ connection: workerConnection, taskQueue: scopeTaskQueue(taskQueue, 'placement'), activities: placementActivities });
-    const placementRunning = placementWorker.run();
+    const scopeWorkers = await Promise.all(
+      (['placement', 'secrets'] as const).map((scope) =>
+        Worker.create({ connection: workerConnection, taskQueue: scopeTaskQueue(taskQueue, scope), activities: typeof onScopeQueues === 'function' ? onScopeQueues(scope) : onScopeQueues }),
+      ),
+    );
+    const scopesRunning = scopeWorkers.map((scopeWorker) => scopeWorker.run());
     try {
       return await worker.runUntil(body(taskQueue));
     } finally {
-      placementWorker.shutdown();
-      await placementRunning;
+      for (const scopeWorker of scopeWorkers) scopeWorker.shutdown();
+      await Promise.all(scopesRunning);
       await workerConnection.close();
     }
   }
 
-  /** Runs `body` with `activities` served on the placement scope's queue only: a step scheduled on the workflows' queue finds no worker. */
+  /** Runs `body` with `activities` served on the scopes' queues only: a step scheduled on the workflows' queue finds no worker. */
   const withPlacementWorker = <T,>(activities: AnyActivities, body: (taskQueue: string) => Promise<T>): Promise<T> => withWorker({}, body, activities);
 
   /**
@@ -249,7 +258,7 @@ describe('deployment workflows', () => {
     await terminateEnvironment(environmentId);
   });
 
-  it("a tear-down runs its steps in order, rides out a failing step, purges only when asked, and runs the placement scope's steps on its queue", async () => {
+  it("a tear-down runs its steps in order, rides out a failing step, purges only when asked, and runs each scope's steps on its scope's queue", async () => {
     const scope = { tenantId: 'ten_wf', environmentId: `env_${randomBytes(6).toString('hex')}`, environmentName: 'pr-1' };
     const steps: string[] = [];
     let secretsFailures = 2;
@@ -280,7 +289,7 @@ describe('deployment workflows', () => {
         await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}`, args: [{ ...scope, purgeData: true }] }),
         await client.workflow.execute('environmentTeardown', { taskQueue, workflowId: `teardown-${scope.environmentId}-again`, args: [{ ...scope, purgeData: false }] }),
       ],
-      activitiesOn('placement'),
+      (scope) => activitiesOn(scope),
     );
     expect(results).toEqual([{ name: 'pr-1' }, { name: 'pr-1' }]);
     const order = [
@@ -289,14 +298,14 @@ describe('deployment workflows', () => {
       'runs @placement',
       'files after null @placement',
       'files after mat_page1 @placement',
-      'secrets @workflows',
-      'secrets @workflows',
-      'secrets @workflows',
+      'secrets @secrets',
+      'secrets @secrets',
+      'secrets @secrets',
       'deployments @workflows',
       'environment @placement',
     ];
     expect(steps.slice(0, order.length)).toEqual(order);
-    expect(steps.slice(order.length)).toEqual(['stop workflows @workflows', 'schedules @placement', 'runs @placement', 'secrets @workflows', 'deployments @workflows', 'environment @placement']);
+    expect(steps.slice(order.length)).toEqual(['stop workflows @workflows', 'schedules @placement', 'runs @placement', 'secrets @secrets', 'deployments @workflows', 'environment @placement']);
   });
 
   it("a tear-down answers every activation its environment's workflow held (queued or under way): each ingest fails at once, saying the environment was deleted", async () => {

@@ -479,7 +479,10 @@ describe('a stack of its own', () => {
       expect((await waitForRun(tenant, first.id, 60_000)).attempts.map((attempt) => attempt.executor)).toEqual(['local']);
       const dispatched = await until(() => tenant.api.get(`/runs/${second.id}`), (response) => response.body.data.waiting_for_slot === false, 20_000, 100);
       expect(Run.parse(dispatched.body.data)).toMatchObject({ status: 'queued', attempts: [{ executor: 'remote', status: 'queued' }] });
-      expect((await tenant.api.delete(`/environments/${name}?force=true`)).status).toBe(200);
+      // This stack's DELETE waits a second for its tear-down, then answers 503 while it goes on.
+      expect([200, 503]).toContain((await tenant.api.delete(`/environments/${name}?force=true`)).status);
+      await until(() => tenant.api.get(`/environments/${name}`), (response) => response.status === 404, 60_000, 250);
+      expect((await tenant.api.get(`/environments/${name}`)).status).toBe(404);
     });
   });
 
@@ -560,15 +563,17 @@ describe('a stack of its own', () => {
       process.kill(placement.pid!, 'SIGKILL');
       await placement.waitForExit();
 
-      // The workflow-worker comes back: the other tear-down's steps fail against the dead service, and are retried.
+      // The workflow-worker comes back: the other tear-down goes on to its first step on the
+      // placement scope's data, which waits on that scope's queue while its service is dead.
       await own.services.restart('workflow-worker');
       const stalledTeardown = temporal.workflow.getHandle(`teardown-${stalled.id}`);
-      await until(
+      const waiting = await until(
         () => stalledTeardown.describe(),
-        (description) => (description.raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 0) >= 2),
+        (description) => (description.raw.pendingActivities ?? []).some((activity) => activity.activityType?.name === 'deleteEnvironmentSchedules'),
         30_000,
         200,
       );
+      expect((waiting.raw.pendingActivities ?? []).map((activity) => activity.activityType?.name)).toEqual(['deleteEnvironmentSchedules']);
 
       // The placement-service restarts: it resumes the lost tear-down; the stalled one's next retry passes.
       await own.services.restart('placement-service', { TEARDOWN_WAIT_MS: '1000' });

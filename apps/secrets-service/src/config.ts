@@ -1,10 +1,14 @@
 import { z } from 'zod';
 import { MasterKeyring } from '@envengine/sealed-values';
-import { internalServiceConfigSchema, InternalCredential, parseConfig, ServiceOriginsFromEnv } from '@envengine/service-kit';
+import { DEFAULT_TASK_QUEUE } from '@envengine/contracts';
+import { internalServiceConfigSchema, InternalCredential, parseConfig, ServiceOriginsFromEnv, temporalConfigShape } from '@envengine/service-kit';
 
 const secretsConfigSchema = internalServiceConfigSchema({ port: 8083, mongoDb: 'envengine_secrets' })
   .extend({
     PLACEMENT_SERVICE_URL: ServiceOriginsFromEnv('placement-service'),
+    // Temporal: this scope's tear-down step is served on its own task queue, `<DEPLOYMENTS_TASK_QUEUE>-secrets`.
+    ...temporalConfigShape,
+    DEPLOYMENTS_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
     /** Held only by the attempt runner and workers: opens `/internal/v1` (secret resolution). */
     RESOLVER_CREDENTIAL: InternalCredential,
     /** base64 of 32 bytes; wraps every new data key of the `local` backend. */

@@ -1,12 +1,17 @@
 import { EventOutbox, OutboxRelay } from '@envengine/event-log';
 import { LocalSecretStore } from '@envengine/local-secret-store';
 import { PlacementClient } from '@envengine/service-clients';
-import { privateApiOf, runInternalService } from '@envengine/service-kit';
+import { scopeTaskQueue } from '@envengine/contracts';
+import { privateApiOf, runInternalService, temporalConnectionOptions } from '@envengine/service-kit';
+import { ActivityWorker, installTemporalRuntime } from '@envengine/temporal-worker';
+import { tracingConfigured } from '@envengine/tracing';
 import { TenantQuotas } from '@envengine/tenant-data';
 import { BindingRepository } from './bindings/binding.repository.ts';
 import { BindingsService } from './bindings/bindings.service.ts';
 import { loadSecretsConfig } from './config.ts';
 import { EnvironmentDirectory } from './environments/environment-directory.ts';
+import { environmentRetirement } from './environments/environment-retirement.ts';
+import { secretsLifecycleActivities } from './environments/lifecycle-activities.ts';
 import { BindingResolver } from './resolution/binding-resolver.ts';
 import { SecretAuditRepository } from './resolution/secret-audit.repository.ts';
 import { SecretBackends } from './secrets/secret-backend.ts';
@@ -18,6 +23,8 @@ import { secretsPublicApi } from './public-api.ts';
 const config = loadSecretsConfig(process.env);
 const placement = new PlacementClient({ origins: config.PLACEMENT_SERVICE_URL, credential: config.INTERNAL_CREDENTIAL });
 let relay: OutboxRelay | undefined;
+/** This scope's tear-down step, served on its own task queue. */
+let activityWorker: ActivityWorker | undefined;
 
 await runInternalService({
   service: 'secrets-service',
@@ -45,15 +52,29 @@ await runInternalService({
     const quotas = new TenantQuotas(mongo);
     await quotas.ensureIndexes();
     const secrets = new SecretsService(mongo, rows, backends, audit, quotas, outbox);
+    const retire = environmentRetirement(secrets, bindingRows, audit);
+    // In the background: it connects when Temporal answers; the API serves before that.
+    installTemporalRuntime(log);
+    activityWorker = new ActivityWorker({
+      connection: temporalConnectionOptions(config),
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: scopeTaskQueue(config.DEPLOYMENTS_TASK_QUEUE, 'secrets'),
+      activities: secretsLifecycleActivities(retire),
+      traced: tracingConfigured(config),
+      log,
+    });
+    activityWorker.start();
     return {
       api: secretsPublicApi({ environments, secrets, bindings: new BindingsService(mongo, bindingRows, rows, outbox) }),
       privateApi: privateApiOf(
-        secretsInternalApi({ secrets, bindings: bindingRows, audit, resolver: new BindingResolver(bindingRows, rows, backends, audit) }),
+        secretsInternalApi({ secrets, bindings: bindingRows, retire, resolver: new BindingResolver(bindingRows, rows, backends, audit) }),
         { internal: config.INTERNAL_CREDENTIAL, resolver: config.RESOLVER_CREDENTIAL },
       ),
     };
   },
   onStop: async () => {
+    // First: a step in flight ends while the database is still open.
+    await activityWorker?.stop();
     // The batch in hand is sent before the client it goes through is closed.
     await relay?.stop();
     await placement.close();

@@ -121,13 +121,21 @@ export const environmentExpiryWorkflowId = (environmentId: string) => `expiry-${
  * (libs/temporal-worker): named after the workflows' queue, so that stacks sharing a
  * Temporal namespace, each with its own workflows' queue, keep theirs apart too.
  */
-export const scopeTaskQueue = (workflowQueue: string, scope: 'placement') => `${workflowQueue}-${scope}`;
+export const scopeTaskQueue = (workflowQueue: string, scope: ScopeWithActivities) => `${workflowQueue}-${scope}`;
+/** The scopes whose services serve activities of their own. */
+export type ScopeWithActivities = 'placement' | 'secrets';
 /**
  * The workflows' patch (`patched`) under which they schedule a scope's activities on its own
  * queue: a history begun before it keeps the workflows' queue, where the workflow-worker
  * still serves those activities over the owner's internal API.
  */
 export const SCOPE_TASK_QUEUES_PATCH = 'scope-task-queues';
+/**
+ * A scope's activity heartbeats every 2 s while it runs (libs/temporal-worker): one silent
+ * this long ran in a service that died, and is tried again (by another replica, or by the
+ * same service once it is back), not after the step's whole time limit.
+ */
+export const SCOPE_HEARTBEAT_TIMEOUT = '10 seconds';
 
 export const SCHEDULE_TICKS_WORKFLOW = 'scheduleTicks';
 /** The tick loops' one activity, served on the placement scope's queue by the placement-service, which owns the stored schedules. */
@@ -194,4 +202,10 @@ export interface PlacementLifecycleActivities {
   expireEnvironment(input: EnvironmentExpiryInput): Promise<ExpireEnvironmentResult>;
   /** The TTL lapses within the notice: records `environment.expiring` once for that expiry, if it still is the environment's. */
   noticeEnvironmentExpiry(input: EnvironmentExpiryInput): Promise<{ noticed: boolean }>;
+}
+
+/** The tear-down's step on the secrets scope's data, served on its own queue (`scopeTaskQueue`) by the secrets-service. */
+export interface SecretsLifecycleActivities {
+  /** Deletes its bindings and retires its secrets in their backend (every version destroyed), with their audit rows. */
+  retireEnvironmentSecrets(input: EnvironmentScope): Promise<Record<string, number>>;
 }

@@ -121,22 +121,19 @@ export interface DeploymentActivities {
 
 /** The tick loops' one activity. */
 /** The tick loops' activity, in the contracts: the placement-service serves it (see `scopeTaskQueue`). */
-export type { PlacementLifecycleActivities, ScheduleTickActivities } from '@envengine/contracts/workflow-inputs';
-import type { PlacementLifecycleActivities } from '@envengine/contracts/workflow-inputs';
+export type { PlacementLifecycleActivities, ScheduleTickActivities, SecretsLifecycleActivities } from '@envengine/contracts/workflow-inputs';
+import type { PlacementLifecycleActivities, SecretsLifecycleActivities } from '@envengine/contracts/workflow-inputs';
 
 /** How long before a TTL lapses its expiry timer records `environment.expiring` (at once when less is left). */
 export const EXPIRY_NOTICE_MS = 3_600_000;
 
 /**
- * The activities of an environment's tear-down and expiry: the placement scope's steps
- * (`PlacementLifecycleActivities`, on its own queue) and those of the deployment and secrets
- * scopes. Each is idempotent, so a retry or a resumed tear-down repeats it safely.
+ * The activities of an environment's tear-down and expiry: the placement and secrets scopes'
+ * steps (each on its scope's own queue) and the deployment scope's (on the workflows' queue). Each is idempotent, so a retry or a resumed tear-down repeats it safely.
  */
-export interface EnvironmentLifecycleActivities extends PlacementLifecycleActivities {
+export interface EnvironmentLifecycleActivities extends PlacementLifecycleActivities, SecretsLifecycleActivities {
   /** Ends the environment's activation and expiry workflows, so nothing activates or expires it while it goes. */
   stopEnvironmentWorkflows(input: StopEnvironmentWorkflowsInput): Promise<void>;
-  /** Deletes its bindings and retires its secrets in their backend. */
-  retireEnvironmentSecrets(input: EnvironmentScope): Promise<Record<string, number>>;
   /** Removes its deployments, manifests and materialization records. */
   removeDeploymentRecords(input: EnvironmentScope): Promise<Record<string, number>>;
 }

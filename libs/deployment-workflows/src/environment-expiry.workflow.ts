@@ -3,7 +3,7 @@ import type { ExpireEnvironmentResult } from '@envengine/contracts';
 import { EnvironmentExpiryInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
 import { EXPIRY_NOTICE_MS, type PlacementLifecycleActivities } from './definitions.ts';
-import { placementScopeActivities } from './scope-queues.ts';
+import { scopeActivities } from './scope-queues.ts';
 import { expiryMoved } from './lifecycle-signals.ts';
 
 const STEP_OPTIONS: ActivityOptions = {
@@ -22,7 +22,7 @@ const STEP_OPTIONS: ActivityOptions = {
 export async function environmentExpiry(raw: EnvironmentExpiryInput): Promise<void> {
   const input = workflowInput(EnvironmentExpiryInput, raw, 'environmentExpiry');
   // The placement scope's steps, on its own queue (scope-queues.ts).
-  const { expireEnvironment, noticeEnvironmentExpiry } = placementScopeActivities<PlacementLifecycleActivities>(STEP_OPTIONS);
+  const { expireEnvironment, noticeEnvironmentExpiry } = scopeActivities<PlacementLifecycleActivities>('placement', STEP_OPTIONS);
   let expiresAt: string | null = input.expiresAt;
   let moved = false;
   /** The expiry whose notice was given (the placement-service records it once per instant anyway). */

@@ -1,8 +1,8 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { EnvironmentTeardownInput } from '@envengine/contracts/workflow-inputs';
 import { workflowInput } from './workflow-input.ts';
-import type { EnvironmentLifecycleActivities, PlacementLifecycleActivities } from './definitions.ts';
-import { placementScopeActivities } from './scope-queues.ts';
+import type { EnvironmentLifecycleActivities, PlacementLifecycleActivities, SecretsLifecycleActivities } from './definitions.ts';
+import { scopeActivities } from './scope-queues.ts';
 
 // Each step is retried until it passes (a service restarting, Temporal's own hiccups): a
 // tear-down never stops half-way on a transient fault. The cap is generous, about an hour,
@@ -12,7 +12,7 @@ const STEP_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 150 },
 };
-/** The deployment and secrets scopes' steps, on the workflows' queue (the workflow-worker). */
+/** The deployment scope's steps, on the workflows' queue (the workflow-worker, which owns its data). */
 const steps = proxyActivities<EnvironmentLifecycleActivities>(STEP_OPTIONS);
 
 /**
@@ -26,8 +26,9 @@ const steps = proxyActivities<EnvironmentLifecycleActivities>(STEP_OPTIONS);
 export async function environmentTeardown(raw: EnvironmentTeardownInput): Promise<{ name: string }> {
   const input = workflowInput(EnvironmentTeardownInput, raw, 'environmentTeardown');
   const scope = { tenantId: input.tenantId, environmentId: input.environmentId, environmentName: input.environmentName };
-  // The placement scope's steps on its own queue (scope-queues.ts).
-  const placement = placementScopeActivities<PlacementLifecycleActivities>(STEP_OPTIONS);
+  // The placement and secrets scopes' steps, each on its scope's own queue (scope-queues.ts).
+  const placement = scopeActivities<PlacementLifecycleActivities>('placement', STEP_OPTIONS);
+  const secrets = scopeActivities<SecretsLifecycleActivities>('secrets', STEP_OPTIONS);
   await steps.stopEnvironmentWorkflows({ ...scope, expired: input.expired });
   await placement.deleteEnvironmentSchedules(scope);
   await placement.removeEnvironmentRuns(scope);
@@ -38,7 +39,7 @@ export async function environmentTeardown(raw: EnvironmentTeardownInput): Promis
       after = page.next;
     }
   }
-  await steps.retireEnvironmentSecrets(scope);
+  await secrets.retireEnvironmentSecrets(scope);
   await steps.removeDeploymentRecords(scope);
   await placement.removeEnvironment(scope);
   return { name: input.environmentName };

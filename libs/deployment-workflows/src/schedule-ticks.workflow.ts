@@ -1,7 +1,7 @@
 import { ActivityFailure, condition, continueAsNew, setHandler, upsertMemo, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { TickShardResult } from '@envengine/contracts';
 import { ScheduleTicksInput } from '@envengine/contracts/workflow-inputs';
-import { placementScopeActivities } from './scope-queues.ts';
+import { scopeActivities } from './scope-queues.ts';
 import { workflowInput } from './workflow-input.ts';
 import type { ScheduleTickActivities } from './definitions.ts';
 import { schedulesChanged } from './lifecycle-signals.ts';
@@ -31,10 +31,8 @@ const PASSES_PER_RUN = 200;
  */
 export async function scheduleTicks(raw: ScheduleTicksInput): Promise<void> {
   const input = workflowInput(ScheduleTicksInput, raw, 'scheduleTicks');
-  // On the placement scope's queue (scope-queues.ts). It beats every 2 s
-  // (apps/placement-service/src/schedules/schedule-tick-activities.ts): a pass whose
-  // placement-service died is tried again after 10 s, not after its minute.
-  const { tickSchedules } = placementScopeActivities<ScheduleTickActivities>(PASS_OPTIONS, { heartbeatTimeout: '10 seconds' });
+  // On the placement scope's queue (scope-queues.ts): a pass whose placement-service died is tried again after 10 s, not after its minute.
+  const { tickSchedules } = scopeActivities<ScheduleTickActivities>('placement', PASS_OPTIONS);
   let changed = false;
   setHandler(schedulesChanged, () => {
     changed = true;

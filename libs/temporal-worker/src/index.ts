@@ -4,7 +4,7 @@
  * host no worker never load the SDK's native core.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Context as ActivityContext } from '@temporalio/activity';
+import { Context, type Context as ActivityContext } from '@temporalio/activity';
 import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import type { Logger } from '@envengine/process-kit';
@@ -33,7 +33,7 @@ export interface ActivityWorkerOptions {
   namespace: string;
   /** The scope's own queue (`scopeTaskQueue` in libs/contracts/src/workflow-inputs.ts). */
   taskQueue: string;
-  /** Factories over the scope's own repositories: the activities never call back into a service. */
+  /** Factories over the scope's own repositories: the activities never call back into a service. Each heartbeats while it runs. */
   activities: object;
   /** Tracing on (libs/tracing): each activity is a span in its workflow's trace. */
   traced?: boolean;
@@ -42,6 +42,32 @@ export interface ActivityWorkerOptions {
 
 /** Each activity a span, its parent the span of the workflow that scheduled it. */
 export const tracedActivity = (ctx: ActivityContext) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) });
+
+/**
+ * How often a scope's activity tells Temporal it is alive while it runs: well under the
+ * heartbeat timeout its workflows give it (`SCOPE_HEARTBEAT_TIMEOUT` in
+ * libs/contracts/src/workflow-inputs.ts), so that a step whose service died is tried again
+ * within seconds, not after the step's whole time limit.
+ */
+const HEARTBEAT_MS = 2_000;
+
+/** Each activity of `activities`, heartbeating every HEARTBEAT_MS while it runs. */
+function heartbeating(activities: object): Record<string, (...args: unknown[]) => Promise<unknown>> {
+  return Object.fromEntries(
+    Object.entries(activities as Record<string, (...args: unknown[]) => Promise<unknown>>).map(([name, activity]) => [
+      name,
+      async (...args: unknown[]) => {
+        const context = Context.current();
+        const beat = setInterval(() => context.heartbeat(), HEARTBEAT_MS);
+        try {
+          return await activity(...args);
+        } finally {
+          clearInterval(beat);
+        }
+      },
+    ]),
+  );
+}
 
 /** Waits between tries to reach Temporal, or after the worker stopped on an error. */
 const RECONNECT: Backoff = { firstMs: 250, factor: 2, maxMs: 5_000, jitter: 0.1 };
@@ -85,7 +111,7 @@ export class ActivityWorker {
           connection,
           namespace: this.options.namespace,
           taskQueue,
-          activities: this.options.activities,
+          activities: heartbeating(this.options.activities),
           ...(this.options.traced ? { interceptors: { activity: [tracedActivity] } } : {}),
         });
         if (this.stopping.signal.aborted) break;

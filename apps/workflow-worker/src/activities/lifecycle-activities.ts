@@ -28,10 +28,11 @@ export interface LifecycleActivityDeps {
  * The steps of an environment's tear-down and its expiry timer. Each is idempotent: what
  * was removed is not found again, and a workflow already ended is not an error.
  *
- * The placement scope's steps (schedules, runs, files, the environment, the expiry) run on
- * its own queue, in the placement-service. They are served here too, over its internal API,
- * only for a tear-down or timer whose history began before SCOPE_TASK_QUEUES_PATCH
- * (libs/contracts/src/workflow-inputs.ts): such a history keeps scheduling them on this queue.
+ * The placement scope's steps (schedules, runs, files, the environment, the expiry) and the
+ * secrets scope's run on each scope's own queue, in the service that owns the data. They are
+ * served here too, over its internal API, only for a tear-down or timer whose history began
+ * before SCOPE_TASK_QUEUES_PATCH (libs/contracts/src/workflow-inputs.ts): such a history keeps
+ * scheduling them on this queue.
  */
 export function lifecycleActivities(deps: LifecycleActivityDeps): EnvironmentLifecycleActivities {
   const { deployments, materializations, placement, secrets, temporal, legacySchedules } = deps;
