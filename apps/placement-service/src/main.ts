@@ -65,7 +65,7 @@ let sweeps: Array<{ start(): void; stop(): void }> = [];
 let poolGate: RedisGate | undefined;
 let relay: OutboxRelay | undefined;
 let webhookDispatch: WebhookDispatch | undefined;
-/** This scope's own activities (the tick loops' passes), served on its own task queue. */
+/** This scope's own activities (the tick loops' passes, the tear-down's and the expiry timer's steps on its data), served on its own task queue. */
 let activityWorker: ActivityWorker | undefined;
 /** The webhooks' queue worker blocks on Redis: a connection of its own, retrying for ever as BullMQ's workers need. */
 const webhookRedis = connectRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
