@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { ApiToken, ApiTokenCreated, AssetListing, Binding, Deployment, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow, Webhook, WebhookCreated, WebhookDelivery } from '@envengine/contracts';
+import { ApiToken, ApiTokenCreated, AssetListing, Binding, Deployment, DeploymentDiff, EngineEvent, Environment, Materialization, MaterializationPreview, PoolCredentialIssued, PoolStatus, Quotas, Run, RunLogLine, Schedule, ScheduleNextFireTimes, SecretRow, Webhook, WebhookCreated, WebhookDelivery } from '@envengine/contracts';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { WORKSPACE_ROOT } from '@envengine/dev-stack';
 import { decodeParquet } from '@envengine/materialization-storage';
@@ -237,6 +237,26 @@ describe('envctl against the stack', () => {
     writeFileSync(join(second, 'notes.log'), 'not packed');
     const dirty = DeployResult.parse(json(await envctl(['deploy', second, '--env', 'dev', '--force', '--no-activate'])));
     expect(dirty).toMatchObject({ bundle_ref: firstDeployment.bundle_ref, deployment: { git: { branch: 'main', sha: `${sha}-dirty` } } });
+  });
+
+  it('promotes a deployment to another environment and prints its diff', async () => {
+    expect((await tenant.api.post('/environments', { name: 'qa', storage_prefix: `file://${lake}-qa`, executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/qa/bindings/warehouse', { config: {} })).status).toBe(201);
+    const promoted = await envctl(['deployments', 'promote', firstDeployment.id, '--to', 'qa']);
+    expectExit(promoted, 0);
+    const row = Deployment.parse(json(promoted));
+    expect(row).toMatchObject({ status: 'ready', active: true, promoted_from: firstDeployment.id, bundle_ref: firstDeployment.bundle_ref, git: firstDeployment.git });
+    expect((await tenant.api.get('/environments/qa')).body.data.active_deployment_id).toBe(row.id);
+    expectExit(await envctl(['deployments', 'promote', firstDeployment.id]), 2);
+
+    // Against nothing (qa's first), then against dev's deployment of the same artifact: nothing changed.
+    const first = await envctl(['deployments', 'diff', row.id, '-o', 'table']);
+    expectExit(first, 0);
+    expect(first.stdout).toContain(`Diff of ${row.id} against nothing`);
+    expect(first.stdout).toContain('+ asset daily_revenue');
+    expect(first.stdout).toContain('+ file manifest.json');
+    const same = DeploymentDiff.parse(json(await envctl(['deployments', 'diff', row.id, '--base', firstDeployment.id])));
+    expect(same).toEqual({ base_id: firstDeployment.id, head_id: row.id, assets: [], jobs: [], schedules: [], files: { added: [], removed: [], changed: [] } });
   });
 
   it('starts and watches a run to success: NDJSON log lines, then the run', async () => {

@@ -65,6 +65,8 @@ const EVENTS_OF: { readonly [K in keyof typeof PublicApi]: readonly EventType[] 
   listDeployments: [],
   getDeployment: [],
   activateDeployment: ['deployment.activated'],
+  promoteDeployment: ['deployment.ready', 'deployment.activated'],
+  diffDeployment: [],
   listAssets: [],
   listMaterializations: [],
   downloadMaterialization: [],
@@ -137,6 +139,8 @@ describe('events by operation: every operation of the public API, driven once th
     const second = await api.post('/environments/tbl/deployments', { manifest, bundle_ref: bundleRef, activate: false });
     setup.push(second);
     await drive('activateDeployment', api.post(`/deployments/${second.body.data.id}/activate`, {}));
+    const promoted = await drive('promoteDeployment', api.post(`/deployments/${first.body.data.id}/promote`, { environment: 'tbl' }));
+    await drive('diffDeployment', api.get(`/deployments/${promoted.body.data.id}/diff`));
     await drive('pauseSchedules', api.post('/environments/tbl/schedules/pause', { reason: 'the table' }));
     await drive('resumeSchedules', api.post('/environments/tbl/schedules/resume'));
 

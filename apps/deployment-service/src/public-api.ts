@@ -5,6 +5,7 @@ import type { PlacementClient } from '@envengine/service-clients';
 import { assetsRouter } from './assets/assets.routes.ts';
 import { bundlesRouter } from './bundles/bundles.routes.ts';
 import { deploymentsRouter } from './deployments/deployments.routes.ts';
+import { DeploymentDiffs } from './deployments/deployment-diffs.ts';
 import type { DeploymentsService } from './deployments/deployments.service.ts';
 
 export interface DeploymentPublicApiDeps {
@@ -22,7 +23,7 @@ export interface DeploymentPublicApiDeps {
  */
 export function deploymentPublicApi(deps: DeploymentPublicApiDeps): { api: Router; streamingApi: Router } {
   const api = Router();
-  api.use(deploymentsRouter(deps.deployments));
+  api.use(deploymentsRouter(deps.deployments, new DeploymentDiffs(deps.deploymentRows, deps.bundles, deps.placement)));
   api.use(assetsRouter(deps.placement, deps.deploymentRows, deps.materializations));
   return { api, streamingApi: bundlesRouter(deps.bundles, deps.bundleLimits) };
 }

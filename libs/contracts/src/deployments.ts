@@ -36,6 +36,8 @@ export const Deployment = z.object({
   validation: DeploymentValidation,
   allow_contract_changes: z.array(z.string()),
   created_by: z.string().nullable(),
+  /** The deployment this one was promoted from (`POST /deployments/:id/promote`), else null. */
+  promoted_from: z.string().nullable(),
   inserted_at: z.iso.datetime(),
   /** Present on the answer of an activation (and of an ingest that activated). */
   recheck: Recheck.optional(),
@@ -88,6 +90,80 @@ export const DeploymentListQuery = z.strictObject({
 });
 
 export const ActivateRequest = z.strictObject({});
+
+/**
+ * `POST /deployments/:id/promote`: the same manifest, bundle, git and sdk_version as a new
+ * deployment of `environment` (docs/design.md#previews-promotion-and-diffs), validated by
+ * that environment's own ingest rules.
+ */
+export const PromoteRequest = z.strictObject({
+  environment: ResourceName.describe('The environment (of the same caller) to deploy to.'),
+  activate: z.boolean().default(true),
+  allow_contract_changes: z.array(z.string().min(1).max(200)).max(1000).default([]),
+});
+export type PromoteRequest = z.infer<typeof PromoteRequest>;
+
+/** `GET /deployments/:id/diff`: the deployment to compare against (default: the one active before it, else the active one). */
+export const DeploymentDiffQuery = z.strictObject({
+  base: z.string().min(1).max(100).optional(),
+});
+
+/** A value of a field before and after (null where the side has none). */
+const FieldChange = <T extends z.ZodType>(value: T) => z.object({ from: value.nullable(), to: value.nullable() });
+
+export const DiffChange = z.enum(['added', 'removed', 'changed']);
+
+/** A declared column as the diff names it. */
+export const DiffColumn = z.object({ name: z.string(), type: z.string(), nullable: z.boolean() });
+
+/**
+ * One asset that differs. `columns_*` are always present (an added asset's columns are all
+ * added); a field is present only when it differs.
+ */
+export const AssetDiff = z.object({
+  key: z.string(),
+  change: DiffChange,
+  columns_added: z.array(DiffColumn),
+  columns_removed: z.array(DiffColumn),
+  /** A column in both whose type or nullability differs: `from`/`to` are its types; `nullable` only when that changed. */
+  columns_changed: z.array(z.object({ name: z.string(), from: z.string(), to: z.string(), nullable: FieldChange(z.boolean()).optional() })),
+  entry: FieldChange(z.string()).optional(),
+  deps: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }).optional(),
+  binding: FieldChange(z.string()).optional(),
+  timeout_seconds: FieldChange(z.number()).optional(),
+});
+export type AssetDiff = z.infer<typeof AssetDiff>;
+
+export const JobDiff = z.object({
+  name: z.string(),
+  change: DiffChange,
+  assets: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }).optional(),
+});
+export type JobDiff = z.infer<typeof JobDiff>;
+
+export const ScheduleDiff = z.object({
+  name: z.string(),
+  change: DiffChange,
+  job: FieldChange(z.string()).optional(),
+  cron: FieldChange(z.string()).optional(),
+  timezone: FieldChange(z.string()).optional(),
+});
+export type ScheduleDiff = z.infer<typeof ScheduleDiff>;
+
+/** The bundle's file paths, compared by the SHA-256 of their content. */
+export const FilesDiff = z.object({ added: z.array(z.string()), removed: z.array(z.string()), changed: z.array(z.string()) });
+export type FilesDiff = z.infer<typeof FilesDiff>;
+
+/** What changed from `base_id` to `head_id`; `base_id` null when there is nothing to compare with (everything is added). */
+export const DeploymentDiff = z.object({
+  base_id: z.string().nullable(),
+  head_id: z.string(),
+  assets: z.array(AssetDiff),
+  jobs: z.array(JobDiff),
+  schedules: z.array(ScheduleDiff),
+  files: FilesDiff,
+});
+export type DeploymentDiff = z.infer<typeof DeploymentDiff>;
 
 /** A column as a materialization stored it. */
 export const StoredColumn = z.strictObject({ name: z.string().min(1), type: z.string().min(1), nullable: z.boolean().default(false) });

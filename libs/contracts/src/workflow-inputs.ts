@@ -49,6 +49,8 @@ export const IngestInput = EnvironmentScope.extend({
   activate: z.boolean(),
   allowContractChanges: z.array(z.string()),
   createdBy: z.string().nullable(),
+  /** A promotion's source deployment (absent on ingests, and on those started before promotions). */
+  promotedFrom: DeploymentId.nullable().optional(),
   /** Problems with the ingest fields beside the manifest; they fail the deployment. */
   fieldErrors: z.array(ValidationItem),
   /** The request that asked for the ingest (and its activation). */

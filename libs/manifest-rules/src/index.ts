@@ -15,3 +15,4 @@ export { validateManifest } from './validate-manifest.ts';
 export { changedAssetKeys } from './contract-changes.ts';
 export { columnSetsDiffer, storedColumnsMismatch } from './column-sets.ts';
 export { timeZoneProblem } from './time-zone.ts';
+export { manifestDiff, type DiffSide } from './manifest-diff.ts';

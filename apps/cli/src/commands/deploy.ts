@@ -9,7 +9,7 @@ import { formatBytes } from '../output.ts';
 import { gitInfoOf } from '../project/git-info.ts';
 import { MANIFEST_OPTION, readAndPackProject } from '../project/manifest-file.ts';
 import { REPORT_HEADERS, reportCells, validationRows } from '../project/validation-report.ts';
-import { deploymentsOf, recheckLine, shortSha, TIMEOUT_OPTION, timeoutMsOf } from './deployments.ts';
+import { deploymentsOf, recheckLine, shortSha, TIMEOUT_OPTION, timeoutMsOf, waitForIngest } from './deployments.ts';
 import { ENV_OPTION, requestBody } from './request-body.ts';
 
 /** `created_by` of every deployment envctl makes. */
@@ -63,25 +63,6 @@ async function sameDeployment(api: ApiClient, environment: Environment, bundleRe
     return deployment.bundle_ref === bundleRef && deployment.status === 'ready' ? deployment : undefined;
   }
   return undefined;
-}
-
-/** Polls a deployment whose ingest outlived the request until it is recorded (and active, if asked). */
-async function waitForIngest(ctx: CommandContext, api: ApiClient, id: string, activate: boolean, timeoutMs: number): Promise<Deployment> {
-  const deadline = ctx.now() + timeoutMs;
-  for (;;) {
-    const row = await api.request(PublicApi.getDeployment, { params: { id } }).then(
-      (answer) => (answer.data.status === 'pending' ? undefined : answer.data),
-      (error: unknown) => {
-        if (error instanceof CliError && error.exitCode === ExitCode.notFound) return undefined;
-        throw error;
-      },
-    );
-    if (row && (row.status === 'failed' || !activate || row.active)) return row;
-    if (ctx.now() >= deadline) {
-      throw new CliError(ExitCode.timedOut, 'timed_out', `deployment ${id} was still ${row ? 'activating' : 'being validated'} after ${timeoutMs / 1000} s; see envctl deployments get ${id}`);
-    }
-    await ctx.sleep(1000);
-  }
 }
 
 function printOutcome(ctx: CommandContext, result: DeployResult, manifest: Record<string, unknown>, env: string): ExitCodeValue {

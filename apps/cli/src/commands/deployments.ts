@@ -1,6 +1,6 @@
-import { ActivateRequest, PublicApi, type Deployment, type Environment } from '@envengine/contracts';
+import { ActivateRequest, PromoteRequest, PublicApi, type Deployment, type DeploymentDiff, type Environment } from '@envengine/contracts';
 import type { ApiClient } from '../api-client.ts';
-import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec, type OptionValues } from '../command-line.ts';
+import { flagOption, integerOption, listOption, requiredOption, stringOption, type CommandSpec, type OptionSpec, type OptionValues } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { CliError, ExitCode } from '../exit-codes.ts';
 import type { Output } from '../output.ts';
@@ -64,6 +64,25 @@ export async function* deploymentsOf(api: ApiClient, environment: string): Async
   }
 }
 
+/** Polls a deployment whose ingest outlived the request until it is recorded (and active, if asked). */
+export async function waitForIngest(ctx: CommandContext, api: ApiClient, id: string, activate: boolean, timeoutMs: number): Promise<Deployment> {
+  const deadline = ctx.now() + timeoutMs;
+  for (;;) {
+    const row = await api.request(PublicApi.getDeployment, { params: { id } }).then(
+      (answer) => (answer.data.status === 'pending' ? undefined : answer.data),
+      (error: unknown) => {
+        if (error instanceof CliError && error.exitCode === ExitCode.notFound) return undefined;
+        throw error;
+      },
+    );
+    if (row && (row.status === 'failed' || !activate || row.active)) return row;
+    if (ctx.now() >= deadline) {
+      throw new CliError(ExitCode.timedOut, 'timed_out', `deployment ${id} was still ${row ? 'activating' : 'being validated'} after ${timeoutMs / 1000} s; see envctl deployments get ${id}`);
+    }
+    await ctx.sleep(1000);
+  }
+}
+
 /**
  * Activates a ready deployment and answers it with its re-check report. An activation
  * still running when the server stops waiting answers 503; asking again waits for the
@@ -92,6 +111,28 @@ function printActivation(ctx: CommandContext, deployment: Deployment, environmen
       recheckLine(deployment) ?? '',
     ].filter(Boolean).join('\n'),
   );
+}
+
+/** A diff as lines: each asset, job and schedule that changed with what changed, then the files. */
+export function diffLines(diff: DeploymentDiff): string[] {
+  const sign = (change: string) => (change === 'added' ? '+' : change === 'removed' ? '-' : '~');
+  const fromTo = (field: string, value: { from: unknown; to: unknown } | undefined) => (value ? [`    ${field}: ${JSON.stringify(value.from)} → ${JSON.stringify(value.to)}`] : []);
+  const listed = (field: string, value: { added: string[]; removed: string[] } | undefined) =>
+    value ? [`    ${field}: ${[...value.added.map((item) => `+${item}`), ...value.removed.map((item) => `-${item}`)].join(' ')}`] : [];
+  const lines = [`Diff of ${diff.head_id} against ${diff.base_id ?? 'nothing (no earlier deployment)'}:`];
+  for (const asset of diff.assets) {
+    lines.push(`${sign(asset.change)} asset ${asset.key}`);
+    for (const column of asset.columns_added) lines.push(`    + column ${column.name} ${column.type}${column.nullable ? ' (nullable)' : ''}`);
+    for (const column of asset.columns_removed) lines.push(`    - column ${column.name} ${column.type}`);
+    for (const column of asset.columns_changed) lines.push(`    ~ column ${column.name} ${column.from} → ${column.to}${column.nullable ? ` (nullable ${column.nullable.from} → ${column.nullable.to})` : ''}`);
+    if (asset.change === 'changed') lines.push(...fromTo('entry', asset.entry), ...listed('deps', asset.deps), ...fromTo('binding', asset.binding), ...fromTo('timeout_seconds', asset.timeout_seconds));
+  }
+  for (const job of diff.jobs) lines.push(`${sign(job.change)} job ${job.name}`, ...(job.change === 'changed' ? listed('assets', job.assets) : []));
+  for (const schedule of diff.schedules) lines.push(`${sign(schedule.change)} schedule ${schedule.name}`, ...(schedule.change === 'changed' ? [...fromTo('job', schedule.job), ...fromTo('cron', schedule.cron), ...fromTo('timezone', schedule.timezone)] : []));
+  const { added, removed, changed } = diff.files;
+  lines.push(...added.map((path) => `+ file ${path}`), ...removed.map((path) => `- file ${path}`), ...changed.map((path) => `~ file ${path}`));
+  if (lines.length === 1) lines.push('No changes.');
+  return lines;
 }
 
 async function environmentOf(api: ApiClient, name: string): Promise<Environment> {
@@ -137,6 +178,57 @@ export const deploymentCommands: CommandSpec[] = [
       const api = await ctx.api();
       const data = await activateAndWait(ctx, api, positionals[0]!, timeoutMsOf(values, 120));
       printActivation(ctx, data, data.environment_id, null);
+    },
+  },
+  {
+    path: ['deployments', 'promote'],
+    summary: 'deploy the same manifest, bundle and git of a ready deployment to another environment',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    options: {
+      to: { type: 'string', value: 'ENV', description: 'the environment to promote to (required)' },
+      'allow-contract-change': { type: 'string', multiple: true, value: 'KEY', description: 'accept a schema change of asset KEY in a strict target' },
+      'no-activate': { type: 'boolean', description: 'keep the new deployment without activating it' },
+      ...TIMEOUT_OPTION,
+    },
+    async run(ctx, { values, positionals }) {
+      const id = positionals[0]!;
+      const to = requiredOption(values, 'to', 'deployments promote');
+      const activate = !flagOption(values, 'no-activate');
+      const api = await ctx.api();
+      const body = requestBody(PromoteRequest, { environment: to, activate, allow_contract_changes: listOption(values, 'allow-contract-change') });
+      let answer = (await api.request(PublicApi.promoteDeployment, { params: { id }, body }, { idempotent: true })).data;
+      if (answer.status === 'pending') {
+        ctx.out.info(`The ingest of ${answer.id} is still running; waiting…`);
+        answer = await waitForIngest(ctx, api, answer.id, activate, timeoutMsOf(values, 120));
+      }
+      const deployment = answer;
+      ctx.out.data(deployment, () =>
+        [
+          deployment.status === 'ready'
+            ? `Promoted ${id} to ${to}: ${ctx.out.paint(deployment.id, 'bold')} is ${ctx.out.status('ready')}${deployment.active ? ' and active' : ''} (git ${deployment.git.branch} @ ${shortSha(deployment.git.sha)}).`
+            : `Promoting ${id} to ${to} ${ctx.out.status('failed')}: ${deployment.id} has ${deployment.validation.errors.length} error${deployment.validation.errors.length === 1 ? '' : 's'}.`,
+          recheckLine(deployment) ?? '',
+          deployment.validation.errors.length === 0 ? '' : ctx.out.table(['PATH', 'CODE', 'MESSAGE'], deployment.validation.errors.map((item) => [item.path, item.code, item.message])),
+        ].filter(Boolean).join('\n'),
+      );
+      if (deployment.status === 'failed') {
+        ctx.out.error('deployment_failed', `the promotion ${deployment.id} failed ${to}'s validation; nothing was activated`);
+        return ExitCode.failed;
+      }
+      return ExitCode.ok;
+    },
+  },
+  {
+    path: ['deployments', 'diff'],
+    summary: 'what changed between two deployments: assets and columns, jobs, schedules, files',
+    args: 'ID',
+    positionals: { min: 1, max: 1 },
+    options: { base: { type: 'string', value: 'ID', description: 'compare against ID (default: the deployment active before it, else the active one)' } },
+    async run(ctx, { values, positionals }) {
+      const base = stringOption(values, 'base');
+      const { data } = await (await ctx.api()).request(PublicApi.diffDeployment, { params: { id: positionals[0]! }, query: base === undefined ? {} : { base } });
+      ctx.out.data(data, () => diffLines(data).join('\n'));
     },
   },
   {

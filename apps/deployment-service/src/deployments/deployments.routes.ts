@@ -1,10 +1,11 @@
 import { Router } from 'express';
 import { PublicApi } from '@envengine/contracts';
 import { mountEndpoint } from '@envengine/service-kit';
+import type { DeploymentDiffs } from './deployment-diffs.ts';
 import type { DeploymentsService } from './deployments.service.ts';
 
-/** Deployments (interface: Deployments). */
-export function deploymentsRouter(deployments: DeploymentsService): Router {
+/** Deployments (interface: Deployments), their promotion and their diffs. */
+export function deploymentsRouter(deployments: DeploymentsService, diffs: DeploymentDiffs): Router {
   const router = Router();
 
   // The body is checked by the ingest itself: what fails it still makes a failed row.
@@ -23,6 +24,15 @@ export function deploymentsRouter(deployments: DeploymentsService): Router {
 
   mountEndpoint(router, PublicApi.activateDeployment, async ({ tenantId, params, cause, environments }) => ({
     data: await deployments.activate(tenantId, params.id, cause, environments),
+  }));
+
+  mountEndpoint(router, PublicApi.promoteDeployment, async ({ tenantId, params, body, requestId, cause, environments }) => {
+    const outcome = await deployments.promote(tenantId, params.id, body, requestId, cause, environments);
+    return outcome.status === 202 ? { status: 202, data: outcome.row } : { status: outcome.status, data: outcome.row };
+  });
+
+  mountEndpoint(router, PublicApi.diffDeployment, async ({ tenantId, params, query, requestId, environments }) => ({
+    data: await diffs.diff(tenantId, params.id, query.base, requestId, environments),
   }));
 
   return router;

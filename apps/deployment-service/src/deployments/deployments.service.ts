@@ -7,6 +7,7 @@ import {
   type Deployment,
   type DeploymentPending,
   type Environment,
+  type PromoteRequest,
   type Recheck,
   type ValidationItem,
   WorkflowCause,
@@ -30,6 +31,7 @@ export function toDeployment(doc: DeploymentDocument, activeId: string | null, r
     validation: doc.validation,
     allow_contract_changes: doc.allow_contract_changes,
     created_by: doc.created_by,
+    promoted_from: doc.promoted_from ?? null,
     inserted_at: doc.inserted_at.toISOString(),
     ...(recheck ? { recheck } : {}),
   };
@@ -90,7 +92,7 @@ export class DeploymentsService {
     body: unknown,
     requestId: string,
     cause: RequestCause,
-  ): Promise<{ status: 201 | 422; row: Deployment } | { status: 202; row: DeploymentPending }> {
+  ): Promise<IngestAnswer> {
     const arrivedAt = Date.now();
     const gate = IngestGate.safeParse(body);
     if (!gate.success) {
@@ -106,7 +108,7 @@ export class DeploymentsService {
       ? []
       : detailsFromZodError(options.error).map((detail) => ({ code: 'manifest_invalid', path: detail.path, message: `${detail.path} ${detail.message}.` }));
     const fields = options.success ? options.data : undefined;
-    const input: IngestInput = {
+    return this.deploy(environment, gate.data.manifest, {
       deploymentId: newId('dep'),
       tenantId,
       environmentId: environment.id,
@@ -122,8 +124,60 @@ export class DeploymentsService {
       createdBy: fields?.created_by ?? cause.actor,
       fieldErrors,
       ...workflowCauseOf(cause),
-    };
-    await this.deployments.storeManifest(tenantId, input.deploymentId, { id: environment.id, name: environment.name }, input.bundleRef, gate.data.manifest);
+    }, requestId, arrivedAt);
+  }
+
+  /**
+   * A new deployment of `body.environment` with the source's manifest, bundle, git and
+   * sdk_version, validated by that environment's own rules (docs/design.md#previews-promotion-and-diffs):
+   * answered as an ingest is. The source must be ready; a token limited to environments
+   * finds neither a source nor a target outside them (404, as another tenant's).
+   */
+  async promote(tenantId: string, id: string, body: PromoteRequest, requestId: string, cause: RequestCause, environments: EnvironmentAccess = EnvironmentAccess.ALL): Promise<IngestAnswer> {
+    const arrivedAt = Date.now();
+    const source = await this.deployments.find(tenantId, id);
+    if (!source) {
+      // One still being ingested is the caller's, just not ready yet.
+      const pending = await this.deployments.pendingOf(tenantId, id);
+      if (pending?.environmentName && environments.allows(pending.environmentName)) {
+        throw new ApiError('deployment_not_ready', `Deployment ${id} is still being validated; promote it once it is ready.`);
+      }
+      throw notFound(`Deployment ${id}`);
+    }
+    if (!environments.allows(source.environment_name)) throw notFound(`Deployment ${id}`);
+    if (source.status !== 'ready') {
+      throw new ApiError('deployment_not_ready', `Deployment ${id} is ${source.status}; only a ready deployment can be promoted.`);
+    }
+    if (!environments.allows(body.environment)) throw notFound(`Environment "${body.environment}"`);
+    const manifest = await this.deployments.manifest(tenantId, id);
+    if (manifest === undefined) throw notFound(`Deployment ${id}`);
+    const environment = await this.placement.extendTtl(tenantId, body.environment, requestId);
+    return this.deploy(environment, manifest, {
+      deploymentId: newId('dep'),
+      tenantId,
+      environmentId: environment.id,
+      environmentName: environment.name,
+      strict: environment.strict,
+      activeDeploymentId: environment.active_deployment_id,
+      bundleRef: source.bundle_ref,
+      git: { branch: source.git.branch, sha: source.git.sha },
+      sdkVersion: source.sdk_version,
+      activate: body.activate,
+      allowContractChanges: body.allow_contract_changes,
+      createdBy: cause.actor,
+      promotedFrom: source._id,
+      fieldErrors: [],
+      ...workflowCauseOf(cause),
+    }, requestId, arrivedAt);
+  }
+
+  /**
+   * Stores the manifest (the workflow carries ids and small values only), runs the ingest
+   * workflow, and answers with its row: ready 201, failed 422, or 202 while it still runs.
+   */
+  private async deploy(environment: Environment, manifest: unknown, input: IngestInput, requestId: string, arrivedAt: number): Promise<IngestAnswer> {
+    const { tenantId } = input;
+    await this.deployments.storeManifest(tenantId, input.deploymentId, { id: environment.id, name: environment.name }, input.bundleRef, manifest);
     let outcome;
     try {
       outcome = await this.workflows.ingest(input, arrivedAt);
@@ -201,6 +255,9 @@ export class DeploymentsService {
     return rows.map((row) => toDeployment(row, activeId));
   }
 }
+
+/** An ingest's (or a promotion's) answer: the row with 201 or 422, or the pending shape with 202. */
+export type IngestAnswer = { status: 201 | 422; row: Deployment } | { status: 202; row: DeploymentPending };
 
 function stringsOf(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];

@@ -111,6 +111,7 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
           validation: { errors, warnings },
           allow_contract_changes: input.allowContractChanges,
           created_by: input.createdBy,
+          promoted_from: input.promotedFrom ?? null,
         },
         new Date(),
         eventCauseOf(input.cause),

@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { createHash } from 'node:crypto';
 import tar from 'tar-stream';
 import { describe, expect, it } from 'vitest';
-import { readBundle } from './bundle-reader.ts';
+import { readBundle, storedBundleFiles } from './bundle-reader.ts';
 
 async function tarGz(files: Record<string, Buffer | string>): Promise<Buffer> {
   const pack = tar.pack();
@@ -62,8 +62,20 @@ describe('readBundle', () => {
     const bytes = await tarGz({ './assets/a.js': 'a', 'assets/b.js': 'b', 'package.json': '{}' });
     const sink = collector();
     const read = await readBundle(inChunks(bytes), sink, limits(1024 * 1024));
-    expect(read).toEqual({ sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, entries: ['assets/a.js', 'assets/b.js', 'package.json'] });
+    const sha = (content: string) => createHash('sha256').update(content).digest('hex');
+    expect(read).toEqual({
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      size: bytes.length,
+      entries: ['assets/a.js', 'assets/b.js', 'package.json'],
+      files: [{ path: 'assets/a.js', sha256: sha('a') }, { path: 'assets/b.js', sha256: sha('b') }, { path: 'package.json', sha256: sha('{}') }],
+    });
     expect(sink.received).toBe(bytes.length);
+  });
+
+  it('lists a stored bundle\'s files with their content hashes, as its upload did', async () => {
+    const bytes = await tarGz({ './assets/a.js': 'a', 'package.json': '{}' });
+    const read = await readBundle(inChunks(bytes), collector(), limits(1024 * 1024));
+    expect(await storedBundleFiles(inChunks(bytes))).toEqual(read.files);
   });
 
   it('stops at the limit with 413, before reading the rest', async () => {

@@ -13,6 +13,13 @@ export interface ReadBundle {
   size: number;
   /** File paths inside the archive, without a leading `./`. */
   entries: string[];
+  /** Each file's path and the SHA-256 (hex) of its content, in archive order: what a diff of two deployments compares. */
+  files: BundleFile[];
+}
+
+export interface BundleFile {
+  path: string;
+  sha256: string;
 }
 
 function tooLarge(limitBytes: number): ApiError {
@@ -97,9 +104,10 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   const limitBytes = limits.bytes;
   const hash = createHash('sha256');
   const entries: string[] = [];
+  const files: BundleFile[] = [];
   let size = 0;
   let unpacked = 0;
-  let files = 0;
+  let fileCount = 0;
   let archiveError: Error | undefined;
   /** A limit the archive went past: the answer, whatever else happens. */
   let refusal: ApiError | undefined;
@@ -119,15 +127,25 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   extract.on('entry', (header, stream, next) => {
     // A refusal destroys the entry being read with it: its error is the refusal's.
     stream.on('error', () => undefined);
-    files += 1;
-    if (files > limits.files) return refuse(unpacksTooLarge(limits, 'files'));
+    fileCount += 1;
+    if (fileCount > limits.files) return refuse(unpacksTooLarge(limits, 'files'));
     // Its declared size is what the reader will inflate: refused before any of it is.
     if (unpacked + (header.size ?? 0) > limits.unpackedBytes) return refuse(unpacksTooLarge(limits, 'bytes'));
     const unsafe = unsafeEntryReason(header);
     if (unsafe !== null) return refuse(unsafeEntry(header.name, unsafe));
-    if (header.type === 'file') entries.push(header.name.replace(/^\.\//, ''));
-    stream.on('end', () => next());
-    stream.resume();
+    if (header.type !== 'file') {
+      stream.on('end', () => next());
+      stream.resume();
+      return;
+    }
+    const path = header.name.replace(/^\.\//, '');
+    entries.push(path);
+    const content = createHash('sha256');
+    stream.on('data', (chunk: unknown) => void content.update(chunk as Buffer));
+    stream.on('end', () => {
+      files.push({ path, sha256: content.digest('hex') });
+      next();
+    });
   });
   // Settles on every path: the archive read to its end, or the first error of either stream.
   const listing = new Promise<void>((resolve) => {
@@ -197,5 +215,29 @@ export async function readBundle(upload: Readable, sink: Writable, limits: Bundl
   if (refusal) throw refusal;
   // An archive without a single file holds no code to deploy either.
   if (archiveError || size === 0 || entries.length === 0) throw notATarGz();
-  return { sha256: hash.digest('hex'), size, entries };
+  return { sha256: hash.digest('hex'), size, entries, files };
+}
+
+/**
+ * Each file's path and content hash of a bundle already stored (checked at its upload):
+ * for bundles stored before uploads recorded them.
+ */
+export async function storedBundleFiles(stored: Readable): Promise<BundleFile[]> {
+  const files: BundleFile[] = [];
+  const extract = tar.extract();
+  extract.on('entry', (header, stream, next) => {
+    if (header.type !== 'file') {
+      stream.on('end', () => next());
+      stream.resume();
+      return;
+    }
+    const content = createHash('sha256');
+    stream.on('data', (chunk: unknown) => void content.update(chunk as Buffer));
+    stream.on('end', () => {
+      files.push({ path: header.name.replace(/^\.\//, ''), sha256: content.digest('hex') });
+      next();
+    });
+  });
+  await pipeline(stored, createGunzip(), extract);
+  return files;
 }

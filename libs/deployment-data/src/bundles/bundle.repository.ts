@@ -4,7 +4,7 @@ import mongoose, { Schema, type Connection } from 'mongoose';
 import type { BundleLimits, DeploymentQuotas } from '@envengine/contracts';
 import { isDuplicateKeyError, quotaExceeded } from '@envengine/service-kit';
 import { inTransaction, TenantQuotas, TenantScopedModel } from '@envengine/tenant-data';
-import { readBundle } from './bundle-reader.ts';
+import { readBundle, storedBundleFiles, type BundleFile } from './bundle-reader.ts';
 
 /** One bundle of one tenant: its GridFS file and what the archive holds. */
 interface BundleDocument {
@@ -15,6 +15,8 @@ interface BundleDocument {
   size: number;
   file_id: mongoose.Types.ObjectId;
   entries: string[];
+  /** Each file's content hash (absent on bundles stored before uploads recorded them: read from the bytes once, then kept). */
+  files?: BundleFile[];
   inserted_at: Date;
   /** Its upload, or the last time a deployment named it or a sweep found one naming it: kept for the retention after that. */
   referenced_at: Date;
@@ -28,6 +30,7 @@ const bundleSchema = new Schema<BundleDocument>(
     size: { type: Number, required: true },
     file_id: { type: Schema.Types.ObjectId, required: true },
     entries: { type: [String], required: true },
+    files: { type: [{ _id: false, path: String, sha256: String }], default: undefined },
     inserted_at: { type: Date, required: true },
     referenced_at: { type: Date, required: true },
   },
@@ -146,7 +149,7 @@ export class BundleRepository {
         const now = new Date();
         await this.bundles.insert(
           tenantId,
-          { _id: key, bundle_ref: bundleRef, size: read.size, file_id: sink.id, entries: read.entries, inserted_at: now, referenced_at: now },
+          { _id: key, bundle_ref: bundleRef, size: read.size, file_id: sink.id, entries: read.entries, files: read.files, inserted_at: now, referenced_at: now },
           { session },
         );
         return true;
@@ -169,6 +172,23 @@ export class BundleRepository {
     const doc = await this.bundles.findOne(tenantId, { _id: bundleKey(tenantId, bundleRef) }, { projection: { file_id: 1, size: 1 } });
     if (!doc) return null;
     return { size: doc.size, stream: this.bucket.openDownloadStream(doc.file_id as never) };
+  }
+
+  /**
+   * Each file of the bundle by path, with the SHA-256 of its content; null when the tenant
+   * has no such bundle. A bundle stored before uploads recorded them is read once and its
+   * hashes kept.
+   */
+  async fileHashes(tenantId: string, bundleRef: string): Promise<Map<string, string> | null> {
+    const key = bundleKey(tenantId, bundleRef);
+    const doc = await this.bundles.findOne(tenantId, { _id: key }, { projection: { files: 1, file_id: 1 } });
+    if (!doc) return null;
+    let files = doc.files;
+    if (files === undefined) {
+      files = await storedBundleFiles(this.bucket.openDownloadStream(doc.file_id as never));
+      await this.bundles.updateOne(tenantId, { _id: key, files: { $exists: false } }, { $set: { files } });
+    }
+    return new Map(files.map((file) => [file.path, file.sha256]));
   }
 
   /** File paths in the bundle, or null when the tenant has no such bundle. */

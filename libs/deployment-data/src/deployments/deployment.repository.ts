@@ -18,6 +18,8 @@ export interface DeploymentDocument {
   validation: DeploymentValidation;
   allow_contract_changes: string[];
   created_by: string | null;
+  /** The deployment this one was promoted from (absent on rows written before promotions). */
+  promoted_from?: string | null;
   inserted_at: Date;
   /**
    * Whether this is the deployment the environment was last activated to, as this scope
@@ -27,6 +29,8 @@ export interface DeploymentDocument {
   active?: boolean;
   /** When an activation last made it the active one. */
   activated_at?: Date | null;
+  /** The deployment that was active before that activation (null: none was); a diff's default base. */
+  previous_active_id?: string | null;
 }
 
 /**
@@ -47,7 +51,7 @@ interface ManifestDocument {
 }
 
 /** The row an ingest writes once it has validated. */
-export type DeploymentRecord = Omit<DeploymentDocument, '_id' | 'tenant_id' | 'inserted_at' | 'active' | 'activated_at'> & { id: string };
+export type DeploymentRecord = Omit<DeploymentDocument, '_id' | 'tenant_id' | 'inserted_at' | 'active' | 'activated_at' | 'previous_active_id'> & { id: string };
 
 /** An activation that moved the environment's pointer, as the deployment scope records it. */
 export interface ActivationRecord {
@@ -83,9 +87,11 @@ const deploymentSchema = new Schema<DeploymentDocument>(
     validation: { type: Schema.Types.Mixed, required: true },
     allow_contract_changes: { type: [String], required: true },
     created_by: { type: String, default: null },
+    promoted_from: { type: String, default: null },
     inserted_at: { type: Date, required: true },
     active: { type: Boolean },
     activated_at: { type: Date },
+    previous_active_id: { type: String },
   },
   { versionKey: false, collection: 'deployments' },
 );
@@ -215,8 +221,8 @@ export class DeploymentRepository {
       if (!target) return false;
       // The one before first: the index holds one active row per environment.
       if (current) await this.rows.updateOne(tenantId, { _id: current._id, active: true }, { $set: { active: false } }, { session });
-      await this.rows.updateOne(tenantId, { _id: deploymentId }, { $set: { active: true, activated_at: new Date() } }, { session });
       const previous = current?._id ?? (activation.pointerBefore !== deploymentId ? activation.pointerBefore : null);
+      await this.rows.updateOne(tenantId, { _id: deploymentId }, { $set: { active: true, activated_at: new Date(), previous_active_id: previous } }, { session });
       await this.outbox.record(
         tenantId,
         {
@@ -235,6 +241,19 @@ export class DeploymentRepository {
   /** The environment's active deployment as activations recorded it here; undefined before the first one recorded. */
   async recordedActive(tenantId: string, environmentId: string): Promise<string | undefined> {
     return (await this.rows.findOne(tenantId, { environment_id: environmentId, active: true }, { projection: { _id: 1 } }))?._id;
+  }
+
+  /**
+   * The deployment of the environment activated last before `at`, other than `excluding`:
+   * a diff's default base for a row activated before activations named the one before.
+   */
+  async activatedBefore(tenantId: string, environmentId: string, at: Date, excluding: string): Promise<string | undefined> {
+    const [row] = await this.rows.find(
+      tenantId,
+      { environment_id: environmentId, _id: { $ne: excluding }, activated_at: { $lt: at } },
+      { sort: { activated_at: -1 }, limit: 1, projection: { _id: 1 } },
+    );
+    return row?._id;
   }
 
   async find(tenantId: string, id: string): Promise<DeploymentDocument | undefined> {
