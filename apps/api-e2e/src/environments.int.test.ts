@@ -35,6 +35,7 @@ describe('environments through the gateway', () => {
       expires_at: null,
       max_concurrent_runs: null,
       purge_data_on_expiry: true,
+      parent: null,
       inserted_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
     for (const field of ['id', 'name', 'kind', 'git_ref', 'storage_prefix', 'strict', 'schedules_paused', 'executor', 'egress', 'active_deployment_id', 'status', 'expires_at', 'purge_data_on_expiry', 'inserted_at']) {

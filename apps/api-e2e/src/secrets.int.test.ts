@@ -41,7 +41,7 @@ describe('secrets', () => {
     expect(listed.find((secret) => secret.name === name)).toEqual(rotatedRow);
   });
 
-  it('lists rows with name, backend, version and rotated_at only, sorted by name', async () => {
+  it('lists rows with name, backend, version, rotated_at and inherited_from only, sorted by name', async () => {
     const other = await createTenant(stack, 'secrets-list');
     await other.api.post('/environments', { name: 'e', storage_prefix: 's3://lake/p', executor: 'local' });
     expect((await other.api.get('/environments/e/secrets')).body).toEqual({ data: [] });
@@ -49,7 +49,7 @@ describe('secrets', () => {
     await other.api.put('/environments/e/secrets/a', { value: 'y' });
     const listed = (await other.api.get('/environments/e/secrets')).body.data as Array<Record<string, unknown>>;
     expect(listed.map((row) => row.name)).toEqual(['a', 'b']);
-    for (const row of listed) expect(Object.keys(row).sort()).toEqual(['backend', 'name', 'rotated_at', 'version']);
+    for (const row of listed) expect(Object.keys(row).sort()).toEqual(['backend', 'inherited_from', 'name', 'rotated_at', 'version']);
   });
 
   it('stores only ciphertext: the value is in no document of the secrets database', async () => {

@@ -15,7 +15,7 @@ function harness(stdinText: string | undefined, env: Record<string, string> = {}
   const stdin = Object.assign(Readable.from(stdinText === undefined ? [] : [Buffer.from(stdinText)]), { isTTY: stdinText === undefined });
   const fetchImpl = (async (url: string, init: RequestInit) => {
     requests.push({ method: String(init.method), url, body: init.body as string | undefined, headers: init.headers as Record<string, string> });
-    return new Response(JSON.stringify({ data: { name: 'db-password', backend: 'local', version: 1, rotated_at: '2025-01-01T00:00:00.000Z' } }), { status: 201 });
+    return new Response(JSON.stringify({ data: { name: 'db-password', backend: 'local', version: 1, rotated_at: '2025-01-01T00:00:00.000Z', inherited_from: null } }), { status: 201 });
   }) as unknown as typeof fetch;
   const deps = {
     io: { stdout: { write: (text: string) => out.push(text), isTTY: false }, stderr: { write: (text: string) => err.push(text), isTTY: false }, stdin },
@@ -214,7 +214,7 @@ describe('an unknown environment', () => {
     const fetchImpl = (async (url: string) => {
       calls.push(url);
       if (url.endsWith('/api/v1/environments')) {
-        const environment = (name: string) => ({ id: `env_${name}`, name, kind: 'persistent', git_ref: null, storage_prefix: name, strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, inserted_at: '2025-01-01T00:00:00.000Z' });
+        const environment = (name: string) => ({ id: `env_${name}`, name, kind: 'persistent', git_ref: null, storage_prefix: name, strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, parent: null, inserted_at: '2025-01-01T00:00:00.000Z' });
         return new Response(JSON.stringify({ data: [environment('prod'), environment('staging')] }), { status: 200 });
       }
       return new Response(JSON.stringify({ error: { code: 'not_found', message: 'Environment "prdo" was not found.', details: [] } }), { status: 404 });

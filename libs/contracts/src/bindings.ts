@@ -50,6 +50,8 @@ export const Binding = z.strictObject({
   mode: BindingMode,
   /** Settings of secret_refs whose secret the environment no longer has. */
   dangling_secret_refs: z.array(z.string()),
+  /** In a preview's listing, the parent it comes from when the preview does not set its own; null for its own. */
+  inherited_from: ResourceName.nullable(),
   inserted_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });
@@ -62,6 +64,8 @@ export type Binding = z.infer<typeof Binding>;
  */
 export const ResolveBindingRequest = z.strictObject({
   environment_id: z.string().regex(/^env_[0-9a-z]{26}$/, { message: 'must be an environment id' }),
+  /** A preview's parent (placement names it from its own record): its bindings and secrets fill in what the preview does not set. */
+  parent_environment_id: z.string().regex(/^env_[0-9a-z]{26}$/, { message: 'must be an environment id' }).optional(),
   binding: ResourceName,
   /** The attempt the values are for, recorded in the audit log. */
   attempt_id: z.string().max(64).optional(),
@@ -84,7 +88,10 @@ export type ResolvedBinding = z.infer<typeof ResolvedBinding>;
 export const BindingModes = z.array(z.strictObject({ name: ResourceName, mode: BindingMode }));
 export type BindingModes = z.infer<typeof BindingModes>;
 
-export const BindingModesParams = z.object({ id: z.string().regex(/^env_[0-9a-z]{26}$/, { message: 'must be an environment id' }) });
+const EnvironmentIdParam = z.string().regex(/^env_[0-9a-z]{26}$/, { message: 'must be an environment id' });
+export const BindingModesParams = z.object({ id: EnvironmentIdParam });
+/** A preview's parent, whose bindings it inherits (placement, which owns environments, names it). */
+export const BindingModesQuery = z.strictObject({ parent_id: EnvironmentIdParam.optional() });
 
 /** Header naming the process that asks for resolved secrets, for the audit log. */
 export const RESOLVER_CALLER_HEADER = 'x-envengine-caller';

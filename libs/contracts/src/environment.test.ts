@@ -37,7 +37,17 @@ describe('CreateEnvironmentRequest', () => {
 
   it('reports every missing field', () => {
     const result = CreateEnvironmentRequest.safeParse({});
-    expect(detailsFromZodError(result.error!).map((detail) => detail.path)).toEqual(['name', 'storage_prefix', 'executor']);
+    expect(detailsFromZodError(result.error!).map((detail) => detail.path)).toEqual(['name', 'executor']);
+  });
+
+  it('needs storage_prefix unless a preview names its parent, and a parent only on a preview', () => {
+    const paths = (body: unknown) => {
+      const result = CreateEnvironmentRequest.safeParse(body);
+      return result.success ? [] : detailsFromZodError(result.error).map((detail) => detail.path);
+    };
+    expect(paths({ name: 'pr-1', executor: 'local', kind: 'preview' })).toEqual(['storage_prefix']);
+    expect(paths({ name: 'pr-1', executor: 'local', kind: 'preview', parent: 'staging' })).toEqual([]);
+    expect(paths({ name: 'pr-1', executor: 'local', parent: 'staging' })).toEqual(['parent']);
   });
 
   it('refuses white space in the storage prefix', () => {
@@ -114,6 +124,7 @@ describe('httpStatusFor', () => {
       environment_expired: 404,
       activation_in_progress: 409,
       environment_exists: 409,
+      environment_has_previews: 409,
       storage_prefix_taken: 409,
       environment_deleting: 409,
       runs_running: 409,

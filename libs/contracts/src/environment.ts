@@ -58,6 +58,8 @@ export const Environment = z.object({
   purge_data_on_expiry: z.boolean(),
   /** Runs allowed in flight at once; null for no limit. */
   max_concurrent_runs: MaxConcurrentRuns.nullable(),
+  /** A preview's parent environment (its name), whose bindings and secrets it inherits; null for none. */
+  parent: ResourceName.nullable(),
   inserted_at: z.iso.datetime(),
 });
 export type Environment = z.infer<typeof Environment>;
@@ -92,9 +94,12 @@ export const StoragePrefix = z
 export const CreateEnvironmentRequest = z
   .strictObject({
     name: ResourceName,
-    storage_prefix: StoragePrefix,
+    /** May be left out by a preview with a `parent`: it is then `<parent's prefix>/previews/<name>`. */
+    storage_prefix: StoragePrefix.optional(),
     executor: Executor,
     kind: EnvironmentKind.default('persistent'),
+    /** A preview's parent: an environment of the same caller, not a preview (docs/design.md#previews-promotion-and-diffs). */
+    parent: ResourceName.optional(),
     strict: z.boolean().default(false),
     egress: Egress.default('none'),
     ttl_hours: TtlHours.nullable().optional(),
@@ -106,11 +111,20 @@ export const CreateEnvironmentRequest = z
     message: 'is only for preview environments: a persistent environment never expires',
     path: ['ttl_hours'],
   })
-  // The refinement, as the OpenAPI document states it.
+  .refine((request) => request.kind === 'preview' || request.parent === undefined, {
+    message: 'is only for preview environments: a preview branches from its parent',
+    path: ['parent'],
+  })
+  .refine((request) => request.storage_prefix !== undefined || request.parent !== undefined, {
+    message: 'is required (only a preview with a parent may leave it out)',
+    path: ['storage_prefix'],
+  })
+  // The refinements, as the OpenAPI document states them.
   .meta({
-    if: { properties: { kind: { const: 'preview' } }, required: ['kind'] },
-    then: true,
-    else: { properties: { ttl_hours: { type: 'null' } } },
+    allOf: [
+      { if: { properties: { kind: { const: 'preview' } }, required: ['kind'] }, then: true, else: { properties: { ttl_hours: { type: 'null' } }, not: { required: ['parent'] } } },
+      { anyOf: [{ required: ['storage_prefix'] }, { required: ['parent'] }] },
+    ],
   });
 export type CreateEnvironmentRequest = z.infer<typeof CreateEnvironmentRequest>;
 

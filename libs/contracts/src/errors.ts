@@ -15,6 +15,7 @@ export const ErrorCode = z.enum([
   /** A preview environment its TTL tore down, named within 7 days of its expiry (the expiry is in the details). */
   'environment_expired',
   'environment_exists',
+  'environment_has_previews',
   /** A `file://` storage prefix that contains, or lies inside, another tenant's environment's. */
   'storage_prefix_taken',
   /** A write to an environment whose tear-down is in progress. */
@@ -112,6 +113,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'method_not_allowed':
       return 405;
     case 'environment_exists':
+    case 'environment_has_previews':
     case 'storage_prefix_taken':
     case 'environment_deleting':
     case 'runs_running':

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BindingModes, BindingModesParams, RESOLVER_CALLER_HEADER, RESOLVER_CALLER_PATTERN, ResolveBindingRequest, ResolvedBinding } from './bindings.ts';
+import { BindingModes, BindingModesParams, BindingModesQuery, RESOLVER_CALLER_HEADER, RESOLVER_CALLER_PATTERN, ResolveBindingRequest, ResolvedBinding } from './bindings.ts';
 import {
   AssetMaterializationParams,
   DeploymentPathParams,
@@ -174,7 +174,7 @@ export const InternalApi = {
   bindingModes: internalEndpoint({
     method: 'get', path: '/environments/:id/binding-modes', service: 'secrets', credential: 'resolver',
     summary: "An attempt's plan: the mode of each binding of an environment, by its id",
-    params: BindingModesParams, responses: { 200: BindingModes },
+    params: BindingModesParams, query: BindingModesQuery, responses: { 200: BindingModes },
   }),
   resolveBinding: internalEndpoint({
     method: 'post', path: '/bindings/resolve', service: 'secrets', credential: 'resolver',

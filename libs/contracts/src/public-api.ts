@@ -149,7 +149,7 @@ export const PublicApi = {
     method: 'post', path: '/environments', service: 'placement', tag: 'Environments', auth: 'api_token', scope: 'environments:write',
     summary: 'Create an environment',
     body: CreateEnvironmentRequest, headers: [IDEMPOTENCY_HEADER],
-    responses: { 201: Environment }, errors: ['environment_exists', 'storage_prefix_taken', 'environments_quota_exceeded'],
+    responses: { 201: Environment }, errors: ['not_found', 'environment_exists', 'storage_prefix_taken', 'environments_quota_exceeded', 'environment_deleting'],
   }),
   getEnvironment: endpoint({
     method: 'get', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token', scope: 'environments:read',
@@ -165,9 +165,9 @@ export const PublicApi = {
   deleteEnvironment: endpoint({
     method: 'delete', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token', scope: 'environments:write',
     summary: 'Delete an environment and everything it holds',
-    description: 'Answers once the tear-down is complete, or 503 with Retry-After while it goes on (a repeat joins it).',
+    description: 'Answers once the tear-down is complete, or 503 with Retry-After while it goes on (a repeat joins it). A parent with live previews is 409 `environment_has_previews` unless `force=true`, which tears the previews down first.',
     params: EnvironmentPathParams, query: DeleteEnvironmentQuery,
-    responses: { 200: DeletedEnvironment }, errors: ['not_found', 'environment_expired', 'runs_running'],
+    responses: { 200: DeletedEnvironment }, errors: ['not_found', 'environment_expired', 'runs_running', 'environment_has_previews'],
   }),
   setPlacementForAll: endpoint({
     method: 'post', path: '/placement', service: 'placement', tag: 'Environments', auth: 'api_token', scope: 'environments:write', tenantWide: true,

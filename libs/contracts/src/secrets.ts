@@ -31,6 +31,8 @@ export const SecretRow = z.strictObject({
   version: z.number().int().positive(),
   /** When the current version was written (for version 1, when the secret was created). */
   rotated_at: z.iso.datetime(),
+  /** In a preview's listing, the parent it comes from when the preview does not set its own; null for its own. */
+  inherited_from: ResourceName.nullable(),
 });
 export type SecretRow = z.infer<typeof SecretRow>;
 

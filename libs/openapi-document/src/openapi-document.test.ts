@@ -84,7 +84,7 @@ describe('the OpenAPI document', () => {
     expect(schemas.RunQueuedEvent!.properties).toMatchObject({ subject: { $ref: '#/components/schemas/EventSubject' } });
     expect(schemas.CreateRunRequest).toEqual({ oneOf: [{ $ref: '#/components/schemas/CreateRunForJob' }, { $ref: '#/components/schemas/CreateRunForAssets' }] });
     // Defaulted fields are optional in a request, with no `default` keyword (which openapi-typescript makes required).
-    expect(schemas.CreateEnvironmentRequest!.required).toEqual(['name', 'storage_prefix', 'executor']);
+    expect(schemas.CreateEnvironmentRequest!.required).toEqual(['name', 'executor']);
     expect(schemas.CreateRunForJob!.required).toEqual(['job']);
     for (const id of Object.keys(schemas).filter((name) => name.endsWith('Request') || name.startsWith('CreateRunFor'))) {
       expect(JSON.stringify(schemas[id]), id).not.toContain('"default":');

@@ -55,8 +55,13 @@ export class SecretResolverClient {
   }
 
   /** The modes of an environment's bindings (an attempt's plan), by environment id. */
-  bindingModes(tenantId: string, environmentId: string): Promise<BindingModes> {
-    return this.http.request(InternalApi.bindingModes, { tenantId, params: { id: environmentId }, headers: { [RESOLVER_CALLER_HEADER]: this.caller } });
+  bindingModes(tenantId: string, environmentId: string, parentId?: string | null): Promise<BindingModes> {
+    return this.http.request(InternalApi.bindingModes, {
+      tenantId,
+      params: { id: environmentId },
+      query: parentId ? { parent_id: parentId } : {},
+      headers: { [RESOLVER_CALLER_HEADER]: this.caller },
+    });
   }
 
   resolve(tenantId: string, request: ResolveBindingRequest): Promise<ResolvedBinding> {

@@ -36,7 +36,7 @@ function environmentFields(out: Output, environment: Environment): string {
     ['status', environment.status === 'deleting' ? { text: 'deleting', color: 'red' } : environment.status],
     ['max concurrent runs', environment.max_concurrent_runs ?? 'no limit'],
     ...(environment.kind === 'preview'
-      ? ([['ttl hours', environment.ttl_hours], ['expires', environment.expires_at], ['on expiry', environment.purge_data_on_expiry ? 'files removed' : 'files kept']] as const)
+      ? ([['parent', environment.parent ?? '-'], ['ttl hours', environment.ttl_hours], ['expires', environment.expires_at], ['on expiry', environment.purge_data_on_expiry ? 'files removed' : 'files kept']] as const)
       : []),
     ['created', environment.inserted_at],
   ]);
@@ -93,7 +93,8 @@ export const environmentCommands: CommandSpec[] = [
     args: 'NAME',
     positionals: { min: 1, max: 1 },
     options: {
-      'storage-prefix': { type: 'string', value: 'PREFIX', description: '(required) where its materializations go: s3://BUCKET/PATH, or file://PATH under the storage root' },
+      'storage-prefix': { type: 'string', value: 'PREFIX', description: "(required unless --parent) where its materializations go: s3://BUCKET/PATH, or file://PATH under the storage root; a preview with --parent defaults to <parent's prefix>/previews/NAME" },
+      parent: { type: 'string', value: 'ENV', description: "a preview's parent: it uses the parent's bindings and secrets where it sets none of its own" },
       executor: { type: 'string', value: 'local|remote', description: '(required) where its attempts run' },
       kind: { type: 'string', value: 'persistent|preview', description: 'default persistent' },
       strict: { type: 'boolean', description: 'accept a schema change only when the deploy lists it (--allow-contract-change)' },
@@ -107,7 +108,9 @@ export const environmentCommands: CommandSpec[] = [
         name: positionals[0],
         storage_prefix: stringOption(values, 'storage-prefix'),
         executor: choiceOption(values, 'executor', EXECUTORS),
-        ...(stringOption(values, 'kind') ? { kind: choiceOption(values, 'kind', ['persistent', 'preview']) } : {}),
+        ...(stringOption(values, 'parent') ? { parent: stringOption(values, 'parent') } : {}),
+        // A parent is a preview's: the kind follows unless given.
+        ...(stringOption(values, 'kind') ? { kind: choiceOption(values, 'kind', ['persistent', 'preview']) } : stringOption(values, 'parent') ? { kind: 'preview' } : {}),
         strict: flagOption(values, 'strict'),
         ...(stringOption(values, 'egress') ? { egress: choiceOption(values, 'egress', EGRESS) } : {}),
         ...lifecycleSettings(values, false),

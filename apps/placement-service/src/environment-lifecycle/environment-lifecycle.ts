@@ -51,8 +51,14 @@ export class EnvironmentLifecycle {
   }
 
   /** A new environment; a preview with a TTL gets its expiry timer. `visible`: the environments the caller's token sees (a refusal names only those). */
-  async create(tenantId: string, request: CreateEnvironmentRequest, cause: EventCause, visible?: (name: string) => boolean): Promise<Environment> {
-    const environment = await this.environments.create(tenantId, request, cause, visible);
+  async create(
+    tenantId: string,
+    request: CreateEnvironmentRequest & { storage_prefix: string },
+    cause: EventCause,
+    visible?: (name: string) => boolean,
+    parent: { id: string; name: string } | null = null,
+  ): Promise<Environment> {
+    const environment = await this.environments.create(tenantId, request, cause, visible, parent);
     if (environment.expires_at) await this.armExpiry(tenantId, environment);
     return environment;
   }
@@ -86,6 +92,11 @@ export class EnvironmentLifecycle {
   async delete(tenantId: string, name: string, query: DeleteEnvironmentQuery, cause: EventCause): Promise<{ name: string }> {
     const environment = await this.environments.findByName(tenantId, name);
     if (!environment) throw await this.missing(tenantId, name);
+    // Forced: its previews are torn down first (with the same flags); one made meanwhile
+    // is found by the mark's own check, which refuses, and the next delete takes it too.
+    if (query.force && environment.status === 'active') {
+      for (const preview of await this.environments.livePreviewsOf(tenantId, environment.id)) await this.delete(tenantId, preview.name, query, cause);
+    }
     if (environment.status === 'active') {
       await this.begin(tenantId, environment, { force: query.force, purge_data: query.purge_data, reason: 'environment deleted' }, cause);
     }

@@ -3,7 +3,7 @@ import { PublicApi, type Environment } from '@envengine/contracts';
 import { storagePrefixProblem } from '@envengine/materialization-storage';
 import { ApiError, environmentOutsideToken, mountEndpoint, notFound } from '@envengine/service-kit';
 import type { EnvironmentLifecycle } from './environment-lifecycle.ts';
-import type { EnvironmentRepository } from '../environments/environment.repository.ts';
+import { previewPrefixUnder, type EnvironmentRepository } from '../environments/environment.repository.ts';
 
 function found(environment: Environment | undefined, name: string): Environment {
   if (!environment) throw notFound(`Environment "${name}"`);
@@ -20,9 +20,17 @@ export function environmentsRouter(environments: EnvironmentRepository, lifecycl
 
   mountEndpoint(router, PublicApi.createEnvironment, async ({ tenantId, body, cause, environments: access }) => {
     if (!access.allows(body.name)) throw environmentOutsideToken(body.name, access.patterns!);
-    const problem = storagePrefixProblem(body.storage_prefix, storageRootPath);
+    // A parent the token cannot see does not exist for it: a `pr-*` token makes no preview of prod.
+    const parent = body.parent === undefined ? null : access.allows(body.parent) ? await environments.findByName(tenantId, body.parent) : undefined;
+    if (parent === undefined) throw new ApiError('not_found', `The parent environment "${body.parent}" was not found.`, { details: [{ path: 'parent', message: 'names no environment of yours' }] });
+    if (parent?.kind === 'preview') {
+      throw new ApiError('invalid_request', `The parent "${parent.name}" is a preview itself; a preview branches from a persistent environment.`, { details: [{ path: 'parent', message: 'must not be a preview' }] });
+    }
+    const storagePrefix = body.storage_prefix ?? previewPrefixUnder(parent!.storage_prefix, body.name);
+    const problem = storagePrefixProblem(storagePrefix, storageRootPath);
     if (problem) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-    return { status: 201, data: await lifecycle.create(tenantId, body, cause, (name) => access.allows(name)) };
+    const created = await lifecycle.create(tenantId, { ...body, storage_prefix: storagePrefix }, cause, (name) => access.allows(name), parent && { id: parent.id, name: parent.name });
+    return { status: 201, data: created };
   });
 
   mountEndpoint(router, PublicApi.getEnvironment, async ({ tenantId, params }) => {

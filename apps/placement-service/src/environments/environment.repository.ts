@@ -41,8 +41,14 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
     expires_at: doc.expires_at ? doc.expires_at.toISOString() : null,
     purge_data_on_expiry: doc.purge_data_on_expiry ?? true,
     max_concurrent_runs: doc.max_concurrent_runs ?? null,
+    parent: doc.parent?.name ?? null,
     inserted_at: doc.inserted_at.toISOString(),
   };
+}
+
+/** A preview's default storage prefix under its parent's (docs/design.md#previews-promotion-and-diffs). */
+export function previewPrefixUnder(parentPrefix: string, name: string): string {
+  return `${parentPrefix.replace(/\/+$/, '')}/previews/${name}`;
 }
 
 /** An event's environment and subject when the environment is what it is about. */
@@ -119,12 +125,19 @@ export class EnvironmentRepository {
    * @param visible whether the caller's token sees an environment of this name: a refusal
    *   names the environment whose prefix overlaps only if it does.
    */
-  async create(tenantId: string, input: CreateEnvironmentRequest, cause: EventCause, visible: (name: string) => boolean = () => false): Promise<Environment> {
+  async create(
+    tenantId: string,
+    input: CreateEnvironmentRequest & { storage_prefix: string },
+    cause: EventCause,
+    visible: (name: string) => boolean = () => false,
+    parent: { id: string; name: string } | null = null,
+  ): Promise<Environment> {
     const now = new Date();
     const fields: Omit<EnvironmentDocument, 'tenant_id'> = {
       _id: newId('env', now.getTime()),
       name: input.name,
       kind: input.kind,
+      parent,
       storage_prefix: input.storage_prefix,
       strict: input.strict,
       executor: input.executor,
@@ -173,6 +186,7 @@ export class EnvironmentRepository {
     return this.quotas.admission(tenantId, async (session, limits) => {
       const held = await this.environments.count(tenantId, {}, { session, limit: limits.environments });
       if (held >= limits.environments) throw quotaExceeded('environments', limits.environments, `You have ${held} environments already.`);
+      if (fields.parent) await this.fenceParent(tenantId, fields.parent, session);
       await this.checkPrefixIsOwn(tenantId, fields, session, visible);
       if (fields.storage_directory) await this.checkDirectoryIsFree(tenantId, fields, fields.storage_directory, session);
       const doc = await this.environments.insert(tenantId, fields, { session });
@@ -192,25 +206,48 @@ export class EnvironmentRepository {
    * conflict on that document, so the second runs again with the first's environment in
    * view, and of two overlapping creates exactly one is made, across replicas.
    *
-   * docs/design.md#previews-promotion-and-diffs names one exception, not built yet: a preview
-   * made with `parent` gets the default prefix `<parent's prefix>/previews/<name>`, which
-   * lies under its own parent's. When `parent` exists, that one pair (the preview and its
-   * parent, at that default prefix) is to be let through here; every other overlap stays
-   * refused.
+   * One exception (docs/design.md#previews-promotion-and-diffs): a preview with a `parent`
+   * at a prefix under its parent's `previews/` folder overlaps its parent alone, by design
+   * (its parent's purge removes only the parent's own materializations' files). Every other
+   * overlap stays refused.
    */
-  private async checkPrefixIsOwn(tenantId: string, fields: Pick<EnvironmentDocument, 'name' | 'storage_prefix'>, session: ClientSession, visible: (name: string) => boolean): Promise<void> {
+  private async checkPrefixIsOwn(tenantId: string, fields: Pick<EnvironmentDocument, 'name' | 'storage_prefix' | 'parent'>, session: ClientSession, visible: (name: string) => boolean): Promise<void> {
     const prefix = fields.storage_prefix;
     // Bounded by the environments quota, counted just before.
-    const others = await this.environments.find(tenantId, {}, { session, projection: { name: 1, storage_prefix: 1 } });
+    const others = await this.environments.find(tenantId, {}, { session, projection: { _id: 1, name: 1, storage_prefix: 1 } });
     // A name taken already is refused as such (409 environment_exists), by the insert.
     if (others.some((other) => other.name === fields.name)) return;
-    const overlapping = others.find((other) => storagePrefixesOverlap(prefix, other.storage_prefix));
+    const underOwnParent = (other: { _id: string; storage_prefix: string }) =>
+      fields.parent?.id === other._id && storagePrefixKey(prefix).startsWith(storagePrefixKey(previewPrefixUnder(other.storage_prefix, '')));
+    const overlapping = others.find((other) => storagePrefixesOverlap(prefix, other.storage_prefix) && !underOwnParent(other));
     if (!overlapping) return;
     // A token limited to other environments is not told the name (nor the prefix) of one outside them.
     const whose = visible(overlapping.name) ? `your environment "${overlapping.name}"'s (${overlapping.storage_prefix})` : 'that of another of your environments';
     throw new ApiError('storage_prefix_taken', `The storage prefix ${prefix} equals, contains or lies inside ${whose}: their files would mix, and a purge of one would remove the other's. Choose a prefix of its own.`, {
       details: [{ path: 'storage_prefix', message: 'overlaps the storage prefix of another of your environments' }],
     });
+  }
+
+  /**
+   * A preview's parent, in the preview's create transaction: still active and not a
+   * preview (read again here), and written (its admissions count), so that a delete of the
+   * parent racing this create conflicts with it: either the delete sees the preview, or the
+   * create sees the parent deleting (409 environment_deleting).
+   */
+  private async fenceParent(tenantId: string, parent: { id: string; name: string }, session: ClientSession): Promise<void> {
+    const fenced = await this.environments.findOneAndUpdate(
+      tenantId,
+      { _id: parent.id, status: 'active', kind: 'persistent' },
+      { $inc: { run_admissions: 1 } },
+      { session, projection: { _id: 1 } },
+    );
+    if (!fenced) throw environmentDeleting(parent.name);
+  }
+
+  /** How many active previews name the environment as their parent. */
+  async livePreviewsOf(tenantId: string, parentId: string, session?: ClientSession): Promise<Array<{ id: string; name: string }>> {
+    const docs = await this.environments.find(tenantId, { 'parent.id': parentId, status: 'active' } as never, { session, projection: { _id: 1, name: 1 }, limit: 1000 });
+    return docs.map((doc) => ({ id: doc._id, name: doc.name }));
   }
 
   /**
@@ -419,6 +456,12 @@ export class EnvironmentRepository {
    * lapsed by then (a deploy may have moved it).
    */
   async markDeleting(tenantId: string, id: string, request: TeardownRequest, session: ClientSession, cause: EventCause, expiredBy?: Date): Promise<boolean> {
+    // Read in the transaction that writes the environment: a preview made meanwhile wrote it too (`fenceParent`).
+    const previews = await this.livePreviewsOf(tenantId, id, session);
+    if (previews.length > 0) {
+      const names = previews.slice(0, 5).map((preview) => `"${preview.name}"`).join(', ');
+      throw new ApiError('environment_has_previews', `It has ${previews.length} live preview${previews.length === 1 ? '' : 's'} (${names}${previews.length > 5 ? ', …' : ''}); delete ${previews.length === 1 ? 'it' : 'them'} first, or delete with ?force=true to tear ${previews.length === 1 ? 'it' : 'them'} down too.`);
+    }
     const marked = await this.environments.findOneAndUpdate(
       tenantId,
       { _id: id, status: 'active', ...(expiredBy ? { expires_at: { $lte: expiredBy } } : {}) },

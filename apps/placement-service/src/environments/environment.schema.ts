@@ -26,6 +26,8 @@ export interface EnvironmentDocument {
   /** The expiry whose `environment.expiring` was recorded (a deploy moving the expiry arms a new notice). */
   expiry_noticed_for?: Date | null;
   max_concurrent_runs: number | null;
+  /** A preview's parent (absent or null: none), whose bindings and secrets it inherits. */
+  parent?: { id: string; name: string } | null;
   /** A `file://` prefix's directory with a trailing slash (`fileStorageDirectoryOf`), to find overlaps; null for another scheme. */
   storage_directory?: string | null;
   /**
@@ -58,6 +60,7 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     expires_at: { type: Date, default: null },
     purge_data_on_expiry: { type: Boolean, default: true },
     expiry_noticed_for: { type: Date, default: null },
+    parent: { type: { _id: false, id: String, name: String }, default: null },
     max_concurrent_runs: { type: Number, default: null },
     storage_directory: { type: String, default: null },
     run_admissions: { type: Number, default: 0 },
@@ -73,6 +76,8 @@ environmentSchema.index({ tenant_id: 1, name: 1 }, { unique: true });
 environmentSchema.index({ tenant_id: 1, _id: 1 });
 // Tear-downs to resume, and expiry timers to re-arm, after a restart.
 environmentSchema.index({ status: 1 }, { partialFilterExpression: { status: 'deleting' } });
+// A parent's previews (a delete of the parent is refused, or tears them down first).
+environmentSchema.index({ tenant_id: 1, 'parent.id': 1 }, { partialFilterExpression: { 'parent.id': { $type: 'string' } } });
 environmentSchema.index({ expires_at: 1 }, { partialFilterExpression: { expires_at: { $type: 'date' } } });
 // Overlapping file:// prefixes, across tenants.
 environmentSchema.index({ storage_directory: 1 }, { partialFilterExpression: { storage_directory: { $type: 'string' } } });

@@ -1,6 +1,6 @@
 import type { EventCause } from '@envengine/event-log';
 import type { PlacementMetrics } from '@envengine/service-metrics';
-import { MAX_LOG_MESSAGE_CHARS } from '@envengine/contracts';
+import { MAX_LOG_MESSAGE_CHARS, type Environment } from '@envengine/contracts';
 import type {
   AppendLogsRequest,
   Attempt,
@@ -49,6 +49,12 @@ export class WorkerApiService {
     private readonly storeKeys?: PoolStoreKeys,
   ) {}
 
+  /** A preview's parent's id (its bindings and secrets fill in the preview's), from this scope's record; null for none. */
+  private async parentIdOf(tenantId: string, environment: Environment): Promise<string | null> {
+    if (environment.parent === null) return null;
+    return (await this.environments.findByName(tenantId, environment.parent))?.id ?? null;
+  }
+
   async start(tenantId: string, attemptId: string, worker: WorkerIdentity, startKey: string | null, credentialId: string | null, cause: EventCause): Promise<AttemptStarted> {
     // The caller's kind comes from its credential, never from what the worker says it is.
     const callerExecutor = credentialId === null ? 'local' : 'remote';
@@ -58,11 +64,10 @@ export class WorkerApiService {
     // The worker is known to be alive from now on, even before its first heartbeat. The
     // start itself set the lease and its first heartbeat time: nothing to renew.
     await this.workers.started(tenantId, { ...worker, credentialId, draining: false }, attempt._id);
-    const [environment, bindings] = await Promise.all([
-      this.environments.findById(tenantId, run.environment_id),
-      this.resolver.bindingModes(tenantId, run.environment_id),
-    ]);
+    const environment = await this.environments.findById(tenantId, run.environment_id);
     if (!environment) throw notFound(`Environment of run "${run._id}"`);
+    // A preview inherits its parent's bindings: the parent is named from this scope's own record.
+    const bindings = await this.resolver.bindingModes(tenantId, run.environment_id, await this.parentIdOf(tenantId, environment));
     const modes = new Map(bindings.map((binding) => [binding.name, binding.mode]));
     const wanted = new Set(attempt.assets.map((asset) => asset.key));
     const plan: AttemptPlan = {
@@ -156,7 +161,10 @@ export class WorkerApiService {
         { details: [{ path: 'name', message: `is not the binding asset "${assetKey}" declares` }] },
       );
     }
-    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: name, attempt_id: attempt._id });
+    const environment = await this.environments.findById(check.tenantId, attempt.environment_id);
+    if (!environment) throw notFound(`Environment of attempt "${attempt._id}"`);
+    const parentId = await this.parentIdOf(check.tenantId, environment);
+    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, ...(parentId ? { parent_environment_id: parentId } : {}), binding: name, attempt_id: attempt._id });
     return { name: resolved.name, mode: resolved.mode, config: resolved.config, secret_settings: resolved.secret_versions.map((version) => version.setting) };
   }
 
@@ -177,7 +185,8 @@ export class WorkerApiService {
     if (scheme === 'file') return { kind: 'file' };
     const problem = scheme === 's3' ? s3StoragePrefixProblem(environment.storage_prefix) : `Storage prefix ${environment.storage_prefix} has no driver; supported schemes: file://, s3://.`;
     if (problem !== null) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, binding: asset.binding, attempt_id: attempt._id });
+    const parentId = await this.parentIdOf(check.tenantId, environment);
+    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, ...(parentId ? { parent_environment_id: parentId } : {}), binding: asset.binding, attempt_id: attempt._id });
     const storeKeys = this.storeKeys;
     // `s3://<bucket>/<path>`, checked at create (s3StoragePrefixProblem above).
     const [, bucket = '', path = ''] = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(environment.storage_prefix) ?? [];

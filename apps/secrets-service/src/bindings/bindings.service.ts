@@ -8,13 +8,14 @@ import type { SecretRowRepository } from '../secrets/secret-row.repository.ts';
 import type { BindingDocument } from './binding.schema.ts';
 import type { BindingRepository } from './binding.repository.ts';
 
-export function toBinding(doc: BindingDocument, liveSecrets: ReadonlySet<string>): Binding {
+export function toBinding(doc: BindingDocument, liveSecrets: ReadonlySet<string>, inheritedFrom: string | null = null): Binding {
   return {
     name: doc.name,
     config: JSON.parse(doc.config_json) as Record<string, unknown>,
     secret_refs: Object.fromEntries(doc.secret_refs.map((ref) => [ref.setting, ref.secret])),
     mode: doc.mode,
     dangling_secret_refs: doc.secret_refs.filter((ref) => !liveSecrets.has(ref.secret)).map((ref) => ref.setting),
+    inherited_from: inheritedFrom,
     inserted_at: doc.inserted_at.toISOString(),
     updated_at: doc.updated_at.toISOString(),
   };
@@ -32,11 +33,29 @@ export class BindingsService {
     private readonly outbox: EventOutbox,
   ) {}
 
+  /**
+   * The environment's bindings; a preview's listing adds its parent's that it does not set
+   * itself (`inherited_from`). A secret a binding names is live when the environment has it,
+   * or (in a preview) its parent does: resolution looks in that order.
+   */
   async list(tenantId: string, environment: EnvironmentRef): Promise<Binding[]> {
-    const docs = await this.bindings.list(tenantId, environment.id);
-    const referenced = docs.flatMap((doc) => doc.secret_refs.map((ref) => ref.secret));
-    const live = new Set((await this.secrets.findByNames(tenantId, environment.id, referenced)).keys());
-    return docs.map((doc) => toBinding(doc, live));
+    const parent = environment.parent ?? null;
+    const [own, parents] = await Promise.all([this.bindings.list(tenantId, environment.id), parent ? this.bindings.list(tenantId, parent.id) : Promise.resolve([])]);
+    const names = new Set(own.map((doc) => doc.name));
+    const inherited = parents.filter((doc) => !names.has(doc.name));
+    const referenced = [...own, ...inherited].flatMap((doc) => doc.secret_refs.map((ref) => ref.secret));
+    const live = await this.liveSecretNames(tenantId, environment, referenced);
+    const listed = [...own.map((doc) => toBinding(doc, live)), ...inherited.map((doc) => toBinding(doc, live, parent!.name))];
+    return listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** Which of `names` the environment has, or (a preview) its parent has. */
+  private async liveSecretNames(tenantId: string, environment: EnvironmentRef, names: string[]): Promise<Set<string>> {
+    const [own, parents] = await Promise.all([
+      this.secrets.findByNames(tenantId, environment.id, names),
+      environment.parent ? this.secrets.findByNames(tenantId, environment.parent.id, names) : Promise.resolve(new Map()),
+    ]);
+    return new Set([...own.keys(), ...parents.keys()]);
   }
 
   /** Replaces the binding; every secret it names must exist in the environment (422 unknown_secret). */
@@ -48,7 +67,8 @@ export class BindingsService {
     cause: EventCause,
   ): Promise<{ binding: Binding; created: boolean }> {
     const refs = Object.entries(binding.secret_refs);
-    const live = await this.secrets.findByNames(tenantId, environment.id, refs.map(([, secret]) => secret));
+    // A preview's binding may name its parent's secrets (resolved the preview's first).
+    const live = await this.liveSecretNames(tenantId, environment, refs.map(([, secret]) => secret));
     const missing = refs.filter(([, secret]) => !live.has(secret));
     if (missing.length > 0) {
       const names = [...new Set(missing.map(([, secret]) => `"${secret}"`))].join(', ');
@@ -70,7 +90,7 @@ export class BindingsService {
           );
           return replaced;
         });
-        return { binding: toBinding(doc, new Set(live.keys())), created };
+        return { binding: toBinding(doc, live), created };
       } catch (error) {
         // Two first PUTs at once: one insert wins, the other runs again and replaces what it inserted.
         if (!isDuplicateKeyError(error) || attempt >= 3) throw error;

@@ -4,6 +4,8 @@ import { environmentDeleting, notFound } from '@envengine/service-kit';
 export interface EnvironmentRef {
   id: string;
   name: string;
+  /** A preview's parent, whose bindings and secrets fill in what the preview does not set (absent: none). */
+  parent?: { id: string; name: string } | null;
 }
 
 /**
@@ -18,7 +20,9 @@ export class EnvironmentDirectory {
   async require(tenantId: string, name: string, requestId?: string): Promise<EnvironmentRef> {
     const environment = await this.placement.findEnvironment(tenantId, name, requestId);
     if (!environment) throw notFound(`Environment "${name}"`);
-    return { id: environment.id, name: environment.name };
+    // A live preview's parent cannot be deleted (409 environment_has_previews): found by its name.
+    const parent = environment.parent === null ? null : await this.placement.findEnvironment(tenantId, environment.parent, requestId);
+    return { id: environment.id, name: environment.name, parent: parent ? { id: parent.id, name: parent.name } : null };
   }
 
   /** The environment for a change: 409 `environment_deleting` once its tear-down has begun. */
@@ -26,6 +30,7 @@ export class EnvironmentDirectory {
     const environment = await this.placement.findEnvironment(tenantId, name, requestId);
     if (!environment) throw notFound(`Environment "${name}"`);
     if (environment.status === 'deleting') throw environmentDeleting(name);
-    return { id: environment.id, name: environment.name };
+    const parent = environment.parent === null ? null : await this.placement.findEnvironment(tenantId, environment.parent, requestId);
+    return { id: environment.id, name: environment.name, parent: parent ? { id: parent.id, name: parent.name } : null };
   }
 }

@@ -9,6 +9,8 @@ import type { SecretAuditRepository } from './secret-audit.repository.ts';
 export interface ResolveRequest {
   tenantId: string;
   environmentId: string;
+  /** A preview's parent: its binding of that name when the preview has none, its secrets for the names the preview lacks. */
+  parentEnvironmentId?: string;
   binding: string;
   attemptId: string | undefined;
   caller: string;
@@ -29,10 +31,19 @@ export class BindingResolver {
   ) {}
 
   async resolve(request: ResolveRequest): Promise<ResolvedBinding> {
-    const binding = await this.bindings.find(request.tenantId, request.environmentId, request.binding);
+    const parentId = request.parentEnvironmentId;
+    const binding =
+      (await this.bindings.find(request.tenantId, request.environmentId, request.binding)) ??
+      (parentId === undefined ? undefined : await this.bindings.find(request.tenantId, parentId, request.binding));
     if (!binding) throw notFound(`Binding "${request.binding}" of environment ${request.environmentId}`);
 
-    const rows = await this.rows.findByNames(request.tenantId, request.environmentId, binding.secret_refs.map((ref) => ref.secret));
+    const names = binding.secret_refs.map((ref) => ref.secret);
+    const rows = await this.rows.findByNames(request.tenantId, request.environmentId, names);
+    // The preview's own secret of a name first, then its parent's.
+    const lacking = names.filter((name) => !rows.has(name));
+    if (parentId !== undefined && lacking.length > 0) {
+      for (const [name, row] of await this.rows.findByNames(request.tenantId, parentId, lacking)) rows.set(name, row);
+    }
     const values = await this.readCurrentValues(request.tenantId, [...rows.values()]);
     const config = JSON.parse(binding.config_json) as Record<string, unknown>;
     const versions: ResolvedSecretVersion[] = [];

@@ -28,9 +28,12 @@ const requireCaller: RequestHandler = (req, _res, next) => {
 export function resolutionRouter(resolver: BindingResolver, bindings: BindingRepository): Router {
   const router = Router();
   // An attempt's plan: each binding's mode, by the environment's id (no name to look up again).
-  mountEndpoint(router, InternalApi.bindingModes, async ({ tenantId, params }) => ({
-    data: (await bindings.list(tenantId, params.id)).map((binding) => ({ name: binding.name, mode: binding.mode })),
-  }));
+  // A preview's inherits its parent's (`parent_id`) where it sets none of that name.
+  mountEndpoint(router, InternalApi.bindingModes, async ({ tenantId, params, query }) => {
+    const [own, parents] = await Promise.all([bindings.list(tenantId, params.id), query.parent_id ? bindings.list(tenantId, query.parent_id) : Promise.resolve([])]);
+    const names = new Set(own.map((binding) => binding.name));
+    return { data: [...own, ...parents.filter((binding) => !names.has(binding.name))].map((binding) => ({ name: binding.name, mode: binding.mode })) };
+  });
   mountEndpoint(
     router,
     InternalApi.resolveBinding,
@@ -38,6 +41,7 @@ export function resolutionRouter(resolver: BindingResolver, bindings: BindingRep
       data: await resolver.resolve({
         tenantId,
         environmentId: body.environment_id,
+        ...(body.parent_environment_id ? { parentEnvironmentId: body.parent_environment_id } : {}),
         binding: body.binding,
         attemptId: body.attempt_id,
         caller: callerOf(header(RESOLVER_CALLER_HEADER)),

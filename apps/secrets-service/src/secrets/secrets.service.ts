@@ -12,8 +12,8 @@ import type { SecretRowRepository } from './secret-row.repository.ts';
 /** The cause of a public request's change: it always has a request id (a retirement's audit row names it). */
 type RequestCause = EventCause & { requestId: string };
 
-export function toSecretRow(doc: SecretRowDocument): SecretRow {
-  return { name: doc.name, backend: doc.backend, version: doc.version, rotated_at: doc.rotated_at.toISOString() };
+export function toSecretRow(doc: SecretRowDocument, inheritedFrom: string | null = null): SecretRow {
+  return { name: doc.name, backend: doc.backend, version: doc.version, rotated_at: doc.rotated_at.toISOString(), inherited_from: inheritedFrom };
 }
 
 /**
@@ -40,8 +40,12 @@ export class SecretsService {
     return { secrets_per_environment: { limit: limits.secrets_per_environment, by_environment_id: counts } };
   }
 
+  /** A preview's own rows, then its parent's that it does not set itself (marked `inherited_from`). */
   async list(tenantId: string, environment: EnvironmentRef): Promise<SecretRow[]> {
-    return (await this.rows.list(tenantId, environment.id)).map(toSecretRow);
+    const [own, inherited] = await Promise.all([this.rows.list(tenantId, environment.id), environment.parent ? this.rows.list(tenantId, environment.parent.id) : Promise.resolve([])]);
+    const names = new Set(own.map((row) => row.name));
+    const rows = [...own.map((row) => toSecretRow(row)), ...inherited.filter((row) => !names.has(row.name)).map((row) => toSecretRow(row, environment.parent!.name))];
+    return rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** Writes the next version; `created` is true for version 1. A new name past the environment's quota is 429. */

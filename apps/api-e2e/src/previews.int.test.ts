@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { Binding, Environment, ErrorBody, MaterializationPreview, SecretRow, dataEnvelope } from '@envengine/contracts';
+import { createTenant, makeBundle, type TestTenant } from '@envengine/test-harness';
+import { z } from 'zod';
+import { waitForRun } from './runs-fixtures.ts';
+
+const stack = inject('stack');
+const EnvironmentRow = dataEnvelope(Environment);
+const Bindings = dataEnvelope(z.array(Binding));
+const Secrets = dataEnvelope(z.array(SecretRow));
+
+/** Reports which binding settings and which secret value the run was given (a digest: never the value itself). */
+const PROBE = `export default async (ctx) => {
+  const { region, api_key } = await ctx.connection('warehouse');
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(api_key));
+  const key_sha = [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+  await ctx.emit([{ region, key_sha }]);
+};`;
+const MANIFEST = {
+  version: 1,
+  assets: [{ key: 'probe', binding: 'warehouse', entry: 'assets/probe.js', deps: [], schema: { columns: [{ name: 'region', type: 'string' }, { name: 'key_sha', type: 'string' }] } }],
+  jobs: [{ name: 'all', assets: ['probe'] }],
+};
+const sha = (value: string) => createHash('sha256').update(value).digest('hex');
+
+describe('previews with a parent: inherited bindings and secrets, a guarded parent, access that follows it (docs/design.md#previews-promotion-and-diffs)', () => {
+  let tenant: TestTenant;
+  let other: TestTenant;
+  let lake: string;
+  let bundleRef: string;
+
+  /** Runs the probe in `environment` and answers what it was given. */
+  async function probe(environment: string): Promise<{ region: string; key_sha: string }> {
+    const started = await tenant.api.post(`/environments/${environment}/runs`, { job: 'all' });
+    expect(started.status, started.text).toBe(201);
+    const run = await waitForRun(tenant, started.body.data.id as string);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    const [latest] = (await tenant.api.get(`/environments/${environment}/assets/probe/materializations?limit=1`)).body.data as Array<{ id: string; run_id: string }>;
+    expect(latest!.run_id).toBe(run.id);
+    const preview = dataEnvelope(MaterializationPreview).parse((await tenant.api.get(`/environments/${environment}/assets/probe/materializations/${latest!.id}/preview`)).body).data;
+    return preview.rows[0] as { region: string; key_sha: string };
+  }
+
+  beforeAll(async () => {
+    [tenant, other] = await Promise.all([createTenant(stack, 'previews'), createTenant(stack, 'previews-other')]);
+    lake = join(stack.dataDir, 'lake', tenant.tenantId);
+    expect((await tenant.api.post('/environments', { name: 'staging', storage_prefix: `file://${lake}/staging`, executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/staging/secrets/api_key', { value: 'parent-secret-one' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/staging/bindings/warehouse', { config: { region: 'parent' }, secret_refs: { api_key: 'api_key' } })).status).toBe(201);
+    bundleRef = (await tenant.api.request('POST', '/bundles', { raw: await makeBundle({ 'assets/probe.js': PROBE }), headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref as string;
+  });
+
+  it("makes a preview under its parent's prefix, listing the parent's bindings and secrets as inherited", async () => {
+    const created = await tenant.api.post('/environments', { name: 'pr-1', kind: 'preview', parent: 'staging', executor: 'local' });
+    expect(created.status, created.text).toBe(201);
+    expect(EnvironmentRow.parse(created.body).data).toMatchObject({ name: 'pr-1', kind: 'preview', parent: 'staging', storage_prefix: `file://${lake}/staging/previews/pr-1` });
+    expect((await tenant.api.get('/environments/staging')).body.data.parent).toBeNull();
+
+    const bindings = Bindings.parse((await tenant.api.get('/environments/pr-1/bindings')).body).data;
+    expect(bindings).toEqual([expect.objectContaining({ name: 'warehouse', inherited_from: 'staging', config: { region: 'parent' }, dangling_secret_refs: [] })]);
+    const secrets = Secrets.parse((await tenant.api.get('/environments/pr-1/secrets')).body).data;
+    expect(secrets).toEqual([expect.objectContaining({ name: 'api_key', inherited_from: 'staging', version: 1 })]);
+    expect(Secrets.parse((await tenant.api.get('/environments/staging/secrets')).body).data).toEqual([expect.objectContaining({ name: 'api_key', inherited_from: null })]);
+  });
+
+  it("runs with the parent's binding and secret; an override wins, and its delete falls back; a rotation on the parent is seen", async () => {
+    // The ingest checks bindings as the preview sees them: the parent's warehouse counts.
+    const deployed = await tenant.api.post('/environments/pr-1/deployments', { manifest: MANIFEST, bundle_ref: bundleRef });
+    expect(deployed.status, deployed.text).toBe(201);
+    expect(await probe('pr-1')).toEqual({ region: 'parent', key_sha: sha('parent-secret-one') });
+
+    // The preview's own secret of that name is used by the inherited binding.
+    expect((await tenant.api.put('/environments/pr-1/secrets/api_key', { value: 'preview-secret' })).status).toBe(201);
+    expect(await probe('pr-1')).toEqual({ region: 'parent', key_sha: sha('preview-secret') });
+    // And its own binding over the parent's.
+    expect((await tenant.api.put('/environments/pr-1/bindings/warehouse', { config: { region: 'preview' }, secret_refs: { api_key: 'api_key' } })).status).toBe(201);
+    expect(Bindings.parse((await tenant.api.get('/environments/pr-1/bindings')).body).data).toEqual([expect.objectContaining({ name: 'warehouse', inherited_from: null, config: { region: 'preview' } })]);
+    expect(await probe('pr-1')).toEqual({ region: 'preview', key_sha: sha('preview-secret') });
+
+    // The parent's own are untouched by the preview's writes.
+    expect(Bindings.parse((await tenant.api.get('/environments/staging/bindings')).body).data).toEqual([expect.objectContaining({ name: 'warehouse', config: { region: 'parent' } })]);
+    expect(Secrets.parse((await tenant.api.get('/environments/staging/secrets')).body).data).toEqual([expect.objectContaining({ name: 'api_key', version: 1 })]);
+
+    // Deleting the overrides falls back to the parent's; a rotation there is the next run's.
+    expect((await tenant.api.delete('/environments/pr-1/bindings/warehouse')).status).toBe(200);
+    expect((await tenant.api.delete('/environments/pr-1/secrets/api_key')).status).toBe(200);
+    expect((await tenant.api.put('/environments/staging/secrets/api_key', { value: 'parent-secret-two' })).status).toBe(200);
+    expect(await probe('pr-1')).toEqual({ region: 'parent', key_sha: sha('parent-secret-two') });
+    expect(Secrets.parse((await tenant.api.get('/environments/pr-1/secrets')).body).data).toEqual([expect.objectContaining({ name: 'api_key', inherited_from: 'staging', version: 2 })]);
+  });
+
+  it('refuses a parent that is not one: another tenant\'s, a preview, one the token cannot see, or on a persistent environment; nothing is made', async () => {
+    await other.api.post('/environments', { name: 'theirs', storage_prefix: 's3://lake/theirs', executor: 'local' });
+    const before = (await tenant.api.get('/environments')).body.data.length as number;
+    const foreign = await tenant.api.post('/environments', { name: 'pr-x', kind: 'preview', parent: 'theirs', executor: 'local' });
+    expect(foreign.status, foreign.text).toBe(404);
+    expect(ErrorBody.parse(foreign.body).error.code).toBe('not_found');
+
+    const ofPreview = await tenant.api.post('/environments', { name: 'pr-y', kind: 'preview', parent: 'pr-1', executor: 'local' });
+    expect(ofPreview.status).toBe(422);
+    expect(ErrorBody.parse(ofPreview.body).error.details).toEqual([expect.objectContaining({ path: 'parent' })]);
+    for (const body of [
+      { name: 'pr-z', kind: 'persistent', parent: 'staging', executor: 'local', storage_prefix: 's3://lake/pr-z' },
+      { name: 'pr-z', parent: 'staging', executor: 'local' },
+      { name: 'pr-z', kind: 'preview', executor: 'local' },
+      { name: 'pr-z', kind: 'preview', parent: '-bad', executor: 'local' },
+    ]) {
+      const response = await tenant.api.post('/environments', body);
+      expect(response.status, JSON.stringify(body)).toBe(422);
+      expect(ErrorBody.parse(response.body).error.code).toBe('invalid_request');
+    }
+
+    // A token limited to pr-* cannot branch from staging's secrets.
+    const minted = await tenant.api.post('/tokens', { name: 'previews only', scopes: ['environments:read', 'environments:write', 'bindings:write'], environments: ['pr-*'] });
+    expect(minted.status, minted.text).toBe(201);
+    const limited = tenant.api.withToken(minted.body.data.token as string);
+    const outside = await limited.post('/environments', { name: 'pr-2', kind: 'preview', parent: 'staging', executor: 'local' });
+    expect(outside.status, outside.text).toBe(404);
+    expect(outside.text).not.toContain('staging/previews');
+    expect((await tenant.api.get('/environments')).body.data.length).toBe(before);
+  });
+
+  it('guards a parent with live previews: 409 environment_has_previews, then ?force=true tears the previews down first', async () => {
+    const refused = await tenant.api.delete('/environments/staging');
+    expect(refused.status, refused.text).toBe(409);
+    expect(ErrorBody.parse(refused.body).error.code).toBe('environment_has_previews');
+    expect(refused.body.error.message).toContain('"pr-1"');
+    // Nothing was changed by the refusal.
+    expect(EnvironmentRow.parse((await tenant.api.get('/environments/staging')).body).data.status).toBe('active');
+    expect((await tenant.api.get('/environments/pr-1')).status).toBe(200);
+    expect(await probe('pr-1')).toEqual({ region: 'parent', key_sha: sha('parent-secret-two') });
+
+    const forced = await tenant.api.delete('/environments/staging?force=true');
+    expect(forced.status, forced.text).toBe(200);
+    expect((await tenant.api.get('/environments/pr-1')).status).toBe(404);
+    expect((await tenant.api.get('/environments/staging')).status).toBe(404);
+  });
+});
