@@ -9,8 +9,8 @@ import { z } from 'zod';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { AssetListing, Environment, ATTEMPT_LEASE_HEADER, AttemptStarted, dataEnvelope, Run, StorageConnection, type PoolCredentialIssued } from '@envengine/contracts';
 import { decodeParquet, NodeSha256, ObjectStoreError, S3_PART_BYTES, S3StorageDriver } from '@envengine/materialization-storage';
-import { createTenant, startPoolWorker, uniqueName, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
-import { deployOnS3, issueCredential, waitForRun } from './runs-fixtures.ts';
+import { createTenant, makeBundle, startPoolWorker, uniqueName, until, type PoolWorker, type TestTenant } from '@envengine/test-harness';
+import { ASSET_CODE, deployOnS3, issueCredential, runsManifest, waitForRun } from './runs-fixtures.ts';
 
 const stack = inject('stack');
 const AssetList = dataEnvelope(z.array(AssetListing));
@@ -84,6 +84,24 @@ describe("s3:// storage on the engine's own store", () => {
     // totals is what ctx.read gave it: the three orders summed.
     const totalsBytes = await adminRead('lake', `${tenant.tenantId}/prod/totals/${totals.id}.parquet`);
     expect(await decodeParquet(totalsBytes as Uint8Array)).toEqual([{ orders: 3, total: 30.5 }]);
+  });
+
+  it("lets a preview read its parent's objects through the parent's read-only keys, writing only under its own prefix", async () => {
+    const created = await tenant.api.post('/environments', { name: 'pr-s3', kind: 'preview', parent: 'prod', executor: 'local' });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.storage_prefix).toBe('s3://lake/prod/previews/pr-s3');
+    const bundle = (await tenant.api.request('POST', '/bundles', { raw: await makeBundle(ASSET_CODE), headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref as string;
+    expect((await tenant.api.post('/environments/pr-s3/deployments', { manifest: runsManifest(), bundle_ref: bundle })).status).toBe(201);
+    const parentOrders = (await latestOf(tenant, 'orders'))!;
+    const started = await tenant.api.post('/environments/pr-s3/runs', { assets: ['totals'] });
+    const run = await waitForRun(tenant, Run.parse(started.body.data).id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(run.attempts[0]!.reads).toEqual([{ asset: 'totals', upstream: 'orders', materialization_id: parentOrders.id, environment: 'prod' }]);
+    const [totals] = (await tenant.api.get('/environments/pr-s3/assets/totals/materializations')).body.data as Array<{ id: string; location: string }>;
+    expect(totals!.location).toBe(`s3://lake/prod/previews/pr-s3/totals/${totals!.id}.parquet`);
+    const stored = await adminRead('lake', `${tenant.tenantId}/prod/previews/pr-s3/totals/${totals!.id}.parquet`);
+    expect(await decodeParquet(stored as Uint8Array)).toEqual([{ orders: 3, total: 30.5 }]);
+    expect((await tenant.api.delete('/environments/pr-s3?force=true')).status).toBe(200);
   });
 
   it("gives a tenant's workers keys that reach only that tenant's objects, never the administrator's", async () => {

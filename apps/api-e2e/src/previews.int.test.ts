@@ -138,3 +138,83 @@ describe('previews with a parent: inherited bindings and secrets, a guarded pare
     expect((await tenant.api.get('/environments/staging')).status).toBe(404);
   });
 });
+
+describe("a preview's data branched from its parent: ctx.read of the parent's latest until the preview has its own", () => {
+  let tenant: TestTenant;
+  let lake: string;
+  const ORDERS = `export default async (ctx) => { await ctx.emit([{ id: 1, amount: 10 }, { id: 2, amount: 20 }]); };`;
+  const PREVIEW_ORDERS = `export default async (ctx) => { await ctx.emit([{ id: 7, amount: 1 }]); };`;
+  const TOTALS = `export default async (ctx) => {
+    const rows = await ctx.read('orders');
+    await ctx.emit([{ orders: rows.length, total: rows.reduce((sum, row) => sum + row.amount, 0) }]);
+  };`;
+  const manifest = (ordersColumns: Array<{ name: string; type: string }>) => ({
+    version: 1,
+    assets: [
+      { key: 'orders', binding: 'warehouse', entry: 'assets/orders.js', deps: [], schema: { columns: ordersColumns } },
+      { key: 'totals', binding: 'warehouse', entry: 'assets/totals.js', deps: ['orders'], schema: { columns: [{ name: 'orders', type: 'integer' }, { name: 'total', type: 'integer' }] } },
+    ],
+  });
+  const ORDER_COLUMNS = [{ name: 'id', type: 'integer' }, { name: 'amount', type: 'integer' }];
+  const deploy = async (environment: string, files: Record<string, string>, columns = ORDER_COLUMNS) => {
+    const bundle = (await tenant.api.request('POST', '/bundles', { raw: await makeBundle(files), headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref as string;
+    const response = await tenant.api.post(`/environments/${environment}/deployments`, { manifest: manifest(columns), bundle_ref: bundle });
+    expect(response.status, response.text).toBe(201);
+    return response.body.data as { recheck: { quarantined: string[] } };
+  };
+  const run = async (environment: string, assets: string[]) => {
+    const started = await tenant.api.post(`/environments/${environment}/runs`, { assets });
+    expect(started.status, started.text).toBe(201);
+    return waitForRun(tenant, started.body.data.id as string);
+  };
+  const materializationsOf = async (environment: string, key: string) =>
+    (await tenant.api.get(`/environments/${environment}/assets/${key}/materializations`)).body.data as Array<{ id: string; location: string }>;
+  const rowsOf = async (environment: string, key: string, id: string) =>
+    dataEnvelope(MaterializationPreview).parse((await tenant.api.get(`/environments/${environment}/assets/${key}/materializations/${id}/preview`)).body).data.rows;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'preview-data');
+    lake = join(stack.dataDir, 'lake', tenant.tenantId);
+    expect((await tenant.api.post('/environments', { name: 'main', storage_prefix: `file://${lake}/main`, executor: 'local' })).status).toBe(201);
+    expect((await tenant.api.put('/environments/main/bindings/warehouse', { config: {} })).status).toBe(201);
+    await deploy('main', { 'assets/orders.js': ORDERS, 'assets/totals.js': TOTALS });
+    expect((await run('main', ['orders'])).status).toBe('succeeded');
+    expect((await tenant.api.post('/environments', { name: 'pr-9', kind: 'preview', parent: 'main', executor: 'local' })).status).toBe(201);
+    await deploy('pr-9', { 'assets/orders.js': PREVIEW_ORDERS, 'assets/totals.js': TOTALS });
+  });
+
+  it("reads the parent's upstream while the preview has none, writes only under its own prefix, and records where it read from", async () => {
+    const [parentOrders] = await materializationsOf('main', 'orders');
+    const totals = await run('pr-9', ['totals']);
+    expect(totals.status, JSON.stringify(totals)).toBe('succeeded');
+    expect(totals.attempts[0]!.reads).toEqual([{ asset: 'totals', upstream: 'orders', materialization_id: parentOrders!.id, environment: 'main' }]);
+    const [own] = await materializationsOf('pr-9', 'totals');
+    expect(own!.location.startsWith(`file://${lake}/main/previews/pr-9/totals/`)).toBe(true);
+    expect(await rowsOf('pr-9', 'totals', own!.id)).toEqual([{ orders: 2, total: 30 }]);
+    // The parent's files and rows are as they were.
+    expect(await materializationsOf('main', 'totals')).toEqual([]);
+    expect((await materializationsOf('main', 'orders')).map((row) => row.id)).toEqual([parentOrders!.id]);
+  });
+
+  it('reads its own once it has one', async () => {
+    expect((await run('pr-9', ['orders'])).status).toBe('succeeded');
+    const [ownOrders] = await materializationsOf('pr-9', 'orders');
+    const totals = await run('pr-9', ['totals']);
+    expect(totals.status).toBe('succeeded');
+    expect(totals.attempts[0]!.reads).toEqual([{ asset: 'totals', upstream: 'orders', materialization_id: ownOrders!.id, environment: 'pr-9' }]);
+    const [latest] = await materializationsOf('pr-9', 'totals');
+    expect(await rowsOf('pr-9', 'totals', latest!.id)).toEqual([{ orders: 1, total: 1 }]);
+  });
+
+  it("never reads a quarantined materialization of the parent", async () => {
+    expect((await tenant.api.post('/environments', { name: 'pr-10', kind: 'preview', parent: 'main', executor: 'local' })).status).toBe(201);
+    await deploy('pr-10', { 'assets/orders.js': PREVIEW_ORDERS, 'assets/totals.js': TOTALS });
+    // The parent's new schema for orders quarantines its stored orders.
+    const changed = await deploy('main', { 'assets/orders.js': ORDERS, 'assets/totals.js': TOTALS }, [{ name: 'id', type: 'integer' }, { name: 'amount', type: 'number' }]);
+    expect(changed.recheck.quarantined).toEqual(['orders']);
+    const totals = await run('pr-10', ['totals']);
+    expect(totals.status).toBe('failed');
+    expect(totals.attempts[0]!.reads).toEqual([]);
+    expect(totals.error).toContain('ctx.read("orders")');
+  });
+});

@@ -40,6 +40,8 @@ export const Attempt = z.object({
   last_heartbeat_at: z.iso.datetime().nullable(),
   error: z.string().nullable(),
   assets: z.array(AttemptAssetOutcome),
+  /** The upstream materializations its assets read (`ctx.read`), and from which environment: a preview reads its parent's where it has none. */
+  reads: z.array(z.object({ asset: z.string(), upstream: z.string(), materialization_id: z.string(), environment: z.string() })),
 });
 export type Attempt = z.infer<typeof Attempt>;
 

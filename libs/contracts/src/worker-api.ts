@@ -129,14 +129,6 @@ export type MaterializationWritten = z.infer<typeof MaterializationWritten>;
 export const UpstreamQuery = z.strictObject({ asset: z.string().min(1).max(200) });
 export type UpstreamQuery = z.infer<typeof UpstreamQuery>;
 
-/** `ctx.read(key)`: where the asset's latest non-quarantined rows are, or null. */
-export const UpstreamLocation = z.object({
-  materialization_id: z.string(),
-  location: z.string(),
-  row_count: z.number().int().nonnegative(),
-}).nullable();
-export type UpstreamLocation = z.infer<typeof UpstreamLocation>;
-
 /** `ctx.connection(name)`: the binding's config with its secrets resolved (audited). */
 export const ResolvedConnection = z.object({
   name: z.string(),
@@ -190,6 +182,26 @@ export const StorageConnection = z.discriminatedUnion('kind', [
   }),
 ]);
 export type StorageConnection = z.infer<typeof StorageConnection>;
+
+/** `ctx.read(key)`: where the asset's latest non-quarantined rows are, or null. */
+export const UpstreamLocation = z.object({
+  materialization_id: z.string(),
+  location: z.string(),
+  row_count: z.number().int().nonnegative(),
+  /**
+   * Where it was read from when not the reader's own environment: a preview's parent
+   * (docs/design.md#previews-promotion-and-diffs). Its storage prefix, and for object
+   * storage a read-only connection to it; absent for the reader's own.
+   */
+  from: z
+    .object({
+      environment: z.string(),
+      storage_prefix: z.string(),
+      storage: StorageConnection.optional(),
+    })
+    .optional(),
+}).nullable();
+export type UpstreamLocation = z.infer<typeof UpstreamLocation>;
 
 /**
  * How an attempt-worker process ends when it cannot work (docs/operations.md): what

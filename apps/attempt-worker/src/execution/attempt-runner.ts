@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, WorkerIdentity } from '@envengine/contracts';
+import type { AttemptAssetOutcome, AttemptPlan, PlannedAsset, StorageConnection, WorkerIdentity } from '@envengine/contracts';
 import { newId } from '@envengine/resource-ids';
 import { assetTimeLimit } from './asset-time-limit.ts';
 import { MaterializationUpload, storageDriverFor, storageSchemeOf, type DeclaredSchema, type StorageDriver } from '@envengine/materialization-storage';
@@ -188,7 +188,7 @@ export class AttemptRunner {
         // asset's span, the engine calls they make are its children.
         handlers: bindToActiveContext({
           emit: () => this.emit(held, plan, asset, storage),
-          read: async (key) => this.read(held, plan, asset, key, await storage()),
+          read: async (key) => this.read(held, plan, asset, key, storage, logs),
           connection: async (name) => {
             const resolved = await this.api.connection(held, asset.key, name);
             // Masked before the user code has the values, so no line can carry them first.
@@ -222,15 +222,19 @@ export class AttemptRunner {
   /** The driver for the environment's storage through this asset's binding; its keys masked in the attempt's log. */
   private async storageDriver(held: HeldAttempt, plan: AttemptPlan, assetKey: string, logs: LogShipper): Promise<StorageDriver> {
     if (storageSchemeOf(plan.environment.storage_prefix) === 'file') return storageDriverFor(plan.environment.storage_prefix);
-    const connection = await this.api.storage(held, assetKey);
-    if (connection.kind === 'file') return storageDriverFor(plan.environment.storage_prefix);
+    return this.driverOver(plan.environment.storage_prefix, await this.api.storage(held, assetKey), logs);
+  }
+
+  /** A driver for `storagePrefix` through `connection`; its keys masked in the attempt's log. */
+  private driverOver(storagePrefix: string, connection: StorageConnection, logs: LogShipper): StorageDriver {
+    if (connection.kind === 'file') return storageDriverFor(storagePrefix);
     logs.maskSecrets([connection.secret_access_key, connection.access_key_id]);
     // A binding's own endpoint (not the engine's store, which names none) is checked on the engine's runner.
     const guard = connection.binding !== null && !this.options.endpointGuard?.isAllowed(connection.endpoint) ? this.options.endpointGuard : undefined;
     const host = new URL(connection.endpoint).hostname.replace(/^\[|\]$/g, '');
     const literal = guard && isIP(host) ? guard.refusal(host) : null;
     if (literal) throw new Error(`Storage binding "${connection.binding}": endpoint ${literal}`);
-    return storageDriverFor(plan.environment.storage_prefix, {
+    return storageDriverFor(storagePrefix, {
       lookup: guard?.lookup,
       endpoint: connection.endpoint,
       region: connection.region,
@@ -294,14 +298,16 @@ export class AttemptRunner {
    * not quarantined, for the child to decode. The worker API refuses an upstream the reader
    * does not declare in its deps (whatever a worker asks), and so does this, before the call.
    */
-  private async read(held: HeldAttempt, plan: AttemptPlan, reader: PlannedAsset, assetKey: string, driver: StorageDriver): Promise<AsyncIterable<Uint8Array>> {
+  private async read(held: HeldAttempt, plan: AttemptPlan, reader: PlannedAsset, assetKey: string, storage: () => Promise<StorageDriver>, logs: LogShipper): Promise<AsyncIterable<Uint8Array>> {
     if (!reader.deps.includes(assetKey)) {
       const declared = reader.deps.length === 0 ? 'declares no deps' : `declares deps ${reader.deps.map((dep) => `"${dep}"`).join(', ')}`;
       throw new Error(`ctx.read("${assetKey}") refused: asset "${reader.key}" ${declared}; an asset reads only the assets its manifest entry names in deps`);
     }
     const upstream = await this.api.upstream(held, reader.key, assetKey);
     if (!upstream) throw new Error(nothingToReadMessage(assetKey, plan.environment.name));
-    return driver.readStream(upstream.location);
+    // A preview's read of its parent's file: through a driver over the parent's prefix (read only, as the engine says).
+    if (upstream.from) return this.driverOver(upstream.from.storage_prefix, upstream.from.storage ?? { kind: 'file' }, logs).readStream(upstream.location);
+    return (await storage()).readStream(upstream.location);
   }
 }
 

@@ -21,6 +21,7 @@ export function toAttempt(doc: AttemptDocument): Attempt {
     assets: doc.assets.map((asset) =>
       doc.status === 'running' && asset.status === 'pending' && asset.key === doc.current_asset ? { ...asset, status: 'running' as const } : { ...asset },
     ),
+    reads: (doc.reads ?? []).map((read) => ({ asset: read.asset, upstream: read.upstream, materialization_id: read.materialization_id, environment: read.environment })),
   };
 }
 

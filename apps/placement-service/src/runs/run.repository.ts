@@ -262,6 +262,11 @@ export class RunRepository extends RunQueries {
     return 0;
   }
 
+  /** Records what an asset of a running attempt read (`ctx.read`), once per read materialization; behind the same lease. */
+  async recordRead({ tenantId, attemptId, lease }: LeaseCheck, read: { asset: string; upstream: string; materialization_id: string; environment: string }): Promise<void> {
+    await this.attempts.updateOne(tenantId, { _id: attemptId, lease, status: 'running' }, { $addToSet: { reads: read } } as never);
+  }
+
   async checkLease({ tenantId, attemptId, lease }: LeaseCheck): Promise<AttemptDocument> {
     const attempt = await this.attempts.findOne(tenantId, { _id: attemptId });
     if (!attempt) throw notFound(`Attempt "${attemptId}"`);

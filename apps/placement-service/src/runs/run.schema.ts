@@ -58,6 +58,8 @@ export interface AttemptDocument {
   /** Bumped when a draining worker hands the attempt back, so the queue job id is new. */
   dispatch_seq: number;
   dispatched_at: Date;
+  /** What its assets read through `ctx.read`, and from which environment (absent on attempts made before it was recorded). */
+  reads?: Array<{ asset: string; upstream: string; materialization_id: string; environment: string }>;
   /** The W3C `traceparent` of where it was made (attempt-records.ts `newAttempt`); null untraced or made before the field. */
   trace_parent?: string | null;
   /** When the queue add was confirmed; null until then (the reconciler re-offers it). */
@@ -158,6 +160,7 @@ export const attemptSchema = new Schema<AttemptDocument>(
     dispatch_seq: { type: Number, required: true },
     dispatched_at: { type: Date, required: true },
     trace_parent: { type: String, default: null },
+    reads: { type: [{ _id: false, asset: String, upstream: String, materialization_id: String, environment: String }], default: undefined },
     enqueued_at: { type: Date, default: null },
     admitted_at: { type: Date, default: null },
     started_at: { type: Date, default: null },

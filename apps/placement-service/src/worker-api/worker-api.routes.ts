@@ -36,7 +36,7 @@ export function workerApiRouter(service: WorkerApiService): Router {
   }));
 
   mountEndpoint(router, PublicApi.attemptUpstream, async ({ tenantId, params, query, header }) => ({
-    data: await service.upstream(leaseCheck(tenantId, params.id, header), query.asset, params.key),
+    data: await service.upstream(leaseCheck(tenantId, params.id, header), query.asset, params.key, credentialOf(header)),
   }));
 
   mountEndpoint(router, PublicApi.attemptConnection, async ({ tenantId, params, body, header }) => ({

@@ -123,7 +123,7 @@ export class WorkerApiService {
    * (checked here, not only by the worker, which a pool's owner controls), and only a
    * location under the environment's storage prefix is ever handed out, whatever was recorded.
    */
-  async upstream(check: LeaseCheck, readerKey: string, assetKey: string): Promise<UpstreamLocation> {
+  async upstream(check: LeaseCheck, readerKey: string, assetKey: string, credentialId: string | null = null): Promise<UpstreamLocation> {
     const attempt = await this.runs.checkLease(check);
     const run = attempt.assets.some((asset) => asset.key === readerKey) ? await this.runs.findRun(check.tenantId, attempt.run_id) : undefined;
     const reader = run?.assets.find((candidate) => candidate.key === readerKey);
@@ -131,17 +131,32 @@ export class WorkerApiService {
       throw new ApiError('invalid_request', `Asset "${readerKey}" is not part of attempt "${attempt._id}".`, { details: [{ path: 'query.asset', message: 'is not an asset of this attempt' }] });
     }
     if (!reader.deps.includes(assetKey)) throw undeclaredUpstream(reader, assetKey);
-    const [latest, environment] = await Promise.all([
+    const [own, environment] = await Promise.all([
       this.deployments.latestUsableMaterialization(check.tenantId, attempt.environment_id, assetKey),
       this.environments.findById(check.tenantId, attempt.environment_id),
     ]);
+    if (!environment) throw notFound(`Environment of attempt "${attempt._id}"`);
+    // A preview with none of its own reads its parent's latest (never a quarantined one):
+    // the data is branched, not copied (docs/design.md#previews-promotion-and-diffs). The
+    // parent is this scope's record of the preview, never anything the worker says.
+    let source = environment;
+    let latest = own;
+    if (!latest && environment.parent !== null) {
+      const parent = await this.environments.findByName(check.tenantId, environment.parent);
+      if (parent) [source, latest] = [parent, await this.deployments.latestUsableMaterialization(check.tenantId, parent.id, assetKey)];
+    }
     if (!latest || !latest.location) return null;
-    if (!environment || !isUnderStoragePrefix(environment.storage_prefix, latest.location)) {
+    if (!isUnderStoragePrefix(source.storage_prefix, latest.location)) {
       throw new ApiError('invalid_request', `The latest materialization of "${assetKey}" is not under the environment's storage prefix; it is not read.`, {
         details: [{ path: 'key', message: 'its location is outside the storage prefix' }],
       });
     }
-    return { materialization_id: latest.id, location: latest.location, row_count: latest.row_count };
+    await this.runs.recordRead(check, { asset: readerKey, upstream: assetKey, materialization_id: latest.id, environment: source.name });
+    const answer = { materialization_id: latest.id, location: latest.location, row_count: latest.row_count };
+    if (source === environment) return answer;
+    // Read only: a preview never writes its parent's files.
+    const storage = storageSchemeOf(source.storage_prefix) === 's3' ? await this.s3Connection(check, attempt._id, reader.binding, source, 'read_only', credentialId, environment) : undefined;
+    return { ...answer, from: { environment: source.name, storage_prefix: source.storage_prefix, ...(storage ? { storage } : {}) } };
   }
 
   /**
@@ -185,15 +200,34 @@ export class WorkerApiService {
     if (scheme === 'file') return { kind: 'file' };
     const problem = scheme === 's3' ? s3StoragePrefixProblem(environment.storage_prefix) : `Storage prefix ${environment.storage_prefix} has no driver; supported schemes: file://, s3://.`;
     if (problem !== null) throw new ApiError('invalid_request', problem, { details: [{ path: 'storage_prefix', message: problem }] });
-    const parentId = await this.parentIdOf(check.tenantId, environment);
-    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: attempt.environment_id, ...(parentId ? { parent_environment_id: parentId } : {}), binding: asset.binding, attempt_id: attempt._id });
+    return this.s3Connection(check, attempt._id, asset.binding, environment, null, credentialId, environment);
+  }
+
+  /**
+   * An `s3://` environment's connection through `binding` (resolved, audited, as the
+   * reading attempt's environment `reader` sees it): the binding's own endpoint and keys,
+   * or the holder's keys to the engine's store for `environment`'s path of the bucket,
+   * read only for a `read_only` binding or when `mode` says so (a preview reading its
+   * parent's files).
+   */
+  private async s3Connection(
+    check: LeaseCheck,
+    attemptId: string,
+    binding: string,
+    environment: Environment,
+    mode: 'read_only' | null,
+    credentialId: string | null,
+    reader: Environment,
+  ): Promise<StorageConnection> {
+    const parentId = await this.parentIdOf(check.tenantId, reader);
+    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: reader.id, ...(parentId ? { parent_environment_id: parentId } : {}), binding, attempt_id: attemptId });
     const storeKeys = this.storeKeys;
-    // `s3://<bucket>/<path>`, checked at create (s3StoragePrefixProblem above).
+    // `s3://<bucket>/<path>`, checked at create (s3StoragePrefixProblem).
     const [, bucket = '', path = ''] = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(environment.storage_prefix) ?? [];
     // The environment's keys: its own path of the bucket, read only for a read_only binding.
-    const scope = { tenantId: check.tenantId, environmentId: environment.id, objectPath: path.replace(/\/+$/, ''), mode: resolved.mode };
+    const scope = { tenantId: check.tenantId, environmentId: environment.id, objectPath: path.replace(/\/+$/, ''), mode: mode ?? resolved.mode };
     return s3StorageConnection(
-      asset.binding,
+      binding,
       resolved.config,
       // The caller's own keys: its pool credential's, or the engine runner's.
       storeKeys && { endpoint: storeKeys.store.publicEndpoint, region: storeKeys.store.region, bucket: storeKeys.store.bucket, keys: () => storeKeys.grant(scope, credentialId) },
