@@ -62,6 +62,9 @@ STATE_DEPENDENT_REFUSALS = [
     ("POST /environments", "invalid_request", "storage_prefix", "must be under the engine's storage root"),
     # Only a preview has a TTL; the environment's kind is stored, not sent.
     ("PATCH /environments/{name}", "invalid_request", "ttl_hours", "is only for preview environments"),
+    ("PATCH /environments/{name}", "invalid_request", "idle_ttl_hours", "is only for preview environments"),
+    # A preview's parent must not be a preview itself: the parent's kind is stored, not sent.
+    ("POST /environments", "invalid_request", "parent", "must not be a preview"),
     # A binding's `secret_refs` names a secret the environment lacks.
     ("PUT /environments/{name}/bindings/{connection}", "unknown_secret", None, None),
     # A setting both in `config` and in `secret_refs`: no JSON Schema keyword states it.

@@ -498,7 +498,7 @@ describe('envctl against the stack', () => {
 
     const bareCreate = await envctl(['env', 'create', 'flagless']);
     expectExit(bareCreate, 2);
-    expect(bareCreate.stderr).toBe('error: usage: envctl env create needs --storage-prefix PREFIX and --executor local|remote; see envctl env create --help\n');
+    expect(bareCreate.stderr).toBe('error: usage: envctl env create needs --executor local|remote; see envctl env create --help\n');
     expectExit(await envctl(['env', 'get', 'flagless']), 4);
 
     const missingFolder = join(tmpdir(), `envctl-no-such-project-${Date.now()}`);

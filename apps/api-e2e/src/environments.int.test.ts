@@ -32,6 +32,7 @@ describe('environments through the gateway', () => {
       active_deployment_id: null,
       status: 'active',
       ttl_hours: null,
+      idle_ttl_hours: null,
       expires_at: null,
       max_concurrent_runs: null,
       purge_data_on_expiry: true,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Binding, Environment, ErrorBody, MaterializationPreview, SecretRow, dataEnvelope } from '@envengine/contracts';
-import { createTenant, makeBundle, type TestTenant } from '@envengine/test-harness';
+import { createTenant, makeBundle, until, type TestTenant } from '@envengine/test-harness';
 import { z } from 'zod';
 import { waitForRun } from './runs-fixtures.ts';
 
@@ -216,5 +216,59 @@ describe("a preview's data branched from its parent: ctx.read of the parent's la
     expect(totals.status).toBe('failed');
     expect(totals.attempts[0]!.reads).toEqual([]);
     expect(totals.error).toContain('ctx.read("orders")');
+  });
+});
+
+describe('idle previews (idle_ttl_hours)', () => {
+  let tenant: TestTenant;
+  const HOUR_MS = 3_600_000;
+
+  beforeAll(async () => {
+    tenant = await createTenant(stack, 'preview-idle');
+  });
+
+  it('expires a preview with no deploy and no run for its idle lifetime', async () => {
+    const created = await tenant.api.post('/environments', { name: 'pr-idle', kind: 'preview', storage_prefix: 's3://lake/idle/pr-idle', executor: 'local', idle_ttl_hours: 0.0005 });
+    expect(created.status, created.text).toBe(201);
+    const environment = EnvironmentRow.parse(created.body).data;
+    expect(environment).toMatchObject({ idle_ttl_hours: 0.0005, ttl_hours: null });
+    expect(Date.parse(environment.expires_at!) - Date.parse(environment.inserted_at)).toBe(1800);
+    // Torn down by its expiry timer: the name then answers environment_expired.
+    const gone = await until(() => tenant.api.get('/environments/pr-idle'), (response) => response.status === 404, 60_000, 200);
+    expect(ErrorBody.parse(gone.body).error.code).toBe('environment_expired');
+  });
+
+  it('moves the idle lapse with each deploy and run, never past the TTL', async () => {
+    const created = await tenant.api.post('/environments', { name: 'pr-busy', kind: 'preview', storage_prefix: 's3://lake/idle/pr-busy', executor: 'local', idle_ttl_hours: 1 });
+    expect(created.status, created.text).toBe(201);
+    await tenant.api.put('/environments/pr-busy/bindings/warehouse', { config: {} });
+    const files = { 'assets/noop.js': 'export default async (ctx) => { await ctx.emit([{ n: 1 }]); };' };
+    const bundleRef = (await tenant.api.request('POST', '/bundles', { raw: await makeBundle(files), headers: { 'content-type': 'application/gzip' } })).body.data.bundle_ref as string;
+    const manifest = { version: 1, assets: [{ key: 'noop', binding: 'warehouse', entry: 'assets/noop.js', deps: [] }] };
+    expect((await tenant.api.post('/environments/pr-busy/deployments', { manifest, bundle_ref: bundleRef })).status).toBe(201);
+    const afterDeploy = EnvironmentRow.parse((await tenant.api.get('/environments/pr-busy')).body).data;
+    expect(Date.parse(afterDeploy.expires_at!)).toBeGreaterThanOrEqual(Date.parse(created.body.data.expires_at as string));
+
+    const started = await tenant.api.post('/environments/pr-busy/runs', { assets: ['noop'] });
+    expect(started.status, started.text).toBe(201);
+    const afterRun = EnvironmentRow.parse((await tenant.api.get('/environments/pr-busy')).body).data;
+    // The run is activity: the lapse is an hour after it.
+    expect(Date.parse(afterRun.expires_at!)).toBeGreaterThanOrEqual(Date.parse(started.body.data.inserted_at as string) + HOUR_MS);
+    expect(Date.parse(afterRun.expires_at!)).toBeGreaterThan(Date.parse(afterDeploy.expires_at!));
+    expect((await waitForRun(tenant, started.body.data.id as string)).status).toBe('succeeded');
+
+    // A TTL shorter than the idle lifetime bounds it: a run moves nothing past it.
+    const patched = EnvironmentRow.parse((await tenant.api.patch('/environments/pr-busy', { ttl_hours: 0.5 })).body).data;
+    const ttlLapse = Date.parse(patched.expires_at!);
+    expect(ttlLapse - Date.now()).toBeLessThanOrEqual(0.5 * HOUR_MS);
+    expect((await tenant.api.post('/environments/pr-busy/runs', { assets: ['noop'] })).status).toBe(201);
+    expect(Date.parse(EnvironmentRow.parse((await tenant.api.get('/environments/pr-busy')).body).data.expires_at!)).toBe(ttlLapse);
+
+    // On a persistent environment it is refused, and nothing changes.
+    await tenant.api.post('/environments', { name: 'kept', storage_prefix: 's3://lake/idle/kept', executor: 'local' });
+    const refused = await tenant.api.patch('/environments/kept', { idle_ttl_hours: 1 });
+    expect(refused.status).toBe(422);
+    expect(ErrorBody.parse(refused.body).error.details).toEqual([expect.objectContaining({ path: 'idle_ttl_hours' })]);
+    expect((await tenant.api.post('/environments', { name: 'kept-2', storage_prefix: 's3://lake/idle/kept-2', executor: 'local', idle_ttl_hours: 1 })).status).toBe(422);
   });
 });

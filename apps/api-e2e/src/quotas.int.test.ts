@@ -80,7 +80,22 @@ describe('per-tenant quotas, through the gateway', () => {
       secrets_per_environment: { limit: DEFAULT_QUOTA_LIMITS.secrets_per_environment, used: 0, by_environment: {} },
       webhooks: { limit: DEFAULT_QUOTA_LIMITS.webhooks, used: 0 },
       pool_credentials: { limit: DEFAULT_QUOTA_LIMITS.pool_credentials, used: 0 },
+      previews: { limit: DEFAULT_QUOTA_LIMITS.previews, used: 0 },
     });
+  });
+
+  it('refuses a preview past the quota of live previews, not a persistent environment, and counts them in GET /quotas', async () => {
+    const tenant = await createTenant(stack, 'quota-previews');
+    expect(await admin(['set', '--tenant', tenant.tenantName, 'previews=1'])).toMatch(/previews\s+1\n/);
+    expect((await tenant.api.post('/environments', { name: 'pr-1', kind: 'preview', storage_prefix: 's3://lake/quota-previews/pr-1', executor: 'local' })).status).toBe(201);
+    const refused = await tenant.api.post('/environments', { name: 'pr-2', kind: 'preview', storage_prefix: 's3://lake/quota-previews/pr-2', executor: 'local' });
+    expectRefusedBy(refused, 'previews_quota_exceeded');
+    expect((await tenant.api.get('/environments/pr-2')).status).toBe(404);
+    expect((await tenant.api.post('/environments', { name: 'main', storage_prefix: 's3://lake/quota-previews/main', executor: 'local' })).status).toBe(201);
+    expect((await quotasOf(tenant)).previews).toEqual({ limit: 1, used: 1 });
+    // Deleted, its place is free again.
+    expect((await tenant.api.delete('/environments/pr-1')).status).toBe(200);
+    expect((await tenant.api.post('/environments', { name: 'pr-2', kind: 'preview', storage_prefix: 's3://lake/quota-previews/pr-2', executor: 'local' })).status).toBe(201);
   });
 
   it('refuses an environment past the quota the admin command set, and leaves other tenants alone', async () => {

@@ -4,7 +4,7 @@ import { ApiClient, exitCodeForApiError } from './api-client.ts';
 import { CliError } from './exit-codes.ts';
 
 const TOKEN = 'eek_secret-token-value';
-const environment = { id: 'env_1', name: 'prod', kind: 'persistent', git_ref: null, storage_prefix: 'p', strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, parent: null, inserted_at: '2025-01-01T00:00:00.000Z' };
+const environment = { id: 'env_1', name: 'prod', kind: 'persistent', git_ref: null, storage_prefix: 'p', strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, idle_ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, parent: null, inserted_at: '2025-01-01T00:00:00.000Z' };
 
 const deployment = { id: 'dep_1', environment_id: 'env_1', status: 'failed', active: false, git: { branch: 'main', sha: 'abc' }, bundle_ref: `sha256:${'0'.repeat(64)}`, sdk_version: null, validation: { errors: [], warnings: [] }, allow_contract_changes: [], created_by: 'envctl', promoted_from: null, inserted_at: '2025-01-01T00:00:00.000Z' };
 

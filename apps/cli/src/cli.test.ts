@@ -214,7 +214,7 @@ describe('an unknown environment', () => {
     const fetchImpl = (async (url: string) => {
       calls.push(url);
       if (url.endsWith('/api/v1/environments')) {
-        const environment = (name: string) => ({ id: `env_${name}`, name, kind: 'persistent', git_ref: null, storage_prefix: name, strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, parent: null, inserted_at: '2025-01-01T00:00:00.000Z' });
+        const environment = (name: string) => ({ id: `env_${name}`, name, kind: 'persistent', git_ref: null, storage_prefix: name, strict: false, schedules_paused: false, schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, idle_ttl_hours: null, expires_at: null, purge_data_on_expiry: true, max_concurrent_runs: null, parent: null, inserted_at: '2025-01-01T00:00:00.000Z' });
         return new Response(JSON.stringify({ data: [environment('prod'), environment('staging')] }), { status: 200 });
       }
       return new Response(JSON.stringify({ error: { code: 'not_found', message: 'Environment "prdo" was not found.', details: [] } }), { status: 404 });

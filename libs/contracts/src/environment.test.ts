@@ -142,6 +142,7 @@ describe('httpStatusFor', () => {
       queued_runs_quota_exceeded: 429,
       queued_runs_per_environment_quota_exceeded: 429,
       environments_quota_exceeded: 429,
+      previews_quota_exceeded: 429,
       bundle_bytes_quota_exceeded: 429,
       materialization_bytes_quota_exceeded: 429,
       secrets_per_environment_quota_exceeded: 429,

@@ -52,7 +52,9 @@ export const Environment = z.object({
   status: EnvironmentStatus,
   /** A preview's lifetime after its creation or last deploy; null without one (always null on a persistent environment). */
   ttl_hours: TtlHours.nullable(),
-  /** When the engine tears the environment down; null without a TTL. */
+  /** A preview's idle lifetime: with no deploy and no run for that long it expires; null without one. */
+  idle_ttl_hours: TtlHours.nullable(),
+  /** When the engine tears the environment down (the earlier of its TTLs); null without a TTL. */
   expires_at: z.iso.datetime().nullable(),
   /** Whether the TTL's tear-down removes the environment's materialization files (true unless turned off at create). */
   purge_data_on_expiry: z.boolean(),
@@ -103,6 +105,8 @@ export const CreateEnvironmentRequest = z
     strict: z.boolean().default(false),
     egress: Egress.default('none'),
     ttl_hours: TtlHours.nullable().optional(),
+    /** A preview with no deploy and no run for this long expires. */
+    idle_ttl_hours: TtlHours.nullable().optional(),
     max_concurrent_runs: MaxConcurrentRuns.nullable().optional(),
     /** `false` keeps a preview's files when its TTL tears it down (a DELETE purges only with `?purge_data=true`). */
     purge_data_on_expiry: z.boolean().default(true),
@@ -110,6 +114,10 @@ export const CreateEnvironmentRequest = z
   .refine((request) => request.kind === 'preview' || request.ttl_hours == null, {
     message: 'is only for preview environments: a persistent environment never expires',
     path: ['ttl_hours'],
+  })
+  .refine((request) => request.kind === 'preview' || request.idle_ttl_hours == null, {
+    message: 'is only for preview environments: a persistent environment never expires',
+    path: ['idle_ttl_hours'],
   })
   .refine((request) => request.kind === 'preview' || request.parent === undefined, {
     message: 'is only for preview environments: a preview branches from its parent',
@@ -122,7 +130,7 @@ export const CreateEnvironmentRequest = z
   // The refinements, as the OpenAPI document states them.
   .meta({
     allOf: [
-      { if: { properties: { kind: { const: 'preview' } }, required: ['kind'] }, then: true, else: { properties: { ttl_hours: { type: 'null' } }, not: { required: ['parent'] } } },
+      { if: { properties: { kind: { const: 'preview' } }, required: ['kind'] }, then: true, else: { properties: { ttl_hours: { type: 'null' }, idle_ttl_hours: { type: 'null' } }, not: { required: ['parent'] } } },
       { anyOf: [{ required: ['storage_prefix'] }, { required: ['parent'] }] },
     ],
   });
@@ -138,10 +146,11 @@ export const PatchEnvironmentRequest = z
     egress: Egress.optional(),
     strict: z.boolean().optional(),
     ttl_hours: TtlHours.nullable().optional(),
+    idle_ttl_hours: TtlHours.nullable().optional(),
     max_concurrent_runs: MaxConcurrentRuns.nullable().optional(),
   })
   .refine((patch) => Object.keys(patch).length > 0, {
-    message: 'names at least one setting to change (egress, strict, ttl_hours, max_concurrent_runs)',
+    message: 'names at least one setting to change (egress, strict, ttl_hours, idle_ttl_hours, max_concurrent_runs)',
   })
   .meta({ minProperties: 1 });
 export type PatchEnvironmentRequest = z.infer<typeof PatchEnvironmentRequest>;

@@ -45,6 +45,7 @@ export const ErrorCode = z.enum([
   'queued_runs_quota_exceeded',
   'queued_runs_per_environment_quota_exceeded',
   'environments_quota_exceeded',
+  'previews_quota_exceeded',
   'bundle_bytes_quota_exceeded',
   'materialization_bytes_quota_exceeded',
   'secrets_per_environment_quota_exceeded',
@@ -133,6 +134,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case 'queued_runs_quota_exceeded':
     case 'queued_runs_per_environment_quota_exceeded':
     case 'environments_quota_exceeded':
+    case 'previews_quota_exceeded':
     case 'bundle_bytes_quota_exceeded':
     case 'materialization_bytes_quota_exceeded':
     case 'secrets_per_environment_quota_exceeded':

@@ -149,7 +149,7 @@ export const PublicApi = {
     method: 'post', path: '/environments', service: 'placement', tag: 'Environments', auth: 'api_token', scope: 'environments:write',
     summary: 'Create an environment',
     body: CreateEnvironmentRequest, headers: [IDEMPOTENCY_HEADER],
-    responses: { 201: Environment }, errors: ['not_found', 'environment_exists', 'storage_prefix_taken', 'environments_quota_exceeded', 'environment_deleting'],
+    responses: { 201: Environment }, errors: ['not_found', 'environment_exists', 'storage_prefix_taken', 'environments_quota_exceeded', 'previews_quota_exceeded', 'environment_deleting'],
   }),
   getEnvironment: endpoint({
     method: 'get', path: '/environments/:name', service: 'placement', tag: 'Environments', auth: 'api_token', scope: 'environments:read',

@@ -16,6 +16,7 @@ export const QUOTA_NAMES = [
   'secrets_per_environment',
   'webhooks',
   'pool_credentials',
+  'previews',
 ] as const;
 export const QuotaName = z.enum(QUOTA_NAMES);
 export type QuotaName = z.infer<typeof QuotaName>;
@@ -35,6 +36,7 @@ export const QUOTA_RULES = {
   secrets_per_environment: { scope: 'secrets', errorCode: 'secrets_per_environment_quota_exceeded', retryAfterSeconds: 3600 },
   webhooks: { scope: 'placement', errorCode: 'webhooks_quota_exceeded', retryAfterSeconds: 3600 },
   pool_credentials: { scope: 'placement', errorCode: 'pool_credentials_quota_exceeded', retryAfterSeconds: 3600 },
+  previews: { scope: 'placement', errorCode: 'previews_quota_exceeded', retryAfterSeconds: 3600 },
 } as const satisfies Record<QuotaName, { scope: 'placement' | 'deployment' | 'secrets'; errorCode: ErrorCode; retryAfterSeconds: number }>;
 
 export type QuotaLimits = Record<QuotaName, number>;
@@ -56,6 +58,8 @@ export const DEFAULT_QUOTA_LIMITS: QuotaLimits = {
   webhooks: 25,
   // Live ones (not revoked): each is a Redis user, and holds up to POOL_GATE_MAX_CONNECTIONS_PER_CREDENTIAL of the pool gate's connections.
   pool_credentials: 10,
+  // Preview environments held at once (deleting ones too, until they are gone): a CI that forgets to delete them meets this, not the environments quota.
+  previews: 50,
 };
 
 /** What the operator may set for one tenant: any subset of the limits; `null` goes back to the default. */
@@ -106,6 +110,7 @@ export const Quotas = z.object({
   secrets_per_environment: EnvironmentQuotaUse,
   webhooks: TenantQuotaUse,
   pool_credentials: TenantQuotaUse,
+  previews: TenantQuotaUse,
 });
 export type Quotas = z.infer<typeof Quotas>;
 

@@ -6,7 +6,7 @@ import { ApiClient, ApiRefusal } from './api-client.ts';
 
 const environment = {
   id: 'env_01jc0000000000000000000000', name: 'prod', kind: 'persistent', git_ref: null, storage_prefix: 'file://prod', strict: false, schedules_paused: false,
-  schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, expires_at: null,
+  schedules_paused_reason: null, executor: 'local', egress: 'none', active_deployment_id: null, status: 'active', ttl_hours: null, idle_ttl_hours: null, expires_at: null,
   purge_data_on_expiry: true, max_concurrent_runs: null, parent: null, inserted_at: '2025-01-01T00:00:00.000Z',
 };
 

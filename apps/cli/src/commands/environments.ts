@@ -36,7 +36,7 @@ function environmentFields(out: Output, environment: Environment): string {
     ['status', environment.status === 'deleting' ? { text: 'deleting', color: 'red' } : environment.status],
     ['max concurrent runs', environment.max_concurrent_runs ?? 'no limit'],
     ...(environment.kind === 'preview'
-      ? ([['parent', environment.parent ?? '-'], ['ttl hours', environment.ttl_hours], ['expires', environment.expires_at], ['on expiry', environment.purge_data_on_expiry ? 'files removed' : 'files kept']] as const)
+      ? ([['parent', environment.parent ?? '-'], ['ttl hours', environment.ttl_hours], ['idle ttl hours', environment.idle_ttl_hours], ['expires', environment.expires_at], ['on expiry', environment.purge_data_on_expiry ? 'files removed' : 'files kept']] as const)
       : []),
     ['created', environment.inserted_at],
   ]);
@@ -46,8 +46,8 @@ function printEnvironment(ctx: CommandContext, environment: Environment): void {
   ctx.out.data(environment, () => environmentFields(ctx.out, environment));
 }
 
-/** `--ttl-hours` and `--max-concurrent-runs`: a number, or `none` (on `env set`) to remove it; the API checks the range. */
-function lifecycleSettings(values: OptionValues, allowNone: boolean): { ttl_hours?: unknown; max_concurrent_runs?: unknown } {
+/** `--ttl-hours`, `--idle-ttl-hours` and `--max-concurrent-runs`: a number, or `none` (on `env set`) to remove it; the API checks the range. */
+function lifecycleSettings(values: OptionValues, allowNone: boolean): { ttl_hours?: unknown; idle_ttl_hours?: unknown; max_concurrent_runs?: unknown } {
   const setting = (name: string): unknown => {
     const raw = stringOption(values, name);
     if (raw === undefined) return undefined;
@@ -57,8 +57,9 @@ function lifecycleSettings(values: OptionValues, allowNone: boolean): { ttl_hour
     return value;
   };
   const ttl = setting('ttl-hours');
+  const idle = setting('idle-ttl-hours');
   const limit = setting('max-concurrent-runs');
-  return { ...(ttl === undefined ? {} : { ttl_hours: ttl }), ...(limit === undefined ? {} : { max_concurrent_runs: limit }) };
+  return { ...(ttl === undefined ? {} : { ttl_hours: ttl }), ...(idle === undefined ? {} : { idle_ttl_hours: idle }), ...(limit === undefined ? {} : { max_concurrent_runs: limit }) };
 }
 
 const EXECUTORS = ['local', 'remote'] as const;
@@ -100,6 +101,7 @@ export const environmentCommands: CommandSpec[] = [
       strict: { type: 'boolean', description: 'accept a schema change only when the deploy lists it (--allow-contract-change)' },
       egress: { type: 'string', value: 'none|public', description: "what its assets may reach on the network: nothing (default), or public hosts (never the engine's host or private addresses)" },
       'ttl-hours': { type: 'string', value: 'HOURS', description: 'a preview lives this long after its creation and after each deploy, then is deleted' },
+      'idle-ttl-hours': { type: 'string', value: 'HOURS', description: 'a preview with no deploy and no run for this long is deleted' },
       'max-concurrent-runs': { type: 'string', value: 'N', description: 'runs in flight at once; more wait in order (default: no limit)' },
       'keep-data-on-expiry': { type: 'boolean', description: "when the TTL tears a preview down, keep its materialization files (removed by default)" },
     },
@@ -130,6 +132,7 @@ export const environmentCommands: CommandSpec[] = [
       egress: { type: 'string', value: 'none|public', description: 'what its assets may reach on the network' },
       strict: { type: 'string', value: 'true|false', description: 'accept a schema change only when the deploy lists it' },
       'ttl-hours': { type: 'string', value: 'HOURS|none', description: "a preview's lifetime from now (and after each deploy); none removes it" },
+      'idle-ttl-hours': { type: 'string', value: 'HOURS|none', description: "a preview's idle lifetime from now (and after each deploy or run); none removes it" },
       'max-concurrent-runs': { type: 'string', value: 'N|none', description: 'runs in flight at once; none removes the limit' },
     },
     async run(ctx, { values, positionals }) {

@@ -71,7 +71,7 @@ export class EnvironmentLifecycle {
     const environment = await this.environments.patch(tenantId, name, patch, cause);
     if (!environment) throw await this.missing(tenantId, name);
     if (patch.max_concurrent_runs !== undefined) await this.dispatcher.dispatchAll(await this.runs.fillSlots(tenantId, environment.id));
-    if (patch.ttl_hours !== undefined) await this.armExpiry(tenantId, environment);
+    if (patch.ttl_hours !== undefined || patch.idle_ttl_hours !== undefined) await this.armExpiry(tenantId, environment);
     return environment;
   }
 

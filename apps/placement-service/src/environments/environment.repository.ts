@@ -7,6 +7,7 @@ import { ENGINE_CAUSE, type EventCause, type EventOutbox, type NewEvent } from '
 import type { EventType } from '@envengine/contracts';
 import { EngineFence, inTransaction, TenantScopedModel, type TenantQuotas } from '@envengine/tenant-data';
 import { AdmissionStripes } from './admission-stripes.ts';
+import { previewExpiry, type PreviewLifetimes } from './preview-expiry.ts';
 import {
   environmentSchema,
   EXPIRED_ENVIRONMENT_DAYS,
@@ -38,6 +39,7 @@ function toEnvironment(doc: EnvironmentDocument): Environment {
     active_deployment_id: doc.active_deployment_id ?? null,
     status: doc.status ?? 'active',
     ttl_hours: doc.ttl_hours ?? null,
+    idle_ttl_hours: doc.idle_ttl_hours ?? null,
     expires_at: doc.expires_at ? doc.expires_at.toISOString() : null,
     purge_data_on_expiry: doc.purge_data_on_expiry ?? true,
     max_concurrent_runs: doc.max_concurrent_runs ?? null,
@@ -57,7 +59,14 @@ export function aboutEnvironment(doc: Pick<EnvironmentDocument, '_id' | 'name'>)
 }
 
 const HOUR_MS = 3_600_000;
-const expiryAfter = (ttlHours: number | null | undefined, from: Date) => (ttlHours ? new Date(from.getTime() + ttlHours * HOUR_MS) : null);
+
+/** A stored preview's lifetimes, with `overrides` (a PATCH's, or a deploy's or run's times). */
+function lifetimesOf(doc: Pick<EnvironmentDocument, 'ttl_hours' | 'idle_ttl_hours' | 'ttl_from' | 'last_active_at' | 'expires_at' | 'inserted_at'>, overrides: Partial<PreviewLifetimes> = {}): PreviewLifetimes {
+  const ttlHours = doc.ttl_hours ?? null;
+  // Made before the TTL's start was kept: it started a TTL before its stored expiry.
+  const ttlFrom = doc.ttl_from ?? (doc.expires_at && ttlHours ? new Date(doc.expires_at.getTime() - ttlHours * HOUR_MS) : doc.inserted_at);
+  return { ttlHours, ttlFrom, idleTtlHours: doc.idle_ttl_hours ?? null, lastActiveAt: doc.last_active_at ?? doc.inserted_at, ...overrides };
+}
 
 /** What a tear-down was asked to do (docs/design.md#environment-lifecycle). */
 export interface TeardownRequest {
@@ -150,7 +159,10 @@ export class EnvironmentRepository {
       status: 'active',
       teardown: null,
       ttl_hours: input.ttl_hours ?? null,
-      expires_at: expiryAfter(input.ttl_hours, now),
+      idle_ttl_hours: input.idle_ttl_hours ?? null,
+      ttl_from: now,
+      last_active_at: now,
+      expires_at: previewExpiry({ ttlHours: input.ttl_hours ?? null, ttlFrom: now, idleTtlHours: input.idle_ttl_hours ?? null, lastActiveAt: now }),
       max_concurrent_runs: input.max_concurrent_runs ?? null,
       purge_data_on_expiry: input.purge_data_on_expiry,
       storage_directory: fileStorageDirectoryOf(input.storage_prefix),
@@ -186,6 +198,10 @@ export class EnvironmentRepository {
     return this.quotas.admission(tenantId, async (session, limits) => {
       const held = await this.environments.count(tenantId, {}, { session, limit: limits.environments });
       if (held >= limits.environments) throw quotaExceeded('environments', limits.environments, `You have ${held} environments already.`);
+      if (fields.kind === 'preview') {
+        const previews = await this.environments.count(tenantId, { kind: 'preview' }, { session, limit: limits.previews });
+        if (previews >= limits.previews) throw quotaExceeded('previews', limits.previews, `You have ${previews} preview environments already; delete one, or give them a TTL (ttl_hours, idle_ttl_hours).`);
+      }
       if (fields.parent) await this.fenceParent(tenantId, fields.parent, session);
       await this.checkPrefixIsOwn(tenantId, fields, session, visible);
       if (fields.storage_directory) await this.checkDirectoryIsFree(tenantId, fields, fields.storage_directory, session);
@@ -403,8 +419,17 @@ export class EnvironmentRepository {
    */
   async patch(tenantId: string, name: string, patch: PatchEnvironmentRequest, cause: EventCause): Promise<Environment | undefined> {
     const now = new Date();
-    const settingTtl = patch.ttl_hours !== undefined && patch.ttl_hours !== null;
+    const settingTtl = (patch.ttl_hours !== undefined && patch.ttl_hours !== null) || (patch.idle_ttl_hours !== undefined && patch.idle_ttl_hours !== null);
+    const changingTtl = patch.ttl_hours !== undefined || patch.idle_ttl_hours !== undefined;
     const doc = await inTransaction(this.connection, async (session) => {
+      // The expiry follows both lifetimes: read in the transaction that writes it (a deploy or run in between conflicts with the write).
+      const current = changingTtl ? await this.environments.findOne(tenantId, { name, status: 'active' }, { session }) : null;
+      const lifetimes = current
+        ? lifetimesOf(current, {
+            ...(patch.ttl_hours === undefined ? {} : { ttlHours: patch.ttl_hours, ttlFrom: now }),
+            ...(patch.idle_ttl_hours === undefined ? {} : { idleTtlHours: patch.idle_ttl_hours, lastActiveAt: now }),
+          })
+        : null;
       const updated = await this.environments.findOneAndUpdate(
         tenantId,
         { name, status: 'active', ...(settingTtl ? { kind: 'preview' } : {}) },
@@ -412,7 +437,9 @@ export class EnvironmentRepository {
           $set: {
             ...(patch.egress === undefined ? {} : { egress: patch.egress }),
             ...(patch.strict === undefined ? {} : { strict: patch.strict }),
-            ...(patch.ttl_hours === undefined ? {} : { ttl_hours: patch.ttl_hours, expires_at: expiryAfter(patch.ttl_hours, now) }),
+            ...(patch.ttl_hours === undefined ? {} : { ttl_hours: patch.ttl_hours, ttl_from: now }),
+            ...(patch.idle_ttl_hours === undefined ? {} : { idle_ttl_hours: patch.idle_ttl_hours, last_active_at: now }),
+            ...(lifetimes ? { expires_at: previewExpiry(lifetimes) } : {}),
             ...(patch.max_concurrent_runs === undefined ? {} : { max_concurrent_runs: patch.max_concurrent_runs }),
             updated_at: now,
           },
@@ -427,27 +454,48 @@ export class EnvironmentRepository {
     if (doc) return toEnvironment(doc);
     const current = await this.findByName(tenantId, name);
     if (current?.status === 'active' && settingTtl) {
-      throw new ApiError('invalid_request', 'ttl_hours is only for preview environments: a persistent environment never expires.', {
-        details: [{ path: 'ttl_hours', message: 'is only for preview environments' }],
+      const field = patch.ttl_hours !== undefined && patch.ttl_hours !== null ? 'ttl_hours' : 'idle_ttl_hours';
+      throw new ApiError('invalid_request', `${field} is only for preview environments: a persistent environment never expires.`, {
+        details: [{ path: field, message: 'is only for preview environments' }],
       });
     }
     return this.refuseChange(current, name);
   }
 
-  /** A deploy moves a preview's expiry to its TTL from now; an environment without a TTL is returned as it is. */
+  /**
+   * A deploy starts a preview's TTL again and counts as activity (its idle lifetime starts
+   * again too); an environment without a TTL is returned as it is.
+   */
   async extendTtl(tenantId: string, name: string): Promise<Environment | undefined> {
     const current = await this.environments.findOne(tenantId, { name });
     if (!current) return undefined;
     if (current.status !== 'active') throw environmentDeleting(name);
-    if (!current.ttl_hours) return toEnvironment(current);
+    if (!current.ttl_hours && !current.idle_ttl_hours) return toEnvironment(current);
     const now = new Date();
-    // The TTL read above is the precondition: a PATCH in between wins, and this deploy's extension is recomputed.
+    // The TTLs read above are the precondition: a PATCH in between wins, and this deploy's extension is recomputed.
     const doc = await this.environments.findOneAndUpdate(
       tenantId,
-      { _id: current._id, status: 'active', ttl_hours: current.ttl_hours },
-      { $set: { expires_at: expiryAfter(current.ttl_hours, now), updated_at: now } },
+      { _id: current._id, status: 'active', ttl_hours: current.ttl_hours, idle_ttl_hours: current.idle_ttl_hours ?? null },
+      { $set: { ttl_from: now, last_active_at: now, expires_at: previewExpiry(lifetimesOf(current, { ttlFrom: now, lastActiveAt: now })), updated_at: now } },
     );
     return doc ? toEnvironment(doc) : this.extendTtl(tenantId, name);
+  }
+
+  /**
+   * A run of a preview with an idle lifetime: its idle lapse moves to that lifetime from
+   * now, never past its TTL. Later only (`$max`): two runs at once leave the later.
+   */
+  async touchActivity(tenantId: string, environmentId: string): Promise<void> {
+    const current = await this.environments.findOne(tenantId, { _id: environmentId, status: 'active' });
+    if (!current?.idle_ttl_hours) return;
+    const now = new Date();
+    const expiresAt = previewExpiry(lifetimesOf(current, { lastActiveAt: now }));
+    // A PATCH or deploy in between set its own lifetimes (and their expiry): this changes nothing then.
+    await this.environments.updateOne(
+      tenantId,
+      { _id: current._id, status: 'active', ttl_hours: current.ttl_hours, idle_ttl_hours: current.idle_ttl_hours, ttl_from: current.ttl_from ?? null },
+      { $max: { last_active_at: now, ...(expiresAt ? { expires_at: expiresAt } : {}) } } as never,
+    );
   }
 
   /**

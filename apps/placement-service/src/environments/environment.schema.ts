@@ -20,6 +20,13 @@ export interface EnvironmentDocument {
   /** What the tear-down was asked to do; null while active. */
   teardown: { force: boolean; purge_data: boolean; requested_at: Date; reason: string } | null;
   ttl_hours: number | null;
+  /** A preview's idle lifetime (absent: none). */
+  idle_ttl_hours?: number | null;
+  /** When the `ttl_hours` lifetime started: its creation, last deploy or the PATCH that set it (absent on environments made before: `expires_at` less the TTL). */
+  ttl_from?: Date | null;
+  /** Its last creation, deploy or run: where the idle lifetime starts (absent: its creation). */
+  last_active_at?: Date | null;
+  /** The earlier of the two lapses (`previewExpiry`). */
   expires_at: Date | null;
   /** Whether the TTL's tear-down purges the files; absent on environments made before it existed (true). */
   purge_data_on_expiry?: boolean;
@@ -57,6 +64,9 @@ export const environmentSchema = new Schema<EnvironmentDocument>(
     status: { type: String, required: true, enum: ['active', 'deleting'], default: 'active' },
     teardown: { type: Schema.Types.Mixed, default: null },
     ttl_hours: { type: Number, default: null },
+    idle_ttl_hours: { type: Number, default: null },
+    ttl_from: { type: Date, default: null },
+    last_active_at: { type: Date, default: null },
     expires_at: { type: Date, default: null },
     purge_data_on_expiry: { type: Boolean, default: true },
     expiry_noticed_for: { type: Date, default: null },

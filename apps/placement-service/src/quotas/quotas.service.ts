@@ -46,6 +46,7 @@ export class QuotasService {
       ),
       webhooks: { limit: limits.webhooks, used: webhooks },
       pool_credentials: { limit: limits.pool_credentials, used: poolCredentials },
+      previews: { limit: limits.previews, used: environments.filter((environment) => environment.kind === 'preview').length },
     };
   }
 }

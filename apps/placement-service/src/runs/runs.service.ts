@@ -79,6 +79,8 @@ export class RunsService {
     // Stored first; if the add fails the run is still queued and the reconciler delivers it.
     // A run waiting for a slot goes on its queue when an earlier run ends.
     if (!attempt.waiting_for_slot) await this.dispatcher.dispatch(attempt);
+    // A run is a preview's activity: its idle lifetime starts again (never past its TTL).
+    if (environment.idle_ttl_hours !== null) await this.environments.touchActivity(tenantId, environment.id);
     // The environment's first run without a limit: its next ones go through admission stripes.
     if (!striped && environment.max_concurrent_runs === null) await this.environments.openStripes(tenantId, environment.id);
     return toRun(run, [attempt], await this.waitingForWorker(tenantId, [attempt]));
@@ -93,10 +95,19 @@ export class RunsService {
    */
   async createForTicks(tenantId: string, ticks: readonly TickRunRequest[], hooks: Pick<TickBatchHooks, 'stillDue' | 'record'>): Promise<Map<string, TickRunOutcome>> {
     if (!this.options.queueReady()) throw new ApiError('unavailable', 'The attempt queue (Redis) is unreachable; the ticks wait for it.');
-    const { outcomes, attempts } = await this.runs.scheduledRuns.create(tenantId, ticks, { ...hooks, planOf: (environment, job) => this.tickPlanOf(tenantId, environment, job) });
+    // Previews with an idle lifetime whose schedules made runs: each run is activity.
+    const idle = new Set<string>();
+    const { outcomes, attempts } = await this.runs.scheduledRuns.create(tenantId, ticks, {
+      ...hooks,
+      planOf: (environment, job) => {
+        if (environment.idle_ttl_hours !== null) idle.add(environment.id);
+        return this.tickPlanOf(tenantId, environment, job);
+      },
+    });
     if (attempts.length > 0) {
       // Stored first; if the adds fail the runs are still queued and the reconciler delivers them.
       await this.dispatcher.dispatchNew(attempts.filter((attempt) => !attempt.waiting_for_slot));
+      for (const environmentId of new Set(attempts.map((attempt) => attempt.environment_id))) if (idle.has(environmentId)) await this.environments.touchActivity(tenantId, environmentId);
     }
     return outcomes;
   }
