@@ -12,6 +12,7 @@ import { gatewaySuite } from './gateway-suite.ts';
 import { fairnessSuite } from './fairness-suite.ts';
 import { poolGateSuite } from './pool-gate-suite.ts';
 import { lifecycleSuite } from './lifecycle-suite.ts';
+import { previewsSuite } from './previews-suite.ts';
 import { objectStorageSuite } from './object-storage-suite.ts';
 import { Bench } from './harness.ts';
 import { deploymentsSuite } from './deployments-suite.ts';
@@ -30,6 +31,7 @@ const SUITES = {
   schedules: schedulesSuite,
   'object-storage': objectStorageSuite,
   lifecycle: lifecycleSuite,
+  previews: previewsSuite,
   fairness: fairnessSuite,
   'pool-gate': poolGateSuite,
 } as const;
