@@ -183,6 +183,14 @@ export const StorageConnection = z.discriminatedUnion('kind', [
 ]);
 export type StorageConnection = z.infer<typeof StorageConnection>;
 
+/** Where an upstream was read from when not the reader's own environment (a preview's parent). */
+export const UpstreamSource = z.object({
+  environment: z.string(),
+  storage_prefix: z.string(),
+  storage: StorageConnection.optional(),
+});
+export type UpstreamSource = z.infer<typeof UpstreamSource>;
+
 /** `ctx.read(key)`: where the asset's latest non-quarantined rows are, or null. */
 export const UpstreamLocation = z.object({
   materialization_id: z.string(),
@@ -193,13 +201,7 @@ export const UpstreamLocation = z.object({
    * (docs/design.md#previews-promotion-and-diffs). Its storage prefix, and for object
    * storage a read-only connection to it; absent for the reader's own.
    */
-  from: z
-    .object({
-      environment: z.string(),
-      storage_prefix: z.string(),
-      storage: StorageConnection.optional(),
-    })
-    .optional(),
+  from: UpstreamSource.optional(),
 }).nullable();
 export type UpstreamLocation = z.infer<typeof UpstreamLocation>;
 
