@@ -65,6 +65,10 @@ STATE_DEPENDENT_REFUSALS = [
     ("PATCH /environments/{name}", "invalid_request", "idle_ttl_hours", "is only for preview environments"),
     # A preview's parent must not be a preview itself: the parent's kind is stored, not sent.
     ("POST /environments", "invalid_request", "parent", "must not be a preview"),
+    # A run names a job or an asset the active deployment lacks: what it has is stored (the
+    # typed manifest lets the fuzzer make deployments that are ready).
+    ("POST /environments/{name}/runs", "invalid_request", "job", "unknown job"),
+    ("POST /environments/{name}/runs", "invalid_request", "assets.", "unknown asset"),
     # A binding's `secret_refs` names a secret the environment lacks.
     ("PUT /environments/{name}/bindings/{connection}", "unknown_secret", None, None),
     # A setting both in `config` and in `secret_refs`: no JSON Schema keyword states it.

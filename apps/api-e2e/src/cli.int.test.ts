@@ -259,6 +259,51 @@ describe('envctl against the stack', () => {
     expect(same).toEqual({ base_id: firstDeployment.id, head_id: row.id, assets: [], jobs: [], schedules: [], files: { added: [], removed: [], changed: [] } });
   });
 
+  it('validates a project offline with every problem and its suggestion, as the engine finds them', async () => {
+    const valid = await envctl(['validate', EXAMPLE, '-o', 'table']);
+    expectExit(valid, 0);
+    expect(valid.stdout).toContain('is valid');
+
+    const bad = mkdtempSync(join(tmpdir(), 'envctl-invalid-'));
+    writeFileSync(join(bad, 'cities.js'), 'export default async () => {};');
+    writeFileSync(join(bad, 'scratch.js'), 'export default async () => {};');
+    writeFileSync(join(bad, 'manifest.json'), JSON.stringify({
+      version: 1,
+      assets: [
+        { key: 'cities', binding: 'warehous', entry: 'citys.js', deps: [] },
+        { key: 'scratch', binding: 'warehouse', entry: 'scratch.js', deps: ['citys'] },
+        { key: 'builder', binding: 'nowhere', entry: 'builder.js', deps: ['scratch', 'cities', 'scrach'] },
+      ],
+      jobs: [{ name: 'build', assets: ['scrach', 'cities'] }],
+      schedules: [{ name: 'nightly', job: 'buld', cron: '0 2 * * *', timezone: 'Europe/Berln' }, { name: 'hourly', job: 'build', cron: '61 * * * *', timezone: 'UTC' }],
+    }));
+    const offline = await envctl(['validate', bad]);
+    expectExit(offline, 1);
+    const found = z.object({ valid: z.boolean(), errors: z.array(z.object({ code: z.string(), path: z.string(), message: z.string() })) }).parse(json(offline));
+    expect(found.valid).toBe(false);
+    const messages = found.errors.map((error) => error.message);
+    expect(messages).toEqual(expect.arrayContaining([
+      expect.stringContaining('depends on "citys", which is not an asset of this manifest. Did you mean "cities"?'),
+      expect.stringContaining('entry "citys.js", which is not a file in the bundle. Did you mean "cities.js"?'),
+      expect.stringContaining('names asset "scrach", which is not an asset of this manifest. Did you mean "scratch"?'),
+      expect.stringContaining('runs job "buld", which is not a job of this manifest. Did you mean "build"?'),
+      expect.stringContaining('(did you mean "Europe/Berlin"?)'),
+    ]));
+    // Offline, bindings are not known: no unknown_binding.
+    expect(found.errors.map((error) => error.code)).not.toContain('unknown_binding');
+
+    // Against the environment: its bindings too, with the command that makes one; and the engine's ingest finds the very same.
+    const against = z.object({ errors: z.array(z.object({ code: z.string(), path: z.string(), message: z.string() })) }).parse(json(await envctl(['validate', bad, '--env', 'dev'])));
+    expect(against.errors).toEqual(expect.arrayContaining([
+      { code: 'unknown_binding', path: 'manifest.assets.0.binding', message: 'Asset "cities" is stored on binding "warehous", which this environment does not have. Did you mean "warehouse"? Make it with `envctl bindings set warehous --env dev`.' },
+    ]));
+    expect(against.errors.length).toBeGreaterThanOrEqual(10);
+    const deployed = await envctl(['deploy', bad, '--env', 'dev', '--no-activate']);
+    expectExit(deployed, 1);
+    const row = DeployResult.parse(json(deployed)).deployment as Deployment;
+    expect(row.validation.errors).toEqual(against.errors);
+  });
+
   it('starts and watches a run to success: NDJSON log lines, then the run', async () => {
     const watched = await envctl(['runs', 'start', '--env', 'dev', '--job', 'refresh', '--watch']);
     expectExit(watched, 0);
@@ -350,7 +395,8 @@ describe('envctl against the stack', () => {
     expectExit(back, 0);
     // The orders with the new column were quarantined by the rollback: nothing left to quarantine.
     expect(Deployment.parse(json(back))).toMatchObject({ id: before, active: true, recheck: { checked: 3, quarantined: [] } });
-    expect(z.array(Deployment).parse(json(await envctl(['deployments', 'list', '--env', 'dev']))).length).toBe(7);
+    // Seven deploys, and the failed one of the validate test.
+    expect(z.array(Deployment).parse(json(await envctl(['deployments', 'list', '--env', 'dev']))).length).toBe(8);
   });
 
   it('lists the schedules and previews fire times', async () => {

@@ -19,6 +19,7 @@ import { runCommands } from './commands/runs.ts';
 import { scheduleCommands } from './commands/schedules.ts';
 import { secretCommands } from './commands/secrets.ts';
 import { tokenCommands } from './commands/tokens.ts';
+import { validateCommand } from './commands/validate.ts';
 import { workerCommand } from './commands/worker.ts';
 
 /** Every command, in the order `envctl --help` lists them. */
@@ -28,6 +29,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...secretCommands,
   ...bindingCommands,
   deployCommand,
+  validateCommand,
   packCommand,
   ...deploymentCommands,
   ...assetCommands,

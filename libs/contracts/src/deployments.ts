@@ -76,7 +76,7 @@ export type IngestOptions = z.infer<typeof IngestOptions>;
 
 /** The ingest's body as documented (the ingest checks it itself with IngestGate and IngestOptions). */
 export const CreateDeploymentRequest = IngestOptions.extend({
-  manifest: z.record(z.string(), z.unknown()).describe('The manifest (version 1): `version`, `assets`, `jobs`, `schedules` (docs/design.md#manifest).'),
+  manifest: ManifestV1.describe('The manifest (version 1): `version`, `assets`, `jobs`, `schedules` (docs/api.md, docs/manifest.schema.json). Whatever is sent is checked by the ingest: a manifest that breaks these rules makes a failed deployment (422) with every problem listed.'),
   bundle_ref: BundleRef.describe('The digest of the uploaded bundle (POST /bundles).'),
 });
 

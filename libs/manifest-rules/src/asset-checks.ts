@@ -1,3 +1,4 @@
+import { suggestionFor } from './suggestions.ts';
 import { bundleHasEntry } from './bundle-entries.ts';
 import { findDependencyCycles, type DependencyCycle, type DependencyEdge } from './dependency-cycles.ts';
 import type { ManifestV1 } from '@envengine/contracts';
@@ -40,7 +41,7 @@ export function dependencyErrors(manifest: ManifestV1, assetIndex: ReadonlyMap<s
         unknown.push({
           code: 'unknown_dependency',
           path: manifestPath('assets', index, 'deps', depIndex),
-          message: `Asset ${quoted(asset.key)} depends on ${quoted(dep)}, which is not an asset of this manifest.`,
+          message: `Asset ${quoted(asset.key)} depends on ${quoted(dep)}, which is not an asset of this manifest.${suggestionFor(dep, assetIndex.keys())}`,
         });
       } else if (!targets.has(to)) {
         // A dependency listed twice is one edge, so its cycle is reported once.
@@ -70,10 +71,11 @@ export function bindingErrors(manifest: ManifestV1, context: ValidationContext):
   const errors: ValidationError[] = [];
   manifest.assets.forEach((asset, index) => {
     if (context.bindings.has(asset.binding)) return;
+    const fix = `envctl bindings set ${asset.binding} --env ${context.environmentName ?? 'ENV'}`;
     errors.push({
       code: 'unknown_binding',
       path: manifestPath('assets', index, 'binding'),
-      message: `Asset ${quoted(asset.key)} is stored on binding ${quoted(asset.binding)}, which this environment does not have.`,
+      message: `Asset ${quoted(asset.key)} is stored on binding ${quoted(asset.binding)}, which this environment does not have.${suggestionFor(asset.binding, context.bindings.keys())} Make it with \`${fix}\`.`,
     });
   });
   return errors;
@@ -88,7 +90,7 @@ export function entryErrors(manifest: ManifestV1, bundleEntries: ReadonlySet<str
     errors.push({
       code: 'entry_not_in_bundle',
       path: manifestPath('assets', index, 'entry'),
-      message: `Asset ${quoted(asset.key)} has entry ${quoted(asset.entry)}, which is not a file in the bundle.`,
+      message: `Asset ${quoted(asset.key)} has entry ${quoted(asset.entry)}, which is not a file in the bundle.${suggestionFor(asset.entry, bundleEntries)}`,
     });
   });
   return errors;

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { ManifestAsset, ManifestJob, ManifestSchedule, ManifestV1 } from '@envengine/contracts';
+import { AssetSchema, ColumnSpec, ManifestAsset, ManifestJob, ManifestSchedule, ManifestV1 } from '@envengine/contracts';
+import { didYouMean } from '@envengine/name-suggestions';
 import { describedValue } from '@envengine/contracts';
 import type { ValidationError } from './validation-issue.ts';
 
@@ -37,6 +38,44 @@ export function parseManifestShape(input: unknown): ManifestShapeResult {
   }
 }
 
+/** Names authors reach for that are another field's (`dependencies` for `deps`): too far apart for an edit distance. */
+const FIELD_ALIASES: Readonly<Record<string, string>> = {
+  dependencies: 'deps',
+  depends_on: 'deps',
+  dependsOn: 'deps',
+  upstreams: 'deps',
+  timeout: 'timeout_seconds',
+  timeoutSeconds: 'timeout_seconds',
+  tz: 'timezone',
+  time_zone: 'timezone',
+  timeZone: 'timezone',
+  connection: 'binding',
+  file: 'entry',
+  path: 'entry',
+  id: 'key',
+  type_name: 'type',
+};
+
+/** The fields of the manifest's object at `path` (zod's issue path), by where it sits. */
+function knownFieldsAt(path: ReadonlyArray<PropertyKey>): readonly string[] {
+  const shape = path.map((segment) => (typeof segment === 'number' ? '#' : String(segment))).join('.');
+  const fields: Record<string, z.core.$ZodLooseShape> = {
+    '': ManifestV1.shape,
+    'assets.#': ManifestAsset.shape,
+    'assets.#.schema': AssetSchema.shape,
+    'assets.#.schema.columns.#': ColumnSpec.shape,
+    'jobs.#': ManifestJob.shape,
+    'schedules.#': ManifestSchedule.shape,
+  };
+  return Object.keys(fields[shape] ?? {});
+}
+
+function fieldSuggestion(key: string, known: readonly string[]): string {
+  const alias = FIELD_ALIASES[key];
+  if (alias !== undefined && known.includes(alias)) return ` Did you mean "${alias}"?`;
+  return didYouMean(key, known);
+}
+
 function errorsFromZodIssue(issue: z.core.$ZodIssue): ValidationError[] {
   const path = ['manifest', ...issue.path.map(String)].join('.');
   const invalid = (message: string): ValidationError => ({ code: 'manifest_invalid', path, message });
@@ -45,7 +84,7 @@ function errorsFromZodIssue(issue: z.core.$ZodIssue): ValidationError[] {
       return issue.keys.map((key) => ({
         code: 'manifest_invalid',
         path: `${path}.${key}`,
-        message: `${path}.${key} is not a known field.`,
+        message: `${path}.${key} is not a known field.${fieldSuggestion(key, knownFieldsAt(issue.path))}`,
       }));
     case 'invalid_type': {
       if (issue.input === undefined) return [invalid(`${path} is required.`)];
@@ -55,7 +94,8 @@ function errorsFromZodIssue(issue: z.core.$ZodIssue): ValidationError[] {
     case 'invalid_value': {
       const allowed = issue.values.map(describedValue);
       const expected = allowed.length === 1 ? allowed[0] : `one of ${allowed.join(', ')}`;
-      return [invalid(`${path} must be ${expected}, not ${describedValue(issue.input)}.`)];
+      const suggestion = typeof issue.input === 'string' ? didYouMean(issue.input, issue.values.filter((value): value is string => typeof value === 'string')) : '';
+      return [invalid(`${path} must be ${expected}, not ${describedValue(issue.input)}.${suggestion}`)];
     }
     case 'custom':
       // Our own refinements write whole sentences (manifest.schema.ts).

@@ -1,3 +1,4 @@
+import { suggestionFor } from './suggestions.ts';
 import { cronExpressionProblem } from '@envengine/schedule-timing';
 import type { ManifestV1 } from '@envengine/contracts';
 import { quoted } from '@envengine/contracts';
@@ -14,7 +15,7 @@ export function jobErrors(manifest: ManifestV1, assetIndex: ReadonlyMap<string, 
       errors.push({
         code: 'unknown_job_asset',
         path: manifestPath('jobs', jobIndex, 'assets', keyIndex),
-        message: `Job ${quoted(job.name)} names asset ${quoted(key)}, which is not an asset of this manifest.`,
+        message: `Job ${quoted(job.name)} names asset ${quoted(key)}, which is not an asset of this manifest.${suggestionFor(key, assetIndex.keys())}`,
       });
     });
   });
@@ -29,7 +30,7 @@ export function scheduleErrors(manifest: ManifestV1): ValidationError[] {
       errors.push({
         code: 'unknown_schedule_job',
         path: manifestPath('schedules', index, 'job'),
-        message: `Schedule ${quoted(schedule.name)} runs job ${quoted(schedule.job)}, which is not a job of this manifest.`,
+        message: `Schedule ${quoted(schedule.name)} runs job ${quoted(schedule.job)}, which is not a job of this manifest.${suggestionFor(schedule.job, jobNames)}`,
       });
     }
     const cronProblem = cronExpressionProblem(schedule.cron);

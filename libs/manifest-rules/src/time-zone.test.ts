@@ -12,7 +12,8 @@ describe('timeZoneProblem', () => {
     ['+01:00', 'is not an IANA time zone name such as "Europe/Paris"'],
     ['europe/paris', 'is not spelled as the IANA time zone "Europe/Paris"'],
     ['utc', 'is not spelled as the IANA time zone "UTC"'],
-    ['Europe/Paris ', 'is not a known IANA time zone'],
+    ['Europe/Paris ', 'is not a known IANA time zone (did you mean "Europe/Paris"?)'],
+    ['Europe/Berln', 'is not a known IANA time zone (did you mean "Europe/Berlin"?)'],
   ])('rejects %j', (zone, reason) => {
     expect(timeZoneProblem(zone)).toBe(reason);
   });

@@ -1,3 +1,4 @@
+import { closestName } from '@envengine/name-suggestions';
 // Time zones are checked with the runtime's own IANA data (Intl), which is pure and
 // deterministic for a given Node build, so this is safe in workflow code.
 
@@ -13,7 +14,8 @@ export function timeZoneProblem(name: string): string | null {
   try {
     canonical = new Intl.DateTimeFormat(undefined, { timeZone: name }).resolvedOptions().timeZone;
   } catch {
-    return 'is not a known IANA time zone';
+    const closest = closestName(name, Intl.supportedValuesOf('timeZone'));
+    return closest === undefined ? 'is not a known IANA time zone' : `is not a known IANA time zone (did you mean ${JSON.stringify(closest)}?)`;
   }
   // Intl matches names case-insensitively, but schedulers that read the zone database
   // from disk do not.

@@ -113,7 +113,7 @@ describe('validateManifest shape errors (manifest_invalid)', () => {
       { code: 'manifest_invalid', path: 'manifest.extra' },
       { code: 'manifest_invalid', path: 'manifest.other' },
     ]);
-    expect(result.errors[0]!.message).toBe('manifest.assets.1.kye is not a known field.');
+    expect(result.errors[0]!.message).toBe('manifest.assets.1.kye is not a known field. Did you mean "key"?');
   });
 
   it("takes an asset's timeout_seconds from 1 to a day, and names a bad one at its path", () => {
@@ -436,7 +436,7 @@ describe('validateManifest reference errors', () => {
       {
         code: 'unknown_binding',
         path: 'manifest.assets.1.binding',
-        message: 'Asset "orders" is stored on binding "whse", which this environment does not have.',
+        message: 'Asset "orders" is stored on binding "whse", which this environment does not have. Make it with `envctl bindings set whse --env ENV`.',
       },
     ]);
   });
@@ -458,7 +458,7 @@ describe('validateManifest reference errors', () => {
       {
         code: 'entry_not_in_bundle',
         path: 'manifest.assets.1.entry',
-        message: 'Asset "orders" has entry "assets/orders.js", which is not a file in the bundle.',
+        message: 'Asset "orders" has entry "assets/orders.js", which is not a file in the bundle. Did you mean "assets/order.js"?',
       },
     ]);
   });
@@ -482,7 +482,7 @@ describe('validateManifest reference errors', () => {
       {
         code: 'unknown_schedule_job',
         path: 'manifest.schedules.0.job',
-        message: 'Schedule "nightly" runs job "refrsh", which is not a job of this manifest.',
+        message: 'Schedule "nightly" runs job "refrsh", which is not a job of this manifest. Did you mean "refresh"?',
       },
     ]);
   });
@@ -730,5 +730,37 @@ describe('validateManifest contract changes', () => {
   it('allow_contract_changes_not_changed also without an active deployment', () => {
     const result = validateManifest(validManifest(), context({ allowContractChanges: ['orders'] }));
     expect(codesAndPaths(result.errors)).toEqual([{ code: 'allow_contract_changes_not_changed', path: 'allow_contract_changes.0' }]);
+  });
+});
+
+describe('suggestions in the findings', () => {
+  const context = { bindings: new Map([['warehouse', { mode: 'live' as const }]]), bundleEntries: new Set(['assets/cities.js', 'assets/scratch.js']), activeManifest: null, strict: false, allowContractChanges: [], environmentName: 'dev' };
+
+  it('names the close names of assets, deps, jobs, bindings, column types, fields and time zones, and the command that makes a missing binding', () => {
+    const manifest = {
+      version: 1,
+      assets: [
+        { key: 'cities', binding: 'warehous', entry: 'assets/citys.js', dependencies: [] },
+        { key: 'scratch', binding: 'warehouse', entry: 'assets/scratch.js', deps: ['citys'], schema: { columns: [{ name: 'n', type: 'integr' }] } },
+      ],
+      jobs: [{ name: 'build', assets: ['scrach'] }],
+      schedules: [{ name: 'nightly', job: 'buld', cron: '0 2 * * *', timezone: 'Europe/Berln' }],
+    };
+    const messages = validateManifest(manifest, context).errors.map((error) => error.message);
+    expect(messages).toEqual(expect.arrayContaining([
+      'manifest.assets.0.dependencies is not a known field. Did you mean "deps"?',
+      expect.stringContaining('not "integr". Did you mean "integer"?'),
+    ]));
+    // With the shape fixed, the references: each with its suggestion.
+    const fixed = { ...manifest, assets: [{ ...manifest.assets[0], dependencies: undefined, deps: [] }, { ...manifest.assets[1], schema: { columns: [{ name: 'n', type: 'integer' }] } }] };
+    const references = validateManifest(JSON.parse(JSON.stringify(fixed)), context).errors.map((error) => error.message);
+    expect(references).toEqual([
+      'Asset "scratch" depends on "citys", which is not an asset of this manifest. Did you mean "cities"?',
+      'Asset "cities" is stored on binding "warehous", which this environment does not have. Did you mean "warehouse"? Make it with `envctl bindings set warehous --env dev`.',
+      'Asset "cities" has entry "assets/citys.js", which is not a file in the bundle. Did you mean "assets/cities.js"?',
+      'Job "build" names asset "scrach", which is not an asset of this manifest. Did you mean "scratch"?',
+      'Schedule "nightly" runs job "buld", which is not a job of this manifest. Did you mean "build"?',
+      'Schedule "nightly" has time zone "Europe/Berln", which is not a known IANA time zone (did you mean "Europe/Berlin"?).',
+    ]);
   });
 });

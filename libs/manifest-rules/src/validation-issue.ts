@@ -58,6 +58,8 @@ export interface ValidationContext {
   strict: boolean;
   /** `allow_contract_changes` of the ingest request, as sent. */
   allowContractChanges: readonly string[];
+  /** The environment's name, for the command a message gives (`envctl bindings set … --env <it>`). */
+  environmentName?: string;
 }
 
 export interface ManifestValidation {

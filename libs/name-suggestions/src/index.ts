@@ -28,14 +28,19 @@ export function editDistance(left: string, right: string): number {
 /** Names past this length are not compared (a pasted token, a path): a suggestion is for typos. */
 const LONGEST_COMPARED = 100;
 
+/** How far a suggestion may be: `atLeast` edits allowed however short the word (default 1). */
+export interface SuggestionReach {
+  atLeast?: number;
+}
+
 /**
  * The candidate closest to `word`, when it is close enough to be a typo of it: at most a
  * third of the word's length in edits (at least one), case ignored; ties go to the first
  * candidate. Undefined when none is, or `word` is itself a candidate.
  */
-export function closestName(word: string, candidates: Iterable<string>): string | undefined {
+export function closestName(word: string, candidates: Iterable<string>, { atLeast = 1 }: SuggestionReach = {}): string | undefined {
   if (word.length === 0 || word.length > LONGEST_COMPARED) return undefined;
-  const allowed = Math.max(1, Math.floor(word.length / 3));
+  const allowed = Math.max(atLeast, Math.floor(word.length / 3));
   const lower = word.toLowerCase();
   let best: { name: string; distance: number } | undefined;
   for (const candidate of candidates) {
@@ -48,7 +53,7 @@ export function closestName(word: string, candidates: Iterable<string>): string 
 }
 
 /** ` Did you mean "refresh"?` (with its leading space), or '' when nothing is close. */
-export function didYouMean(word: string, candidates: Iterable<string>): string {
-  const closest = closestName(word, candidates);
+export function didYouMean(word: string, candidates: Iterable<string>, reach: SuggestionReach = {}): string {
+  const closest = closestName(word, candidates, reach);
   return closest === undefined ? '' : ` Did you mean "${closest}"?`;
 }

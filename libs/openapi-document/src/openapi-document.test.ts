@@ -5,7 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { EVENT_TYPES, PublicApi } from '@envengine/contracts';
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument, openApiPath, serializedOpenApiDocument } from './openapi-document.ts';
+import { buildOpenApiDocument, openApiPath, serializedManifestSchema, serializedOpenApiDocument } from './openapi-document.ts';
 
 const document = buildOpenApiDocument();
 
@@ -93,6 +93,22 @@ describe('the OpenAPI document', () => {
     const upload = document.paths['/bundles']!.post!.requestBody as { content: Record<string, { schema: unknown }> };
     expect(Object.keys(upload.content).sort()).toEqual(['application/gzip', 'application/octet-stream']);
     expect(upload.content['application/octet-stream']!.schema).toMatchObject({ type: 'string', format: 'binary' });
+  });
+
+  it('is the committed docs/manifest.schema.json, and the ingest body names it (run `npm run build` and commit it when this fails)', () => {
+    const committed = readFileSync(resolve(import.meta.dirname, '..', '..', '..', 'docs', 'manifest.schema.json'), 'utf8');
+    expect(committed === serializedManifestSchema()).toBe(true);
+    const schema = JSON.parse(committed) as { properties: Record<string, unknown>; required: string[] };
+    expect(Object.keys(schema.properties)).toEqual(['version', 'assets', 'jobs', 'schedules']);
+    expect(schema.required).toEqual(['version', 'assets']);
+    const document = buildOpenApiDocument() as unknown as { components: { schemas: Record<string, { properties?: Record<string, { $ref?: string }> }> } };
+    expect(document.components.schemas.CreateDeploymentRequest!.properties!.manifest!.$ref).toBe('#/components/schemas/Manifest');
+    // An editor checking a manifest.json with it: the example passes, a wrong column type does not.
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    const example = JSON.parse(readFileSync(resolve(import.meta.dirname, '..', '..', '..', 'examples', 'orders', 'manifest.json'), 'utf8')) as { assets: Array<{ schema?: { columns: Array<{ type: string }> } }> };
+    expect(validate(example), JSON.stringify(validate.errors)).toBe(true);
+    example.assets[0]!.schema!.columns[0]!.type = 'strng';
+    expect(validate(example)).toBe(false);
   });
 
   it('is the committed docs/openapi.json (run `npm run build` and commit it when this fails)', () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   Attempt,
+  ManifestV1,
   AttemptStarted,
   AssetListing,
   Binding,
@@ -33,6 +34,7 @@ import {
   ScheduleNextFireTimes,
   SecretRow,
   StorageConnection,
+  UpstreamSource,
   UpstreamLocation,
   WorkerHeartbeatResponse,
   type Endpoint,
@@ -67,6 +69,7 @@ const NAMED_SCHEMAS: Record<string, z.ZodType> = {
   WorkerHeartbeatResponse,
   AttemptStarted,
   UpstreamLocation,
+  UpstreamSource,
   ResolvedConnection,
   StorageConnection,
   Materialization,
@@ -88,7 +91,7 @@ const NAMED_SCHEMAS: Record<string, z.ZodType> = {
 };
 
 /** The run body's two forms, each a component (the body is one of them). */
-const NAMED_REQUEST_SCHEMAS: Record<string, z.ZodType> = { CreateRunForJob, CreateRunForAssets };
+const NAMED_REQUEST_SCHEMAS: Record<string, z.ZodType> = { CreateRunForJob, CreateRunForAssets, Manifest: ManifestV1 };
 
 /** The variants of the event union, one per type. */
 function eventVariants(): z.ZodObject[] {
@@ -380,6 +383,15 @@ export function buildOpenApiDocument(): OpenApiDocument {
 }
 
 /** The document as written to docs/openapi.json and served: two-space JSON and a final newline. */
+/**
+ * The manifest's JSON Schema (docs/manifest.schema.json), from the same zod contract the
+ * ingest checks with: for editors and CI checks of a `manifest.json`.
+ */
+export function serializedManifestSchema(): string {
+  const schema = z.toJSONSchema(ManifestV1, { io: 'input', unrepresentable: 'any' });
+  return `${JSON.stringify({ ...schema, title: 'envengine manifest, version 1' }, null, 2)}\n`;
+}
+
 export function serializedOpenApiDocument(): string {
   return `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`;
 }

@@ -94,6 +94,7 @@ export function deploymentActivities(deps: DeploymentActivityDeps): DeploymentAc
         activeManifest: active.success ? active.data : null,
         strict: input.strict,
         allowContractChanges: input.allowContractChanges,
+        environmentName: input.environmentName,
       });
       const errors = capped([...input.fieldErrors, ...validation.errors]);
       const warnings = capped(validation.warnings);
