@@ -24,10 +24,10 @@ describe('the CI recipe (examples/ci/preview.sh): a preview per pull request, wi
   let tenant: TestTenant;
   let env: Record<string, string>;
 
-  /** Runs the recipe as the workflow does, with envctl (the built CLI) on PATH. */
-  const recipe = (...args: string[]): Promise<Result> =>
+  /** Runs a command to its end with the test's environment, and collects its output. */
+  const collected = (command: string, args: string[]): Promise<Result> =>
     new Promise((resolve, reject) => {
-      const child = spawn('bash', [SCRIPT, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -35,6 +35,9 @@ describe('the CI recipe (examples/ci/preview.sh): a preview per pull request, wi
       child.on('error', reject);
       child.on('close', (code) => resolve({ code, stdout, stderr }));
     });
+  /** The recipe as the workflow runs it, with envctl (the built CLI) on PATH. */
+  const recipe = (...args: string[]) => collected('bash', [SCRIPT, ...args]);
+  const runEnvctl = (args: string[]) => collected(process.execPath, [CLI, ...args]);
 
   beforeAll(async () => {
     tenant = await createTenant(stack, 'ci-recipe');
@@ -54,17 +57,6 @@ describe('the CI recipe (examples/ci/preview.sh): a preview per pull request, wi
     const started = await tenant.api.post('/environments/staging/runs', { job: 'refresh' });
     expect((await waitForRun(tenant, started.body.data.id as string)).status).toBe('succeeded');
   });
-
-  const runEnvctl = (args: string[]): Promise<Result> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
 
   it('opens pr-7 from staging, deploys the change, prints the diff, runs only what changed (reading the rest from staging), and closes it', async () => {
     // The pull request changes daily_revenue's code, nothing else.

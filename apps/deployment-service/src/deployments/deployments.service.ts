@@ -109,12 +109,7 @@ export class DeploymentsService {
       : detailsFromZodError(options.error).map((detail) => ({ code: 'manifest_invalid', path: detail.path, message: `${detail.path} ${detail.message}.` }));
     const fields = options.success ? options.data : undefined;
     return this.deploy(environment, gate.data.manifest, {
-      deploymentId: newId('dep'),
-      tenantId,
-      environmentId: environment.id,
-      environmentName: environment.name,
-      strict: environment.strict,
-      activeDeploymentId: environment.active_deployment_id,
+      ...newDeploymentIn(tenantId, environment),
       bundleRef: gate.data.bundle_ref,
       git: fields?.git ?? { branch: 'local', sha: 'local' },
       sdkVersion: fields?.sdk_version ?? null,
@@ -153,12 +148,7 @@ export class DeploymentsService {
     if (manifest === undefined) throw notFound(`Deployment ${id}`);
     const environment = await this.placement.extendTtl(tenantId, body.environment, requestId);
     return this.deploy(environment, manifest, {
-      deploymentId: newId('dep'),
-      tenantId,
-      environmentId: environment.id,
-      environmentName: environment.name,
-      strict: environment.strict,
-      activeDeploymentId: environment.active_deployment_id,
+      ...newDeploymentIn(tenantId, environment),
       bundleRef: source.bundle_ref,
       git: { branch: source.git.branch, sha: source.git.sha },
       sdkVersion: source.sdk_version,
@@ -254,6 +244,18 @@ export class DeploymentsService {
     const rows = await this.deployments.list(tenantId, environment.id, { limit: query.limit, before: query.cursor });
     return rows.map((row) => toDeployment(row, activeId));
   }
+}
+
+/** A new deployment's id and its environment as the ingest's input names them (read once, when the request arrived). */
+function newDeploymentIn(tenantId: string, environment: Environment): Pick<IngestInput, 'deploymentId' | 'tenantId' | 'environmentId' | 'environmentName' | 'strict' | 'activeDeploymentId'> {
+  return {
+    deploymentId: newId('dep'),
+    tenantId,
+    environmentId: environment.id,
+    environmentName: environment.name,
+    strict: environment.strict,
+    activeDeploymentId: environment.active_deployment_id,
+  };
 }
 
 /** An ingest's (or a promotion's) answer: the row with 201 or 422, or the pending shape with 202. */
