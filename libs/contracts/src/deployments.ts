@@ -191,7 +191,8 @@ export type Materialization = z.infer<typeof Materialization>;
 /** One asset of the active deployment, with its latest materialization (or null) and that one's status. */
 export const AssetListing = z.object({
   key: z.string(),
-  binding: z.string(),
+  /** Null for an asset that names none. */
+  binding: z.string().nullable(),
   schema: z.object({ columns: z.array(StoredColumn) }).nullable(),
   /** `latest` or `quarantined` (docs/design.md#activation-and-the-re-check), the latest materialization's; null before the first. */
   status: MaterializationStatus.nullable(),

@@ -57,7 +57,8 @@ export type AssetSchema = z.infer<typeof AssetSchema>;
 export const ManifestAsset = z
   .strictObject({
     key: checkedString('Asset key', resourceNameProblem),
-    binding: checkedString('Binding name', resourceNameProblem),
+    /** Optional: an asset without one stores under the environment's prefix with the engine's own storage. */
+    binding: checkedString('Binding name', resourceNameProblem).optional(),
     entry: checkedString('Asset entry', bundlePathProblem),
     deps: z.array(z.string()).default([]),
     schema: AssetSchema.optional(),

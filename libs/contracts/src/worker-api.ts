@@ -45,7 +45,8 @@ export const PlanColumn = z.object({ name: z.string(), type: z.string(), nullabl
 export const PlannedAsset = z.object({
   key: z.string(),
   entry: z.string(),
-  binding: z.string(),
+  /** The binding its manifest entry names; null for none (the engine's own storage). */
+  binding: z.string().nullable(),
   /** The binding's mode when the attempt started; `read_only` makes `ctx.emit` throw. */
   binding_mode: BindingMode.nullable(),
   deps: z.array(z.string()),

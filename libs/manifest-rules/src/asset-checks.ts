@@ -70,7 +70,8 @@ function cycleError(manifest: ManifestV1, cycle: DependencyCycle): ValidationErr
 export function bindingErrors(manifest: ManifestV1, context: ValidationContext): ValidationError[] {
   const errors: ValidationError[] = [];
   manifest.assets.forEach((asset, index) => {
-    if (context.bindings.has(asset.binding)) return;
+    // An asset without a binding stores with the engine's own storage: nothing to look up.
+    if (asset.binding === undefined || context.bindings.has(asset.binding)) return;
     const fix = `envctl bindings set ${asset.binding} --env ${context.environmentName ?? 'ENV'}`;
     errors.push({
       code: 'unknown_binding',
@@ -119,7 +120,7 @@ export function assetRemovedWarnings(
 export function readOnlyBindingWarnings(manifest: ManifestV1, context: ValidationContext): ValidationWarning[] {
   const warnings: ValidationWarning[] = [];
   manifest.assets.forEach((asset, index) => {
-    if (context.bindings.get(asset.binding)?.mode !== 'read_only') return;
+    if (asset.binding === undefined || context.bindings.get(asset.binding)?.mode !== 'read_only') return;
     warnings.push({
       code: 'read_only_binding',
       path: manifestPath('assets', index, 'binding'),

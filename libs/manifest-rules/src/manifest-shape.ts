@@ -138,7 +138,8 @@ export function salvageManifest(input: unknown): ManifestV1 | null {
       const raw = isRecord(element) ? element : {};
       return {
         key: stringOr(raw['key'], unnamed('asset', index)),
-        binding: stringOr(raw['binding'], ''),
+        // Left out, it names none (the engine's own storage); not a string, a name no environment has.
+        ...(raw['binding'] === undefined ? {} : { binding: stringOr(raw['binding'], '') }),
         entry: stringOr(raw['entry'], ''),
         deps: stringsOf(raw['deps']),
       };

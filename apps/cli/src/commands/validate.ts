@@ -17,7 +17,7 @@ function activeManifestOf(assets: readonly AssetListing[]): ManifestV1 | null {
     version: 1,
     assets: assets.map((asset) => ({
       key: asset.key,
-      binding: asset.binding,
+      ...(asset.binding === null ? {} : { binding: asset.binding }),
       entry: '',
       deps: [],
       // The active deployment's declared columns: a column type of its manifest, answered as text.

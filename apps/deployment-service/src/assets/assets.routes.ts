@@ -18,7 +18,7 @@ export function assetsRouter(placement: PlacementClient, deployments: Deployment
         const materialization = latest.get(asset.key) ?? null;
         return {
           key: asset.key,
-          binding: asset.binding,
+          binding: asset.binding ?? null,
           schema: asset.schema ? { columns: asset.schema.columns.map((column) => ({ ...column, nullable: column.nullable ?? false })) } : null,
           status: materialization?.status ?? null,
           latest_materialization: materialization,

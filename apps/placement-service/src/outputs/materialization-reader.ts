@@ -146,7 +146,7 @@ export class MaterializationReader {
     if (materialization.run_id === null) return null;
     const run = await this.runs.findRun(tenantId, materialization.run_id);
     const bindingName = run?.assets.find((asset) => asset.key === materialization.asset_key)?.binding;
-    if (bindingName === undefined) return null;
+    if (bindingName === undefined || bindingName === null) return null;
     const bindings = await this.secrets.listBindings(tenantId, environment.name, requestId);
     const binding = bindings.find((candidate) => candidate.name === bindingName);
     const endpoint = binding?.config['endpoint'] ?? (binding?.secret_refs['endpoint'] === undefined ? undefined : 'secret');

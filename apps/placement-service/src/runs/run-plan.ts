@@ -4,7 +4,8 @@ import { didYouMean } from '@envengine/name-suggestions';
 export interface RunAssetSpec {
   key: string;
   entry: string;
-  binding: string;
+  /** Null for an asset that names none (the engine's own storage). */
+  binding: string | null;
   deps: string[];
   schema: { columns: Array<{ name: string; type: string; nullable: boolean }> } | null;
   /** The manifest's time limit of the asset, or null. */
@@ -56,7 +57,7 @@ export function planRun(manifest: ManifestV1, selection: RunSelection): PlannedR
     ordered.push({
       key,
       entry: asset.entry,
-      binding: asset.binding,
+      binding: asset.binding ?? null,
       deps: [...(asset.deps ?? [])],
       schema: asset.schema
         ? { columns: asset.schema.columns.map((column) => ({ name: column.name, type: column.type, nullable: column.nullable ?? false })) }

@@ -79,7 +79,7 @@ export class WorkerApiService {
       bundle_ref: run.bundle_ref,
       assets: run.assets
         .filter((asset) => wanted.has(asset.key))
-        .map((asset) => ({ ...asset, binding_mode: modes.get(asset.binding) ?? null, timeout_seconds: asset.timeout_seconds ?? null })),
+        .map((asset) => ({ ...asset, binding_mode: asset.binding === null ? null : (modes.get(asset.binding) ?? null), timeout_seconds: asset.timeout_seconds ?? null })),
       log_limits: this.logLimits,
       run_timeout:
         run.timeout_seconds && run.started_at
@@ -172,7 +172,9 @@ export class WorkerApiService {
     if (asset.binding !== name) {
       throw new ApiError(
         'invalid_request',
-        `ctx.connection("${name}") refused: asset "${assetKey}" declares binding "${asset.binding}", not "${name}"; an asset resolves only the binding its manifest entry names.`,
+        asset.binding === null
+          ? `ctx.connection("${name}") refused: asset "${assetKey}" declares no binding; an asset resolves only the binding its manifest entry names.`
+          : `ctx.connection("${name}") refused: asset "${assetKey}" declares binding "${asset.binding}", not "${name}"; an asset resolves only the binding its manifest entry names.`,
         { details: [{ path: 'name', message: `is not the binding asset "${assetKey}" declares` }] },
       );
     }
@@ -213,21 +215,25 @@ export class WorkerApiService {
   private async s3Connection(
     check: LeaseCheck,
     attemptId: string,
-    binding: string,
+    /** Null for an asset that names none: the engine's own store, with the environment's keys. */
+    binding: string | null,
     environment: Environment,
     mode: 'read_only' | null,
     credentialId: string | null,
     reader: Environment,
   ): Promise<StorageConnection> {
-    const parentId = await this.parentIdOf(check.tenantId, reader);
-    const resolved = await this.resolver.resolve(check.tenantId, { environment_id: reader.id, ...(parentId ? { parent_environment_id: parentId } : {}), binding, attempt_id: attemptId });
+    const parentId = binding === null ? null : await this.parentIdOf(check.tenantId, reader);
+    const resolved =
+      binding === null
+        ? { config: {}, mode: 'live' as const }
+        : await this.resolver.resolve(check.tenantId, { environment_id: reader.id, ...(parentId ? { parent_environment_id: parentId } : {}), binding, attempt_id: attemptId });
     const storeKeys = this.storeKeys;
     // `s3://<bucket>/<path>`, checked at create (s3StoragePrefixProblem).
     const [, bucket = '', path = ''] = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(environment.storage_prefix) ?? [];
     // The environment's keys: its own path of the bucket, read only for a read_only binding.
     const scope = { tenantId: check.tenantId, environmentId: environment.id, objectPath: path.replace(/\/+$/, ''), mode: mode ?? resolved.mode };
     return s3StorageConnection(
-      binding,
+      binding ?? '(none: the engine\'s own storage)',
       resolved.config,
       // The caller's own keys: its pool credential's, or the engine runner's.
       storeKeys && { endpoint: storeKeys.store.publicEndpoint, region: storeKeys.store.region, bucket: storeKeys.store.bucket, keys: () => storeKeys.grant(scope, credentialId) },
