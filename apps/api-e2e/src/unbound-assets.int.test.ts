@@ -31,7 +31,7 @@ describe('assets without a binding store under the environment prefix with the e
 
   for (const [scheme, prefixOf] of [
     ['file://', (tenantId: string) => `file://${join(stack.dataDir, 'lake', tenantId, 'unbound')}`],
-    ["s3:// on the engine's store", () => 's3://lake/unbound'],
+    ["s3:// on the engine's store", (_tenantId: string) => 's3://lake/unbound'],
   ] as const) {
     it(`deploys, emits, reads and lists them on ${scheme}, and refuses ctx.connection`, async () => {
       const name = scheme === 'file://' ? 'unbound-file' : 'unbound-s3';
