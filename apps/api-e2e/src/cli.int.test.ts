@@ -30,6 +30,8 @@ interface Result {
 interface Invocation {
   input?: string;
   env?: Record<string, string>;
+  /** The folder it runs in (default: the test's). */
+  cwd?: string;
   /** Called with the child's pid once it runs, before its stdin is written. */
   whileRunning?: (pid: number) => Promise<void> | void;
 }
@@ -40,7 +42,7 @@ let baseEnv: Record<string, string>;
 /** Runs envctl with a clean environment (no terminal, so JSON on stdout) and collects everything. */
 function envctl(args: string[], invocation: Invocation = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...baseEnv, ...invocation.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...baseEnv, ...invocation.env }, cwd: invocation.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     collectOutput(child, resolve, reject);
     void (async () => {
       if (invocation.whileRunning) await invocation.whileRunning(child.pid!);
@@ -339,6 +341,16 @@ describe('envctl against the stack', () => {
     expectExit(downloaded, 0);
     expect(readFileSync(target).equals(stored)).toBe(true);
     expect(downloaded.stderr).toContain(`${stored.byteLength} bytes`);
+    // Without -o: the current folder, but in a project folder .envctl/downloads/, which no pack takes along.
+    const elsewhere = mkdtempSync(join(tmpdir(), 'envctl-plain-'));
+    expectExit(await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev'], { cwd: elsewhere }), 0);
+    expect(readdirSync(elsewhere)).toEqual([`daily_revenue-${latest.id}.parquet`]);
+    const project = cloneExample(new Date('2020-01-01T00:00:00Z'));
+    const intoProject = await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev'], { cwd: project });
+    expectExit(intoProject, 0);
+    expect(readFileSync(join(project, '.envctl', 'downloads', `daily_revenue-${latest.id}.parquet`)).equals(stored)).toBe(true);
+    expect(readdirSync(project)).not.toContain(`daily_revenue-${latest.id}.parquet`);
+    expect((json(await envctl(['pack', project])) as { files: string[] }).files.some((file) => file.endsWith('.parquet'))).toBe(false);
     const piped = await envctl(['assets', 'download', 'daily_revenue', '--env', 'dev', '--materialization', latest.id, '-o', '-']);
     expectExit(piped, 0);
     expect(Buffer.from(piped.stdout, 'latin1').subarray(0, 4).toString()).toBe('PAR1');

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, basename } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { PREVIEW_MAX_ROWS, PublicApi } from '@envengine/contracts';
+import { IGNORE_FILE } from '@envengine/bundle-packing';
 import { integerOption, requiredOption, stringOption, type CommandSpec, type OptionSpec } from '../command-line.ts';
 import type { CommandContext } from '../command-context.ts';
 import { formatBytes, statusColor } from '../output.ts';
@@ -34,6 +35,19 @@ function cellOf(value: unknown): string {
 function csvField(value: unknown): string {
   const text = cellOf(value);
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/**
+ * Where a download goes without `-o`: the current folder, unless that is a project folder
+ * (a manifest or an ignore file in it), whose next pack would take the file along; there,
+ * `.envctl/downloads/`, which packing always leaves out (libs/bundle-packing DEFAULT_IGNORES).
+ */
+async function defaultDownloadPath(fileName: string): Promise<string> {
+  const markers = await Promise.all(['manifest.json', IGNORE_FILE].map((name) => stat(name).then(() => true, () => false)));
+  if (!markers.some(Boolean)) return fileName;
+  const folder = join('.envctl', 'downloads');
+  await mkdir(folder, { recursive: true });
+  return join(folder, fileName);
 }
 
 export const assetCommands: CommandSpec[] = [
@@ -95,16 +109,16 @@ export const assetCommands: CommandSpec[] = [
   },
   {
     path: ['assets', 'download'],
-    summary: "download a materialization's Parquet file (default: the newest, to ./<key>-<id>.parquet)",
+    summary: "download a materialization's Parquet file (default: the newest, to ./<key>-<id>.parquet, or .envctl/downloads/ in a project folder)",
     args: 'KEY',
     positionals: { min: 1, max: 1 },
     options: { ...ENV_OPTION, ...MATERIALIZATION_OPTION },
-    output: { value: 'FILE', description: 'where to write it (default ./<key>-<id>.parquet); - for stdout' },
+    output: { value: 'FILE', description: 'where to write it (default ./<key>-<id>.parquet, or .envctl/downloads/<key>-<id>.parquet in a project folder); - for stdout' },
     async run(ctx, { values, positionals }) {
       const env = requiredOption(values, 'env', 'assets download');
       const key = positionals[0]!;
       const id = await chosenMaterialization(ctx, env, key, stringOption(values, 'materialization'));
-      const target = stringOption(values, 'output') ?? `${key.replace(/[^A-Za-z0-9._-]/g, '_')}-${id}.parquet`;
+      const target = stringOption(values, 'output') ?? (await defaultDownloadPath(`${key.replace(/[^A-Za-z0-9._-]/g, '_')}-${id}.parquet`));
       const response = await (await ctx.api()).download(PublicApi.downloadMaterialization, { params: { name: env, key, id } });
       const body = Readable.fromWeb(response.body! as WebReadableStream<Uint8Array>);
       if (target === '-') {
